@@ -1,0 +1,39 @@
+# smcp-gateway. `make run` starts the demo, `make test` runs everything CI checks.
+SHELL := /bin/bash
+GO ?= go
+BUF := $(GO) tool -modfile=tools/go.mod buf
+GOTEST_FLAGS ?= -race -count=1 -timeout 20m
+
+.PHONY: run test generate lint check-generated breaking unit bench deps-node
+
+run:
+	$(GO) run ./cmd/smcp demo
+
+test: lint check-generated breaking unit
+
+generate:
+	$(BUF) generate
+
+lint:
+	$(BUF) lint
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/') 2>/dev/null); \
+	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# gen/ is committed: regenerating must not change it.
+check-generated:
+	$(BUF) generate
+	@if [ -n "$$(git status --porcelain gen)" ]; then \
+	  echo "gen/ is stale: run 'make generate' and commit"; git status --porcelain gen; exit 1; fi
+
+# Compare proto/ with the previous commit, when it had one.
+breaking:
+	@if git rev-parse -q --verify HEAD~1 >/dev/null && git cat-file -e HEAD~1:proto 2>/dev/null; then \
+	  $(BUF) breaking --against '.git#ref=HEAD~1'; \
+	else echo "buf breaking: no previous commit with proto/, skipped"; fi
+
+unit:
+	$(GO) test $(GOTEST_FLAGS) ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -1,0 +1,83 @@
+package smcp
+
+import (
+	"errors"
+	"fmt"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Protocol error codes (PROTOCOL.md §4).
+const (
+	CodeBadRequest       = 400
+	CodeUnauthenticated  = 401
+	CodeForbidden        = 403
+	CodeNotFound         = 404
+	CodeTimeout          = 408
+	CodeInternal         = 500
+	CodeVersionMismatch  = 4008
+	CodeNotInOffice      = 4103
+	CodeDocumentNotFound = 4201
+	CodePageOutOfRange   = 4202
+	CodeElementNotFound  = 4203
+	CodeInvalidDPEURI    = 4204
+)
+
+// Error is the flat protocol error: {"code": int, "message": string, "details"?: object}.
+type Error struct {
+	Code    int
+	Message string
+	Details map[string]any
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("smcp error %d: %s", e.Code, e.Message) }
+
+// Errorf makes an *Error with a formatted message.
+func Errorf(code int, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// WithDetails returns a copy of e carrying details.
+func (e *Error) WithDetails(details map[string]any) *Error {
+	c := *e
+	c.Details = details
+	return &c
+}
+
+// AsError finds an *Error in err's chain.
+func AsError(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e)
+	return e, ok
+}
+
+// Proto converts e to its protobuf form. Details that cannot be represented
+// as a Struct are dropped rather than failing the error path.
+func (e *Error) Proto() *smcpv1.Error {
+	p := &smcpv1.Error{Code: int32(e.Code), Message: e.Message}
+	if len(e.Details) > 0 {
+		if s, err := structpb.NewStruct(e.Details); err == nil {
+			p.Details = s
+		}
+	}
+	return p
+}
+
+// ErrorFromProto converts the protobuf form to an *Error.
+func ErrorFromProto(p *smcpv1.Error) *Error {
+	e := &Error{Code: int(p.GetCode()), Message: p.GetMessage()}
+	if p.GetDetails() != nil {
+		e.Details = p.GetDetails().AsMap()
+	}
+	return e
+}
+
+// Wire returns the flat JSON object form of e, ready to be sent as an ack.
+func (e *Error) Wire() map[string]any {
+	m := map[string]any{"code": e.Code, "message": e.Message}
+	if len(e.Details) > 0 {
+		m["details"] = e.Details
+	}
+	return m
+}
