@@ -9,19 +9,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/smcpgw/smcp-gateway/smcp/dpeuri"
 )
 
 // Element categories this server produces (a subset of the 19 of seed 004).
 const (
-	CategoryHeading   = "heading"
-	CategoryText      = "text"
-	CategoryList      = "list"
-	CategoryCode      = "code"
-	CategoryTable     = "table"
-	CategoryImage     = "image"
-	CategoryLink      = "link"
-	CategoryFormula   = "formula"
-	CategorySeparator = "separator"
+	CategoryHeading   = dpeuri.CategoryHeading
+	CategoryText      = dpeuri.CategoryText
+	CategoryList      = dpeuri.CategoryList
+	CategoryCode      = dpeuri.CategoryCode
+	CategoryTable     = dpeuri.CategoryTable
+	CategoryImage     = dpeuri.CategoryImage
+	CategoryLink      = dpeuri.CategoryLink
+	CategoryFormula   = dpeuri.CategoryFormula
+	CategorySeparator = dpeuri.CategorySeparator
 )
 
 // Document is one parsed file: its metadata and pages. Parsers fill Title,

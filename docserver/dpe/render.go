@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/smcpgw/smcp-gateway/smcp/dpeuri"
 )
 
 // Response formats (the format query parameter).
 const (
-	FormatJSON     = "json"
-	FormatMarkdown = "markdown"
-	FormatText     = "text"
+	FormatJSON     = dpeuri.FormatJSON
+	FormatMarkdown = dpeuri.FormatMarkdown
+	FormatText     = dpeuri.FormatText
 )
 
 // MIMEType is the MIME type of a response in format.

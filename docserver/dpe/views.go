@@ -2,8 +2,9 @@ package dpe
 
 import (
 	"slices"
-	"strconv"
 	"time"
+
+	"github.com/smcpgw/smcp-gateway/smcp/dpeuri"
 )
 
 // The read shapes of seed 004, field order as the seed shows them.
@@ -77,17 +78,15 @@ type ElementDetail struct {
 	element   *Element
 }
 
-// DocURI, PageURI and ElementURI build the dpe:// URIs of a document's parts.
-func DocURI(host, docRef string) string { return "dpe://" + host + "/" + docRef }
+// DocURI is the Level 1 URI of a document.
+func DocURI(host, docRef string) string { return dpeuri.Document(host, docRef).String() }
 
 // PageURI is the Level 2 URI of page i.
-func PageURI(host, docRef string, i int) string {
-	return DocURI(host, docRef) + "/pages/" + strconv.Itoa(i)
-}
+func PageURI(host, docRef string, i int) string { return dpeuri.Page(host, docRef, i).String() }
 
 // ElementURI is the Level 3 URI of an element.
 func ElementURI(host, docRef, id string) string {
-	return DocURI(host, docRef) + "/elements/" + id
+	return dpeuri.Element(host, docRef, id).String()
 }
 
 // SummaryView is d's entry in the catalog and its Level 1 body.
