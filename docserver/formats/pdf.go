@@ -3,7 +3,7 @@ package formats
 import (
 	"bytes"
 	"fmt"
-	"slices"
+	"math"
 	"strings"
 
 	"github.com/ledongthuc/pdf"
@@ -36,11 +36,7 @@ func parsePDF(name string, data []byte, _ Options) (*dpe.Document, error) {
 			doc.Pages = append(doc.Pages, page)
 			continue
 		}
-		rows, err := p.GetTextByRow()
-		if err != nil {
-			return nil, fmt.Errorf("reading text of page %d: %w", i, err)
-		}
-		for _, para := range paragraphs(rows) {
+		for _, para := range paragraphs(p.Content().Text) {
 			page.Elements = append(page.Elements, dpe.Element{
 				Category: dpe.CategoryText,
 				Content:  dpe.Text{Text: para},
@@ -68,56 +64,49 @@ func firstParagraph(doc *dpe.Document) string {
 	return ""
 }
 
-// paragraphs joins rows (top to bottom) into paragraphs, cutting where the gap
-// to the previous row exceeds 1.5 times the median gap.
-func paragraphs(rows pdf.Rows) []string {
+// paragraphs rebuilds lines from the glyphs of a page (a new line where the
+// baseline moves) and joins lines into paragraphs. A paragraph ends where the
+// gap to the next line is more than 1.8 times the font size (normal leading
+// is 1.2-1.6), or where the text jumps upwards (a new column or box).
+func paragraphs(glyphs []pdf.Text) []string {
 	type line struct {
-		y    int64
-		text string
+		y, size float64
+		text    string
 	}
 	var lines []line
-	for _, row := range rows {
-		var b strings.Builder
-		prev := ""
-		for _, t := range row.Content {
-			s := t.S
-			if s == "" {
-				continue
-			}
-			// Fragments of one word come glyph by glyph; whole words or
-			// phrases come as strings and need a space between them.
-			if prev != "" && len([]rune(prev)) > 1 && len([]rune(s)) > 1 &&
-				!strings.HasSuffix(prev, " ") && !strings.HasPrefix(s, " ") {
-				b.WriteByte(' ')
-			}
-			b.WriteString(s)
-			prev = s
+	var cur strings.Builder
+	var y, size float64
+	flush := func() {
+		if t := strings.TrimSpace(cur.String()); t != "" {
+			lines = append(lines, line{y: y, size: size, text: strings.Join(strings.Fields(t), " ")})
 		}
-		if txt := strings.TrimSpace(b.String()); txt != "" {
-			lines = append(lines, line{y: row.Position, text: txt})
-		}
+		cur.Reset()
 	}
+	for i, g := range glyphs {
+		if i == 0 || math.Abs(g.Y-y) > 0.5 {
+			flush()
+			y, size = g.Y, g.FontSize
+		}
+		size = max(size, g.FontSize)
+		cur.WriteString(g.S)
+	}
+	flush()
 	if len(lines) == 0 {
 		return nil
 	}
-	var gaps []int64
-	for i := 1; i < len(lines); i++ {
-		gaps = append(gaps, lines[i-1].y-lines[i].y)
-	}
-	var median int64
-	if len(gaps) > 0 {
-		sorted := slices.Clone(gaps)
-		slices.Sort(sorted)
-		median = sorted[len(sorted)/2]
-	}
 	var paras []string
-	cur := []string{lines[0].text}
+	block := []string{lines[0].text}
 	for i := 1; i < len(lines); i++ {
-		if median > 0 && gaps[i-1]*2 > median*3 {
-			paras = append(paras, strings.Join(cur, "\n"))
-			cur = nil
+		gap := lines[i-1].y - lines[i].y
+		fontSize := max(lines[i-1].size, lines[i].size)
+		if fontSize <= 0 {
+			fontSize = 10 // no font information: assume body text
 		}
-		cur = append(cur, lines[i].text)
+		if gap <= 0 || gap > 1.8*fontSize {
+			paras = append(paras, strings.Join(block, "\n"))
+			block = nil
+		}
+		block = append(block, lines[i].text)
 	}
-	return append(paras, strings.Join(cur, "\n"))
+	return append(paras, strings.Join(block, "\n"))
 }

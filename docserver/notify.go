@@ -1,0 +1,90 @@
+package docserver
+
+import (
+	"context"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/smcpgw/smcp-gateway/smcp"
+	"github.com/smcpgw/smcp-gateway/smcp/dpeuri"
+)
+
+// subscriptions counts the URIs clients subscribed to. The SDK keeps the
+// per-session bookkeeping and delivers ResourceUpdated only to the sessions
+// subscribed to that exact URI; this set tells the server which URIs to name
+// when a document changes: its Level 1 URI, but also any page, element or
+// query variant of it somebody subscribed to, and the Level 0 catalog.
+type subscriptions struct {
+	mu   sync.Mutex
+	uris map[string]int
+}
+
+func (s *Server) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
+	uri := req.Params.URI
+	switch {
+	case uri == s.statusURI:
+	case dpeuri.IsDPE(uri):
+		u, err := dpeuri.Parse(uri)
+		if err != nil {
+			return wireError(err)
+		}
+		if u.Host != s.opts.Host {
+			return wireError(smcp.Errorf(smcp.CodeDocumentNotFound, "this server serves dpe://%s, not host %q", s.opts.Host, u.Host).
+				WithDetails(map[string]any{"uri": uri, "host": u.Host}))
+		}
+		// A document that does not exist yet may be subscribed to: it is
+		// announced when its file appears.
+	default:
+		return mcp.ResourceNotFoundError(uri)
+	}
+	s.subs.mu.Lock()
+	s.subs.uris[uri]++
+	s.subs.mu.Unlock()
+	return nil
+}
+
+func (s *Server) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	if n := s.subs.uris[req.Params.URI]; n > 1 {
+		s.subs.uris[req.Params.URI] = n - 1
+	} else {
+		delete(s.subs.uris, req.Params.URI)
+	}
+	return nil
+}
+
+// notify sends notifications/resources/updated for every subscribed URI a
+// change touches, and for the status window. (Added and removed documents
+// also change the resource list; the SDK announces that when the resources
+// are registered or removed.)
+func (s *Server) notify(ctx context.Context, ch change) {
+	touched := map[string]bool{}
+	for _, group := range [][]string{refs(ch.added), refs(ch.removed), refs(ch.updated)} {
+		for _, ref := range group {
+			touched[ref] = true
+		}
+	}
+	s.subs.mu.Lock()
+	var uris []string
+	for uri := range s.subs.uris {
+		if uri == s.statusURI {
+			continue
+		}
+		u, err := dpeuri.Parse(uri)
+		if err != nil {
+			continue
+		}
+		if (u.DocRef == "" && len(touched) > 0) || touched[u.DocRef] {
+			uris = append(uris, uri)
+		}
+	}
+	s.subs.mu.Unlock()
+	uris = append(uris, s.statusURI)
+	for _, uri := range uris {
+		if err := s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {
+			s.log.Warn("resource updated notification", "uri", uri, "error", err)
+		}
+	}
+}
