@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ledongthuc/pdf"
 
@@ -42,6 +43,12 @@ func parsePDF(name string, data []byte, _ Options) (*dpe.Document, error) {
 				Content:  dpe.Text{Text: para},
 				Metadata: map[string]any{"pdf_page": i},
 			})
+		}
+		// A short first line reads as the page's heading.
+		if len(page.Elements) > 0 {
+			if first := page.Elements[0].Content.(dpe.Text).Text; !strings.Contains(first, "\n") && utf8.RuneCountInString(first) <= 80 {
+				page.Title += ": " + first
+			}
 		}
 		doc.Pages = append(doc.Pages, page)
 	}
