@@ -43,6 +43,9 @@ func runDocs(ctx context.Context, args []string) error {
 		fs.Usage()
 		return flag.ErrHelp
 	}
+	if *host == "" {
+		return errors.New("--host must not be empty")
+	}
 	level := slog.LevelWarn
 	if *verbose {
 		level = slog.LevelDebug
