@@ -11,6 +11,7 @@ import (
 	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
 
 	"github.com/smcpgw/smcp-gateway/docserver/dpe"
 )
@@ -254,7 +255,11 @@ func (c *mdConverter) inline(n ast.Node) string {
 		}
 		switch ch := ch.(type) {
 		case *ast.Text:
-			b.Write(ch.Value(c.src))
+			v := ch.Value(c.src)
+			if _, code := ch.Parent().(*ast.CodeSpan); !code && !ch.IsRaw() {
+				v = util.ResolveEntityNames(util.ResolveNumericReferences(util.UnescapePunctuations(v)))
+			}
+			b.Write(v)
 			if ch.SoftLineBreak() || ch.HardLineBreak() {
 				b.WriteByte('\n')
 			}

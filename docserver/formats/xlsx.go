@@ -22,7 +22,7 @@ const (
 // parseXLSX makes one page per sheet. Blocks of rows separated by fully empty
 // rows become separate table elements (first row of a block = header), with
 // their source range and whether they hold formulas as metadata; each formula
-// cell (up to 100 per sheet) also becomes a formula element. Title, keywords
+// cell (up to 100 per sheet) also becomes a formula element, after the tables. Title, keywords
 // and summary come from the workbook's document properties.
 func parseXLSX(name string, data []byte, _ Options) (*dpe.Document, error) {
 	f, err := excelize.OpenReader(bytes.NewReader(data), excelize.Options{
@@ -50,52 +50,116 @@ func parseXLSX(name string, data []byte, _ Options) (*dpe.Document, error) {
 		doc.Summary = fmt.Sprintf("Workbook with %d sheets: %s", len(sheets), strings.Join(sheets, ", "))
 	}
 	for _, sheet := range sheets {
-		rows, err := f.GetRows(sheet)
+		page, err := sheetPage(f, sheet)
 		if err != nil {
-			return nil, fmt.Errorf("reading sheet %q: %w", sheet, err)
+			return nil, err
 		}
-		page := dpe.Page{Title: sheet, Elements: []dpe.Element{}}
-		var formulas []dpe.Element
-		for _, b := range rowBlocks(rows) {
-			table := dpe.Table{Headers: b.rows[0], Rows: nonNil(b.rows[1:])}
-			hasFormulas := false
-			// Formula lookups go cell by cell; past this size a sheet is data,
-			// and scanning it would make parsing slow for little gain.
-			scan := len(b.rows)*b.cols <= maxFormulaScanCells
-			for r := range b.rows {
-				if !scan {
-					break
-				}
-				for c := range b.cols {
-					cell := fmt.Sprintf("%s%d", columnName(b.col0+c+1), b.row0+r+1)
-					formula, err := f.GetCellFormula(sheet, cell)
-					if err != nil || formula == "" {
-						continue
-					}
-					hasFormulas = true
-					if len(formulas) < maxFormulasPerSheet {
-						value, _ := f.GetCellValue(sheet, cell)
-						formulas = append(formulas, dpe.Element{
-							Category: dpe.CategoryFormula,
-							Content:  dpe.Formula{Expression: "=" + strings.TrimPrefix(formula, "="), Cell: cell, Value: value},
-							Metadata: map[string]any{"sheet": sheet},
-						})
-					}
-				}
-			}
-			meta := map[string]any{
-				"sheet":        sheet,
-				"source_range": sourceRange(b.col0+1, b.row0+1, b.col0+b.cols, b.row0+len(b.rows)),
-			}
-			if scan {
-				meta["has_formulas"] = hasFormulas
-			}
-			page.Elements = append(page.Elements, dpe.Element{Category: dpe.CategoryTable, Content: table, Metadata: meta})
-		}
-		page.Elements = append(page.Elements, formulas...)
 		doc.Pages = append(doc.Pages, page)
 	}
 	return doc, nil
+}
+
+// formulaCell is a cell holding a formula.
+type formulaCell struct {
+	col, row int // 1-based
+	name     string
+	formula  string
+}
+
+func sheetPage(f *excelize.File, sheet string) (dpe.Page, error) {
+	rows, err := f.GetRows(sheet)
+	if err != nil {
+		return dpe.Page{}, fmt.Errorf("reading sheet %q: %w", sheet, err)
+	}
+	formulas, scanned := sheetFormulas(f, sheet, rows)
+	// A formula without a cached value (files written by programs rather
+	// than by Excel) is computed, so that its row is not taken for empty.
+	for _, fc := range formulas {
+		for len(rows) < fc.row {
+			rows = append(rows, nil)
+		}
+		r := rows[fc.row-1]
+		if fc.col <= len(r) && r[fc.col-1] != "" {
+			continue
+		}
+		v, err := f.CalcCellValue(sheet, fc.name)
+		if err != nil || v == "" {
+			v = "=" + fc.formula
+		}
+		for len(r) < fc.col {
+			r = append(r, "")
+		}
+		r[fc.col-1] = v
+		rows[fc.row-1] = r
+	}
+
+	page := dpe.Page{Title: sheet, Elements: []dpe.Element{}}
+	for _, b := range rowBlocks(rows) {
+		meta := map[string]any{
+			"sheet":        sheet,
+			"source_range": sourceRange(b.col0+1, b.row0+1, b.col0+b.cols, b.row0+len(b.rows)),
+		}
+		if scanned {
+			has := false
+			for _, fc := range formulas {
+				if fc.row > b.row0 && fc.row <= b.row0+len(b.rows) && fc.col > b.col0 && fc.col <= b.col0+b.cols {
+					has = true
+					break
+				}
+			}
+			meta["has_formulas"] = has
+		}
+		page.Elements = append(page.Elements, dpe.Element{
+			Category: dpe.CategoryTable,
+			Content:  dpe.Table{Headers: b.rows[0], Rows: nonNil(b.rows[1:])},
+			Metadata: meta,
+		})
+	}
+	for i, fc := range formulas {
+		if i == maxFormulasPerSheet {
+			break
+		}
+		value, _ := f.GetCellValue(sheet, fc.name)
+		if value == "" {
+			value, _ = f.CalcCellValue(sheet, fc.name)
+		}
+		page.Elements = append(page.Elements, dpe.Element{
+			Category: dpe.CategoryFormula,
+			Content:  dpe.Formula{Expression: "=" + strings.TrimPrefix(fc.formula, "="), Cell: fc.name, Value: value},
+			Metadata: map[string]any{"sheet": sheet},
+		})
+	}
+	return page, nil
+}
+
+// sheetFormulas finds the formula cells of a sheet, row by row, looking at
+// its recorded dimension (or, failing that, the area holding values). Lookups
+// go cell by cell, so a sheet larger than maxFormulaScanCells is not scanned
+// and scanned is false.
+func sheetFormulas(f *excelize.File, sheet string, rows [][]string) (cells []formulaCell, scanned bool) {
+	cols, nrows := 0, len(rows)
+	for _, r := range rows {
+		cols = max(cols, len(r))
+	}
+	if dim, err := f.GetSheetDimension(sheet); err == nil {
+		if _, to, ok := strings.Cut(dim, ":"); ok {
+			if c, r, err := excelize.CellNameToCoordinates(to); err == nil {
+				cols, nrows = max(cols, c), max(nrows, r)
+			}
+		}
+	}
+	if cols*nrows > maxFormulaScanCells {
+		return nil, false
+	}
+	for r := 1; r <= nrows; r++ {
+		for c := 1; c <= cols; c++ {
+			name := fmt.Sprintf("%s%d", columnName(c), r)
+			if formula, err := f.GetCellFormula(sheet, name); err == nil && formula != "" {
+				cells = append(cells, formulaCell{col: c, row: r, name: name, formula: formula})
+			}
+		}
+	}
+	return cells, true
 }
 
 // block is a run of non-empty rows, trimmed to its used columns.
