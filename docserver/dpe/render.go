@@ -226,11 +226,14 @@ func (e *Element) text(b *strings.Builder) {
 	case Link:
 		fmt.Fprintf(b, "%s <%s>\n", c.Text, c.URL)
 	case Formula:
-		if c.Value != "" {
-			fmt.Fprintf(b, "%s = %s\n", c.Expression, c.Value)
-		} else {
-			fmt.Fprintf(b, "%s\n", c.Expression)
+		if c.Cell != "" {
+			b.WriteString(c.Cell + ": ")
 		}
+		b.WriteString(c.Expression)
+		if c.Value != "" {
+			b.WriteString(" → " + c.Value)
+		}
+		b.WriteString("\n")
 	default:
 		fmt.Fprintf(b, "[%s: %s]\n", e.Category, e.Summary)
 	}
