@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/smcpgw/smcp-gateway/docserver/dpe"
+	"github.com/smcpgw/smcp-gateway/docserver/formats"
 	"github.com/smcpgw/smcp-gateway/smcp/dpeuri"
 )
 
@@ -451,3 +452,50 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("150 candidates: %d values, hasMore %v, total %d", len(res.Completion.Values), res.Completion.HasMore, res.Completion.Total)
 	}
 }
+
+// TestLongTable: a page shows the first rows of a long table and says so;
+// the element has them all.
+func TestLongTable(t *testing.T) {
+	root := t.TempDir()
+	var b strings.Builder
+	b.WriteString("n,square\n")
+	for i := range 450 {
+		fmt.Fprintf(&b, "%d,%d\n", i, i*i)
+	}
+	writeFile(t, filepath.Join(root, "squares.csv"), b.String())
+	srv, c := startServer(t, root, Options{Formats: formatsOptions(1000)}, false)
+	doc := dpe.DocURI(host, refOf(t, srv, "squares.csv"))
+
+	var page struct {
+		Elements []struct {
+			ElementID string `json:"element_id"`
+			Content   struct {
+				Rows      [][]string `json:"rows"`
+				TotalRows int        `json:"total_rows"`
+				Truncated bool       `json:"truncated"`
+			} `json:"content"`
+		} `json:"elements"`
+	}
+	c.readJSON(doc+"/pages/0", &page)
+	got := page.Elements[0]
+	if len(got.Content.Rows) != dpe.MaxPageTableRows || got.Content.TotalRows != 450 || !got.Content.Truncated {
+		t.Errorf("page table: %d rows, total %d, truncated %v", len(got.Content.Rows), got.Content.TotalRows, got.Content.Truncated)
+	}
+	elemURI := dpe.ElementURI(host, refOf(t, srv, "squares.csv"), got.ElementID)
+	md, _ := c.readText(doc + "/pages/0?format=markdown")
+	if !strings.HasSuffix(md, "| 199 | 39601 |\n\n_250 more rows: "+elemURI+"_\n") {
+		t.Errorf("markdown page does not end with the pointer to the element:\n…%s", md[max(0, len(md)-200):])
+	}
+	var detail struct {
+		Content struct {
+			Rows      [][]string `json:"rows"`
+			TotalRows int        `json:"total_rows"`
+		} `json:"content"`
+	}
+	c.readJSON(elemURI, &detail)
+	if len(detail.Content.Rows) != 450 || detail.Content.TotalRows != 450 {
+		t.Errorf("element: %d rows, total %d", len(detail.Content.Rows), detail.Content.TotalRows)
+	}
+}
+
+func formatsOptions(rowsPerPage int) formats.Options { return formats.Options{RowsPerPage: rowsPerPage} }

@@ -144,6 +144,9 @@ func (p PageContent) markdown(b *strings.Builder) {
 			b.WriteString("\n")
 		}
 		e.markdown(b)
+		if e.hiddenRows > 0 {
+			fmt.Fprintf(b, "\n_%s: %s_\n", moreRows(e.hiddenRows), e.uri)
+		}
 	}
 }
 
@@ -153,6 +156,9 @@ func (p PageContent) text(b *strings.Builder) {
 			b.WriteString("\n")
 		}
 		e.text(b)
+		if e.hiddenRows > 0 {
+			fmt.Fprintf(b, "(%s: %s)\n", moreRows(e.hiddenRows), e.uri)
+		}
 	}
 }
 
@@ -281,6 +287,13 @@ func indentRest(s, indent string) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func moreRows(n int) string {
+	if n == 1 {
+		return "1 more row"
+	}
+	return strconv.Itoa(n) + " more rows"
+}
 
 func plural(n int, word string) string {
 	if n == 1 {

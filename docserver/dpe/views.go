@@ -54,7 +54,26 @@ type PageContent struct {
 	URI          string        `json:"uri"`
 	Elements     []PageElement `json:"elements"`
 	ElementCount int           `json:"element_count"`
-	shown        []*Element    // the elements in Elements, for Markdown and text
+	shown        []shownElement // the elements in Elements, for Markdown and text
+}
+
+// shownElement is an element as a page shows it: a long table is cut to its
+// first MaxPageTableRows rows, and the reader is pointed to the element.
+type shownElement struct {
+	Element
+	hiddenRows int
+	uri        string
+}
+
+// MaxPageTableRows is the most table rows a page shows; Level 3 has them all.
+const MaxPageTableRows = 200
+
+// tablePreview is a table cut for a page: the first rows and the total.
+type tablePreview struct {
+	Headers   []string   `json:"headers"`
+	Rows      [][]string `json:"rows"`
+	TotalRows int        `json:"total_rows"`
+	Truncated bool       `json:"truncated"`
 }
 
 // PageElement is one element as Level 2 shows it.
@@ -141,7 +160,8 @@ func (d *Document) PagesView(host string, offset, limit int) DocumentPages {
 
 // PageView is Level 2 of page i (which must be in range), keeping only the
 // given categories when categories is not empty. element_count counts the
-// elements returned.
+// elements returned. A table longer than MaxPageTableRows shows its first
+// rows with "total_rows" and "truncated": true; its element has them all.
 func (d *Document) PageView(host string, i int, categories []string) PageContent {
 	p := &d.Pages[i]
 	v := PageContent{
@@ -156,9 +176,16 @@ func (d *Document) PageView(host string, i int, categories []string) PageContent
 		if len(categories) > 0 && !slices.Contains(categories, e.Category) {
 			continue
 		}
-		v.shown = append(v.shown, e)
+		se := shownElement{Element: *e, uri: ElementURI(host, d.DocRef, e.ID)}
+		content := e.Content
+		if t, ok := e.Content.(Table); ok && len(t.Rows) > MaxPageTableRows {
+			cut := Table{Headers: t.Headers, Rows: t.Rows[:MaxPageTableRows]}
+			se.Content, se.hiddenRows = cut, len(t.Rows)-MaxPageTableRows
+			content = tablePreview{Headers: t.Headers, Rows: cut.Rows, TotalRows: len(t.Rows), Truncated: true}
+		}
+		v.shown = append(v.shown, se)
 		v.Elements = append(v.Elements, PageElement{
-			ElementID: e.ID, Category: e.Category, Summary: e.Summary, Content: e.Content,
+			ElementID: e.ID, Category: e.Category, Summary: e.Summary, Content: content,
 		})
 	}
 	v.ElementCount = len(v.Elements)
