@@ -498,4 +498,6 @@ func TestLongTable(t *testing.T) {
 	}
 }
 
-func formatsOptions(rowsPerPage int) formats.Options { return formats.Options{RowsPerPage: rowsPerPage} }
+func formatsOptions(rowsPerPage int) formats.Options {
+	return formats.Options{RowsPerPage: rowsPerPage}
+}

@@ -48,12 +48,12 @@ type PageSummary struct {
 
 // PageContent is Level 2.
 type PageContent struct {
-	PageIndex    int           `json:"page_index"`
-	Title        string        `json:"title"`
-	DocRef       string        `json:"doc_ref"`
-	URI          string        `json:"uri"`
-	Elements     []PageElement `json:"elements"`
-	ElementCount int           `json:"element_count"`
+	PageIndex    int            `json:"page_index"`
+	Title        string         `json:"title"`
+	DocRef       string         `json:"doc_ref"`
+	URI          string         `json:"uri"`
+	Elements     []PageElement  `json:"elements"`
+	ElementCount int            `json:"element_count"`
 	shown        []shownElement // the elements in Elements, for Markdown and text
 }
 
