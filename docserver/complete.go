@@ -18,7 +18,7 @@ const maxCompletions = 100
 func (s *Server) complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	p := req.Params
 	var values []string
-	if p.Ref.Type == "ref/resource" && strings.HasPrefix(p.Ref.URI, "dpe://"+s.opts.Host+"/") {
+	if p.Ref != nil && p.Ref.Type == "ref/resource" && strings.HasPrefix(p.Ref.URI, "dpe://"+s.opts.Host+"/") {
 		var args map[string]string
 		if p.Context != nil {
 			args = p.Context.Arguments
