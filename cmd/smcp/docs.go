@@ -73,14 +73,15 @@ func runDocs(ctx context.Context, args []string) error {
 		}
 		return err
 	}
-	return serveHTTP(ctx, srv, *httpAddr, log)
+	ln, err := net.Listen("tcp", *httpAddr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", *httpAddr, err)
+	}
+	return serveHTTP(ctx, srv, ln)
 }
 
-func serveHTTP(ctx context.Context, srv *docserver.Server, addr string, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", addr, err)
-	}
+// serveHTTP serves streamable HTTP on ln and watches the root until ctx ends.
+func serveHTTP(ctx context.Context, srv *docserver.Server, ln net.Listener) error {
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -93,7 +94,7 @@ func serveHTTP(ctx context.Context, srv *docserver.Server, addr string, log *slo
 		_ = hs.Shutdown(shutdown)
 	}()
 	fmt.Fprintf(os.Stderr, "smcp docs: serving dpe://%s at http://%s\n", srv.Host(), ln.Addr())
-	err = hs.Serve(ln)
+	err := hs.Serve(ln)
 	cancel()
 	if werr := <-watchErr; werr != nil && !errors.Is(werr, context.Canceled) {
 		return werr

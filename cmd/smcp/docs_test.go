@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/smcpgw/smcp-gateway/docserver"
 )
 
 // The test binary doubles as the smcp command: with SMCP_TEST_MAIN set it
@@ -126,5 +129,50 @@ func TestDocsFlags(t *testing.T) {
 	err = runDocs(context.Background(), []string{"--root", filepath.Join(t.TempDir(), "missing")})
 	if err == nil || !strings.Contains(err.Error(), "root") {
 		t.Errorf("missing root: %v", err)
+	}
+}
+
+// TestDocsOverHTTP serves --http mode on a loopback listener and reads the
+// catalog with a streamable HTTP client; cancelling the context stops it.
+func TestDocsOverHTTP(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "a.csv"), []byte("x,y\n1,2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := docserver.New(docserver.Options{Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- serveHTTP(ctx, srv, ln) }()
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + ln.Addr().String()}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "dpe://" + docserver.DefaultHost + "?format=text"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(res.Contents[0].Text, "Documents (1)") {
+		t.Errorf("catalog over HTTP: %q", res.Contents[0].Text)
+	}
+	cs.Close()
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("serveHTTP: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serveHTTP did not stop after cancel")
 	}
 }
