@@ -1,0 +1,46 @@
+package docserver
+
+import (
+	"context"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/smcpgw/smcp-gateway/docserver/dpe"
+)
+
+// BenchmarkReadPage reads a page of the example report through a real MCP
+// client over in-memory transports, in each format.
+func BenchmarkReadPage(b *testing.B) {
+	srv, err := New(Options{Root: "../examples/docs"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := srv.MCP().Connect(ctx, st, nil); err != nil {
+		b.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: testProtocol})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	var ref string
+	for _, d := range srv.lib.documents() {
+		if d.FileType == "md" && len(d.Pages) > 1 {
+			ref = d.DocRef
+		}
+	}
+	for _, format := range []string{dpe.FormatJSON, dpe.FormatMarkdown, dpe.FormatText} {
+		uri := dpe.PageURI(DefaultHost, ref, 1) + "?format=" + format
+		b.Run(format, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
