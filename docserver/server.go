@@ -117,8 +117,10 @@ func New(opts Options) (*Server, error) {
 		return nil, errors.New("docserver: Root is required")
 	}
 	opts = opts.withDefaults()
-	if err := dpeuri.Catalogue(opts.Host).Validate(); err != nil {
-		return nil, fmt.Errorf("docserver: host %q: %w", opts.Host, err)
+	// The host is written verbatim into URI templates and instructions, so
+	// it must read back unchanged, without escaping.
+	if u, err := dpeuri.Parse("dpe://" + opts.Host); err != nil || u.Host != opts.Host || u.String() != "dpe://"+opts.Host {
+		return nil, fmt.Errorf("docserver: host %q is not usable in dpe:// URIs as it is (want e.g. com.example.docs)", opts.Host)
 	}
 	statusURI, err := windowuri.Build(opts.Host, "status")
 	if err != nil {

@@ -501,3 +501,17 @@ func TestLongTable(t *testing.T) {
 func formatsOptions(rowsPerPage int) formats.Options {
 	return formats.Options{RowsPerPage: rowsPerPage}
 }
+
+func TestNewRejects(t *testing.T) {
+	for _, h := range []string{"a/b", "a b", "a?b", "a#b", "ä%zz"} {
+		if _, err := New(Options{Root: t.TempDir(), Host: h}); err == nil {
+			t.Errorf("host %q accepted", h)
+		}
+	}
+	if _, err := New(Options{Root: filepath.Join(t.TempDir(), "missing")}); err == nil {
+		t.Error("missing root accepted")
+	}
+	if _, err := New(Options{}); err == nil {
+		t.Error("empty root accepted")
+	}
+}
