@@ -198,14 +198,12 @@ func Parse(raw string) (URI, error) {
 	var u URI
 	rest, rawQuery, hasQuery := strings.Cut(rest, "?")
 	rawHost, path, _ := strings.Cut(rest, "/")
-	host, err := url.PathUnescape(rawHost)
-	switch {
-	case err != nil:
-		return URI{}, invalid(raw, RuleHost, "host has malformed percent-encoding: %q", rawHost)
-	case host == "":
-		return URI{}, invalid(raw, RuleHost, "host must not be empty")
-	case !utf8.ValidString(host):
-		return URI{}, invalid(raw, RuleHost, "host is not valid UTF-8")
+	host, problem := decode(rawHost)
+	if problem == "" && host == "" {
+		problem = "must not be empty"
+	}
+	if problem != "" {
+		return URI{}, invalid(raw, RuleHost, "host %s: %q", problem, rawHost)
 	}
 	u.Host = host
 
@@ -227,14 +225,12 @@ func Parse(raw string) (URI, error) {
 // leading slash).
 func (u *URI) parsePath(raw, path string) error {
 	rawDoc, sub, hasSub := strings.Cut(path, "/")
-	doc, err := url.PathUnescape(rawDoc)
-	switch {
-	case err != nil:
-		return invalid(raw, RuleDocRef, "doc_ref has malformed percent-encoding: %q", rawDoc)
-	case doc == "":
-		return invalid(raw, RuleDocRef, "doc_ref must not be empty when a path follows the host")
-	case !utf8.ValidString(doc):
-		return invalid(raw, RuleDocRef, "doc_ref is not valid UTF-8")
+	doc, problem := decode(rawDoc)
+	if problem == "" && doc == "" {
+		problem = "must not be empty when a path follows the host"
+	}
+	if problem != "" {
+		return invalid(raw, RuleDocRef, "doc_ref %s: %q", problem, rawDoc)
 	}
 	u.DocRef = doc
 	if !hasSub {
@@ -253,20 +249,34 @@ func (u *URI) parsePath(raw, path string) error {
 		}
 		u.HasPage, u.PageIndex = true, n
 	case "elements":
-		id, err := url.PathUnescape(arg)
-		switch {
-		case err != nil:
-			return invalid(raw, RuleSubPath, "element id has malformed percent-encoding: %q", arg)
-		case id == "":
-			return invalid(raw, RuleSubPath, "element id must not be empty")
-		case !utf8.ValidString(id):
-			return invalid(raw, RuleSubPath, "element id is not valid UTF-8")
+		id, problem := decode(arg)
+		if problem == "" && id == "" {
+			problem = "must not be empty"
+		}
+		if problem != "" {
+			return invalid(raw, RuleSubPath, "element id %s: %q", problem, arg)
 		}
 		u.ElementID = id
 	default:
 		return invalid(raw, RuleSubPath, "sub-path must be pages/{N} or elements/{ID}, got %q", sub)
 	}
 	return nil
+}
+
+// decode percent-decodes one host or path segment. It returns a non-empty
+// problem when the encoding is malformed or the text is not UTF-8. Segments
+// without '%' (the common case) are returned as they are.
+func decode(s string) (decoded, problem string) {
+	if strings.IndexByte(s, '%') >= 0 {
+		var err error
+		if s, err = url.PathUnescape(s); err != nil {
+			return "", "has malformed percent-encoding"
+		}
+	}
+	if !utf8.ValidString(s) {
+		return "", "is not valid UTF-8"
+	}
+	return s, ""
 }
 
 func (q *Query) parse(raw, rawQuery string) error {

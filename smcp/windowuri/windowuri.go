@@ -40,6 +40,17 @@ func IsWindow(raw string) bool {
 // fragment likewise), so that the caller can log a warning; the window's
 // identity is then raw[:len(raw)-len(dropped)].
 func Parse(raw string) (u URI, dropped string, err error) {
+	return parse(raw, true)
+}
+
+// Check validates raw like Parse without building the URI (no allocation
+// for a valid URI); it returns the dropped query the same way.
+func Check(raw string) (dropped string, err error) {
+	_, dropped, err = parse(raw, false)
+	return dropped, err
+}
+
+func parse(raw string, build bool) (u URI, dropped string, err error) {
 	if i := strings.IndexAny(raw, "?#"); i >= 0 {
 		raw, dropped = raw[:i], raw[i:]
 	}
@@ -64,7 +75,9 @@ func Parse(raw string) (u URI, dropped string, err error) {
 	if !hasPath {
 		return u, dropped, nil
 	}
-	u.Path = make([]string, 0, strings.Count(path, "/")+1)
+	if build {
+		u.Path = make([]string, 0, strings.Count(path, "/")+1)
+	}
 	for seg := range strings.SplitSeq(path, "/") {
 		dec, err := url.PathUnescape(seg)
 		if err != nil {
@@ -73,7 +86,9 @@ func Parse(raw string) (u URI, dropped string, err error) {
 		if !utf8.ValidString(dec) {
 			return URI{}, dropped, fmt.Errorf("%w %q: segment %q is not valid UTF-8", ErrInvalid, raw, seg)
 		}
-		u.Path = append(u.Path, dec)
+		if build {
+			u.Path = append(u.Path, dec)
+		}
 	}
 	return u, dropped, nil
 }

@@ -1,0 +1,225 @@
+package organize
+
+import (
+	"bytes"
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp/dpeuri"
+)
+
+// Finder organizes document summaries into one page of the Finder (seeds
+// 000 and 004):
+//
+//  1. Documents whose uri is not a valid dpe:// URI are skipped.
+//  2. keywords: a document stays when any keyword is a case-insensitive
+//     substring of its title, of its keywords joined by spaces, or of its
+//     summary. No keywords means no filter.
+//  3. fileType: exact match; "" means no filter.
+//  4. Servers are ordered by the tool-call history (most recent first,
+//     de-duplicated), then by name.
+//  5. Within a server, last_modified descending: timestamps that parse as
+//     ISO 8601 compare as instants, newest first, then unparseable values in
+//     descending string order, then documents without one. Ties keep their
+//     input order.
+//  6. The page is [offset, offset+limit) of that order; a negative offset
+//     counts as 0 and limit <= 0 gives an empty page. Request validation
+//     (offset >= 0, limit 1..100) belongs to the caller.
+//
+// total is the number of documents after filtering, before paging. The page
+// shares the input messages.
+func Finder(docs []*smcpv1.DPEDocumentSummary, keywords []string, fileType string, history []string, offset, limit int) (page []*smcpv1.DPEDocumentSummary, total int, warnings []Warning) {
+	lowered := make([][]byte, len(keywords))
+	for i, kw := range keywords {
+		lowered[i] = appendLower(nil, kw)
+	}
+
+	var scratch []byte // reused to lower-case fields
+	kept := make([]finderEntry, 0, len(docs))
+	present := make(map[string]struct{})
+	for _, d := range docs {
+		if d == nil {
+			continue
+		}
+		if _, err := dpeuri.Parse(d.GetUri()); err != nil {
+			warnings = append(warnings, Warning{Server: d.GetServer(), URI: d.GetUri(), Reason: "skipped: " + err.Error()})
+			continue
+		}
+		if len(lowered) > 0 && !matchesAny(d, lowered, &scratch) {
+			continue
+		}
+		if fileType != "" && d.GetFileType() != fileType {
+			continue
+		}
+		e := newFinderEntry(d, len(kept))
+		// Documents come grouped by server: skip the map for repeats.
+		if len(kept) == 0 || e.server != kept[len(kept)-1].server {
+			present[e.server] = struct{}{}
+		}
+		kept = append(kept, e)
+	}
+
+	ranks := serverRanks(history, present)
+	for i := range kept {
+		if i > 0 && kept[i].server == kept[i-1].server {
+			kept[i].rank = kept[i-1].rank
+		} else {
+			kept[i].rank = ranks[kept[i].server]
+		}
+	}
+
+	total = len(kept)
+	offset = max(offset, 0)
+	if offset >= total || limit <= 0 {
+		return []*smcpv1.DPEDocumentSummary{}, total, warnings
+	}
+	end := offset + min(limit, total-offset)
+	first := smallest(kept, end)
+	page = make([]*smcpv1.DPEDocumentSummary, 0, end-offset)
+	for _, e := range first[offset:] {
+		page = append(page, e.doc)
+	}
+	return page, total, warnings
+}
+
+// smallest returns the k first entries of entries in sorted order,
+// reordering entries. A page is usually far smaller than the catalogue, so a
+// bounded heap (n log k) beats sorting everything (n log n); pos makes the
+// order total, so neither needs a stable sort.
+func smallest(entries []finderEntry, k int) []finderEntry {
+	if k*4 >= len(entries) {
+		slices.SortFunc(entries, compareEntries)
+		return entries[:k]
+	}
+	// entries[:k] is a max-heap: its root is the worst of the k best so far.
+	heap := entries[:k]
+	for i := k/2 - 1; i >= 0; i-- {
+		siftDown(heap, i)
+	}
+	for _, e := range entries[k:] {
+		if compareEntries(e, heap[0]) < 0 {
+			heap[0] = e
+			siftDown(heap, 0)
+		}
+	}
+	slices.SortFunc(heap, compareEntries)
+	return heap
+}
+
+func siftDown(heap []finderEntry, i int) {
+	for {
+		worst := i
+		if l := 2*i + 1; l < len(heap) && compareEntries(heap[l], heap[worst]) > 0 {
+			worst = l
+		}
+		if r := 2*i + 2; r < len(heap) && compareEntries(heap[r], heap[worst]) > 0 {
+			worst = r
+		}
+		if worst == i {
+			return
+		}
+		heap[i], heap[worst] = heap[worst], heap[i]
+		i = worst
+	}
+}
+
+// matchesAny follows the seed's pseudocode: a keyword matches when it is a
+// substring of the lower-cased title, keywords joined by " ", or summary.
+// scratch is reused for the lower-cased fields.
+func matchesAny(d *smcpv1.DPEDocumentSummary, lowered [][]byte, scratch *[]byte) bool {
+	anyIn := func(field []byte) bool {
+		for _, kw := range lowered {
+			if bytes.Contains(field, kw) {
+				return true
+			}
+		}
+		return false
+	}
+	buf := appendLower((*scratch)[:0], d.GetTitle())
+	if anyIn(buf) {
+		*scratch = buf
+		return true
+	}
+	buf = appendLower(buf[:0], d.GetSummary())
+	if anyIn(buf) {
+		*scratch = buf
+		return true
+	}
+	buf = buf[:0]
+	for i, k := range d.GetKeywords() {
+		if i > 0 {
+			buf = append(buf, ' ')
+		}
+		buf = appendLower(buf, k)
+	}
+	*scratch = buf
+	return anyIn(buf)
+}
+
+// Classes of last_modified, in output order.
+const (
+	stampTime = iota
+	stampText
+	stampMissing
+)
+
+type finderEntry struct {
+	doc    *smcpv1.DPEDocumentSummary
+	server string
+	pos    int // position among the kept documents
+	rank   int
+	class  int
+	sec    int64
+	nsec   int
+}
+
+func newFinderEntry(d *smcpv1.DPEDocumentSummary, pos int) finderEntry {
+	e := finderEntry{doc: d, server: d.GetServer(), pos: pos, class: stampMissing}
+	if d.LastModified == nil {
+		return e
+	}
+	if t, ok := parseISO8601(*d.LastModified); ok {
+		e.class, e.sec, e.nsec = stampTime, t.Unix(), t.Nanosecond()
+	} else {
+		e.class = stampText
+	}
+	return e
+}
+
+func compareEntries(a, b finderEntry) int {
+	if c := cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.class, b.class)); c != 0 {
+		return c
+	}
+	c := 0
+	switch a.class {
+	case stampTime:
+		c = cmp.Or(cmp.Compare(b.sec, a.sec), cmp.Compare(b.nsec, a.nsec))
+	case stampText:
+		c = strings.Compare(b.doc.GetLastModified(), a.doc.GetLastModified())
+	}
+	return cmp.Or(c, cmp.Compare(a.pos, b.pos))
+}
+
+// parseISO8601 accepts the ISO 8601 forms seen in practice: RFC 3339 (with
+// or without fraction), Python's isoformat() without a zone, a space instead
+// of 'T', minutes precision and a bare date. A time without a zone is UTC.
+func parseISO8601(s string) (time.Time, bool) {
+	layouts := [...]string{
+		time.RFC3339Nano,
+		"2006-01-02T15:04:05.999999999",
+		"2006-01-02 15:04:05.999999999Z07:00",
+		"2006-01-02 15:04:05.999999999",
+		"2006-01-02T15:04Z07:00",
+		"2006-01-02T15:04",
+		"2006-01-02",
+	}
+	for _, layout := range layouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
