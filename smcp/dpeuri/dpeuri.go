@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/smcpgw/smcp-gateway/smcp/internal/urisyntax"
 )
 
 // Scheme is the URI scheme of DPE resources.
@@ -166,9 +168,7 @@ func intOr(p *int, def int) int {
 
 // IsDPE reports whether raw uses the dpe scheme (case-insensitive), without
 // validating the rest. Change detection uses it to pick dpe:// resources.
-func IsDPE(raw string) bool {
-	return len(raw) >= len(Scheme)+3 && strings.EqualFold(raw[:len(Scheme)], Scheme) && raw[len(Scheme):len(Scheme)+3] == "://"
-}
+func IsDPE(raw string) bool { return urisyntax.HasScheme(raw, Scheme) }
 
 // Valid reports whether Parse accepts raw.
 func Valid(raw string) bool {
@@ -198,7 +198,7 @@ func Parse(raw string) (URI, error) {
 	var u URI
 	rest, rawQuery, hasQuery := strings.Cut(rest, "?")
 	rawHost, path, _ := strings.Cut(rest, "/")
-	host, problem := decode(rawHost)
+	host, problem := urisyntax.DecodeSegment(rawHost)
 	if problem == "" && host == "" {
 		problem = "must not be empty"
 	}
@@ -225,7 +225,7 @@ func Parse(raw string) (URI, error) {
 // leading slash).
 func (u *URI) parsePath(raw, path string) error {
 	rawDoc, sub, hasSub := strings.Cut(path, "/")
-	doc, problem := decode(rawDoc)
+	doc, problem := urisyntax.DecodeSegment(rawDoc)
 	if problem == "" && doc == "" {
 		problem = "must not be empty when a path follows the host"
 	}
@@ -249,7 +249,7 @@ func (u *URI) parsePath(raw, path string) error {
 		}
 		u.HasPage, u.PageIndex = true, n
 	case "elements":
-		id, problem := decode(arg)
+		id, problem := urisyntax.DecodeSegment(arg)
 		if problem == "" && id == "" {
 			problem = "must not be empty"
 		}
@@ -261,22 +261,6 @@ func (u *URI) parsePath(raw, path string) error {
 		return invalid(raw, RuleSubPath, "sub-path must be pages/{N} or elements/{ID}, got %q", sub)
 	}
 	return nil
-}
-
-// decode percent-decodes one host or path segment. It returns a non-empty
-// problem when the encoding is malformed or the text is not UTF-8. Segments
-// without '%' (the common case) are returned as they are.
-func decode(s string) (decoded, problem string) {
-	if strings.IndexByte(s, '%') >= 0 {
-		var err error
-		if s, err = url.PathUnescape(s); err != nil {
-			return "", "has malformed percent-encoding"
-		}
-	}
-	if !utf8.ValidString(s) {
-		return "", "is not valid UTF-8"
-	}
-	return s, ""
 }
 
 func (q *Query) parse(raw, rawQuery string) error {
@@ -432,17 +416,17 @@ func (u URI) String() string {
 	var b strings.Builder
 	b.Grow(len("dpe://") + len(u.Host) + len(u.DocRef) + len(u.ElementID) + 24)
 	b.WriteString("dpe://")
-	escapeTo(&b, u.Host, pathSafe)
+	urisyntax.WriteEscaped(&b, u.Host, urisyntax.SegmentSafe)
 	if u.DocRef != "" {
 		b.WriteByte('/')
-		escapeTo(&b, u.DocRef, pathSafe)
+		urisyntax.WriteEscaped(&b, u.DocRef, urisyntax.SegmentSafe)
 		switch {
 		case u.HasPage:
 			b.WriteString("/pages/")
 			b.WriteString(strconv.Itoa(u.PageIndex))
 		case u.ElementID != "":
 			b.WriteString("/elements/")
-			escapeTo(&b, u.ElementID, pathSafe)
+			urisyntax.WriteEscaped(&b, u.ElementID, urisyntax.SegmentSafe)
 		}
 	}
 	if q := u.Query.Encode(); q != "" {
@@ -459,9 +443,9 @@ func (q Query) Encode() string {
 		if b.Len() > 0 {
 			b.WriteByte('&')
 		}
-		escapeTo(&b, key, querySafe)
+		urisyntax.WriteEscaped(&b, key, querySafe)
 		b.WriteByte('=')
-		escapeTo(&b, value, querySafe)
+		urisyntax.WriteEscaped(&b, value, querySafe)
 	}
 	if q.Format != "" {
 		param(ParamFormat, q.Format)
@@ -486,25 +470,6 @@ func (q Query) Encode() string {
 	return b.String()
 }
 
-// Characters left unescaped besides ALPHA / DIGIT / "-._~". In a segment,
-// RFC 3986 sub-delims and ":@" are literal; in the query, "&=+;" separate or
-// mean space, so only ",:/@" stay literal (keeping categories readable).
-const (
-	pathSafe  = "!$&'()*+,;=:@"
-	querySafe = ",:/@"
-)
-
-func escapeTo(b *strings.Builder, s, safe string) {
-	const hex = "0123456789ABCDEF"
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '-' || c == '.' || c == '_' || c == '~' || strings.IndexByte(safe, c) >= 0 {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('%')
-		b.WriteByte(hex[c>>4])
-		b.WriteByte(hex[c&15])
-	}
-}
+// In the query "&=+;" separate parameters or mean space, so besides the
+// unreserved characters only ",:/@" stay literal (keeping categories readable).
+const querySafe = ",:/@"

@@ -151,3 +151,16 @@ func render(e deskEntry) string {
 	}
 	return b.String()
 }
+
+// FullscreenFromMeta reads _meta.fullscreen of a window resource (seed 001):
+// missing or null is false; a value that is not a bool is false and ok is
+// false, so that the caller can warn about it.
+func FullscreenFromMeta(meta map[string]any) (fullscreen, ok bool) {
+	switch v := meta["fullscreen"].(type) {
+	case nil:
+		return false, true
+	case bool:
+		return v, true
+	}
+	return false, false
+}

@@ -210,3 +210,25 @@ func BenchmarkDesktop10k(b *testing.B) {
 		}
 	}
 }
+
+func TestFullscreenFromMeta(t *testing.T) {
+	tests := []struct {
+		meta   map[string]any
+		full   bool
+		wantOK bool
+	}{
+		{nil, false, true},
+		{map[string]any{}, false, true},
+		{map[string]any{"fullscreen": nil}, false, true},
+		{map[string]any{"fullscreen": true}, true, true},
+		{map[string]any{"fullscreen": false}, false, true},
+		{map[string]any{"fullscreen": "true"}, false, false},
+		{map[string]any{"fullscreen": 1.0}, false, false},
+	}
+	for _, tc := range tests {
+		full, ok := FullscreenFromMeta(tc.meta)
+		if full != tc.full || ok != tc.wantOK {
+			t.Errorf("FullscreenFromMeta(%v) = %v, %v", tc.meta, full, ok)
+		}
+	}
+}
