@@ -12,6 +12,7 @@
 package dpeuri
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"net/url"
@@ -135,10 +136,10 @@ func (u URI) Level() Level {
 }
 
 // FormatOrDefault returns the format, "json" when absent.
-func (q Query) FormatOrDefault() string { return cmpOr(q.Format, DefaultFormat) }
+func (q Query) FormatOrDefault() string { return cmp.Or(q.Format, DefaultFormat) }
 
 // DepthOrDefault returns the depth, "metadata" when absent.
-func (q Query) DepthOrDefault() string { return cmpOr(q.Depth, DefaultDepth) }
+func (q Query) DepthOrDefault() string { return cmp.Or(q.Depth, DefaultDepth) }
 
 // OffsetOrDefault returns the offset, 0 when absent.
 func (q Query) OffsetOrDefault() int { return intOr(q.Offset, DefaultOffset) }
@@ -150,13 +151,6 @@ func (q Query) LimitOrDefault() int { return intOr(q.Limit, DefaultLimit) }
 // categories filter (every category passes when the filter is absent).
 func (q Query) AllowsCategory(c string) bool {
 	return len(q.Categories) == 0 || slices.Contains(q.Categories, c)
-}
-
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 func intOr(p *int, def int) int {
@@ -268,19 +262,17 @@ func (q *Query) parse(raw, rawQuery string) error {
 	if err != nil {
 		return invalid(raw, RuleQuery, "malformed query: %v", err)
 	}
-	for key, vals := range values {
-		rule := Rule(key)
-		switch key {
-		case ParamFormat, ParamDepth, ParamOffset, ParamLimit, ParamCategories:
-			if len(vals) > 1 {
-				return invalid(raw, rule, "%s given %d times", key, len(vals))
-			}
-		default:
-			if q.Extra == nil {
-				q.Extra = url.Values{}
-			}
-			q.Extra[key] = vals
+	// Known parameters in a fixed order, so that the rule reported for a URI
+	// with several bad parameters does not depend on map iteration.
+	for _, key := range [...]string{ParamFormat, ParamDepth, ParamOffset, ParamLimit, ParamCategories} {
+		vals, ok := values[key]
+		if !ok {
 			continue
+		}
+		delete(values, key)
+		rule := Rule(key)
+		if len(vals) > 1 {
+			return invalid(raw, rule, "%s given %d times", key, len(vals))
 		}
 		v := vals[0]
 		switch key {
@@ -308,9 +300,17 @@ func (q *Query) parse(raw, rawQuery string) error {
 			q.Limit = &n
 		case ParamCategories:
 			q.Categories = strings.Split(v, ",")
+			for _, c := range q.Categories {
+				if !IsCategory(c) {
+					return invalid(raw, rule, "categories must be a comma-separated list of element categories, %q is not one", c)
+				}
+			}
 		}
 	}
-	return q.validate(raw)
+	if len(values) > 0 {
+		q.Extra = values
+	}
+	return nil
 }
 
 // parseIndex accepts a non-empty string of ASCII digits whose value fits in
@@ -330,8 +330,7 @@ func parseIndex(s string) (int, bool) {
 	return n, n <= maxIndex
 }
 
-// validate checks the rules that apply to typed values; it serves both Parse
-// and Validate.
+// validate checks the typed values of a Query built in code.
 func (q Query) validate(raw string) error {
 	if q.Format != "" {
 		if err := checkFormat(raw, q.Format); err != nil {

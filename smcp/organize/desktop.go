@@ -18,7 +18,7 @@ type Window struct {
 	// Priority is annotations.priority as declared; values outside [0, 1]
 	// (and NaN) count as 0 with a warning. Missing means 0.
 	Priority float64
-	// Fullscreen is _meta.fullscreen (false when missing or not a bool).
+	// Fullscreen is _meta.fullscreen (see FullscreenFromMeta).
 	Fullscreen bool
 	// Index is the window's position in its server's resources/list answer;
 	// among fullscreen windows the smallest index wins.
@@ -50,7 +50,7 @@ type deskEntry struct {
 //  6. Entries are taken server by server until size is reached.
 //
 // An entry is "<uri>\n\n<texts joined by \n\n>", or the bare URI when the
-// window has no text.
+// texts are empty; the URI is the window's without a dropped query.
 func Desktop(windows []Window, size *int, history []string) ([]string, []Warning) {
 	if size != nil && *size <= 0 {
 		return []string{}, nil
@@ -99,11 +99,15 @@ func Desktop(windows []Window, size *int, history []string) ([]string, []Warning
 		servers[r] = name
 	}
 
-	out := []string{}
 	limit := math.MaxInt
 	if size != nil {
 		limit = *size
 	}
+	kept := 0
+	for _, entries := range byServer {
+		kept += len(entries)
+	}
+	out := make([]string, 0, min(limit, kept))
 	for _, name := range servers {
 		entries := byServer[name]
 		if full := fullscreen(entries); full != nil {
@@ -135,17 +139,17 @@ func fullscreen(entries []deskEntry) *deskEntry {
 }
 
 func render(e deskEntry) string {
-	n := 0
+	size := 0
 	for _, t := range e.w.Texts {
-		n += len(t) + 2
+		size += len(t)
 	}
-	if n == 2*len(e.w.Texts) { // no text at all
+	if size == 0 {
 		return e.id
 	}
 	var b strings.Builder
-	b.Grow(len(e.id) + n)
+	b.Grow(len(e.id) + size + 2*len(e.w.Texts))
 	b.WriteString(e.id)
-	for _, t := range e.w.Texts { // "<uri>\n\n" + texts joined by "\n\n"
+	for _, t := range e.w.Texts { // "<uri>\n\n" + the texts joined by "\n\n"
 		b.WriteString("\n\n")
 		b.WriteString(t)
 	}

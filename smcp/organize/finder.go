@@ -48,10 +48,11 @@ func Finder(docs []*smcpv1.DPEDocumentSummary, keywords []string, fileType strin
 			warnings = append(warnings, Warning{Server: d.GetServer(), URI: d.GetUri(), Reason: "skipped: " + err.Error()})
 			continue
 		}
-		if len(lowered) > 0 && !matchesAny(d, lowered, &scratch) {
+		// Both filters must pass; the cheap exact one goes first.
+		if fileType != "" && d.GetFileType() != fileType {
 			continue
 		}
-		if fileType != "" && d.GetFileType() != fileType {
+		if len(lowered) > 0 && !matchesAny(d, lowered, &scratch) {
 			continue
 		}
 		e := newFinderEntry(d, len(kept))
