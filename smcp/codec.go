@@ -37,9 +37,13 @@ func marshal(m proto.Message) ([]byte, error) {
 	case *smcpv1.OfficeAck:
 		return marshalOfficeAck(m)
 	case *smcpv1.SMCPTool:
-		return marshalOptions.Marshal(completeTool(m))
+		return marshalOptions.Marshal(fillUnset(m, toolRequired))
 	case *smcpv1.GetToolsRet:
 		return marshalOptions.Marshal(completeTools(m))
+	case *smcpv1.ToolCallReq:
+		return marshalOptions.Marshal(fillUnset(m, callRequired))
+	case *smcpv1.DPEElementDetail:
+		return marshalOptions.Marshal(fillUnset(m, elementRequired))
 	case *smcpv1.MCPServerConfig:
 		return marshalServerConfig(m)
 	case *smcpv1.MCPServerInput:

@@ -8,6 +8,7 @@ import (
 
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -169,36 +170,46 @@ func integer(v any) (int, bool) {
 	return 0, false
 }
 
-// completeTool returns t, or a copy with the fields PROTOCOL.md §5 always
-// shows filled in: params_schema {} and meta {} when unset, return_schema
-// JSON null when unset. Copying keeps Marshal free of side effects.
-func completeTool(t *smcpv1.SMCPTool) *smcpv1.SMCPTool {
-	if t.ParamsSchema != nil && t.ReturnSchema != nil && t.Meta != nil {
-		return t
+// Message fields the wire always shows although the proto gives them
+// presence (PROTOCOL.md §5, seed 002): unset, they are sent as {} (a Struct)
+// or null (a Value).
+var (
+	toolRequired    = []protoreflect.Name{"params_schema", "return_schema", "meta"}
+	callRequired    = []protoreflect.Name{"params"}
+	elementRequired = []protoreflect.Name{"content"}
+)
+
+// fillUnset returns m when the named fields are set, otherwise a shallow
+// copy of m (sharing every field value) with the unset ones filled. Copying
+// keeps Marshal free of side effects on messages other goroutines may read.
+func fillUnset(m proto.Message, names []protoreflect.Name) proto.Message {
+	r := m.ProtoReflect()
+	fields := r.Descriptor().Fields()
+	var c protoreflect.Message
+	for _, name := range names {
+		fd := fields.ByName(name)
+		if r.Has(fd) {
+			continue
+		}
+		if c == nil {
+			c = shallowCopy(r)
+		}
+		if fd.Message().FullName() == "google.protobuf.Value" {
+			c.Set(fd, protoreflect.ValueOfMessage(structpb.NewNullValue().ProtoReflect()))
+		} else {
+			c.Set(fd, c.NewField(fd))
+		}
 	}
-	c := &smcpv1.SMCPTool{
-		Name:         t.GetName(),
-		Description:  t.GetDescription(),
-		ParamsSchema: t.GetParamsSchema(),
-		ReturnSchema: t.GetReturnSchema(),
-		Meta:         t.GetMeta(),
+	if c == nil {
+		return m
 	}
-	if c.ParamsSchema == nil {
-		c.ParamsSchema = &structpb.Struct{}
-	}
-	if c.ReturnSchema == nil {
-		c.ReturnSchema = structpb.NewNullValue()
-	}
-	if c.Meta == nil {
-		c.Meta = &structpb.Struct{}
-	}
-	return c
+	return c.Interface()
 }
 
-func completeTools(r *smcpv1.GetToolsRet) *smcpv1.GetToolsRet {
+func completeTools(r *smcpv1.GetToolsRet) proto.Message {
 	var tools []*smcpv1.SMCPTool
 	for i, t := range r.GetTools() {
-		c := completeTool(t)
+		c := fillUnset(t, toolRequired).(*smcpv1.SMCPTool)
 		if c != t && tools == nil {
 			tools = make([]*smcpv1.SMCPTool, len(r.GetTools()))
 			copy(tools, r.GetTools()[:i])
@@ -210,5 +221,17 @@ func completeTools(r *smcpv1.GetToolsRet) *smcpv1.GetToolsRet {
 	if tools == nil {
 		return r
 	}
-	return &smcpv1.GetToolsRet{Tools: tools, ReqId: r.GetReqId()}
+	c := shallowCopy(r.ProtoReflect()).Interface().(*smcpv1.GetToolsRet)
+	c.Tools = tools
+	return c
+}
+
+// shallowCopy returns a new message whose fields share the values of r.
+func shallowCopy(r protoreflect.Message) protoreflect.Message {
+	c := r.New()
+	r.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		c.Set(fd, v)
+		return true
+	})
+	return c
 }
