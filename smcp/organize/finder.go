@@ -8,6 +8,7 @@ import (
 	"time"
 
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp"
 	"github.com/smcpgw/smcp-gateway/smcp/dpeuri"
 )
 
@@ -223,4 +224,30 @@ func parseISO8601(s string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// Paging limits of client:get_finder (PROTOCOL.md §5).
+const (
+	DefaultFinderLimit = 20
+	MaxFinderLimit     = 100
+)
+
+// FinderPaging applies the defaults and bounds of GetFinderReq.offset and
+// .limit: offset >= 0 (default 0), limit 1..100 (default 20). Out of range is
+// a 400 *smcp.Error naming the field.
+func FinderPaging(offset, limit *int32) (int, int, error) {
+	o, l := 0, DefaultFinderLimit
+	if offset != nil {
+		if *offset < 0 {
+			return 0, 0, smcp.Errorf(smcp.CodeBadRequest, "offset must be >= 0, got %d", *offset).WithDetails(map[string]any{"field": "offset"})
+		}
+		o = int(*offset)
+	}
+	if limit != nil {
+		if *limit < 1 || *limit > MaxFinderLimit {
+			return 0, 0, smcp.Errorf(smcp.CodeBadRequest, "limit must be in [1, %d], got %d", MaxFinderLimit, *limit).WithDetails(map[string]any{"field": "limit"})
+		}
+		l = int(*limit)
+	}
+	return o, l, nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 type docOpt func(*smcpv1.DPEDocumentSummary)
@@ -308,6 +309,34 @@ func TestFinderPageMatchesFullSort(t *testing.T) {
 		end := min(pg.offset+pg.limit, len(want))
 		if total != len(docs) || !reflect.DeepEqual(refs(page), refs(want[pg.offset:end])) {
 			t.Errorf("offset %d limit %d:\n got %v\nwant %v", pg.offset, pg.limit, refs(page), refs(want[pg.offset:end]))
+		}
+	}
+}
+
+func TestFinderPagingBounds(t *testing.T) {
+	tests := []struct {
+		offset, limit *int32
+		o, l          int
+		badField      string
+	}{
+		{nil, nil, 0, 20, ""},
+		{new(int32(5)), new(int32(1)), 5, 1, ""},
+		{new(int32(0)), new(int32(100)), 0, 100, ""},
+		{new(int32(-1)), nil, 0, 0, "offset"},
+		{nil, new(int32(0)), 0, 0, "limit"},
+		{nil, new(int32(101)), 0, 0, "limit"},
+	}
+	for _, tc := range tests {
+		o, l, err := FinderPaging(tc.offset, tc.limit)
+		if tc.badField == "" {
+			if err != nil || o != tc.o || l != tc.l {
+				t.Errorf("FinderPaging(%v, %v) = %d, %d, %v", tc.offset, tc.limit, o, l, err)
+			}
+			continue
+		}
+		e, ok := smcp.AsError(err)
+		if !ok || e.Code != smcp.CodeBadRequest || e.Details["field"] != tc.badField {
+			t.Errorf("FinderPaging(%v, %v) error = %v, want 400 on %s", tc.offset, tc.limit, err, tc.badField)
 		}
 	}
 }
