@@ -203,6 +203,7 @@ func BenchmarkDesktop10k(b *testing.B) {
 	}
 	history := []string{"server-03", "server-11", "server-03", "server-07"}
 	b.ReportAllocs()
+	defer cpuTimer(b)()
 	for b.Loop() {
 		out, _ := Desktop(windows, nil, history)
 		if len(out) == 0 {

@@ -130,27 +130,14 @@ func siftDown(heap []finderEntry, i int) {
 
 // matchesAny follows the seed's pseudocode: a keyword matches when it is a
 // substring of the lower-cased title, keywords joined by " ", or summary.
-// scratch is reused for the lower-cased fields.
+// The three fields are lowered into one buffer (scratch, reused), separated
+// by 0xFF: that byte never occurs in UTF-8, so no keyword can match across
+// two fields, and one search per keyword covers all three.
 func matchesAny(d *smcpv1.DPEDocumentSummary, lowered [][]byte, scratch *[]byte) bool {
-	anyIn := func(field []byte) bool {
-		for _, kw := range lowered {
-			if bytes.Contains(field, kw) {
-				return true
-			}
-		}
-		return false
-	}
 	buf := appendLower((*scratch)[:0], d.GetTitle())
-	if anyIn(buf) {
-		*scratch = buf
-		return true
-	}
-	buf = appendLower(buf[:0], d.GetSummary())
-	if anyIn(buf) {
-		*scratch = buf
-		return true
-	}
-	buf = buf[:0]
+	buf = append(buf, 0xFF)
+	buf = appendLower(buf, d.GetSummary())
+	buf = append(buf, 0xFF)
 	for i, k := range d.GetKeywords() {
 		if i > 0 {
 			buf = append(buf, ' ')
@@ -158,7 +145,12 @@ func matchesAny(d *smcpv1.DPEDocumentSummary, lowered [][]byte, scratch *[]byte)
 		buf = appendLower(buf, k)
 	}
 	*scratch = buf
-	return anyIn(buf)
+	for _, kw := range lowered {
+		if bytes.Contains(buf, kw) {
+			return true
+		}
+	}
+	return false
 }
 
 // Classes of last_modified, in output order.

@@ -243,6 +243,7 @@ func BenchmarkFinder10k(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
+			defer cpuTimer(b)()
 			for b.Loop() {
 				page, total, _ := Finder(docs, bc.keywords, bc.fileType, history, 40, 20)
 				if total == 0 || len(page) == 0 {
@@ -337,6 +338,20 @@ func TestFinderPagingBounds(t *testing.T) {
 		e, ok := smcp.AsError(err)
 		if !ok || e.Code != smcp.CodeBadRequest || e.Details["field"] != tc.badField {
 			t.Errorf("FinderPaging(%v, %v) error = %v, want 400 on %s", tc.offset, tc.limit, err, tc.badField)
+		}
+	}
+}
+
+func TestFinderKeywordsDoNotSpanFields(t *testing.T) {
+	docs := []*smcpv1.DPEDocumentSummary{doc("s", "split", title("abc"), summary("def"), keywords("ghi"))}
+	for _, kw := range []string{"cd", "fg", "c\xffd", "c\uFFFDd", "ci"} {
+		if page, _, _ := Finder(docs, []string{kw}, "", nil, 0, 20); len(page) != 0 {
+			t.Errorf("keyword %q matched across fields", kw)
+		}
+	}
+	for _, kw := range []string{"ABC", "ef", "hi"} {
+		if page, _, _ := Finder(docs, []string{kw}, "", nil, 0, 20); len(page) != 1 {
+			t.Errorf("keyword %q did not match", kw)
 		}
 	}
 }

@@ -52,21 +52,26 @@ func serverRanks(history []string, present map[string]struct{}) map[string]int {
 }
 
 // appendLower appends strings.ToLower(s) to dst: the same rune mapping,
-// without allocating a string per field.
+// without allocating a string per field. Its output is always valid UTF-8.
 func appendLower(dst []byte, s string) []byte {
-	for i := 0; i < len(s); {
+	n := len(dst)
+	dst = slices.Grow(dst, len(s))[:n+len(s)]
+	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c < utf8.RuneSelf {
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			dst = append(dst, c)
-			i++
-			continue
+		if c >= utf8.RuneSelf {
+			return appendLowerRunes(dst[:n+i], s[i:])
 		}
-		r, n := utf8.DecodeRuneInString(s[i:])
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst[n+i] = c
+	}
+	return dst
+}
+
+func appendLowerRunes(dst []byte, s string) []byte {
+	for _, r := range s { // invalid bytes come out as U+FFFD, as in strings.ToLower
 		dst = utf8.AppendRune(dst, unicode.ToLower(r))
-		i += n
 	}
 	return dst
 }

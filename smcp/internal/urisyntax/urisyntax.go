@@ -42,7 +42,16 @@ func WriteEscaped(b *strings.Builder, s, safe string) {
 // not UTF-8 (protobuf strings must be). Segments without '%' (the common
 // case) are returned as they are.
 func DecodeSegment(s string) (decoded, problem string) {
-	if strings.IndexByte(s, '%') >= 0 {
+	// One pass decides the common case: plain ASCII needs no decoding and
+	// is valid UTF-8.
+	i := 0
+	for i < len(s) && s[i] != '%' && s[i] < utf8.RuneSelf {
+		i++
+	}
+	if i == len(s) {
+		return s, ""
+	}
+	if strings.IndexByte(s[i:], '%') >= 0 {
 		var err error
 		if s, err = url.PathUnescape(s); err != nil {
 			return "", "has malformed percent-encoding"

@@ -32,3 +32,25 @@ func TestHasScheme(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeSegment(t *testing.T) {
+	tests := []struct{ in, want, problem string }{
+		{"plain-ascii", "plain-ascii", ""},
+		{"", "", ""},
+		{"a%2Fb", "a/b", ""},
+		{"年报", "年报", ""},
+		{"年%20报", "年 报", ""},
+		{"a+b", "a+b", ""},
+		{"%zz", "", "has malformed percent-encoding"},
+		{"a%2", "", "has malformed percent-encoding"},
+		{"\xff", "", "is not valid UTF-8"},
+		{"%FF", "", "is not valid UTF-8"},
+		{"ok%C3%A9", "oké", ""},
+	}
+	for _, tc := range tests {
+		got, problem := DecodeSegment(tc.in)
+		if got != tc.want || problem != tc.problem {
+			t.Errorf("DecodeSegment(%q) = %q, %q; want %q, %q", tc.in, got, problem, tc.want, tc.problem)
+		}
+	}
+}
