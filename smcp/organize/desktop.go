@@ -29,10 +29,12 @@ type Window struct {
 	Blobs int
 }
 
+// deskEntry holds no pointers, so that sorting moves plain words (no GC
+// write barriers).
 type deskEntry struct {
-	w        *Window
-	pos      int    // position in the input, the last tie-break
-	id       string // URI without a dropped query
+	pos      int // position in windows, the last tie-break
+	index    int // Window.Index
+	idLen    int // length of the URI without a dropped query
 	priority float64
 }
 
@@ -86,7 +88,7 @@ func Desktop(windows []Window, size *int, history []string) ([]string, []Warning
 			warn(w, "priority %v outside [0, 1], using 0", p)
 			p = 0
 		}
-		byServer[w.Server] = append(byServer[w.Server], deskEntry{w: w, pos: i, id: w.URI[:len(w.URI)-len(dropped)], priority: p})
+		byServer[w.Server] = append(byServer[w.Server], deskEntry{pos: i, index: w.Index, idLen: len(w.URI) - len(dropped), priority: p})
 	}
 
 	present := make(map[string]struct{}, len(byServer))
@@ -110,46 +112,47 @@ func Desktop(windows []Window, size *int, history []string) ([]string, []Warning
 	out := make([]string, 0, min(limit, kept))
 	for _, name := range servers {
 		entries := byServer[name]
-		if full := fullscreen(entries); full != nil {
+		if full := fullscreen(windows, entries); full != nil {
 			entries = []deskEntry{*full}
 		} else {
 			slices.SortFunc(entries, func(a, b deskEntry) int {
-				return cmp.Or(cmp.Compare(b.priority, a.priority), cmp.Compare(a.w.Index, b.w.Index), cmp.Compare(a.pos, b.pos))
+				return cmp.Or(cmp.Compare(b.priority, a.priority), cmp.Compare(a.index, b.index), cmp.Compare(a.pos, b.pos))
 			})
 		}
 		for _, e := range entries {
 			if len(out) == limit {
 				return out, warnings
 			}
-			out = append(out, render(e))
+			w := &windows[e.pos]
+			out = append(out, render(w.URI[:e.idLen], w.Texts))
 		}
 	}
 	return out, warnings
 }
 
 // fullscreen returns the fullscreen entry with the smallest Index, if any.
-func fullscreen(entries []deskEntry) *deskEntry {
+func fullscreen(windows []Window, entries []deskEntry) *deskEntry {
 	var best *deskEntry
 	for i := range entries {
-		if e := &entries[i]; e.w.Fullscreen && (best == nil || e.w.Index < best.w.Index) {
+		if e := &entries[i]; windows[e.pos].Fullscreen && (best == nil || e.index < best.index) {
 			best = e
 		}
 	}
 	return best
 }
 
-func render(e deskEntry) string {
+func render(id string, texts []string) string {
 	size := 0
-	for _, t := range e.w.Texts {
+	for _, t := range texts {
 		size += len(t)
 	}
 	if size == 0 {
-		return e.id
+		return id
 	}
 	var b strings.Builder
-	b.Grow(len(e.id) + size + 2*len(e.w.Texts))
-	b.WriteString(e.id)
-	for _, t := range e.w.Texts { // "<uri>\n\n" + the texts joined by "\n\n"
+	b.Grow(len(id) + size + 2*len(texts))
+	b.WriteString(id)
+	for _, t := range texts { // "<uri>\n\n" + the texts joined by "\n\n"
 		b.WriteString("\n\n")
 		b.WriteString(t)
 	}

@@ -41,7 +41,8 @@ func Finder(docs []*smcpv1.DPEDocumentSummary, keywords []string, fileType strin
 	var scratch []byte // reused to lower-case fields
 	kept := make([]finderEntry, 0, len(docs))
 	present := make(map[string]struct{})
-	for _, d := range docs {
+	texts := 0 // entries whose last_modified is not a timestamp
+	for i, d := range docs {
 		if d == nil {
 			continue
 		}
@@ -56,20 +57,27 @@ func Finder(docs []*smcpv1.DPEDocumentSummary, keywords []string, fileType strin
 		if len(lowered) > 0 && !matchesAny(d, lowered, &scratch) {
 			continue
 		}
-		e := newFinderEntry(d, len(kept))
+		e := newFinderEntry(d, i)
+		if e.class == stampText {
+			texts++
+		}
 		// Documents come grouped by server: skip the map for repeats.
-		if len(kept) == 0 || e.server != kept[len(kept)-1].server {
-			present[e.server] = struct{}{}
+		if len(kept) == 0 || d.GetServer() != docs[kept[len(kept)-1].doc].GetServer() {
+			present[d.GetServer()] = struct{}{}
 		}
 		kept = append(kept, e)
+	}
+	if texts > 0 {
+		rankTexts(docs, kept, texts)
 	}
 
 	ranks := serverRanks(history, present)
 	for i := range kept {
-		if i > 0 && kept[i].server == kept[i-1].server {
+		server := docs[kept[i].doc].GetServer()
+		if i > 0 && server == docs[kept[i-1].doc].GetServer() {
 			kept[i].rank = kept[i-1].rank
 		} else {
-			kept[i].rank = ranks[kept[i].server]
+			kept[i].rank = ranks[server]
 		}
 	}
 
@@ -82,15 +90,15 @@ func Finder(docs []*smcpv1.DPEDocumentSummary, keywords []string, fileType strin
 	first := smallest(kept, end)
 	page = make([]*smcpv1.DPEDocumentSummary, 0, end-offset)
 	for _, e := range first[offset:] {
-		page = append(page, e.doc)
+		page = append(page, docs[e.doc])
 	}
 	return page, total, warnings
 }
 
 // smallest returns the k first entries of entries in sorted order,
 // reordering entries. A page is usually far smaller than the catalogue, so a
-// bounded heap (n log k) beats sorting everything (n log n); pos makes the
-// order total, so neither needs a stable sort.
+// bounded heap (n log k) beats sorting everything (n log n); the input
+// position makes the order total, so neither needs a stable sort.
 func smallest(entries []finderEntry, k int) []finderEntry {
 	if k*4 >= len(entries) {
 		slices.SortFunc(entries, compareEntries)
@@ -160,18 +168,22 @@ const (
 	stampMissing
 )
 
+// finderEntry is the sort key of one kept document. It holds no pointers,
+// so that sorting moves plain words (no GC write barriers), and compares by
+// integers only: (rank, class) ascending, then (sec, nsec) descending, then
+// doc ascending, which keeps ties in input order.
 type finderEntry struct {
-	doc    *smcpv1.DPEDocumentSummary
-	server string
-	pos    int // position among the kept documents
-	rank   int
-	class  int
-	sec    int64
-	nsec   int
+	doc   int // index in the input
+	rank  int // server rank
+	class int // stampTime, stampText or stampMissing
+	sec   int64
+	nsec  int
 }
 
-func newFinderEntry(d *smcpv1.DPEDocumentSummary, pos int) finderEntry {
-	e := finderEntry{doc: d, server: d.GetServer(), pos: pos, class: stampMissing}
+// newFinderEntry fills the key of docs[i]: a timestamp as Unix seconds and
+// nanoseconds; text stamps get their order from rankTexts.
+func newFinderEntry(d *smcpv1.DPEDocumentSummary, i int) finderEntry {
+	e := finderEntry{doc: i, class: stampMissing}
 	if d.LastModified == nil {
 		return e
 	}
@@ -183,18 +195,35 @@ func newFinderEntry(d *smcpv1.DPEDocumentSummary, pos int) finderEntry {
 	return e
 }
 
+// rankTexts sets sec of the n stampText entries to the rank of their
+// last_modified among those strings, so that "sec descending" is "string
+// descending" and equal strings tie.
+func rankTexts(docs []*smcpv1.DPEDocumentSummary, kept []finderEntry, n int) {
+	idx := make([]int, 0, n)
+	for i, e := range kept {
+		if e.class == stampText {
+			idx = append(idx, i)
+		}
+	}
+	stamp := func(i int) string { return docs[kept[i].doc].GetLastModified() }
+	slices.SortFunc(idx, func(a, b int) int { return strings.Compare(stamp(a), stamp(b)) })
+	r := int64(0)
+	for j, i := range idx {
+		if j > 0 && stamp(i) != stamp(idx[j-1]) {
+			r++
+		}
+		kept[i].sec = r
+	}
+}
+
 func compareEntries(a, b finderEntry) int {
-	if c := cmp.Or(cmp.Compare(a.rank, b.rank), cmp.Compare(a.class, b.class)); c != 0 {
-		return c
-	}
-	c := 0
-	switch a.class {
-	case stampTime:
-		c = cmp.Or(cmp.Compare(b.sec, a.sec), cmp.Compare(b.nsec, a.nsec))
-	case stampText:
-		c = strings.Compare(b.doc.GetLastModified(), a.doc.GetLastModified())
-	}
-	return cmp.Or(c, cmp.Compare(a.pos, b.pos))
+	return cmp.Or(
+		cmp.Compare(a.rank, b.rank),
+		cmp.Compare(a.class, b.class),
+		cmp.Compare(b.sec, a.sec),
+		cmp.Compare(b.nsec, a.nsec),
+		cmp.Compare(a.doc, b.doc),
+	)
 }
 
 // parseISO8601 accepts the ISO 8601 forms seen in practice: RFC 3339 (with
