@@ -10,9 +10,10 @@ package windowuri
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/smcpgw/smcp-gateway/smcp/internal/urisyntax"
 )
 
 // Scheme is the URI scheme of Desktop windows.
@@ -31,15 +32,24 @@ type URI struct {
 
 // IsWindow reports whether raw uses the window scheme (case-insensitive),
 // without validating the rest.
-func IsWindow(raw string) bool {
-	return len(raw) >= len(Scheme)+3 && strings.EqualFold(raw[:len(Scheme)], Scheme) && raw[len(Scheme):len(Scheme)+3] == "://"
-}
+func IsWindow(raw string) bool { return urisyntax.HasScheme(raw, Scheme) }
 
 // Parse parses a window URI. A window URI may not carry a query: when raw has
 // one, Parse ignores it and returns it in dropped (from the '?' on, a '#'
 // fragment likewise), so that the caller can log a warning; the window's
 // identity is then raw[:len(raw)-len(dropped)].
 func Parse(raw string) (u URI, dropped string, err error) {
+	return parse(raw, true)
+}
+
+// Check validates raw like Parse without building the URI (no allocation
+// for a valid URI); it returns the dropped query the same way.
+func Check(raw string) (dropped string, err error) {
+	_, dropped, err = parse(raw, false)
+	return dropped, err
+}
+
+func parse(raw string, build bool) (u URI, dropped string, err error) {
 	if i := strings.IndexAny(raw, "?#"); i >= 0 {
 		raw, dropped = raw[:i], raw[i:]
 	}
@@ -47,33 +57,29 @@ func Parse(raw string) (u URI, dropped string, err error) {
 	if !ok {
 		return URI{}, dropped, fmt.Errorf("%w %q: scheme must be %q", ErrInvalid, raw, Scheme)
 	}
-	if !utf8.ValidString(rest) {
-		return URI{}, dropped, fmt.Errorf("%w %q: not valid UTF-8", ErrInvalid, raw)
-	}
 	rawHost, path, hasPath := strings.Cut(rest, "/")
-	host, err := url.PathUnescape(rawHost)
-	switch {
-	case err != nil:
-		return URI{}, dropped, fmt.Errorf("%w %q: host has malformed percent-encoding", ErrInvalid, raw)
-	case host == "":
-		return URI{}, dropped, fmt.Errorf("%w %q: host must not be empty", ErrInvalid, raw)
-	case !utf8.ValidString(host):
-		return URI{}, dropped, fmt.Errorf("%w %q: host is not valid UTF-8", ErrInvalid, raw)
+	host, problem := urisyntax.DecodeSegment(rawHost)
+	if problem == "" && host == "" {
+		problem = "must not be empty"
+	}
+	if problem != "" {
+		return URI{}, dropped, fmt.Errorf("%w %q: host %s", ErrInvalid, raw, problem)
 	}
 	u.Host = host
 	if !hasPath {
 		return u, dropped, nil
 	}
-	u.Path = make([]string, 0, strings.Count(path, "/")+1)
+	if build {
+		u.Path = make([]string, 0, strings.Count(path, "/")+1)
+	}
 	for seg := range strings.SplitSeq(path, "/") {
-		dec, err := url.PathUnescape(seg)
-		if err != nil {
-			return URI{}, dropped, fmt.Errorf("%w %q: segment %q has malformed percent-encoding", ErrInvalid, raw, seg)
+		dec, problem := urisyntax.DecodeSegment(seg)
+		if problem != "" {
+			return URI{}, dropped, fmt.Errorf("%w %q: segment %q %s", ErrInvalid, raw, seg, problem)
 		}
-		if !utf8.ValidString(dec) {
-			return URI{}, dropped, fmt.Errorf("%w %q: segment %q is not valid UTF-8", ErrInvalid, raw, seg)
+		if build {
+			u.Path = append(u.Path, dec)
 		}
-		u.Path = append(u.Path, dec)
 	}
 	return u, dropped, nil
 }
@@ -114,27 +120,10 @@ func (u URI) Validate() error {
 func (u URI) String() string {
 	var b strings.Builder
 	b.WriteString("window://")
-	escapeTo(&b, u.Host)
+	urisyntax.WriteEscaped(&b, u.Host, urisyntax.SegmentSafe)
 	for _, seg := range u.Path {
 		b.WriteByte('/')
-		escapeTo(&b, seg)
+		urisyntax.WriteEscaped(&b, seg, urisyntax.SegmentSafe)
 	}
 	return b.String()
-}
-
-// escapeTo writes s leaving RFC 3986 unreserved characters, sub-delims and
-// ":@" literal; '/', '?', '#', '%' and everything else are percent-encoded.
-func escapeTo(b *strings.Builder, s string) {
-	const hex = "0123456789ABCDEF"
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			strings.IndexByte("-._~!$&'()*+,;=:@", c) >= 0 {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('%')
-		b.WriteByte(hex[c>>4])
-		b.WriteByte(hex[c&15])
-	}
 }

@@ -49,6 +49,9 @@ func TestParseInvalid(t *testing.T) {
 		if !errors.Is(err, ErrInvalid) {
 			t.Errorf("Parse(%q) error = %v, want ErrInvalid", raw, err)
 		}
+		if _, err := Check(raw); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Check(%q) error = %v, want ErrInvalid", raw, err)
+		}
 	}
 }
 
@@ -89,6 +92,9 @@ func roundTrip(t *testing.T, raw string) {
 	}
 	if len(dropped) > len(raw) || raw[len(raw)-len(dropped):] != dropped {
 		t.Fatalf("Parse(%q) dropped %q, not a suffix", raw, dropped)
+	}
+	if d, err := Check(raw); err != nil || d != dropped {
+		t.Fatalf("Check(%q) = %q, %v; Parse accepted it dropping %q", raw, d, err, dropped)
 	}
 	s, err := Build(u.Host, u.Path...)
 	if err != nil {
