@@ -11,9 +11,11 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/smcpgw/smcp-gateway/docserver/dpe"
 	"github.com/smcpgw/smcp-gateway/docserver/formats"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp/dpeuri"
 )
 
@@ -513,5 +515,49 @@ func TestNewRejects(t *testing.T) {
 	}
 	if _, err := New(Options{}); err == nil {
 		t.Error("empty root accepted")
+	}
+}
+
+// TestShapesMatchProto decodes the document server's JSON into the
+// project's proto types (strictly: unknown fields fail), so what a computer
+// parses with them is exactly what this server writes.
+func TestShapesMatchProto(t *testing.T) {
+	root := copyDocs(t)
+	srv, c := startServer(t, root, Options{}, false)
+	for _, d := range srv.lib.documents() {
+		uri := dpe.DocURI(host, d.DocRef)
+		text, _ := c.readText(uri)
+		var sum smcpv1.DPEDocumentSummary
+		if err := protojson.Unmarshal([]byte(text), &sum); err != nil || sum.GetDocRef() != d.DocRef || int(sum.GetPageCount()) != len(d.Pages) {
+			t.Errorf("%s as DPEDocumentSummary: %v (%v)", uri, err, &sum)
+		}
+		var pages struct {
+			Pages []json.RawMessage `json:"pages"`
+		}
+		c.readJSON(uri+"?depth=pages", &pages)
+		for _, raw := range pages.Pages {
+			var p smcpv1.DPEPageSummary
+			if err := protojson.Unmarshal(raw, &p); err != nil || p.GetUri() == "" {
+				t.Errorf("%s page as DPEPageSummary: %v", uri, err)
+			}
+		}
+		for i := range d.Pages {
+			var page struct {
+				Elements []json.RawMessage `json:"elements"`
+			}
+			c.readJSON(dpe.PageURI(host, d.DocRef, i), &page)
+			for _, raw := range page.Elements {
+				var e smcpv1.DPEElementDetail
+				if err := protojson.Unmarshal(raw, &e); err != nil || e.GetContent() == nil {
+					t.Errorf("%s page %d element as DPEElementDetail: %v", uri, i, err)
+					continue
+				}
+				text, _ := c.readText(dpe.ElementURI(host, d.DocRef, e.GetElementId()))
+				var detail smcpv1.DPEElementDetail
+				if err := protojson.Unmarshal([]byte(text), &detail); err != nil || int(detail.GetPageIndex()) != i {
+					t.Errorf("%s level 3 as DPEElementDetail: %v", e.GetElementId(), err)
+				}
+			}
+		}
 	}
 }
