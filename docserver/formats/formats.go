@@ -1,6 +1,27 @@
-// Package formats parses files into DPE documents: Markdown, plain text,
-// CSV/TSV, JSON, XLSX and PDF. Parsers are pure functions of a file's name and
-// bytes; they never touch the file system.
+// Package formats parses files into DPE documents. Parsers are pure functions
+// of a file's name and bytes; they never touch the file system.
+//
+//	file       file_type  pages                                 elements
+//	.md        md         top-level sections (smallest heading  heading, text, list, code, table (GFM),
+//	.markdown             level that occurs twice; preamble =   link, image, separator; blockquotes as
+//	                      page 0)                               text, HTML blocks as code
+//	.txt       txt        blank-line paragraphs packed into     text (one per paragraph)
+//	.text                 pages of LinesPerPage lines; \f
+//	                      forces a page break
+//	.csv .tsv  csv, tsv   RowsPerPage data rows per page        table (header = first record)
+//	.json      json       object: "Fields" page of scalars,     table (objects, arrays of objects),
+//	                      then a page per object/array value;   list (arrays of scalars), text
+//	                      array: RowsPerPage items per page
+//	.xlsx      xlsx       one page per sheet                    table per block of rows, formula
+//	.pdf       pdf        one page per PDF page                 text (paragraphs from line spacing)
+//
+// Document metadata: Markdown front matter (title, keywords/tags,
+// summary/description) or the first H1 and paragraph; JSON top-level
+// title/name, description/summary, keywords/tags; XLSX document properties;
+// PDF Info dictionary (Title, Keywords, Subject). Otherwise the title comes
+// from the file name. Element metadata records where an element came from:
+// "lines" (Markdown, text), "source_range" (CSV, XLSX), "path" (JSON),
+// "pdf_page".
 package formats
 
 import (
