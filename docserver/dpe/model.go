@@ -172,15 +172,6 @@ func (d *Document) AssignIDs() {
 	}
 }
 
-// ElementCount is the number of elements over all pages.
-func (d *Document) ElementCount() int {
-	n := 0
-	for _, p := range d.Pages {
-		n += len(p.Elements)
-	}
-	return n
-}
-
 // FindElement returns the element with id and the index of its page.
 func (d *Document) FindElement(id string) (*Element, int, bool) {
 	for p := range d.Pages {
