@@ -176,3 +176,113 @@ func TestDocsOverHTTP(t *testing.T) {
 		t.Fatal("serveHTTP did not stop after cancel")
 	}
 }
+
+// TestDocsWithTypeScriptClient drives `smcp docs` (this test binary re-executed
+// as the command) from the official TypeScript MCP SDK, a client written
+// independently of the Go SDK. It needs node and `npm ci` in
+// testdata/node-client.
+func TestDocsWithTypeScriptClient(t *testing.T) {
+	dir, _ := filepath.Abs(filepath.Join("testdata", "node-client"))
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
+		t.Skipf("run `npm ci` in %s to enable this test", dir)
+	}
+	root := t.TempDir()
+	md := filepath.Join(root, "guide.md")
+	if err := os.WriteFile(md, []byte("# Guide\n\nIntro.\n\n## Install\n\nRun it.\n\n## Use\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal([]string{"docs", "--root", root, "--host", "org.node.docs", "--debounce", "20ms"})
+	docsCmd, _ := json.Marshal([]string{os.Args[0]})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "client.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"SMCP_TEST_MAIN=1", "SMCP_TEST_ARGS="+string(args),
+		"SMCP_DOCS_CMD="+string(docsCmd), "SMCP_DOCS_HOST=org.node.docs", "SMCP_EDIT_FILE="+md)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node client: %v\n%s", err, stdout)
+	}
+	var out struct {
+		Capabilities struct {
+			Resources struct {
+				Subscribe   bool `json:"subscribe"`
+				ListChanged bool `json:"listChanged"`
+			} `json:"resources"`
+		} `json:"capabilities"`
+		Resources []struct {
+			URI         string `json:"uri"`
+			MIMEType    string `json:"mimeType"`
+			Annotations *struct {
+				Audience []string `json:"audience"`
+				Priority float64  `json:"priority"`
+			} `json:"annotations"`
+		} `json:"resources"`
+		Templates []string `json:"templates"`
+		Catalog   struct {
+			Documents []struct {
+				DocRef    string `json:"doc_ref"`
+				URI       string `json:"uri"`
+				PageCount int    `json:"page_count"`
+			} `json:"documents"`
+			TotalCount int `json:"total_count"`
+		} `json:"catalog"`
+		Page struct {
+			MIMEType string `json:"mimeType"`
+			Text     string `json:"text"`
+		} `json:"page"`
+		Error struct {
+			Code int
+			Data map[string]any
+		} `json:"error"`
+		Invalid struct {
+			Code int
+			Data map[string]any
+		} `json:"invalid"`
+		Completion struct {
+			Values []string `json:"values"`
+		} `json:"completion"`
+		Updated string `json:"updated"`
+	}
+	if err := json.Unmarshal(stdout, &out); err != nil {
+		t.Fatalf("node client output %q: %v", stdout, err)
+	}
+	if !out.Capabilities.Resources.Subscribe || !out.Capabilities.Resources.ListChanged {
+		t.Errorf("capabilities %+v", out.Capabilities)
+	}
+	if out.Catalog.TotalCount != 1 || out.Catalog.Documents[0].PageCount != 3 {
+		t.Fatalf("catalog %+v", out.Catalog)
+	}
+	doc := out.Catalog.Documents[0]
+	var sawDoc, sawStatus bool
+	for _, r := range out.Resources {
+		sawDoc = sawDoc || (r.URI == doc.URI && r.MIMEType == "application/json")
+		sawStatus = sawStatus || (r.URI == "window://org.node.docs/status" && r.Annotations != nil && r.Annotations.Priority > 0 && len(r.Annotations.Audience) == 1)
+	}
+	if !sawDoc || !sawStatus {
+		t.Errorf("resources %+v", out.Resources)
+	}
+	if len(out.Templates) != 2 || out.Templates[1] != "dpe://org.node.docs/{doc_ref}/pages/{page_index}" {
+		t.Errorf("templates %v", out.Templates)
+	}
+	if out.Page.MIMEType != "text/markdown" || out.Page.Text != "## Install\n\nRun it.\n" {
+		t.Errorf("page 1 as markdown: %+v", out.Page)
+	}
+	if out.Error.Code != 4202 || out.Error.Data["page_count"] != float64(3) {
+		t.Errorf("out-of-range page: %+v", out.Error)
+	}
+	if out.Invalid.Code != 4204 || out.Invalid.Data["rule"] != "limit" {
+		t.Errorf("invalid URI: %+v", out.Invalid)
+	}
+	if strings.Join(out.Completion.Values, ",") != "0,1,2" {
+		t.Errorf("completion %v", out.Completion.Values)
+	}
+	if out.Updated != doc.URI {
+		t.Errorf("resources/updated for %q, want %q", out.Updated, doc.URI)
+	}
+}
