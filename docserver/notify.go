@@ -2,6 +2,7 @@ package docserver
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -10,14 +11,16 @@ import (
 	"github.com/smcpgw/smcp-gateway/smcp/dpeuri"
 )
 
-// subscriptions counts the URIs clients subscribed to. The SDK keeps the
-// per-session bookkeeping and delivers ResourceUpdated only to the sessions
-// subscribed to that exact URI; this set tells the server which URIs to name
-// when a document changes: its Level 1 URI, but also any page, element or
-// query variant of it somebody subscribed to, and the Level 0 catalog.
+// subscriptions records which sessions subscribed to which URIs. The SDK
+// keeps its own per-session bookkeeping and delivers ResourceUpdated only to
+// the sessions subscribed to that exact URI; this record tells the server
+// which URIs to name when a document changes: its Level 1 URI, but also any
+// page, element or query variant of it somebody subscribed to, and the Level
+// 0 catalog. Sessions that ended are pruned at each notification, so the
+// record does not grow with every client that ever connected.
 type subscriptions struct {
 	mu   sync.Mutex
-	uris map[string]int
+	uris map[string]map[*mcp.ServerSession]bool
 }
 
 func (s *Server) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
@@ -39,20 +42,47 @@ func (s *Server) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
 		return mcp.ResourceNotFoundError(uri)
 	}
 	s.subs.mu.Lock()
-	s.subs.uris[uri]++
-	s.subs.mu.Unlock()
+	defer s.subs.mu.Unlock()
+	if s.subs.uris[uri] == nil {
+		s.subs.uris[uri] = map[*mcp.ServerSession]bool{}
+	}
+	s.subs.uris[uri][req.Session] = true
 	return nil
 }
 
 func (s *Server) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
 	s.subs.mu.Lock()
 	defer s.subs.mu.Unlock()
-	if n := s.subs.uris[req.Params.URI]; n > 1 {
-		s.subs.uris[req.Params.URI] = n - 1
-	} else {
+	delete(s.subs.uris[req.Params.URI], req.Session)
+	if len(s.subs.uris[req.Params.URI]) == 0 {
 		delete(s.subs.uris, req.Params.URI)
 	}
 	return nil
+}
+
+// subscribedURIs returns the URIs live sessions are subscribed to, pruning
+// the sessions that ended.
+func (s *Server) subscribedURIs() []string {
+	live := map[*mcp.ServerSession]bool{}
+	for ss := range s.mcp.Sessions() {
+		live[ss] = true
+	}
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	var uris []string
+	for uri, sessions := range s.subs.uris {
+		for ss := range sessions {
+			if !live[ss] {
+				delete(sessions, ss)
+			}
+		}
+		if len(sessions) == 0 {
+			delete(s.subs.uris, uri)
+			continue
+		}
+		uris = append(uris, uri)
+	}
+	return uris
 }
 
 // notify sends notifications/resources/updated for every subscribed URI a
@@ -66,9 +96,8 @@ func (s *Server) notify(ctx context.Context, ch change) {
 			touched[ref] = true
 		}
 	}
-	s.subs.mu.Lock()
 	var uris []string
-	for uri := range s.subs.uris {
+	for _, uri := range s.subscribedURIs() {
 		if uri == s.statusURI {
 			continue
 		}
@@ -80,7 +109,7 @@ func (s *Server) notify(ctx context.Context, ch change) {
 			uris = append(uris, uri)
 		}
 	}
-	s.subs.mu.Unlock()
+	slices.Sort(uris)
 	uris = append(uris, s.statusURI)
 	for _, uri := range uris {
 		if err := s.mcp.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri}); err != nil {

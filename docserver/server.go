@@ -137,7 +137,7 @@ func New(opts Options) (*Server, error) {
 		statusURI: statusURI,
 		status:    newStatusLog(),
 		resources: map[string]mcp.Resource{},
-		subs:      subscriptions{uris: map[string]int{}},
+		subs:      subscriptions{uris: map[string]map[*mcp.ServerSession]bool{}},
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "Documents under " + lib.rootAbs + " as dpe://" + opts.Host + " resources. " +

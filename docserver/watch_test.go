@@ -213,3 +213,45 @@ func TestStreamableHTTP(t *testing.T) {
 	}
 	c.readError("dpe://"+host+"/missing", 4201)
 }
+
+// TestSubscriptionsPruned: subscriptions of sessions that ended are dropped
+// at the next change, so long-running servers do not accumulate them.
+func TestSubscriptionsPruned(t *testing.T) {
+	root := copyDocs(t)
+	srv, c := startServer(t, root, Options{Debounce: 20 * time.Millisecond}, true)
+	c.subscribe(srv.StatusURI())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := srv.MCP().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	gone := connectClient(t, ctx, ct)
+	uri := dpe.DocURI(host, refOf(t, srv, "meeting-notes.txt")) + "?format=text"
+	gone.subscribe(uri)
+	if got := srv.subscribedURIs(); !slices.Contains(got, uri) {
+		t.Fatalf("subscribed URIs %v lack %s", got, uri)
+	}
+	gone.cs.Close()
+	deadline := time.Now().Add(waitFor)
+	for countSessions(srv) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the closed session is still registered")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	writeFile(t, filepath.Join(root, "meeting-notes.txt"), "Changed.\n")
+	c.updatesUntil(srv.StatusURI())
+	if got := srv.subscribedURIs(); !slices.Equal(got, []string{srv.StatusURI()}) {
+		t.Errorf("subscribed URIs after the session ended: %v", got)
+	}
+}
+
+func countSessions(srv *Server) int {
+	n := 0
+	for range srv.MCP().Sessions() {
+		n++
+	}
+	return n
+}
