@@ -302,6 +302,22 @@ func TestPDF(t *testing.T) {
 	if got := outline(doc); got != "Page 1: Heading: text text | Page 2: | Page 3: Last page.: text" {
 		t.Errorf("pages %q", got)
 	}
+	// Cells on one line stay apart.
+	p := fpdf.New("P", "mm", "A4", "")
+	p.AddPage()
+	p.SetFont("Helvetica", "", 11)
+	for _, cell := range []string{"Country", "Capital", "Area"} {
+		p.CellFormat(40, 7, cell, "1", 0, "L", false, 0, "")
+	}
+	var buf bytes.Buffer
+	if err := p.Output(&buf); err != nil {
+		t.Fatal(err)
+	}
+	cells := mustParse(t, "cells.pdf", buf.String(), Options{})
+	if got := cells.Pages[0].Elements[0].Content.(dpe.Text).Text; got != "Country Capital Area" {
+		t.Errorf("table cells read as %q", got)
+	}
+
 	// Broken PDFs are errors, never panics.
 	for i, bad := range [][]byte{[]byte("%PDF-1.4 garbage"), data[:len(data)/2], bytes.ReplaceAll(data, []byte("obj"), []byte("jbo"))} {
 		if _, err := Parse("bad.pdf", bad, Options{}); err == nil {

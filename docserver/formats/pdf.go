@@ -93,6 +93,13 @@ func paragraphs(glyphs []pdf.Text) []string {
 		if i == 0 || math.Abs(g.Y-y) > 0.5 {
 			flush()
 			y, size = g.Y, g.FontSize
+		} else if prev := glyphs[i-1]; math.Abs(g.X-(prev.X+prev.W)) > 0.25*max(g.FontSize, 1) &&
+			!strings.HasSuffix(cur.String(), " ") && g.S != " " {
+			// A glyph that does not continue the previous one is a new run
+			// of text on the same line (a table cell, a column): keep the
+			// runs apart. (Fonts without widths give W = 0 and a constant X
+			// within a run, which this also handles.)
+			cur.WriteByte(' ')
 		}
 		size = max(size, g.FontSize)
 		cur.WriteString(g.S)
