@@ -24,6 +24,8 @@ const (
 	CategoryLink      = dpeuri.CategoryLink
 	CategoryFormula   = dpeuri.CategoryFormula
 	CategorySeparator = dpeuri.CategorySeparator
+	CategoryHeader    = dpeuri.CategoryHeader
+	CategoryFooter    = dpeuri.CategoryFooter
 )
 
 // Document is one parsed file: its metadata and pages. Parsers fill Title,
@@ -140,6 +142,8 @@ var idPrefixes = map[string]string{
 	CategoryLink:      "lnk",
 	CategoryFormula:   "fx",
 	CategorySeparator: "sep",
+	CategoryHeader:    "hdr",
+	CategoryFooter:    "ftr",
 }
 
 // AssignIDs gives every element an id derived from its category and content:

@@ -167,8 +167,19 @@ func (p PageContent) text(b *strings.Builder) {
 func (d ElementDetail) markdown(b *strings.Builder) { d.element.markdown(b) }
 func (d ElementDetail) text(b *strings.Builder)     { d.element.text(b) }
 
+// markdownRules are the categories seed 004 gives a Markdown form; every
+// other category renders as [{category}: {summary}].
+var markdownRules = map[string]bool{
+	CategoryHeading: true, CategoryText: true, CategoryTable: true, CategoryList: true,
+	CategoryCode: true, CategoryImage: true, CategoryLink: true, CategoryFormula: true,
+}
+
 // markdown renders one element by the rules of seed 004, ending in a newline.
 func (e *Element) markdown(b *strings.Builder) {
+	if !markdownRules[e.Category] {
+		fmt.Fprintf(b, "[%s: %s]\n", e.Category, e.Summary)
+		return
+	}
 	switch c := e.Content.(type) {
 	case Heading:
 		fmt.Fprintf(b, "%s %s\n", strings.Repeat("#", min(max(c.Level, 1), 6)), c.Text)

@@ -27,6 +27,7 @@ func TestElementMarkdown(t *testing.T) {
 		{"link", Element{Category: CategoryLink, Content: Link{Text: "docs", URL: "https://d.example"}}, "[docs](https://d.example)\n", "docs <https://d.example>\n"},
 		{"formula", Element{Category: CategoryFormula, Content: Formula{Expression: "=SUM(A1:A3)", Cell: "A4", Value: "6"}}, "$ =SUM(A1:A3) $\n", "A4: =SUM(A1:A3) → 6\n"},
 		{"other categories", Element{Category: CategorySeparator, Summary: "Separator", Content: Separator{}}, "[separator: Separator]\n", "[separator: Separator]\n"},
+		{"header", Element{Category: CategoryHeader, Summary: "ACME confidential", Content: Text{Text: "ACME confidential"}}, "[header: ACME confidential]\n", "ACME confidential\n"},
 		{"unknown content", Element{Category: "chart", Summary: "Revenue trend", Content: map[string]any{"chart_type": "line"}}, "[chart: Revenue trend]\n", "[chart: Revenue trend]\n"},
 	}
 	for _, tc := range tests {

@@ -404,3 +404,40 @@ func ExampleParse() {
 	fmt.Println(doc.FileType, doc.Title, len(doc.Pages), doc.Pages[0].Elements[1].ID)
 	// Output: md Notes 1 txt-4f66015b
 }
+
+func TestPDFRunningHeadersAndFooters(t *testing.T) {
+	build := func(pages int) []byte {
+		p := fpdf.New("P", "mm", "A4", "")
+		p.SetHeaderFunc(func() {
+			p.SetFont("Helvetica", "", 8)
+			p.CellFormat(0, 8, "ACME confidential", "", 1, "L", false, 0, "")
+			p.Ln(6)
+		})
+		p.SetFooterFunc(func() {
+			p.SetY(-15)
+			p.SetFont("Helvetica", "", 8)
+			p.CellFormat(0, 10, fmt.Sprintf("Page %d", p.PageNo()), "", 0, "C", false, 0, "")
+		})
+		for i := range pages {
+			p.AddPage()
+			p.SetFont("Helvetica", "", 11)
+			p.MultiCell(0, 6, fmt.Sprintf("Body of page %d.", i+1), "", "L", false)
+		}
+		var b bytes.Buffer
+		if err := p.Output(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	doc := mustParse(t, "h.pdf", string(build(3)), Options{})
+	if got := outline(doc); got != "Page 1: Body of page 1.: header text footer | Page 2: Body of page 2.: header text footer | Page 3: Body of page 3.: header text footer" {
+		t.Fatalf("pages %q", got)
+	}
+	if h, f := doc.Pages[1].Elements[0].Content.(dpe.Text).Text, doc.Pages[1].Elements[2].Content.(dpe.Text).Text; h != "ACME confidential" || f != "Page 2" {
+		t.Errorf("header %q footer %q", h, f)
+	}
+	// Two pages are too few to tell a running line from content.
+	if got := outline(mustParse(t, "h2.pdf", string(build(2)), Options{})); strings.Contains(got, "header") {
+		t.Errorf("two-page document got running lines: %q", got)
+	}
+}

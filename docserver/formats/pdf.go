@@ -12,10 +12,11 @@ import (
 	"github.com/smcpgw/smcp-gateway/docserver/dpe"
 )
 
-// parsePDF makes one page per PDF page. The text of a page is read row by row
-// (by baseline) and rows are grouped into paragraphs where the vertical gap is
-// clearly larger than the page's usual line spacing; each paragraph is a text
-// element. Title, keywords and summary (Subject) come from the Info
+// parsePDF makes one page per PDF page. The text of a page is read line by
+// line (by baseline) and lines are grouped into paragraphs where the vertical
+// gap is clearly larger than the line spacing; each paragraph is a text
+// element. A line repeated at the top (bottom) of most pages, page numbers
+// aside, is a running header (footer): it becomes a header (footer) element. Title, keywords and summary (Subject) come from the Info
 // dictionary. Scanned pages without a text layer are pages with no elements.
 func parsePDF(name string, data []byte, _ Options) (*dpe.Document, error) {
 	r, err := pdf.NewReader(bytes.NewReader(data), int64(len(data)))
@@ -30,25 +31,30 @@ func parsePDF(name string, data []byte, _ Options) (*dpe.Document, error) {
 	doc.Keywords = splitKeywords(info.Key("Keywords").Text())
 	doc.Summary = strings.TrimSpace(info.Key("Subject").Text())
 
+	var paras [][]string
 	for i := 1; i <= r.NumPage(); i++ {
-		page := dpe.Page{Title: fmt.Sprintf("Page %d", i), Elements: []dpe.Element{}}
-		p := r.Page(i)
-		if p.V.IsNull() {
-			doc.Pages = append(doc.Pages, page)
-			continue
+		var pp []string
+		if p := r.Page(i); !p.V.IsNull() {
+			pp = paragraphs(p.Content().Text)
 		}
-		for _, para := range paragraphs(p.Content().Text) {
-			page.Elements = append(page.Elements, dpe.Element{
-				Category: dpe.CategoryText,
-				Content:  dpe.Text{Text: para},
-				Metadata: map[string]any{"pdf_page": i},
-			})
+		paras = append(paras, pp)
+	}
+	headers, footers := runningLines(paras)
+	for i, pp := range paras {
+		page := dpe.Page{Title: fmt.Sprintf("Page %d", i+1), Elements: []dpe.Element{}}
+		meta := map[string]any{"pdf_page": i + 1}
+		if headers[i] != "" {
+			page.Elements = append(page.Elements, dpe.Element{Category: dpe.CategoryHeader, Content: dpe.Text{Text: headers[i]}, Metadata: meta})
+		}
+		for _, para := range pp {
+			page.Elements = append(page.Elements, dpe.Element{Category: dpe.CategoryText, Content: dpe.Text{Text: para}, Metadata: meta})
+		}
+		if footers[i] != "" {
+			page.Elements = append(page.Elements, dpe.Element{Category: dpe.CategoryFooter, Content: dpe.Text{Text: footers[i]}, Metadata: meta})
 		}
 		// A short first line reads as the page's heading.
-		if len(page.Elements) > 0 {
-			if first := page.Elements[0].Content.(dpe.Text).Text; !strings.Contains(first, "\n") && utf8.RuneCountInString(first) <= 80 {
-				page.Title += ": " + first
-			}
+		if len(pp) > 0 && !strings.Contains(pp[0], "\n") && utf8.RuneCountInString(pp[0]) <= 80 {
+			page.Title += ": " + pp[0]
 		}
 		doc.Pages = append(doc.Pages, page)
 	}
@@ -123,4 +129,76 @@ func paragraphs(glyphs []pdf.Text) []string {
 		block = append(block, lines[i].text)
 	}
 	return append(paras, strings.Join(block, "\n"))
+}
+
+// runningLines takes out of the pages' paragraphs the lines that repeat at the
+// top or the bottom of at least 60% of the pages (digits compared as one
+// class, so "Page 3 of 9" repeats) in documents of three pages or more, and
+// returns them per page.
+func runningLines(paras [][]string) (headers, footers []string) {
+	headers, footers = make([]string, len(paras)), make([]string, len(paras))
+	if len(paras) < 3 {
+		return headers, footers
+	}
+	norm := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r >= '0' && r <= '9' {
+				return '#'
+			}
+			return r
+		}, s)
+	}
+	type edge struct {
+		line func(pp []string) string
+		cut  func(pp []string) []string
+		out  []string
+	}
+	edges := []edge{
+		{ // top: the first line of the first paragraph
+			line: func(pp []string) string { first, _, _ := strings.Cut(pp[0], "\n"); return first },
+			cut: func(pp []string) []string {
+				if _, rest, ok := strings.Cut(pp[0], "\n"); ok {
+					return append([]string{rest}, pp[1:]...)
+				}
+				return pp[1:]
+			},
+			out: headers,
+		},
+		{ // bottom: the last line of the last paragraph
+			line: func(pp []string) string { return pp[len(pp)-1][strings.LastIndex(pp[len(pp)-1], "\n")+1:] },
+			cut: func(pp []string) []string {
+				last := pp[len(pp)-1]
+				if i := strings.LastIndex(last, "\n"); i >= 0 {
+					return append(pp[:len(pp)-1:len(pp)-1], last[:i])
+				}
+				return pp[:len(pp)-1]
+			},
+			out: footers,
+		},
+	}
+	for _, e := range edges {
+		counts := map[string]int{}
+		for _, pp := range paras {
+			if len(pp) > 0 {
+				counts[norm(e.line(pp))]++
+			}
+		}
+		best, n := "", 0
+		for k, c := range counts {
+			if c > n || c == n && k < best {
+				best, n = k, c
+			}
+		}
+		if n*10 < len(paras)*6 {
+			continue
+		}
+		for i, pp := range paras {
+			// A page whose only text is that line keeps it as text.
+			if len(pp) > 0 && norm(e.line(pp)) == best && (len(pp) > 1 || strings.Contains(pp[0], "\n")) {
+				e.out[i] = e.line(pp)
+				paras[i] = e.cut(pp)
+			}
+		}
+	}
+	return headers, footers
 }

@@ -148,6 +148,17 @@ func contractPDF() ([]byte, error) {
 	p.SetAuthor("smcp-gateway examples", true)
 	p.SetCreator("smcp-gateway examples/gen", true)
 	p.SetProducer("go-pdf/fpdf", true)
+	p.AliasNbPages("")
+	p.SetHeaderFunc(func() {
+		p.SetFont("Helvetica", "I", 8)
+		p.CellFormat(0, 8, "Example Corp - Acme Hosting - Agreement A1", "", 1, "R", false, 0, "")
+		p.Ln(4)
+	})
+	p.SetFooterFunc(func() {
+		p.SetY(-15)
+		p.SetFont("Helvetica", "I", 8)
+		p.CellFormat(0, 10, fmt.Sprintf("Page %d of {nb}", p.PageNo()), "", 0, "C", false, 0, "")
+	})
 
 	pages := []struct {
 		heading string
