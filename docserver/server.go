@@ -13,6 +13,23 @@
 //
 // or serve srv.Handler() over streamable HTTP; or connect srv.MCP() to an
 // in-memory transport and run srv.Watch(ctx) beside it.
+//
+// What is served: every file with a supported extension (see package
+// formats) under Root, recursively. Hidden files and folders (".name") are
+// skipped; symlinks are followed only while they stay inside Root (os.Root),
+// and symlinked folders are not descended into. A file larger than
+// MaxFileSize, or one that fails to parse, is not served and is listed with
+// the reason in the status window. doc_refs derive from the relative path
+// (slug of the file name + 6 hex digits of its hash); element ids from the
+// element's category and content, so both are stable across restarts.
+//
+// Reads: resources/read of dpe://{host}[/{doc_ref}[/pages/{N}|/elements/{ID}]]
+// with format (json → application/json, markdown → text/markdown, text →
+// text/plain), depth, offset, limit and categories. Errors are JSON-RPC
+// errors whose code is the SMCP code: 4201 unknown document (or another
+// host), 4202 page out of range, 4203 unknown element, 4204 invalid URI;
+// data is the details object (uri, doc_ref, page_index, page_count,
+// element_id, rule).
 package docserver
 
 import (

@@ -13,7 +13,9 @@
 //	                      then a page per object/array value;   list (arrays of scalars), text
 //	                      array: RowsPerPage items per page
 //	.xlsx      xlsx       one page per sheet                    table per block of rows, formula
-//	.pdf       pdf        one page per PDF page                 text (paragraphs from line spacing)
+//	.pdf       pdf        one page per PDF page                 text (paragraphs from line spacing),
+//	                                                            header, footer (lines repeated on
+//	                                                            most pages of a 3+ page document)
 //
 // Document metadata: Markdown front matter (title, keywords/tags,
 // summary/description) or the first H1 and paragraph; JSON top-level
