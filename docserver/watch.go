@@ -16,7 +16,8 @@ import (
 var ErrWatching = errors.New("docserver: already watching")
 
 // Watch follows changes under the root until ctx is done: after a burst of
-// file events settles (Options.Debounce) it rescans, registers added and
+// file events settles (Options.Debounce, but no later than ten times that
+// after the first event) it rescans, registers added and
 // removed documents (clients get notifications/resources/list_changed) and
 // sends notifications/resources/updated to the clients subscribed to a
 // changed document. It returns ctx.Err() when ctx ends.
@@ -40,6 +41,16 @@ func (s *Server) Watch(ctx context.Context) error {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	dirty := map[string]bool{}
+	// A file written without pause (a log) would keep postponing the rescan
+	// forever; pending events are rescanned at the latest after maxDelay.
+	maxDelay := 10 * s.opts.Debounce
+	var pendingSince time.Time
+	schedule := func() {
+		if pendingSince.IsZero() {
+			pendingSince = time.Now()
+		}
+		timer.Reset(max(0, min(s.opts.Debounce, maxDelay-time.Since(pendingSince))))
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -58,15 +69,16 @@ func (s *Server) Watch(ctx context.Context) error {
 				s.watchTree(w, ev.Name)
 			}
 			dirty[filepath.ToSlash(rel)] = true
-			timer.Reset(s.opts.Debounce)
+			schedule()
 		case err, ok := <-w.Errors:
 			if !ok {
 				return errors.New("docserver: file watcher closed")
 			}
 			// An overflow loses events: the rescan walks everything anyway.
 			s.log.Warn("file watcher", "error", err)
-			timer.Reset(s.opts.Debounce)
+			schedule()
 		case <-timer.C:
+			pendingSince = time.Time{}
 			if err := s.rescan(ctx, dirty); err != nil {
 				s.log.Warn("rescan", "error", err)
 			}

@@ -3,6 +3,7 @@ package docserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -254,4 +255,46 @@ func countSessions(srv *Server) int {
 		n++
 	}
 	return n
+}
+
+// TestWatchBusyFile: a file written without pause still gets rescanned
+// (the debounce has an upper bound), while the writes go on.
+func TestWatchBusyFile(t *testing.T) {
+	root := t.TempDir()
+	log := filepath.Join(root, "busy.txt")
+	writeFile(t, log, "start\n")
+	srv, c := startServer(t, root, Options{Debounce: 200 * time.Millisecond}, true)
+	uri := dpe.DocURI(host, refOf(t, srv, "busy.txt"))
+	c.subscribe(uri)
+	// One change seen end to end: the watcher is running and its first
+	// rescan is behind us.
+	c.subscribe(srv.StatusURI())
+	writeFile(t, filepath.Join(root, "other.txt"), "other\n")
+	c.updatesUntil(srv.StatusURI())
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f, err := os.OpenFile(log, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+				fmt.Fprintf(f, "line %d\n", i)
+			}
+		}
+	}()
+	got := c.nextUpdate() // fails at the deadline if the rescan waits for the writes to stop
+	close(stop)
+	<-done
+	if got != uri {
+		t.Errorf("update for %s, want %s", got, uri)
+	}
 }
