@@ -298,3 +298,51 @@ func TestWatchBusyFile(t *testing.T) {
 		t.Errorf("update for %s, want %s", got, uri)
 	}
 }
+
+// TestNewestProtocolSubscription: a client on the SDK's newest protocol
+// (subscriptions/listen instead of resources/subscribe) is notified too.
+func TestNewestProtocolSubscription(t *testing.T) {
+	root := copyDocs(t)
+	srv, err := New(Options{Root: root, Debounce: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	watchDone := make(chan error, 1)
+	t.Cleanup(func() { cancel(); <-watchDone; srv.Close() })
+	st, ct := mcp.NewInMemoryTransports()
+	if _, err := srv.MCP().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	updated := make(chan string, 10)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "new", Version: "1"}, &mcp.ClientOptions{
+		ResourceUpdatedHandler: func(_ context.Context, r *mcp.ResourceUpdatedNotificationRequest) { updated <- r.Params.URI },
+	}).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	go func() { watchDone <- srv.Watch(ctx) }()
+	uri := dpe.DocURI(host, refOf(t, srv, "meeting-notes.txt"))
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	// Subscribe returns before the listen stream is registered on the
+	// server; wait until the server knows the subscription.
+	deadline := time.Now().Add(waitFor)
+	for !slices.Contains(srv.subscribedURIs(), uri) {
+		if time.Now().After(deadline) {
+			t.Fatalf("protocol %s: subscription never reached the server", cs.InitializeResult().ProtocolVersion)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	writeFile(t, filepath.Join(root, "meeting-notes.txt"), "New notes.\n")
+	select {
+	case got := <-updated:
+		if got != uri {
+			t.Errorf("update for %s, want %s", got, uri)
+		}
+	case <-time.After(waitFor):
+		t.Fatalf("protocol %s: no notifications/resources/updated", cs.InitializeResult().ProtocolVersion)
+	}
+}
