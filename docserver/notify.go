@@ -7,7 +7,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/smcpgw/smcp-gateway/smcp"
 	"github.com/smcpgw/smcp-gateway/smcp/dpeuri"
 )
 
@@ -33,8 +32,7 @@ func (s *Server) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
 			return wireError(err)
 		}
 		if u.Host != s.opts.Host {
-			return wireError(smcp.Errorf(smcp.CodeDocumentNotFound, "this server serves dpe://%s, not host %q", s.opts.Host, u.Host).
-				WithDetails(map[string]any{"uri": uri, "host": u.Host}))
+			return s.otherHost(uri, u.Host)
 		}
 		// A document that does not exist yet may be subscribed to: it is
 		// announced when its file appears.

@@ -48,8 +48,7 @@ func (s *Server) readDPE(raw string) (*mcp.ReadResourceResult, error) {
 		return nil, wireError(err)
 	}
 	if u.Host != s.opts.Host {
-		return nil, wireError(smcp.Errorf(smcp.CodeDocumentNotFound, "this server serves dpe://%s, not host %q", s.opts.Host, u.Host).
-			WithDetails(map[string]any{"uri": raw, "host": u.Host}))
+		return nil, s.otherHost(raw, u.Host)
 	}
 	var view dpe.Renderable
 	switch u.Level() {
@@ -93,6 +92,13 @@ func (s *Server) readDPE(raw string) (*mcp.ReadResourceResult, error) {
 		MIMEType: dpe.MIMEType(format),
 		Text:     text,
 	}}}, nil
+}
+
+// otherHost is the error for a dpe:// URI of a host this server does not
+// serve: no document of it exists here.
+func (s *Server) otherHost(uri, host string) error {
+	return wireError(smcp.Errorf(smcp.CodeDocumentNotFound, "this server serves dpe://%s, not host %q", s.opts.Host, host).
+		WithDetails(map[string]any{"uri": uri, "host": host}))
 }
 
 // wireError turns a protocol error into the JSON-RPC error the client sees:
