@@ -54,10 +54,11 @@ type change struct {
 	removed []*dpe.Document
 	updated []*dpe.Document
 	skipped []string // files that newly failed (or failed differently)
+	dropped []string // skipped files that are gone
 }
 
 func (c change) empty() bool {
-	return len(c.added) == 0 && len(c.removed) == 0 && len(c.updated) == 0 && len(c.skipped) == 0
+	return len(c.added) == 0 && len(c.removed) == 0 && len(c.updated) == 0 && len(c.skipped) == 0 && len(c.dropped) == 0
 }
 
 func newLibrary(dir string, opts Options, log *slog.Logger) (*library, error) {
@@ -181,8 +182,12 @@ func (l *library) scan(dirty map[string]bool) (change, error) {
 	}
 	l.mu.Lock()
 	for rel, old := range l.files {
-		if !seen[rel] && old.doc != nil {
+		switch {
+		case seen[rel]:
+		case old.doc != nil:
 			ch.removed = append(ch.removed, old.doc)
+		default:
+			ch.dropped = append(ch.dropped, rel)
 		}
 	}
 	l.files = next

@@ -48,6 +48,9 @@ func (l *statusLog) record(lib *library, ch change) {
 	for _, p := range ch.skipped {
 		lines = append(lines, fmt.Sprintf("%s skipped %s", now, p))
 	}
+	for _, p := range ch.dropped {
+		lines = append(lines, fmt.Sprintf("%s removed %s", now, p))
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.entries = append(l.entries, lines...)

@@ -118,6 +118,19 @@ func TestWatcher(t *testing.T) {
 			t.Errorf("status window does not show the broken file:\n%s", text)
 		}
 	})
+
+	t.Run("removing a skipped file updates the status window", func(t *testing.T) {
+		if err := os.Remove(filepath.Join(root, "inventory.json")); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.updatesUntil(status); !slices.Equal(got, []string{status}) {
+			t.Fatalf("updates %v, want only the status window", got)
+		}
+		text, _ := c.readText(status)
+		if strings.Contains(text, "invalid JSON") || !strings.Contains(text, "removed inventory.json") {
+			t.Errorf("status window after removing the broken file:\n%s", text)
+		}
+	})
 }
 
 func drain(ch chan struct{}) {
