@@ -2,6 +2,9 @@ package docserver
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,5 +45,43 @@ func BenchmarkReadPage(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkStartup scans and parses a folder of 50 copies of the examples
+// (350 files, ~1.3 MB), as New does at start.
+func BenchmarkStartup(b *testing.B) {
+	root := b.TempDir()
+	src, err := os.ReadDir("../examples/docs")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 50 {
+		dir := filepath.Join(root, fmt.Sprintf("copy%02d", i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range src {
+			if e.IsDir() {
+				continue
+			}
+			data, err := os.ReadFile(filepath.Join("../examples/docs", e.Name()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	for b.Loop() {
+		srv, err := New(Options{Root: root})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n := len(srv.lib.documents()); n != 300 {
+			b.Fatalf("%d documents, want 300", n)
+		}
+		srv.Close()
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -158,14 +159,32 @@ func (l *library) scan(dirty map[string]bool) (change, error) {
 		l.log.Warn("scan", "error", e)
 	}
 
+	// Parse in parallel: at start every file is new, and XLSX and PDF
+	// parsing is CPU-bound.
+	l.mu.RLock()
+	olds := make([]*fileEntry, len(found))
+	for i, rel := range found {
+		olds[i] = l.files[rel]
+	}
+	l.mu.RUnlock()
+	loaded := make([]*fileEntry, len(found))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, rel := range found {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			loaded[i] = l.load(rel, olds[i], dirty[rel])
+		}()
+	}
+	wg.Wait()
+
 	var ch change
 	next := map[string]*fileEntry{}
-	for _, rel := range found {
+	for i, rel := range found {
 		seen[rel] = true
-		l.mu.RLock()
-		old := l.files[rel]
-		l.mu.RUnlock()
-		e := l.load(rel, old, dirty[rel])
+		old, e := olds[i], loaded[i]
 		next[rel] = e
 		switch {
 		case e.doc != nil && (old == nil || old.doc == nil):
