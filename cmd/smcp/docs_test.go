@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/smcpgw/smcp-gateway/docserver"
+	"github.com/smcpgw/smcp-gateway/internal/nodetest"
 )
 
 // The test binary doubles as the smcp command: with SMCP_TEST_MAIN set it
@@ -179,16 +180,10 @@ func TestDocsOverHTTP(t *testing.T) {
 
 // TestDocsWithTypeScriptClient drives `smcp docs` (this test binary re-executed
 // as the command) from the official TypeScript MCP SDK, a client written
-// independently of the Go SDK. It needs node and `npm ci` in
-// testdata/node-client.
+// independently of the Go SDK, from
+// testdata/node-client (installed on demand by nodetest).
 func TestDocsWithTypeScriptClient(t *testing.T) {
-	dir, _ := filepath.Abs(filepath.Join("testdata", "node-client"))
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk")); err != nil {
-		t.Skipf("run `npm ci` in %s to enable this test", dir)
-	}
+	dir := nodetest.Require(t, filepath.Join("testdata", "node-client"))
 	root := t.TempDir()
 	md := filepath.Join(root, "guide.md")
 	if err := os.WriteFile(md, []byte("# Guide\n\nIntro.\n\n## Install\n\nRun it.\n\n## Use\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"), 0o644); err != nil {
