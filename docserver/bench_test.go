@@ -51,12 +51,45 @@ func BenchmarkReadPage(b *testing.B) {
 // BenchmarkStartup scans and parses a folder of 50 copies of the examples
 // (350 files, ~1.3 MB), as New does at start.
 func BenchmarkStartup(b *testing.B) {
+	root := copies(b, 50)
+	for b.Loop() {
+		srv, err := New(Options{Root: root})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n := len(srv.lib.documents()); n != 300 {
+			b.Fatalf("%d documents, want 300", n)
+		}
+		srv.Close()
+	}
+}
+
+// BenchmarkSearch searches 50 copies of the examples (300 documents) for a
+// word in body text and for a word in no document, in the index alone.
+func BenchmarkSearch(b *testing.B) {
+	srv, err := New(Options{Root: copies(b, 50)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	for _, query := range []string{"maintenance", "zebracorn"} {
+		b.Run(query, func(b *testing.B) {
+			q := newSearchQuery(query, "")
+			for b.Loop() {
+				srv.index.search(q)
+			}
+		})
+	}
+}
+
+// copies writes n copies of the top-level example files into a fresh folder.
+func copies(b *testing.B, n int) string {
 	root := b.TempDir()
 	src, err := os.ReadDir("../examples/docs")
 	if err != nil {
 		b.Fatal(err)
 	}
-	for i := range 50 {
+	for i := range n {
 		dir := filepath.Join(root, fmt.Sprintf("copy%02d", i))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			b.Fatal(err)
@@ -74,14 +107,5 @@ func BenchmarkStartup(b *testing.B) {
 			}
 		}
 	}
-	for b.Loop() {
-		srv, err := New(Options{Root: root})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if n := len(srv.lib.documents()); n != 300 {
-			b.Fatalf("%d documents, want 300", n)
-		}
-		srv.Close()
-	}
+	return root
 }

@@ -23,6 +23,12 @@
 // (slug of the file name + 6 hex digits of its hash); element ids from the
 // element's category and content, so both are stable across restarts.
 //
+// Tools: search_documents (case-insensitive search over titles, keywords,
+// summaries, page titles and element text, ranked title > metadata > heading
+// > body, each hit with the dpe:// URIs to read next) and list_documents
+// (the catalog). The search index is derived from the parsed documents and
+// follows the watcher.
+//
 // Reads: resources/read of dpe://{host}[/{doc_ref}[/pages/{N}|/elements/{ID}]]
 // with format (json → application/json, markdown → text/markdown, text →
 // text/plain), depth, offset, limit and categories. Errors are JSON-RPC
@@ -123,6 +129,7 @@ type Server struct {
 	resources map[string]mcp.Resource
 
 	subs     subscriptions
+	index    searchIndex
 	watching atomic.Bool
 }
 
@@ -159,7 +166,8 @@ func New(opts Options) (*Server, error) {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "Documents under " + lib.rootAbs + " as dpe://" + opts.Host + " resources. " +
 			"Read dpe://" + opts.Host + " for the catalog, then a document URI (?depth=pages for its page index), " +
-			"then /pages/{N}, then /elements/{ID}. Add ?format=markdown or ?format=text for prose.",
+			"then /pages/{N}, then /elements/{ID}. Add ?format=markdown or ?format=text for prose. " +
+			"The search_documents tool finds words across all documents and returns the URIs to read.",
 		Logger:             opts.Logger,
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
@@ -167,8 +175,10 @@ func New(opts Options) (*Server, error) {
 		Capabilities: &mcp.ServerCapabilities{
 			Resources:   &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true},
 			Completions: &mcp.CompletionCapabilities{},
+			Tools:       &mcp.ToolCapabilities{},
 		},
 	})
+	s.addTools()
 	s.mcp.AddReceivingMiddleware(s.readMiddleware)
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
 		URITemplate: "dpe://" + opts.Host + "/{doc_ref}/pages/{page_index}",
@@ -198,7 +208,7 @@ func New(opts Options) (*Server, error) {
 		lib.close()
 		return nil, fmt.Errorf("docserver: %w", err)
 	}
-	s.syncResources()
+	s.refresh()
 	return s, nil
 }
 
@@ -242,7 +252,7 @@ func (s *Server) rescan(ctx context.Context, dirty map[string]bool) error {
 	if err != nil {
 		return err
 	}
-	s.syncResources()
+	s.refresh()
 	if ch.empty() {
 		return nil
 	}
@@ -251,12 +261,20 @@ func (s *Server) rescan(ctx context.Context, dirty map[string]bool) error {
 	return nil
 }
 
+// refresh brings the resource list and the search index in step with the
+// library after a scan.
+func (s *Server) refresh() {
+	docs := s.lib.documents()
+	s.index.sync(docs)
+	s.syncResources(docs)
+}
+
 // syncResources registers a Level 1 resource per served document and removes
 // the ones gone. The SDK sends notifications/resources/list_changed for each
 // change, debounced.
-func (s *Server) syncResources() {
+func (s *Server) syncResources(docs []*dpe.Document) {
 	want := map[string]mcp.Resource{}
-	for _, d := range s.lib.documents() {
+	for _, d := range docs {
 		r := mcp.Resource{
 			URI:         dpe.DocURI(s.opts.Host, d.DocRef),
 			Name:        d.Title,

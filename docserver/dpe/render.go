@@ -216,6 +216,14 @@ func (e *Element) markdown(b *strings.Builder) {
 	}
 }
 
+// PlainText is the element as plain text (a table: one tab-separated line per
+// row, headers first), the form search matches against.
+func (e *Element) PlainText() string {
+	var b strings.Builder
+	e.text(&b)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
 // text renders one element as plain text, ending in a newline.
 func (e *Element) text(b *strings.Builder) {
 	switch c := e.Content.(type) {

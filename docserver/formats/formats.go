@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -78,6 +79,20 @@ var byExt = map[string]struct {
 	".json":     {"json", parseJSON},
 	".xlsx":     {"xlsx", parseXLSX},
 	".pdf":      {"pdf", parsePDF},
+}
+
+// FileTypes lists the file_type values documents can have, sorted.
+func FileTypes() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, f := range byExt {
+		if !seen[f.fileType] {
+			seen[f.fileType] = true
+			out = append(out, f.fileType)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Supported reports whether name has an extension this package parses.
