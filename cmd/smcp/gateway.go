@@ -115,4 +115,3 @@ func gatewayAuth(apiKey, keysFile string, insecure bool, log *slog.Logger) (core
 	}
 	return nil, errors.New("no API key: set --api-key or $SMCP_API_KEY, or --keys-file (or --insecure for development)")
 }
-
