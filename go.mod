@@ -64,6 +64,7 @@ require (
 	golang.org/x/text v0.36.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
 	resty.dev/v3 v3.0.0-beta.6 // indirect
 )
 
@@ -71,3 +72,7 @@ tool (
 	connectrpc.com/connect/cmd/protoc-gen-connect-go
 	google.golang.org/protobuf/cmd/protoc-gen-go
 )
+
+replace github.com/zishang520/socket.io/servers/socket/v3 => ./third_party/zishang520/socket-server-v3
+
+replace github.com/zishang520/socket.io/servers/engine/v3 => ./third_party/zishang520/engine-server-v3
