@@ -51,7 +51,7 @@ func toConnect(err error) error {
 	switch {
 	case errors.Is(err, core.ErrComputerGone):
 		code = connect.CodeUnavailable
-	case !ok && e.Code >= 500:
+	case !ok && e.Code >= 500 && e.Code < 600:
 		code = connect.CodeInternal
 	case !ok:
 		code = connect.CodeUnknown
