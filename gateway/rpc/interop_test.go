@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
@@ -108,8 +111,12 @@ func TestBufCurl(t *testing.T) {
 		if m["code"] != "unauthenticated" || len(details) != 1 || details[0].(map[string]any)["type"] != "smcp.v1.Error" {
 			t.Fatalf("error output: %s", stderr)
 		}
-		if debug, _ := details[0].(map[string]any)["debug"].(map[string]any); debug["code"] != float64(401) {
-			t.Fatalf("error detail: %s", stderr)
+		// buf curl prints the detail undecoded: base64 of the binary message.
+		value, _ := details[0].(map[string]any)["value"].(string)
+		raw, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(value, "="))
+		detail := &smcpv1.Error{}
+		if err != nil || proto.Unmarshal(raw, detail) != nil || detail.GetCode() != smcp.CodeUnauthenticated {
+			t.Fatalf("error detail %q: %v, %v", value, detail, err)
 		}
 	})
 }
