@@ -127,6 +127,32 @@ func TestClose(t *testing.T) {
 	}
 }
 
+// TestShutdownEndsWatch: a gateway shutting down ends open watches at once
+// instead of waiting its grace period for them.
+func TestShutdownEndsWatch(t *testing.T) {
+	g, err := gateway.Start(gateway.Config{Auth: testKeys(t)}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := newClient(t, g, protocols[2], "x-api-key", keyAgent)
+	stream, err := cl.WatchOffice(testContext(t), &smcpv1.WatchOfficeRequest{OfficeId: officeA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = stream.ResponseHeader()
+	stopped := make(chan error, 1)
+	go func() { stopped <- g.Stop() }()
+	for stream.Receive() {
+		t.Fatalf("unexpected message %v", stream.Msg())
+	}
+	if err := stream.Err(); connect.CodeOf(err) != connect.CodeUnavailable || !strings.Contains(err.Error(), "shutting down") {
+		t.Fatalf("watch ended with %v; want Unavailable: gateway is shutting down", err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestCORS(t *testing.T) {
 	g := startGateway(t)
 	preflight := func(origin string) *http.Response {
