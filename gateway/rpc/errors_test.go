@@ -2,12 +2,15 @@ package rpc_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
@@ -190,6 +193,25 @@ func TestCallToolDeadline(t *testing.T) {
 				}
 				return false
 			})
+		})
+	}
+}
+
+// TestRequestLimits: the key is checked before the body is read, and a body
+// over the limit is refused.
+func TestRequestLimits(t *testing.T) {
+	g := startGateway(t, func(c *gateway.Config) { c.RPC.MaxRequestBytes = 1024 })
+	startComputer(t, g, "pc-l", officeA)
+	big, _ := structpb.NewStruct(map[string]any{"text": strings.Repeat("x", 4096)})
+	req := &smcpv1.CallToolRequest{OfficeId: officeA, Computer: "pc-l", ToolName: "echo", Params: big}
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			_, err := newClient(t, g, p, "x-api-key", "nope").CallTool(testContext(t), req)
+			wantCode(t, err, connect.CodeUnauthenticated, smcp.CodeUnauthenticated)
+			_, err = newClient(t, g, p, "x-api-key", keyAgent).CallTool(testContext(t), req)
+			if connect.CodeOf(err) != connect.CodeResourceExhausted {
+				t.Fatalf("oversized request: %v", err)
+			}
 		})
 	}
 }

@@ -37,6 +37,8 @@ const (
 	DefaultAgent = "rpc-agent"
 	// DefaultToolTimeout is a CallTool's timeout when the request leaves it 0.
 	DefaultToolTimeout int32 = 60
+	// DefaultMaxRequestBytes bounds a request message (after decompression).
+	DefaultMaxRequestBytes = 4 << 20
 	// maxAgentName bounds the x-smcp-agent header.
 	maxAgentName = 128
 )
@@ -53,6 +55,9 @@ type Options struct {
 	// "https://app.example.com", "*" for any). Empty: no CORS headers, so
 	// browsers on other origins are refused by their own policy.
 	CORSOrigins []string
+	// MaxRequestBytes bounds a request message (default 4 MiB); larger ones
+	// are refused with ResourceExhausted before they are decoded.
+	MaxRequestBytes int
 	// HandlerOptions are added to the AgentService handler (interceptors,
 	// e.g. otelconnect).
 	HandlerOptions []connect.HandlerOption
@@ -81,6 +86,9 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 	if opts.DefaultAgent == "" {
 		opts.DefaultAgent = DefaultAgent
 	}
+	if opts.MaxRequestBytes <= 0 {
+		opts.MaxRequestBytes = DefaultMaxRequestBytes
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -97,17 +105,17 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 // Options.CORSOrigins is set. Reflection and health need no API key: they
 // reveal only the public schema and whether the gateway is up.
 func (s *Server) Handlers() map[string]http.Handler {
-	gate := connect.WithRequestGate(s.gate)
-	svcOpts := append([]connect.HandlerOption{gate}, s.opts.HandlerOptions...)
+	limit := connect.WithReadMaxBytes(s.opts.MaxRequestBytes)
+	svcOpts := append([]connect.HandlerOption{connect.WithRequestGate(s.gate), limit}, s.opts.HandlerOptions...)
 	reflector := grpcreflect.NewStaticReflector(smcpv1connect.AgentServiceName, grpchealth.HealthV1ServiceName)
 	out := map[string]http.Handler{}
 	for _, mount := range []func() (string, http.Handler){
 		func() (string, http.Handler) {
 			return smcpv1connect.NewAgentServiceHandler(&service{s}, svcOpts...)
 		},
-		func() (string, http.Handler) { return grpcreflect.NewHandlerV1(reflector) },
-		func() (string, http.Handler) { return grpcreflect.NewHandlerV1Alpha(reflector) },
-		func() (string, http.Handler) { return grpchealth.NewHandler(s.health) },
+		func() (string, http.Handler) { return grpcreflect.NewHandlerV1(reflector, limit) },
+		func() (string, http.Handler) { return grpcreflect.NewHandlerV1Alpha(reflector, limit) },
+		func() (string, http.Handler) { return grpchealth.NewHandler(s.health, limit) },
 	} {
 		path, h := mount()
 		out[path] = s.withCORS(h)
