@@ -31,7 +31,7 @@ const (
 	officeB     = "office-b"
 )
 
-func testKeys(t *testing.T) *core.KeyRing {
+func testKeys(t testing.TB) *core.KeyRing {
 	t.Helper()
 	ring, err := core.NewKeyRing(
 		core.Key{Key: keyAgent, ID: "agent", Roles: []string{smcp.RoleAgent}, Offices: []string{officeA, officeB}},
@@ -46,7 +46,7 @@ func testKeys(t *testing.T) *core.KeyRing {
 }
 
 // startGateway serves a gateway on loopback until the test ends.
-func startGateway(t *testing.T, mutate ...func(*gateway.Config)) *gateway.Running {
+func startGateway(t testing.TB, mutate ...func(*gateway.Config)) *gateway.Running {
 	t.Helper()
 	cfg := gateway.Config{
 		Auth: testKeys(t),
@@ -124,7 +124,7 @@ func (h headerInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFun
 	return next
 }
 
-func newClient(t *testing.T, g *gateway.Running, p protocol, headers ...string) smcpv1connect.AgentServiceClient {
+func newClient(t testing.TB, g *gateway.Running, p protocol, headers ...string) smcpv1connect.AgentServiceClient {
 	t.Helper()
 	hc := p.http()
 	t.Cleanup(hc.CloseIdleConnections)
@@ -151,7 +151,7 @@ type request struct {
 	payload json.RawMessage
 }
 
-func startComputer(t *testing.T, g *gateway.Running, name, office string, mutate ...func(*sioclient.Options)) *computer {
+func startComputer(t testing.TB, g *gateway.Running, name, office string, mutate ...func(*sioclient.Options)) *computer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
