@@ -108,18 +108,13 @@ func (s *Server) Handlers() map[string]http.Handler {
 	limit := connect.WithReadMaxBytes(s.opts.MaxRequestBytes)
 	svcOpts := append([]connect.HandlerOption{connect.WithRequestGate(s.gate), limit}, s.opts.HandlerOptions...)
 	reflector := grpcreflect.NewStaticReflector(smcpv1connect.AgentServiceName, grpchealth.HealthV1ServiceName)
+	wrap := s.corsWrapper()
 	out := map[string]http.Handler{}
-	for _, mount := range []func() (string, http.Handler){
-		func() (string, http.Handler) {
-			return smcpv1connect.NewAgentServiceHandler(&service{s}, svcOpts...)
-		},
-		func() (string, http.Handler) { return grpcreflect.NewHandlerV1(reflector, limit) },
-		func() (string, http.Handler) { return grpcreflect.NewHandlerV1Alpha(reflector, limit) },
-		func() (string, http.Handler) { return grpchealth.NewHandler(s.health, limit) },
-	} {
-		path, h := mount()
-		out[path] = s.withCORS(h)
-	}
+	add := func(path string, h http.Handler) { out[path] = wrap(h) }
+	add(smcpv1connect.NewAgentServiceHandler(&service{s}, svcOpts...))
+	add(grpcreflect.NewHandlerV1(reflector, limit))
+	add(grpcreflect.NewHandlerV1Alpha(reflector, limit))
+	add(grpchealth.NewHandler(s.health, limit))
 	return out
 }
 
@@ -141,9 +136,11 @@ func (s *Server) Close() {
 	})
 }
 
-func (s *Server) withCORS(h http.Handler) http.Handler {
+// corsWrapper answers preflights and adds CORS headers for the configured
+// origins; without origins it changes nothing.
+func (s *Server) corsWrapper() func(http.Handler) http.Handler {
 	if len(s.opts.CORSOrigins) == 0 {
-		return h
+		return func(h http.Handler) http.Handler { return h }
 	}
 	headers := append(connectcors.AllowedHeaders(), s.opts.APIKeyHeader, "Authorization", AgentHeader)
 	return cors.New(cors.Options{
@@ -152,5 +149,5 @@ func (s *Server) withCORS(h http.Handler) http.Handler {
 		AllowedHeaders: headers,
 		ExposedHeaders: connectcors.ExposedHeaders(),
 		MaxAge:         7200,
-	}).Handler(h)
+	}).Handler
 }
