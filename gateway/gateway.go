@@ -118,7 +118,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("gateway: serve: %w", err)
 	case <-ctx.Done():
 	}
-	g.log.Info("shutting down", "grace", g.cfg.ShutdownGrace)
+	g.log.Info("shutting down", "grace", g.cfg.ShutdownGrace.String())
 	grace, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownGrace)
 	defer cancel()
 	shut := make(chan error, 1)
