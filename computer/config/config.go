@@ -351,3 +351,10 @@ func jsonCompatible(v any) (any, error) {
 		return v, nil
 	}
 }
+
+// WithDisabled returns a copy of s with its "disabled" flag set.
+func (s *Server) WithDisabled(disabled bool) *Server {
+	raw := s.Raw()
+	raw["disabled"] = disabled
+	return &Server{Name: s.Name, raw: raw}
+}
