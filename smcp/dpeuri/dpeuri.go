@@ -12,6 +12,7 @@
 package dpeuri
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"net/url"
@@ -19,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/smcpgw/smcp-gateway/smcp/internal/urisyntax"
 )
 
 // Scheme is the URI scheme of DPE resources.
@@ -133,10 +136,10 @@ func (u URI) Level() Level {
 }
 
 // FormatOrDefault returns the format, "json" when absent.
-func (q Query) FormatOrDefault() string { return cmpOr(q.Format, DefaultFormat) }
+func (q Query) FormatOrDefault() string { return cmp.Or(q.Format, DefaultFormat) }
 
 // DepthOrDefault returns the depth, "metadata" when absent.
-func (q Query) DepthOrDefault() string { return cmpOr(q.Depth, DefaultDepth) }
+func (q Query) DepthOrDefault() string { return cmp.Or(q.Depth, DefaultDepth) }
 
 // OffsetOrDefault returns the offset, 0 when absent.
 func (q Query) OffsetOrDefault() int { return intOr(q.Offset, DefaultOffset) }
@@ -150,13 +153,6 @@ func (q Query) AllowsCategory(c string) bool {
 	return len(q.Categories) == 0 || slices.Contains(q.Categories, c)
 }
 
-func cmpOr(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
 func intOr(p *int, def int) int {
 	if p == nil {
 		return def
@@ -166,9 +162,7 @@ func intOr(p *int, def int) int {
 
 // IsDPE reports whether raw uses the dpe scheme (case-insensitive), without
 // validating the rest. Change detection uses it to pick dpe:// resources.
-func IsDPE(raw string) bool {
-	return len(raw) >= len(Scheme)+3 && strings.EqualFold(raw[:len(Scheme)], Scheme) && raw[len(Scheme):len(Scheme)+3] == "://"
-}
+func IsDPE(raw string) bool { return urisyntax.HasScheme(raw, Scheme) }
 
 // Valid reports whether Parse accepts raw.
 func Valid(raw string) bool {
@@ -198,14 +192,12 @@ func Parse(raw string) (URI, error) {
 	var u URI
 	rest, rawQuery, hasQuery := strings.Cut(rest, "?")
 	rawHost, path, _ := strings.Cut(rest, "/")
-	host, err := url.PathUnescape(rawHost)
-	switch {
-	case err != nil:
-		return URI{}, invalid(raw, RuleHost, "host has malformed percent-encoding: %q", rawHost)
-	case host == "":
-		return URI{}, invalid(raw, RuleHost, "host must not be empty")
-	case !utf8.ValidString(host):
-		return URI{}, invalid(raw, RuleHost, "host is not valid UTF-8")
+	host, problem := urisyntax.DecodeSegment(rawHost)
+	if problem == "" && host == "" {
+		problem = "must not be empty"
+	}
+	if problem != "" {
+		return URI{}, invalid(raw, RuleHost, "host %s: %q", problem, rawHost)
 	}
 	u.Host = host
 
@@ -227,14 +219,12 @@ func Parse(raw string) (URI, error) {
 // leading slash).
 func (u *URI) parsePath(raw, path string) error {
 	rawDoc, sub, hasSub := strings.Cut(path, "/")
-	doc, err := url.PathUnescape(rawDoc)
-	switch {
-	case err != nil:
-		return invalid(raw, RuleDocRef, "doc_ref has malformed percent-encoding: %q", rawDoc)
-	case doc == "":
-		return invalid(raw, RuleDocRef, "doc_ref must not be empty when a path follows the host")
-	case !utf8.ValidString(doc):
-		return invalid(raw, RuleDocRef, "doc_ref is not valid UTF-8")
+	doc, problem := urisyntax.DecodeSegment(rawDoc)
+	if problem == "" && doc == "" {
+		problem = "must not be empty when a path follows the host"
+	}
+	if problem != "" {
+		return invalid(raw, RuleDocRef, "doc_ref %s: %q", problem, rawDoc)
 	}
 	u.DocRef = doc
 	if !hasSub {
@@ -253,14 +243,12 @@ func (u *URI) parsePath(raw, path string) error {
 		}
 		u.HasPage, u.PageIndex = true, n
 	case "elements":
-		id, err := url.PathUnescape(arg)
-		switch {
-		case err != nil:
-			return invalid(raw, RuleSubPath, "element id has malformed percent-encoding: %q", arg)
-		case id == "":
-			return invalid(raw, RuleSubPath, "element id must not be empty")
-		case !utf8.ValidString(id):
-			return invalid(raw, RuleSubPath, "element id is not valid UTF-8")
+		id, problem := urisyntax.DecodeSegment(arg)
+		if problem == "" && id == "" {
+			problem = "must not be empty"
+		}
+		if problem != "" {
+			return invalid(raw, RuleSubPath, "element id %s: %q", problem, arg)
 		}
 		u.ElementID = id
 	default:
@@ -274,19 +262,17 @@ func (q *Query) parse(raw, rawQuery string) error {
 	if err != nil {
 		return invalid(raw, RuleQuery, "malformed query: %v", err)
 	}
-	for key, vals := range values {
-		rule := Rule(key)
-		switch key {
-		case ParamFormat, ParamDepth, ParamOffset, ParamLimit, ParamCategories:
-			if len(vals) > 1 {
-				return invalid(raw, rule, "%s given %d times", key, len(vals))
-			}
-		default:
-			if q.Extra == nil {
-				q.Extra = url.Values{}
-			}
-			q.Extra[key] = vals
+	// Known parameters in a fixed order, so that the rule reported for a URI
+	// with several bad parameters does not depend on map iteration.
+	for _, key := range [...]string{ParamFormat, ParamDepth, ParamOffset, ParamLimit, ParamCategories} {
+		vals, ok := values[key]
+		if !ok {
 			continue
+		}
+		delete(values, key)
+		rule := Rule(key)
+		if len(vals) > 1 {
+			return invalid(raw, rule, "%s given %d times", key, len(vals))
 		}
 		v := vals[0]
 		switch key {
@@ -314,9 +300,17 @@ func (q *Query) parse(raw, rawQuery string) error {
 			q.Limit = &n
 		case ParamCategories:
 			q.Categories = strings.Split(v, ",")
+			for _, c := range q.Categories {
+				if !IsCategory(c) {
+					return invalid(raw, rule, "categories must be a comma-separated list of element categories, %q is not one", c)
+				}
+			}
 		}
 	}
-	return q.validate(raw)
+	if len(values) > 0 {
+		q.Extra = values
+	}
+	return nil
 }
 
 // parseIndex accepts a non-empty string of ASCII digits whose value fits in
@@ -336,8 +330,7 @@ func parseIndex(s string) (int, bool) {
 	return n, n <= maxIndex
 }
 
-// validate checks the rules that apply to typed values; it serves both Parse
-// and Validate.
+// validate checks the typed values of a Query built in code.
 func (q Query) validate(raw string) error {
 	if q.Format != "" {
 		if err := checkFormat(raw, q.Format); err != nil {
@@ -422,17 +415,17 @@ func (u URI) String() string {
 	var b strings.Builder
 	b.Grow(len("dpe://") + len(u.Host) + len(u.DocRef) + len(u.ElementID) + 24)
 	b.WriteString("dpe://")
-	escapeTo(&b, u.Host, pathSafe)
+	urisyntax.WriteEscaped(&b, u.Host, urisyntax.SegmentSafe)
 	if u.DocRef != "" {
 		b.WriteByte('/')
-		escapeTo(&b, u.DocRef, pathSafe)
+		urisyntax.WriteEscaped(&b, u.DocRef, urisyntax.SegmentSafe)
 		switch {
 		case u.HasPage:
 			b.WriteString("/pages/")
 			b.WriteString(strconv.Itoa(u.PageIndex))
 		case u.ElementID != "":
 			b.WriteString("/elements/")
-			escapeTo(&b, u.ElementID, pathSafe)
+			urisyntax.WriteEscaped(&b, u.ElementID, urisyntax.SegmentSafe)
 		}
 	}
 	if q := u.Query.Encode(); q != "" {
@@ -449,9 +442,9 @@ func (q Query) Encode() string {
 		if b.Len() > 0 {
 			b.WriteByte('&')
 		}
-		escapeTo(&b, key, querySafe)
+		urisyntax.WriteEscaped(&b, key, querySafe)
 		b.WriteByte('=')
-		escapeTo(&b, value, querySafe)
+		urisyntax.WriteEscaped(&b, value, querySafe)
 	}
 	if q.Format != "" {
 		param(ParamFormat, q.Format)
@@ -476,25 +469,6 @@ func (q Query) Encode() string {
 	return b.String()
 }
 
-// Characters left unescaped besides ALPHA / DIGIT / "-._~". In a segment,
-// RFC 3986 sub-delims and ":@" are literal; in the query, "&=+;" separate or
-// mean space, so only ",:/@" stay literal (keeping categories readable).
-const (
-	pathSafe  = "!$&'()*+,;=:@"
-	querySafe = ",:/@"
-)
-
-func escapeTo(b *strings.Builder, s, safe string) {
-	const hex = "0123456789ABCDEF"
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '-' || c == '.' || c == '_' || c == '~' || strings.IndexByte(safe, c) >= 0 {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('%')
-		b.WriteByte(hex[c>>4])
-		b.WriteByte(hex[c&15])
-	}
-}
+// In the query "&=+;" separate parameters or mean space, so besides the
+// unreserved characters only ",:/@" stay literal (keeping categories readable).
+const querySafe = ",:/@"

@@ -319,3 +319,12 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+func TestFirstFailingRuleIsDeterministic(t *testing.T) {
+	for range 50 {
+		_, err := Parse("dpe://h/d?categories=bogus&limit=0&offset=-1&depth=x&format=xml")
+		if rule, _ := RuleOf(err); rule != RuleFormat {
+			t.Fatalf("rule = %q, want format (checked first)", rule)
+		}
+	}
+}
