@@ -258,9 +258,9 @@ func (c *Computer) onServerEvent(ev servers.Event) {
 		if c.rebuildTools() {
 			c.notify(smcp.EventUpdateToolList)
 		}
-		c.resourcesChanged(ev.Server)
+		c.resourcesChanged(ev.Server, ev.Kind)
 	case servers.ResourcesChanged:
-		c.resourcesChanged(ev.Server)
+		c.resourcesChanged(ev.Server, ev.Kind)
 	case servers.ResourceUpdated:
 		c.resourceUpdated(ev.Server, ev.URI)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/smcpgw/smcp-gateway/computer/config"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 // ServerTools is what the catalog needs to know of one server.
@@ -32,8 +34,8 @@ type Entry struct {
 	Server string
 	Tool   *mcp.Tool
 	// Meta is the effective ToolMeta; nil when neither default_tool_meta nor
-	// the tool's own entry is configured.
-	Meta *config.ToolMeta
+	// the tool's own entry sets anything.
+	Meta *smcpv1.ToolMeta
 }
 
 // Clash is a listed name that more than one tool would take.
@@ -67,9 +69,10 @@ func Build(servers []ServerTools, log *slog.Logger) *Catalog {
 			if slices.Contains(s.Config.ForbiddenTools, t.Name) {
 				continue
 			}
-			e := &Entry{Name: t.Name, Server: s.Server, Tool: t, Meta: Effective(s.Config.DefaultToolMeta, s.Config.ToolMeta[t.Name])}
-			if e.Meta != nil && e.Meta.Alias != nil && *e.Meta.Alias != "" {
-				e.Name = *e.Meta.Alias
+			own := s.Config.ToolMeta[t.Name]
+			e := &Entry{Name: t.Name, Server: s.Server, Tool: t, Meta: smcp.EffectiveToolMeta(toProto(s.Config.DefaultToolMeta), toProto(&own))}
+			if alias := e.Meta.GetAlias(); alias != "" {
+				e.Name = alias
 			}
 			byName[e.Name] = append(byName[e.Name], e)
 		}
@@ -95,30 +98,18 @@ func Build(servers []ServerTools, log *slog.Logger) *Catalog {
 	return c
 }
 
-// Effective shallow-merges a tool's own ToolMeta over the default: the
-// tool's non-null fields win. Nil when both are nil.
-func Effective(def *config.ToolMeta, own config.ToolMeta) *config.ToolMeta {
-	zero := own.AutoApply == nil && own.Alias == nil && own.Tags == nil && own.RetObjectMapper == nil
-	if def == nil && zero {
+// toProto converts a configured ToolMeta to the protocol type the smcp
+// helpers merge and render. The config decoder already checked its shape.
+func toProto(m *config.ToolMeta) *smcpv1.ToolMeta {
+	if m == nil {
 		return nil
 	}
-	var m config.ToolMeta
-	if def != nil {
-		m = *def
+	b, _ := json.Marshal(m)
+	out := &smcpv1.ToolMeta{}
+	if err := smcp.Unmarshal(b, out); err != nil {
+		return nil
 	}
-	if own.AutoApply != nil {
-		m.AutoApply = own.AutoApply
-	}
-	if own.Alias != nil {
-		m.Alias = own.Alias
-	}
-	if own.Tags != nil {
-		m.Tags = own.Tags
-	}
-	if own.RetObjectMapper != nil {
-		m.RetObjectMapper = own.RetObjectMapper
-	}
-	return &m
+	return out
 }
 
 // Lookup finds a tool by its listed name. A clashing name returns the
@@ -182,16 +173,12 @@ func (e *Entry) Wire() SMCPTool {
 	if t.ParamsSchema == nil {
 		t.ParamsSchema = map[string]any{"type": "object"}
 	}
-	// The tool's own _meta first, flattened: the protocol keys below win.
-	for k, v := range e.Tool.Meta {
-		t.Meta[k] = flatValue(v)
-	}
+	var annotations any
 	if e.Tool.Annotations != nil {
-		b, _ := json.Marshal(e.Tool.Annotations)
-		t.Meta["MCP_TOOL_ANNOTATION"] = string(b)
+		annotations = e.Tool.Annotations
 	}
-	if e.Meta != nil {
-		t.Meta["a2c_tool_meta"] = e.MetaJSON()
+	if meta, err := smcp.BuildToolMeta(e.Meta, annotations, e.Tool.Meta); err == nil {
+		t.Meta = meta.AsMap()
 	}
 	return t
 }
@@ -201,31 +188,6 @@ func (e *Entry) MetaJSON() string {
 	if e.Meta == nil {
 		return ""
 	}
-	b, _ := json.Marshal(e.Meta)
-	return string(b)
-}
-
-// flatValue keeps scalars and lists of strings; anything else becomes its
-// JSON text, since SMCPTool.meta is flat.
-func flatValue(v any) any {
-	switch x := v.(type) {
-	case nil, string, bool, float64, float32, int, int64, json.Number:
-		return x
-	case []string:
-		return x
-	case []any:
-		strs := make([]string, 0, len(x))
-		for _, e := range x {
-			s, ok := e.(string)
-			if !ok {
-				b, _ := json.Marshal(x)
-				return string(b)
-			}
-			strs = append(strs, s)
-		}
-		return strs
-	default:
-		b, _ := json.Marshal(x)
-		return string(b)
-	}
+	s, _ := smcp.ToolMetaJSON(e.Meta)
+	return s
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 // Confirmation policies, used when a tool is not auto_apply and nobody can
@@ -118,7 +120,7 @@ func (x *Executor) Execute(ctx context.Context, c Call) map[string]any {
 	log := x.opts.Logger.With("agent", c.Agent, "req_id", c.ReqID, "tool", c.Name)
 	e, err := x.opts.Catalog().Lookup(c.Name)
 	if err != nil {
-		return errorResult(err.Error(), map[string]any{"a2c_error_code": 404})
+		return errorResult(err.Error(), map[string]any{smcp.MetaErrorCode: smcp.CodeNotFound})
 	}
 	timeout := c.Timeout
 	if timeout <= 0 {
@@ -131,7 +133,7 @@ func (x *Executor) Execute(ctx context.Context, c Call) map[string]any {
 		x.mu.Lock()
 		if _, dup := x.inflight[key]; dup {
 			x.mu.Unlock()
-			return errorResult(fmt.Sprintf("a call with req_id %q is already running", c.ReqID), map[string]any{"a2c_error_code": 400})
+			return errorResult(fmt.Sprintf("a call with req_id %q is already running", c.ReqID), map[string]any{smcp.MetaErrorCode: smcp.CodeBadRequest})
 		}
 		x.inflight[key] = cancel
 		x.mu.Unlock()
@@ -143,16 +145,16 @@ func (x *Executor) Execute(ctx context.Context, c Call) map[string]any {
 	}
 	meta := map[string]any{}
 	if e.Meta != nil {
-		meta["a2c_tool_meta"] = e.MetaJSON()
+		meta[smcp.MetaToolMeta] = e.MetaJSON()
 	}
 	cancelled := func() map[string]any {
-		meta["a2c_cancelled"] = true
-		meta["a2c_cancel_reason"] = "agent_requested"
+		meta[smcp.MetaCancelled] = true
+		meta[smcp.MetaCancelReason] = smcp.CancelReasonAgent
 		log.Info("tool call cancelled by the agent")
 		return errorResult("Tool call cancelled by the agent", meta)
 	}
 
-	if e.Meta == nil || e.Meta.AutoApply == nil || !*e.Meta.AutoApply {
+	if !e.Meta.GetAutoApply() {
 		if x.opts.Asker != nil {
 			ok, err := x.opts.Asker.ConfirmToolCall(ctx, c, e)
 			switch {
@@ -181,7 +183,7 @@ func (x *Executor) Execute(ctx context.Context, c Call) map[string]any {
 		return cancelled()
 	case err != nil && cctx.Err() != nil && ctx.Err() == nil:
 		log.Warn("tool call timed out", "timeout", timeout)
-		meta["a2c_timeout"] = true
+		meta[smcp.MetaTimeout] = true
 		return errorResult("Tool call timeout", meta)
 	case err != nil:
 		log.Warn("tool call failed", "server", e.Server, "err", err)
