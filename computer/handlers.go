@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/smcpgw/smcp-gateway/computer/tools"
@@ -106,14 +107,27 @@ func str(req map[string]any, key string, required bool) (string, error) {
 	return s, nil
 }
 
-// optInt reads an optional integer field; ok false when absent.
+// optInt reads an optional integer field; ok false when absent. Socket.IO
+// libraries deliver numbers as float64; in-process callers may pass ints.
 func optInt(req map[string]any, key string) (n int, ok bool, err error) {
-	v, present := req[key]
-	if !present || v == nil {
+	var f float64
+	switch v := req[key].(type) {
+	case nil:
 		return 0, false, nil
+	case float64:
+		f = v
+	case int:
+		return v, true, nil
+	case int32:
+		return int(v), true, nil
+	case int64:
+		f = float64(v)
+	case json.Number:
+		f, err = v.Float64()
+	default:
+		err = fmt.Errorf("%T", v)
 	}
-	f, isNum := v.(float64)
-	if !isNum || f != float64(int(f)) {
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > math.MaxInt32 {
 		return 0, false, smcp.Errorf(smcp.CodeBadRequest, "%q must be an integer", key)
 	}
 	return int(f), true, nil
