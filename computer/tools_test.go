@@ -110,7 +110,8 @@ func TestToolsAliasForbiddenAndMeta(t *testing.T) {
 func TestToolNameClash(t *testing.T) {
 	a := testmcp.New("a", testmcp.Options{})
 	b := testmcp.New("b", testmcp.Options{})
-	h := newComputer(t, map[string]map[string]any{"a": {"url": fixture(t, a)}, "b": {"url": fixture(t, b)}})
+	bURL := fixture(t, b)
+	h := newComputer(t, map[string]map[string]any{"a": {"url": fixture(t, a)}, "b": {"url": bURL}})
 	names := toolNames(t, h.call(smcp.EventGetTools, map[string]any{}))
 	if len(names) != 0 {
 		t.Fatalf("clashing tools listed: %v", names)
@@ -125,7 +126,6 @@ func TestToolNameClash(t *testing.T) {
 	if err == nil {
 		t.Fatalf("empty url accepted: %v", s)
 	}
-	bURL := fixture(t, b)
 	fixed, err := config.NewServer("b", map[string]any{"url": bURL, "tool_meta": map[string]any{
 		"echo": map[string]any{"alias": "b_echo"}, "add": map[string]any{"alias": "b_add"},
 		"slow": map[string]any{"alias": "b_slow"}, "pid": map[string]any{"alias": "b_pid"}}})

@@ -234,8 +234,10 @@ func (c *conn) session1(res *config.Resolved) error {
 	if err != nil {
 		return err
 	}
-	c.setState(StateConnected, nil)
+	// Listeners see the new tools and resources before anyone sees the
+	// state, so that "connected" means "listed and aggregated".
 	c.emit(Connected, "")
+	c.setState(StateConnected, nil)
 
 	for {
 		select {

@@ -82,6 +82,21 @@ func serve(t *testing.T, f *testmcp.Fixture) *httptest.Server {
 	return srv
 }
 
+func waitState(t *testing.T, m *servers.Manager, name string, st servers.State) servers.Snapshot {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, _ := m.Snapshot(name)
+		if s.State == st {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: state %s, want %s (%v)", name, s.State, st, s.Err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func server(t *testing.T, name string, obj map[string]any) *config.Server {
@@ -124,8 +139,8 @@ func TestStreamableServerToolsResourcesAndNotifications(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.wait(t, servers.Connected, "web")
-	snap, _ := m.Snapshot("web")
-	if snap.State != servers.StateConnected || !snap.Subscribable || len(snap.Tools) != 4 || len(snap.Resources) != 1 {
+	snap := waitState(t, m, "web", servers.StateConnected)
+	if !snap.Subscribable || len(snap.Tools) != 4 || len(snap.Resources) != 1 {
 		t.Fatalf("snapshot: %+v", snap)
 	}
 	res, err := m.CallTool(context.Background(), "web", "echo", map[string]any{"text": "hi"})
