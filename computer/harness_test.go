@@ -43,6 +43,9 @@ func (u *updates) record(ev string) {
 
 // drain forgets the events seen so far.
 func (u *updates) drain() {
+	u.mu.Lock()
+	clear(u.counts)
+	u.mu.Unlock()
 	for {
 		select {
 		case <-u.ch:
@@ -162,6 +165,12 @@ func roundTrip(t *testing.T, v any) map[string]any {
 		t.Fatalf("answer is not an object: %s", b)
 	}
 	return m
+}
+
+func (u *updates) count(ev string) int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.counts[ev]
 }
 
 func ptr[T any](v T) *T { return &v }

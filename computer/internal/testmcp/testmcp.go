@@ -228,6 +228,7 @@ func (f *Fixture) SetDocs(host string, docs ...Doc) {
 	f.mu.Unlock()
 	if first {
 		f.Server.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "dpe://" + host + "/{+rest}", Name: host, MIMEType: "application/json"}, f.readDPE)
+		f.Server.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "dpe://" + host + "{?format}", Name: host + " catalogue", MIMEType: "application/json"}, f.readDPE)
 	}
 	rs := make([]*mcp.Resource, 0, len(docs))
 	for _, d := range docs {
