@@ -56,7 +56,7 @@ func (u *updates) drain() {
 }
 
 // wait waits for event ev.
-func (u *updates) wait(t *testing.T, ev string) {
+func (u *updates) wait(t testing.TB, ev string) {
 	t.Helper()
 	deadline := time.After(15 * time.Second)
 	for {
@@ -72,21 +72,21 @@ func (u *updates) wait(t *testing.T, ev string) {
 }
 
 // fixture serves f over streamable HTTP for the test's life.
-func fixture(t *testing.T, f *testmcp.Fixture) string {
+func fixture(t testing.TB, f *testmcp.Fixture) string {
 	srv := httptest.NewServer(f.HTTPHandler())
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
 
 type harness struct {
-	t   *testing.T
+	t   testing.TB
 	c   *computer.Computer
 	upd *updates
 }
 
 // newComputer builds and starts a computer over the given servers
 // (name → config object) and waits until every server is connected.
-func newComputer(t *testing.T, servers map[string]map[string]any, mutate ...func(*computer.Options)) *harness {
+func newComputer(t testing.TB, servers map[string]map[string]any, mutate ...func(*computer.Options)) *harness {
 	t.Helper()
 	cfg := &config.Config{Servers: map[string]*config.Server{}}
 	for name, obj := range servers {
@@ -154,7 +154,7 @@ func (h *harness) call(event string, payload map[string]any) map[string]any {
 	return roundTrip(h.t, h.c.Handle(context.Background(), event, payload))
 }
 
-func roundTrip(t *testing.T, v any) map[string]any {
+func roundTrip(t testing.TB, v any) map[string]any {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {

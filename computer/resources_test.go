@@ -12,7 +12,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
-func desktops(t *testing.T, ans map[string]any) []string {
+func desktops(t testing.TB, ans map[string]any) []string {
 	t.Helper()
 	list, ok := ans["desktops"].([]any)
 	if !ok {
@@ -137,7 +137,7 @@ func docs(s string, n int) []testmcp.Doc {
 	return out
 }
 
-func finderDocs(t *testing.T, ans map[string]any) ([]map[string]any, int) {
+func finderDocs(t testing.TB, ans map[string]any) ([]map[string]any, int) {
 	t.Helper()
 	list, ok := ans["documents"].([]any)
 	if !ok {

@@ -14,7 +14,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
-func toolNames(t *testing.T, ans map[string]any) map[string]map[string]any {
+func toolNames(t testing.TB, ans map[string]any) map[string]map[string]any {
 	t.Helper()
 	list, ok := ans["tools"].([]any)
 	if !ok {
@@ -28,7 +28,7 @@ func toolNames(t *testing.T, ans map[string]any) map[string]map[string]any {
 	return out
 }
 
-func resultText(t *testing.T, res map[string]any) string {
+func resultText(t testing.TB, res map[string]any) string {
 	t.Helper()
 	content, _ := res["content"].([]any)
 	if len(content) == 0 {
