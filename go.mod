@@ -63,3 +63,5 @@ tool (
 	connectrpc.com/connect/cmd/protoc-gen-connect-go
 	google.golang.org/protobuf/cmd/protoc-gen-go
 )
+
+replace github.com/zishang520/socket.io/servers/socket/v3 => ./third_party/zishang520/socket-server-v3
