@@ -7,7 +7,7 @@
 //
 //	cfg, _ := config.Load("mcp.json")
 //	c, _ := computer.New(computer.Options{Name: "laptop", Config: cfg, Confirm: tools.ConfirmAuto})
-//	err := c.Run(ctx, computer.Gateway{URL: "http://127.0.0.1:7000", Office: "office-1", APIKey: key})
+//	err := c.Run(ctx, computer.Gateway{URL: "http://127.0.0.1:8080", Office: "office-1", APIKey: key})
 //
 // Run starts the MCP servers, joins the office and serves until ctx ends;
 // then it leaves and stops the servers. Start/Handle/Close are the same
