@@ -4,33 +4,85 @@ import (
 	"encoding/json"
 	"fmt"
 
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
 
-// The json_name of every field in proto/ is its wire key, so protojson with
-// default options already speaks the Socket.IO wire form. Unknown keys are
-// ignored on input: newer peers may add fields.
+// The json_name of every field in proto/ is its wire key, so protojson
+// speaks the Socket.IO wire form for most messages. EmitDefaultValues makes
+// required fields appear even when zero ("total_count": 0, "page_index": 0,
+// "documents": []), while optional fields and unset messages stay omitted.
+// Unknown keys are ignored on input: newer peers may add fields.
+//
+// A few shapes differ from what protojson makes of the proto (see wire.go and
+// config_wire.go); Marshal and Unmarshal dispatch on those message types
+// only, so every other payload takes the plain protojson path.
 var (
-	marshalOptions   = protojson.MarshalOptions{}
+	marshalOptions   = protojson.MarshalOptions{EmitDefaultValues: true}
 	unmarshalOptions = protojson.UnmarshalOptions{DiscardUnknown: true}
 )
 
 // Marshal encodes m in its Socket.IO wire JSON form.
 func Marshal(m proto.Message) ([]byte, error) {
-	b, err := marshalOptions.Marshal(m)
+	b, err := marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("smcp: encode %s: %w", m.ProtoReflect().Descriptor().Name(), err)
 	}
 	return b, nil
 }
 
-// Unmarshal decodes wire JSON into m.
+func marshal(m proto.Message) ([]byte, error) {
+	switch m := m.(type) {
+	case *smcpv1.OfficeAck:
+		return marshalOfficeAck(m)
+	case *smcpv1.SMCPTool:
+		return marshalOptions.Marshal(fillUnset(m, toolRequired))
+	case *smcpv1.GetToolsRet:
+		return marshalOptions.Marshal(completeTools(m))
+	case *smcpv1.ToolCallReq:
+		return marshalOptions.Marshal(fillUnset(m, callRequired))
+	case *smcpv1.DPEElementDetail:
+		return marshalOptions.Marshal(fillUnset(m, elementRequired))
+	case *smcpv1.MCPServerConfig:
+		return marshalServerConfig(m)
+	case *smcpv1.MCPServerInput:
+		return json.Marshal(inputToWire(m))
+	case *smcpv1.GetComputerConfigRet:
+		return marshalConfigRet(m)
+	}
+	return marshalOptions.Marshal(m)
+}
+
+// Unmarshal decodes wire JSON into m. Besides the canonical form it accepts
+// "_meta" for "meta" in a CallToolResult, the {"error": {...}} wrapper for
+// an Error, an OfficeAck as [ok, reason], and an MCPServerConfig with its
+// server_parameters (missing parameters take the MCP SDK's defaults).
 func Unmarshal(b []byte, m proto.Message) error {
-	if err := unmarshalOptions.Unmarshal(b, m); err != nil {
+	if err := unmarshal(b, m); err != nil {
 		return fmt.Errorf("smcp: decode %s: %w", m.ProtoReflect().Descriptor().Name(), err)
 	}
 	return nil
+}
+
+func unmarshal(b []byte, m proto.Message) error {
+	switch m := m.(type) {
+	case *smcpv1.OfficeAck:
+		return unmarshalOfficeAck(b, m)
+	case *smcpv1.CallToolResult:
+		b, err := renameTopLevel(b, "_meta", "meta")
+		if err != nil {
+			return err
+		}
+		return unmarshalOptions.Unmarshal(b, m)
+	case *smcpv1.Error:
+		return unmarshalError(b, m)
+	case *smcpv1.MCPServerConfig:
+		return unmarshalServerConfig(b, m)
+	case *smcpv1.GetComputerConfigRet:
+		return unmarshalConfigRet(b, m)
+	}
+	return unmarshalOptions.Unmarshal(b, m)
 }
 
 // FromWire decodes a value as delivered by a Socket.IO library (maps, slices,

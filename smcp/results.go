@@ -1,0 +1,45 @@
+package smcp
+
+import (
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// Tool-call answers made by the gateway or the computer instead of the tool
+// (PROTOCOL.md §3 rule 7 and §6). Once a call is routed, the agent always
+// gets a CallToolResult, never a flat error.
+
+// ToolTimeoutResult answers a tool call the computer did not finish in time.
+func ToolTimeoutResult() *smcpv1.CallToolResult {
+	return markedResult("Tool call timeout", map[string]*structpb.Value{
+		MetaTimeout: structpb.NewBoolValue(true),
+	})
+}
+
+// ToolCancelledResult answers a tool call cancelled by its agent.
+func ToolCancelledResult() *smcpv1.CallToolResult {
+	return markedResult("Tool call cancelled", map[string]*structpb.Value{
+		MetaCancelled:    structpb.NewBoolValue(true),
+		MetaCancelReason: structpb.NewStringValue(CancelReasonAgent),
+	})
+}
+
+// ToolErrorResult answers a routed tool call that failed with a protocol
+// error, e.g. the computer disconnected (code 500) or the tool is unknown
+// (404): isError with the code in meta.a2c_error_code.
+func ToolErrorResult(e *Error) *smcpv1.CallToolResult {
+	return markedResult(e.Message, map[string]*structpb.Value{
+		MetaErrorCode: structpb.NewNumberValue(float64(e.Code)),
+	})
+}
+
+func markedResult(text string, meta map[string]*structpb.Value) *smcpv1.CallToolResult {
+	return &smcpv1.CallToolResult{
+		Content: []*structpb.Struct{{Fields: map[string]*structpb.Value{
+			"type": structpb.NewStringValue("text"),
+			"text": structpb.NewStringValue(text),
+		}}},
+		IsError: new(true),
+		Meta:    &structpb.Struct{Fields: meta},
+	}
+}
