@@ -377,3 +377,25 @@ func TestE2ERejoinAfterGatewayRestart(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestE2EGetConfig decodes client:get_config with the protocol codec, as a
+// typed agent does.
+func TestE2EGetConfig(t *testing.T) {
+	f := testmcp.New("s", testmcp.Options{})
+	e := newE2E(t, map[string]map[string]any{
+		"s":     {"url": fixture(t, f), "headers": map[string]any{"Authorization": "Bearer s3cret"}},
+		"local": {"command": fixtureBin, "args": []any{"-name", 7}, "env": map[string]any{"N": 1}, "disabled": true},
+	})
+	ret, err := e.ag.GetConfig(ctxT(t), "pc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ret.GetServers()["s"].GetStreamable()
+	if s.GetUrl() == "" || s.GetHeaders()["Authorization"] != "***" || s.GetTimeout() != "PT30S" {
+		t.Fatalf("s: %v", ret.GetServers()["s"])
+	}
+	local := ret.GetServers()["local"]
+	if !local.GetDisabled() || local.GetStdio().GetArgs()[1] != "7" || local.GetStdio().GetEncoding() != "utf-8" {
+		t.Fatalf("local: %v", local)
+	}
+}
