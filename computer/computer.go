@@ -85,6 +85,7 @@ type Computer struct {
 
 	desktop *desktopState
 	finder  *finderState
+	hosts   atomic.Pointer[hostIndex]
 
 	linkMu sync.Mutex
 	link   Emitter
