@@ -83,6 +83,7 @@ type Computer struct {
 	cfgMu sync.Mutex
 	cfg   *config.Config
 
+	resMu   sync.Mutex // change detection: see resourcesChanged
 	desktop *desktopState
 	finder  *finderState
 	hosts   atomic.Pointer[hostIndex]

@@ -29,9 +29,9 @@ const readTimeout = 10 * time.Second
 // readParallelism bounds concurrent reads per refresh.
 const readParallelism = 8
 
-// desktopState remembers the window:// URIs agents were last told about.
+// desktopState remembers the window:// URIs agents were last told about
+// (guarded by Computer.resMu).
 type desktopState struct {
-	mu   sync.Mutex
 	uris map[string]bool
 }
 
@@ -44,7 +44,7 @@ type finderState struct {
 	mu   sync.Mutex
 	docs map[string]map[string]*smcpv1.DPEDocumentSummary // server → uri → summary
 	flat []*smcpv1.DPEDocumentSummary                     // all docs; nil when stale
-	uris map[string]bool                                  // listed dpe:// URIs agents were last told about
+	uris map[string]bool                                  // listed dpe:// URIs agents were last told about (Computer.resMu)
 }
 
 func newFinderState() *finderState {
@@ -156,39 +156,45 @@ func resourceHost(uri string) (scheme, host string) {
 // server connecting, disconnecting, being removed): set comparison for
 // window:// and dpe:// URIs, Finder cache refresh.
 func (c *Computer) resourcesChanged(server string, kind servers.EventKind) {
+	// Servers report concurrently: each comparison reads the snapshots and
+	// swaps the remembered set in one critical section, so that an older
+	// view never replaces a newer one.
+	c.resMu.Lock()
 	live := c.liveResources()
-	windows, docs := map[string]bool{}, map[string]bool{}
-	for _, s := range live {
-		for _, r := range s.Resources {
-			switch {
-			case windowuri.IsWindow(r.URI):
-				windows[r.URI] = true
-			case dpeuri.IsDPE(r.URI):
-				docs[r.URI] = true
-			}
-		}
-	}
+	windows := uriSet(live, windowuri.IsWindow)
 	idx := c.buildHostIndex(live)
 	if prev := c.hosts.Swap(idx); idx.clashes != "" && (prev == nil || prev.clashes != idx.clashes) {
 		c.log.Warn("host clash: several MCP servers list resources under one host (window:// and dpe:// share hosts); "+
 			"reads go to the first server by name", "clashes", idx.clashes)
 	}
-	c.desktop.mu.Lock()
 	desktopChanged := !maps.Equal(c.desktop.uris, windows)
 	c.desktop.uris = windows
-	c.desktop.mu.Unlock()
+	c.resMu.Unlock()
 	if desktopChanged {
 		c.notify(smcp.EventUpdateDesktop)
 	}
 
 	c.syncFinder(server, kind == servers.Connected)
-	c.finder.mu.Lock()
+	c.resMu.Lock()
+	docs := uriSet(c.liveResources(), dpeuri.IsDPE)
 	finderChanged := !maps.Equal(c.finder.uris, docs)
 	c.finder.uris = docs
-	c.finder.mu.Unlock()
+	c.resMu.Unlock()
 	if finderChanged {
 		c.notify(smcp.EventUpdateFinder)
 	}
+}
+
+func uriSet(live []servers.Snapshot, match func(string) bool) map[string]bool {
+	set := map[string]bool{}
+	for _, s := range live {
+		for _, r := range s.Resources {
+			if match(r.URI) {
+				set[r.URI] = true
+			}
+		}
+	}
+	return set
 }
 
 // resourceUpdated handles notifications/resources/updated: a window update
