@@ -66,6 +66,11 @@ func New(cfg Config) (*Gateway, error) {
 	g.mux.Handle(s.Path(), s.Handler())
 	g.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if s.Draining() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("draining\n"))
+			return
+		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return g, nil
@@ -104,7 +109,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		return fmt.Errorf("gateway: serve: %w", err)
 	case <-ctx.Done():
 	}
-	g.log.Info("shutting down", "grace", g.cfg.ShutdownGrace)
+	g.log.Info("shutting down", "grace", g.cfg.ShutdownGrace.String())
 	grace, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownGrace)
 	defer cancel()
 	shut := make(chan error, 1)
