@@ -170,10 +170,18 @@ func (x *searchIndex) search(q searchQuery) []hit {
 			}
 			docHits = append(docHits, hit{doc: ix, docNo: n, unit: u, phrase: strings.Contains(u.lower, q.phrase), words: q.wholeWords(u.lower)})
 		}
+		// A table's header repeats on every page of a long CSV: a hit on
+		// the same text again says nothing new.
+		seen := map[string]bool{}
 		for _, h := range docHits {
 			if h.unit.page >= 0 && h.unit.element == nil && headingPages[h.unit.page] {
 				continue
 			}
+			key := h.unit.match + "\x00" + h.unit.snippet(q)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
 			hits = append(hits, h)
 		}
 	}

@@ -256,7 +256,14 @@ func TestSearchRankingAndLimit(t *testing.T) {
 		t.Errorf("limit 1: %+v, want the first of %d", limited, out.TotalHits)
 	}
 
-	// Every word must occur; whole words rank before parts of words.
+	// The header of a CSV split into pages is one hit, not one per page.
+	csv, text := c.search(map[string]any{"query": "revenue_eur", "file_type": "csv"})
+	if csv.TotalHits != 2 || csv.Hits[0].Match != matchMetadata || csv.Hits[1].Snippet != "columns: month | region | product | units | revenue_eur" ||
+		*csv.Hits[1].PageIndex != 0 {
+		t.Errorf("revenue_eur in csv: want the summary and the header of page 0:\n%s", text)
+	}
+
+	// Every word must occur in a hit.
 	both, _ := c.search(map[string]any{"query": "checkout latency"})
 	for _, h := range both.Hits {
 		l := strings.ToLower(h.Snippet)
