@@ -22,12 +22,19 @@ import (
 
 // The test binary doubles as the smcp command: with SMCP_TEST_MAIN set it
 // runs main with the arguments in SMCP_TEST_ARGS (a JSON array), so tests
-// can start the real command as a child process.
+// can start the real command as a child process. Without SMCP_TEST_ARGS it
+// takes its own arguments, as a real binary does: that is how `smcp demo`,
+// re-executing itself as `smcp docs ...`, starts the document server when
+// the test binary plays smcp. SMCP_TEST_ARGS is dropped before main runs,
+// so that it does not reach such grandchildren.
 func TestMain(m *testing.M) {
 	if os.Getenv("SMCP_TEST_MAIN") == "1" {
-		var args []string
-		if err := json.Unmarshal([]byte(os.Getenv("SMCP_TEST_ARGS")), &args); err != nil {
-			panic(err)
+		args := os.Args[1:]
+		if env, ok := os.LookupEnv("SMCP_TEST_ARGS"); ok {
+			if err := json.Unmarshal([]byte(env), &args); err != nil {
+				panic(err)
+			}
+			os.Unsetenv("SMCP_TEST_ARGS")
 		}
 		os.Args = append([]string{"smcp"}, args...)
 		main()
