@@ -209,14 +209,24 @@ func (c *Computer) resourceUpdated(server, uri string) {
 		_, known := c.finder.docs[server][uri]
 		c.finder.mu.Unlock()
 		if known {
-			if sum, err := c.readSummary(server, uri); err == nil {
+			sum, err := c.readSummary(server, uri)
+			switch {
+			case err == nil:
 				c.finder.mu.Lock()
 				if m := c.finder.docs[server]; m != nil {
 					m[uri] = sum
 					c.finder.flat = nil
 				}
 				c.finder.mu.Unlock()
-			} else {
+			case documentGone(uri, err):
+				// The file was removed: the resource list change that
+				// announces it comes later, and the agents told now must
+				// not find the document any more.
+				c.finder.mu.Lock()
+				delete(c.finder.docs[server], uri)
+				c.finder.flat = nil
+				c.finder.mu.Unlock()
+			default:
 				c.log.Warn("re-read document summary", "server", server, "uri", uri, "err", err)
 			}
 		}
@@ -512,6 +522,13 @@ func (c *Computer) handleReadResource(ctx context.Context, req map[string]any) (
 	}
 	out["req_id"] = reqID
 	return out, nil
+}
+
+// documentGone reports whether a read of a dpe:// document failed because
+// the server no longer has it.
+func documentGone(uri string, err error) bool {
+	e, ok := smcp.AsError(mcpReadError("", uri, err))
+	return ok && e.Code == smcp.CodeDocumentNotFound
 }
 
 // mcpReadError maps an MCP server's resources/read failure to a flat
