@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/config"
 	"github.com/smcpgw/smcp-gateway/computer/tools"
+	"github.com/smcpgw/smcp-gateway/docserver/formats"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
@@ -74,6 +76,9 @@ func runDemo(ctx context.Context, args []string) error {
 		return fmt.Errorf("--root: %w (run from the repository root, or pass --root)", err)
 	} else if !st.IsDir() {
 		return fmt.Errorf("--root %s is not a folder", absRoot)
+	}
+	if !hasDocuments(absRoot) {
+		return fmt.Errorf("--root %s holds no file the document server reads (%s)", absRoot, strings.Join(formats.FileTypes(), ", "))
 	}
 	key := demoKey{value: *apiKey, source: "--api-key"}
 	if key.value == "" {
@@ -132,6 +137,9 @@ func runDemo(ctx context.Context, args []string) error {
 	readyCtx, cancel := context.WithTimeout(ctx, *readyTimeout)
 	t, err := prepareTour(readyCtx, client, pc, gw)
 	cancel()
+	if ctx.Err() != nil { // Ctrl-C while starting
+		return stop()
+	}
 	if err != nil {
 		return errors.Join(err, stop())
 	}
@@ -168,6 +176,27 @@ func (k demoKey) shell() string {
 		return "$SMCP_API_KEY"
 	}
 	return k.value
+}
+
+// hasDocuments reports whether a supported file lies under root (hidden
+// folders aside, as the document server skips them).
+func hasDocuments(root string) bool {
+	found := false
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return nil
+		case p != root && strings.HasPrefix(d.Name(), "."):
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+		case !d.IsDir() && formats.Supported(d.Name()):
+			found = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found
 }
 
 // task is a goroutine with its own cancel: stop cancels it and waits.

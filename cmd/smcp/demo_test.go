@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -479,4 +480,33 @@ func processesWith(t *testing.T, s string) []string {
 		}
 	}
 	return pids
+}
+
+func TestDemoRefuses(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	root := copyExamples(t)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing root", []string{"--root", filepath.Join(t.TempDir(), "missing")}, "no such file"},
+		{"root is a file", []string{"--root", filepath.Join(root, "inventory.json")}, "is not a folder"},
+		{"no documents", []string{"--root", t.TempDir()}, "holds no file the document server reads"},
+		{"port in use", []string{"--root", root, "--listen", busy.Addr().String()}, "another demo"},
+		{"stray argument", []string{"now"}, "unexpected arguments"},
+		{"bad log level", []string{"--log-level", "loud"}, "--log-level"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := runDemo(context.Background(), tc.args)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("runDemo %q: %v, want an error saying %q", tc.args, err, tc.want)
+			}
+		})
+	}
 }

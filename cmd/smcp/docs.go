@@ -24,7 +24,8 @@ func runDocs(ctx context.Context, args []string) error {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: smcp docs --root DIR [--host com.example.docs] [--http ADDR]\n\n"+
 			"Serves every Markdown, text, CSV/TSV, JSON, XLSX and PDF file under DIR as a dpe:// document\n"+
-			"over MCP (stdio unless --http is given). Logs go to stderr.\n\nflags:")
+			"over MCP (stdio unless --http is given), with the tools search_documents and list_documents.\n"+
+			"Logs go to stderr.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	root := fs.String("root", "", "folder to serve (required)")
