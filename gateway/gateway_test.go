@@ -133,7 +133,11 @@ func (pc *computer) answer(event string, payload json.RawMessage) (any, error) {
 		if req["tool_name"] == "missing" {
 			return nil, smcp.Errorf(404, "tool not found")
 		}
-		return json.RawMessage(fmt.Sprintf(`{"content":[{"type":"text","text":%q}],"isError":false}`, pc.name+":"+reqID+":"+fmt.Sprint(req["params"]))), nil
+		text := pc.name + ":" + reqID
+		if p, ok := req["params"].(map[string]any); ok && len(p) > 0 {
+			text += ":" + fmt.Sprint(p)
+		}
+		return json.RawMessage(fmt.Sprintf(`{"content":[{"type":"text","text":%q}],"isError":false}`, text)), nil
 	case smcp.EventGetTools:
 		return json.RawMessage(fmt.Sprintf(`{"tools":[{"name":"echo","description":"echo","params_schema":{"type":"object"},"return_schema":null,"meta":{}}],"req_id":%q}`, reqID)), nil
 	case smcp.EventGetConfig:
@@ -232,7 +236,7 @@ func TestOfficesEndToEnd(t *testing.T) {
 			t.Fatalf("get_tools %v %v", tools, err)
 		}
 		cfg, err := a.GetConfig(ctx, "pc1")
-		if err != nil || cfg.GetServers()["s"].GetType() != "stdio" {
+		if err != nil || cfg.GetServers()["s"].GetStdio().GetCommand() != "x" {
 			t.Fatalf("get_config %v %v", cfg, err)
 		}
 		desk, err := a.GetDesktop(ctx, &smcpv1.GetDeskTopReq{Computer: "pc2"})
@@ -467,7 +471,7 @@ func TestConcurrentToolCallsPairedByReqID(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != "pc:"+id+":<nil>" {
+			if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != "pc:"+id {
 				t.Errorf("%s answered with %q", id, got)
 			}
 		})
@@ -623,7 +627,7 @@ func TestGracefulShutdownFinishesInFlightCalls(t *testing.T) {
 	// ... and the one in flight completes.
 	close(pc.block)
 	got := <-done
-	if got.err != nil || got.res.GetContent()[0].GetFields()["text"].GetStringValue() != "pc:last:<nil>" {
+	if got.err != nil || got.res.GetContent()[0].GetFields()["text"].GetStringValue() != "pc:last" {
 		t.Fatalf("in-flight call: %v %v", got.res, got.err)
 	}
 	if err := <-stopped; err != nil {

@@ -174,7 +174,7 @@ func dialOnce(ctx context.Context, o Options, mopts *socket.ManagerOptions, sopt
 			return fail(fmt.Errorf("sioclient: connect %s: %w", o.URL, err))
 		}
 	case <-timer.C:
-		return fail(fmt.Errorf("sioclient: connect %s: %w", o.URL, errAttemptTimeout))
+		return fail(fmt.Errorf("sioclient: connect %s: engine not open: %w", o.URL, errAttemptTimeout))
 	case <-ctx.Done():
 		return fail(fmt.Errorf("sioclient: connect %s: %w", o.URL, ctx.Err()))
 	}
@@ -229,7 +229,7 @@ func connectError(args []any) error {
 	var ext *types.ExtendedError
 	if errors.As(err, &ext) {
 		if b, jerr := json.Marshal(ext.Data); jerr == nil {
-			if e, ok := smcp.ErrorFromAnswer(b); ok {
+			if e, ok := smcp.ErrorFromAck(json.RawMessage(b)); ok {
 				return e
 			}
 		}
@@ -334,7 +334,7 @@ func (c *Client) Request(ctx context.Context, event string, payload any) (json.R
 	if len(args) == 0 {
 		return nil, fmt.Errorf("sioclient: %s: empty ack", event)
 	}
-	if e, ok := smcp.ErrorFromAnswer(args[0]); ok {
+	if e, ok := smcp.ErrorFromAck(args[0]); ok {
 		return nil, e
 	}
 	return args[0], nil
@@ -463,7 +463,7 @@ func (c *Client) officeRequest(ctx context.Context, event string, req proto.Mess
 		return err
 	}
 	if len(args) > 0 {
-		if e, isErr := smcp.ErrorFromAnswer(args[0]); isErr {
+		if e, isErr := smcp.ErrorFromAck(args[0]); isErr {
 			return e
 		}
 	}

@@ -8,29 +8,20 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/internal/nodetest"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 func TestNodeClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the Node interop test cannot run here")
-	}
+	dir := nodetest.Require(t, ".")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := os.Stat(filepath.Join("node_modules", "socket.io-client")); err != nil {
-		out, err := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund").CombinedOutput()
-		if err != nil {
-			t.Fatalf("npm ci: %v\n%s", err, out)
-		}
-	}
 
 	ring, err := core.NewKeyRing(
 		core.Key{Key: "agent-secret", ID: "node-agent", Roles: []string{smcp.RoleAgent}, Offices: []string{"interop"}},
@@ -64,7 +55,8 @@ func TestNodeClient(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := exec.CommandContext(ctx, node, "--test", "--test-force-exit", "--test-reporter=spec", "smcp.test.mjs")
+	cmd := exec.CommandContext(ctx, "node", "--test", "--test-force-exit", "--test-reporter=spec", "smcp.test.mjs")
+	cmd.Dir = dir
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Env = append(os.Environ(),
 		"SMCP_URL="+g.URL, "SMCP_OFFICE=interop",
