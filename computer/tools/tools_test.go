@@ -89,7 +89,9 @@ func TestHistoryIsBounded(t *testing.T) {
 	}
 	cat := Build(st, nil)
 	x := NewExecutor(ExecOptions{
-		Caller:      callerFunc(func(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil }),
+		Caller: callerFunc(func(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		}),
 		Catalog:     func() *Catalog { return cat },
 		Policy:      ConfirmAuto,
 		HistorySize: 3,
