@@ -115,3 +115,25 @@ func TestComputerCommandFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestComputerCommandRefusedKey(t *testing.T) {
+	keys, err := core.NewKeyRing(core.Key{ID: "test", Key: "right"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.Start(gateway.Config{Auth: keys}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = gw.Stop() }()
+	cfg := filepath.Join(t.TempDir(), "mcp.yaml")
+	if err := os.WriteFile(cfg, []byte("mcpServers: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = runComputer(ctx, []string{"--config", cfg, "--gateway", gw.URL, "--office", "o", "--api-key", "wrong", "--log-level", "error"})
+	if err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("wrong key: %v", err)
+	}
+}
