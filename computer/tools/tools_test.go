@@ -130,7 +130,9 @@ func TestUnansweredConfirmationTimesOut(t *testing.T) {
 		t.Fatalf("unanswered confirmation: %v", res)
 	}
 	done := make(chan map[string]any)
-	go func() { done <- x.Execute(context.Background(), Call{Agent: "a", ReqID: "c", Name: "t", Timeout: time.Minute}) }()
+	go func() {
+		done <- x.Execute(context.Background(), Call{Agent: "a", ReqID: "c", Name: "t", Timeout: time.Minute})
+	}()
 	for !x.Cancel("a", "c") {
 		time.Sleep(time.Millisecond)
 	}
