@@ -78,6 +78,7 @@ type Computer struct {
 
 	servers *servers.Manager
 	exec    *tools.Executor
+	toolsMu sync.Mutex // rebuildTools
 	catalog atomic.Pointer[tools.Catalog]
 
 	cfgMu sync.Mutex
@@ -221,13 +222,13 @@ func (c *Computer) notify(event string) {
 }
 
 // rebuildTools recomputes the catalog and reports whether the listed tools
-// changed.
+// changed. Servers report concurrently: reading the snapshots and swapping
+// the catalog is one critical section, so an older view never wins.
 func (c *Computer) rebuildTools() bool {
+	c.toolsMu.Lock()
+	defer c.toolsMu.Unlock()
 	var st []tools.ServerTools
 	for _, s := range c.servers.Snapshots() {
-		if s.State != servers.StateConnected && s.Tools == nil {
-			continue
-		}
 		st = append(st, tools.ServerTools{Server: s.Name, Config: s.Config, Tools: s.Tools})
 	}
 	next := tools.Build(st, c.log)

@@ -79,6 +79,26 @@ func TestComputerCommand(t *testing.T) {
 	if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != "from-env: hi" {
 		t.Fatalf("echo = %q (the ${input:label} placeholder comes from A2C_SMCP_LABEL)", got)
 	}
+	// SIGHUP reloads the file: a second server appears with an alias.
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"fix": {"command": "`+bin+`", "args": ["-name", "${input:label}"]},
+		"two": {"command": "`+bin+`", "args": ["-name", "two"], "tool_meta": {"echo": {"alias": "echo2"}},
+		        "forbidden_tools": ["add", "slow", "pid"]}},
+		"inputs": [{"type": "promptString", "id": "label", "description": "server label"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		res, err = ag.CallTool(context.Background(), &smcpv1.ToolCallReq{Computer: "pc", ToolName: "echo2", Params: args, Timeout: 10})
+		if err == nil && !res.GetIsError() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("echo2 after SIGHUP: %v %v", res, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	pidRes, err := ag.CallTool(context.Background(), &smcpv1.ToolCallReq{Computer: "pc", ToolName: "pid", Timeout: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -113,5 +133,27 @@ func TestComputerCommandFlags(t *testing.T) {
 		if err := runComputer(context.Background(), args); err == nil {
 			t.Errorf("%v accepted", args)
 		}
+	}
+}
+
+func TestComputerCommandRefusedKey(t *testing.T) {
+	keys, err := core.NewKeyRing(core.Key{ID: "test", Key: "right"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.Start(gateway.Config{Auth: keys}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = gw.Stop() }()
+	cfg := filepath.Join(t.TempDir(), "mcp.yaml")
+	if err := os.WriteFile(cfg, []byte("mcpServers: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = runComputer(ctx, []string{"--config", cfg, "--gateway", gw.URL, "--office", "o", "--api-key", "wrong", "--log-level", "error"})
+	if err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("wrong key: %v", err)
 	}
 }

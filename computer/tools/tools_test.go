@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -89,7 +90,9 @@ func TestHistoryIsBounded(t *testing.T) {
 	}
 	cat := Build(st, nil)
 	x := NewExecutor(ExecOptions{
-		Caller:      callerFunc(func(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil }),
+		Caller: callerFunc(func(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		}),
 		Catalog:     func() *Catalog { return cat },
 		Policy:      ConfirmAuto,
 		HistorySize: 3,
@@ -101,5 +104,39 @@ func TestHistoryIsBounded(t *testing.T) {
 	}
 	if got := strings.Join(x.History(), ","); got != "s3,s4,s1" {
 		t.Fatalf("history: %s", got)
+	}
+}
+
+// blockingAsker never answers: only the call's context ends the question.
+type blockingAsker struct{}
+
+func (blockingAsker) ConfirmToolCall(ctx context.Context, _ Call, _ *Entry) (bool, error) {
+	<-ctx.Done()
+	return false, ctx.Err()
+}
+
+func TestUnansweredConfirmationTimesOut(t *testing.T) {
+	cat := Build([]ServerTools{{Server: "s", Config: resolved("s", nil, nil), Tools: tools("t")}}, nil)
+	x := NewExecutor(ExecOptions{
+		Caller: callerFunc(func(context.Context, string, string, map[string]any) (*mcp.CallToolResult, error) {
+			t.Error("an unconfirmed call ran")
+			return nil, nil
+		}),
+		Catalog: func() *Catalog { return cat },
+		Asker:   blockingAsker{},
+	})
+	res := x.Execute(context.Background(), Call{Agent: "a", ReqID: "r", Name: "t", Timeout: time.Millisecond})
+	if meta, _ := res["meta"].(map[string]any); res["isError"] != true || meta["a2c_timeout"] != true {
+		t.Fatalf("unanswered confirmation: %v", res)
+	}
+	done := make(chan map[string]any)
+	go func() {
+		done <- x.Execute(context.Background(), Call{Agent: "a", ReqID: "c", Name: "t", Timeout: time.Minute})
+	}()
+	for !x.Cancel("a", "c") {
+		time.Sleep(time.Millisecond)
+	}
+	if meta, _ := (<-done)["meta"].(map[string]any); meta["a2c_cancelled"] != true {
+		t.Fatalf("cancel during confirmation: %v", meta)
 	}
 }
