@@ -153,7 +153,7 @@ func (x *searchIndex) search(q searchQuery) []hit {
 		}
 		docHits = docHits[:0]
 		docLevel := false
-		headingPages := map[int]bool{}
+		var headingPages map[int]bool // written only when a heading matches
 		for i := range ix.units {
 			u := &ix.units[i]
 			if !q.matches(u.lower) {
@@ -166,12 +166,18 @@ func (x *searchIndex) search(q searchQuery) []hit {
 				docLevel = true
 			}
 			if u.element != nil && u.match == matchHeading {
+				if headingPages == nil {
+					headingPages = map[int]bool{}
+				}
 				headingPages[u.page] = true
 			}
 			docHits = append(docHits, hit{doc: ix, docNo: n, unit: u, phrase: strings.Contains(u.lower, q.phrase), words: q.wholeWords(u.lower)})
 		}
 		// A table's header repeats on every page of a long CSV: a hit on
 		// the same text again says nothing new.
+		if len(docHits) == 0 {
+			continue
+		}
 		seen := map[string]bool{}
 		for _, h := range docHits {
 			if h.unit.page >= 0 && h.unit.element == nil && headingPages[h.unit.page] {
