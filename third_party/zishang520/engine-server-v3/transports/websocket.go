@@ -82,6 +82,11 @@ func (w *websocket) _error(err error) {
 
 // Receiving Messages
 func (w *websocket) message() {
+	// Reading ends with the peer's close frame or a broken connection. The
+	// transport is then "closed" and its Close is a no-op, so DoClose would
+	// never release the connection: close it here (smcp-gateway patch; see
+	// PATCHED.md).
+	defer func() { _ = w.socket.Close() }()
 	for {
 		mt, message, err := w.socket.NextReader()
 		if err != nil {
