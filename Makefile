@@ -42,9 +42,11 @@ bench:
 # (also part of `unit`; installs test/interop/node_modules with npm ci if missing).
 interop:
 	$(GO) test -race -count=1 -v ./test/interop
+	$(GO) test -race -count=1 -v -run 'TestNodeClient|TestBufCurl' ./gateway/rpc
 
 deps-node:
 	cd test/interop && npm ci --no-audit --no-fund
+	cd test/connect-node && npm ci --no-audit --no-fund
 
 # Tool calls relayed agent -> gateway -> computer -> agent over loopback.
 bench-gateway:

@@ -41,6 +41,10 @@ type Request struct {
 	// Timeout is the tool call's own timeout in seconds (tool_call only).
 	Timeout int32
 	Payload json.RawMessage
+	// GoneAsError makes Route answer a client:tool_call whose computer left
+	// with ErrComputerGone instead of GoneResult, for front ends (RPC) that
+	// report a computer gone as an error rather than a tool result.
+	GoneAsError bool
 }
 
 // ParseRequest validates the payload of a client: event. Errors are 400s.
@@ -180,7 +184,7 @@ func (s *Session) Route(ctx context.Context, r *Request) (json.RawMessage, error
 }
 
 func (s *Session) goneAnswer(r *Request) (json.RawMessage, error) {
-	if r.Event == smcp.EventToolCall {
+	if r.Event == smcp.EventToolCall && !r.GoneAsError {
 		return GoneResult(r.Computer), nil
 	}
 	return nil, computerGone(r.Computer)
