@@ -78,13 +78,16 @@ type Computer struct {
 
 	servers *servers.Manager
 	exec    *tools.Executor
+	toolsMu sync.Mutex // rebuildTools
 	catalog atomic.Pointer[tools.Catalog]
 
 	cfgMu sync.Mutex
 	cfg   *config.Config
 
+	resMu   sync.Mutex // change detection: see resourcesChanged
 	desktop *desktopState
 	finder  *finderState
+	hosts   atomic.Pointer[hostIndex]
 
 	linkMu sync.Mutex
 	link   Emitter
@@ -219,13 +222,13 @@ func (c *Computer) notify(event string) {
 }
 
 // rebuildTools recomputes the catalog and reports whether the listed tools
-// changed.
+// changed. Servers report concurrently: reading the snapshots and swapping
+// the catalog is one critical section, so an older view never wins.
 func (c *Computer) rebuildTools() bool {
+	c.toolsMu.Lock()
+	defer c.toolsMu.Unlock()
 	var st []tools.ServerTools
 	for _, s := range c.servers.Snapshots() {
-		if s.State != servers.StateConnected && s.Tools == nil {
-			continue
-		}
 		st = append(st, tools.ServerTools{Server: s.Name, Config: s.Config, Tools: s.Tools})
 	}
 	next := tools.Build(st, c.log)

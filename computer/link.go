@@ -120,6 +120,9 @@ func (c *Computer) Run(ctx context.Context, gw Gateway) error {
 	cancel()
 	l, err := c.Connect(ctx, gw)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while still dialing
+		}
 		return err
 	}
 	defer l.Close()

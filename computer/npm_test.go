@@ -68,6 +68,17 @@ func TestNPMServerEverything(t *testing.T) {
 			}))
 		}
 	}
+	// The server registers more tools once initialized and says so with
+	// notifications/tools/list_changed: the computer refreshes its catalog
+	// and emits server:update_tool_list (a second one, after the one for the
+	// connection itself).
+	deadline := time.Now().Add(10 * time.Second)
+	for h.upd.count(smcp.EventUpdateToolList) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no update_tool_list for the server's tools/list_changed (%d)", h.upd.count(smcp.EventUpdateToolList))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	res := h.call(smcp.EventToolCall, map[string]any{"tool_name": "echo", "params": map[string]any{"message": "hello npm"}, "timeout": 20})
 	if res["isError"] != false || !strings.Contains(resultText(t, res), "hello npm") {
 		t.Fatalf("echo: %v", res)
@@ -91,7 +102,7 @@ func TestNPMServerEverything(t *testing.T) {
 	}()
 	// The call registers itself before it reaches the server; a cancel that
 	// arrives before that is ignored, so keep asking until it lands.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(10 * time.Second)
 	for res = nil; res == nil; {
 		h.c.CancelToolCall("bot", "long-1")
 		select {

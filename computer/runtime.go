@@ -1,8 +1,11 @@
 package computer
 
 import (
+	"errors"
 	"fmt"
 	"maps"
+	"reflect"
+	"sort"
 
 	"github.com/smcpgw/smcp-gateway/computer/config"
 	"github.com/smcpgw/smcp-gateway/smcp"
@@ -57,4 +60,36 @@ func (c *Computer) setDisabled(name string, disabled bool) error {
 		return fmt.Errorf("computer: no MCP server %q", name)
 	}
 	return c.SetServer(s.WithDisabled(disabled))
+}
+
+// ApplyConfig moves the running computer to cfg: servers missing from cfg
+// are removed, new and changed ones (re)started, unchanged ones left alone.
+// Inputs are read once, when the computer is made: changed inputs need a
+// restart (they are logged and otherwise ignored).
+func (c *Computer) ApplyConfig(cfg *config.Config) error {
+	c.cfgMu.Lock()
+	old := c.cfg
+	c.cfgMu.Unlock()
+	if !reflect.DeepEqual(old.Inputs, cfg.Inputs) {
+		c.log.Warn("inputs changed in the configuration; they take effect at the next start")
+	}
+	var errs []error
+	for name := range old.Servers {
+		if _, keep := cfg.Servers[name]; !keep {
+			errs = append(errs, c.RemoveServer(name))
+		}
+	}
+	names := make([]string, 0, len(cfg.Servers))
+	for name := range cfg.Servers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		s := cfg.Servers[name]
+		if prev, ok := old.Servers[name]; ok && reflect.DeepEqual(prev.Raw(), s.Raw()) {
+			continue
+		}
+		errs = append(errs, c.SetServer(s))
+	}
+	return errors.Join(errs...)
 }

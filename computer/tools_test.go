@@ -323,3 +323,36 @@ func TestRuntimeConfigChanges(t *testing.T) {
 		t.Fatal("removed server still in get_config")
 	}
 }
+
+func TestApplyConfig(t *testing.T) {
+	a := testmcp.New("a", testmcp.Options{})
+	b := testmcp.New("b", testmcp.Options{})
+	aURL, bURL := fixture(t, a), fixture(t, b)
+	h := newComputer(t, map[string]map[string]any{"a": {"url": aURL}})
+	cfg, err := config.Parse([]byte(`{"mcpServers": {
+		"a": {"url": "`+aURL+`"},
+		"b": {"url": "`+bURL+`", "type": "http"}}}`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The servers map to their SDK shape in both files: "a" is unchanged.
+	h.upd.drain()
+	if err := h.c.ApplyConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	h.upd.wait(t, smcp.EventUpdateConfig)
+	h.waitConnected("b")
+	if s, _ := h.c.Servers().Snapshot("a"); s.Restarts != 0 || s.State != "connected" {
+		t.Fatalf("unchanged server a was touched: %+v", s)
+	}
+	if h.upd.count(smcp.EventUpdateConfig) != 1 {
+		t.Fatalf("update_config sent %d times for one added server", h.upd.count(smcp.EventUpdateConfig))
+	}
+	only, _ := config.Parse([]byte(`{"mcpServers": {"b": {"url": "`+bURL+`", "type": "http"}}}`), false)
+	if err := h.c.ApplyConfig(only); err != nil {
+		t.Fatal(err)
+	}
+	if names := h.c.Servers().Names(); len(names) != 1 || names[0] != "b" {
+		t.Fatalf("servers after apply: %v", names)
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/config"
@@ -33,7 +35,8 @@ func runComputer(ctx context.Context, args []string) error {
 		fmt.Fprintf(fs.Output(), "usage: smcp computer --config FILE --office ID [flags]\n\n"+
 			"Inputs (${input:id}) come from $A2C_SMCP_<ID>, command inputs, a terminal prompt when\n"+
 			"stdin is a terminal, or their default. Tool calls that are not auto_apply are confirmed\n"+
-			"at the terminal when there is one, else decided by --confirm.\n\nflags:\n")
+			"at the terminal when there is one, else decided by --confirm. SIGHUP reloads the\n"+
+			"configuration file (servers added, changed, removed).\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -68,6 +71,29 @@ func runComputer(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// SIGHUP reloads the configuration file and applies the differences.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				next, err := config.Load(*cfgPath)
+				if err != nil {
+					log.Error("reload: configuration not applied", "err", err)
+					continue
+				}
+				if err := c.ApplyConfig(next); err != nil {
+					log.Error("reload", "err", err)
+				} else {
+					log.Info("configuration reloaded", "servers", len(next.Servers))
+				}
+			}
+		}
+	}()
 	log.Info("computer starting", "name", *name, "servers", len(cfg.Servers), "gateway", *gatewayURL, "office", *office)
 	return c.Run(ctx, computer.Gateway{URL: *gatewayURL, Path: *sioPath, Office: *office, APIKey: *apiKey})
 }

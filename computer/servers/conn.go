@@ -95,7 +95,11 @@ func (c *conn) wait() { <-c.finished }
 func (c *conn) setState(st State, err error) {
 	c.mu.Lock()
 	prev := c.state
-	c.state, c.err = st, err
+	c.state = st
+	// A restart attempt keeps the error that caused it until it succeeds.
+	if err != nil || st != StateStarting {
+		c.err = err
+	}
 	c.mu.Unlock()
 	switch {
 	case err != nil && st == StateFailed:
@@ -321,9 +325,9 @@ func (c *conn) refreshTools(ctx context.Context, cs *mcp.ClientSession) error {
 	return nil
 }
 
-// SubscribedScheme reports whether resources with this URI take part in
+// subscribedScheme reports whether resources with this URI take part in
 // Desktop or Finder (and are subscribed to).
-func SubscribedScheme(uri string) bool {
+func subscribedScheme(uri string) bool {
 	return strings.HasPrefix(uri, "window://") || strings.HasPrefix(uri, "dpe://")
 }
 
@@ -343,7 +347,7 @@ func (c *conn) refreshResources(ctx context.Context, cs *mcp.ClientSession) erro
 	}
 	want := map[string]bool{}
 	for _, r := range list {
-		if SubscribedScheme(r.URI) {
+		if subscribedScheme(r.URI) {
 			want[r.URI] = true
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -308,5 +309,42 @@ func TestRemoveAndDisable(t *testing.T) {
 	rec.wait(t, servers.Removed, "s")
 	if _, ok := m.Snapshot("s"); ok {
 		t.Fatal("still there")
+	}
+}
+
+// TestHTTPServerRestartIsDetected stops a streamable HTTP server and starts
+// it again on the same address: keep-alive pings notice the dead session,
+// and the backoff loop reconnects.
+func TestHTTPServerRestartIsDetected(t *testing.T) {
+	f := testmcp.New("web", testmcp.Options{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	srv := &http.Server{Handler: f.HTTPHandler()}
+	go func() { _ = srv.Serve(ln) }()
+
+	rec := newRecorder()
+	m := servers.New(servers.Options{
+		Logger: quietLogger(), Listener: rec.listen, KeepAlive: 50 * time.Millisecond,
+		BackoffMin: 20 * time.Millisecond, BackoffMax: 100 * time.Millisecond,
+	})
+	t.Cleanup(m.Close)
+	_ = m.Set(server(t, "web", map[string]any{"url": "http://" + addr}))
+	rec.wait(t, servers.Connected, "web")
+
+	_ = srv.Close() // drops every connection, the session's included
+	rec.wait(t, servers.Disconnected, "web")
+	ln2, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2 := &http.Server{Handler: testmcp.New("web", testmcp.Options{}).HTTPHandler()}
+	go func() { _ = srv2.Serve(ln2) }()
+	t.Cleanup(func() { _ = srv2.Close() })
+	rec.wait(t, servers.Connected, "web")
+	if _, err := m.CallTool(context.Background(), "web", "echo", map[string]any{"text": "back"}); err != nil {
+		t.Fatal(err)
 	}
 }

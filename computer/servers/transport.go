@@ -47,20 +47,26 @@ func newTransport(c *config.Resolved, log *slog.Logger) (mcp.Transport, func(), 
 		t := &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 		return t, func() { _ = pw.Close() }, nil
 	case c.SSE != nil:
-		return &mcp.SSEClientTransport{Endpoint: c.SSE.URL, HTTPClient: httpClient(c.SSE.Headers)}, func() {}, nil
+		hc, closeIdle := httpClient(c.SSE.Headers)
+		return &mcp.SSEClientTransport{Endpoint: c.SSE.URL, HTTPClient: hc}, closeIdle, nil
 	case c.Streamable != nil:
-		return &mcp.StreamableClientTransport{Endpoint: c.Streamable.URL, HTTPClient: httpClient(c.Streamable.Headers)}, func() {}, nil
+		hc, closeIdle := httpClient(c.Streamable.Headers)
+		return &mcp.StreamableClientTransport{Endpoint: c.Streamable.URL, HTTPClient: hc}, closeIdle, nil
 	}
 	return nil, nil, fmt.Errorf("server %q has no transport parameters", c.Name)
 }
 
-// httpClient adds the configured headers to every request. No client
-// timeout: event streams stay open for the life of the session.
-func httpClient(headers map[string]string) *http.Client {
-	if len(headers) == 0 {
-		return &http.Client{}
+// httpClient makes the HTTP client of one session: its own connection pool
+// (closed with the session, so that a stopped server leaves no idle
+// connections behind), the configured headers on every request, and no
+// client timeout (event streams stay open for the life of the session).
+func httpClient(headers map[string]string) (*http.Client, func()) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	var rt http.RoundTripper = tr
+	if len(headers) > 0 {
+		rt = headerTransport{headers: headers, next: tr}
 	}
-	return &http.Client{Transport: headerTransport{headers: headers, next: http.DefaultTransport}}
+	return &http.Client{Transport: rt}, tr.CloseIdleConnections
 }
 
 type headerTransport struct {

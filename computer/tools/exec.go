@@ -154,12 +154,24 @@ func (x *Executor) Execute(ctx context.Context, c Call) map[string]any {
 		return errorResult("Tool call cancelled by the agent", meta)
 	}
 
+	timedOut := func() map[string]any {
+		log.Warn("tool call timed out", "timeout", timeout)
+		meta[smcp.MetaTimeout] = true
+		return errorResult("Tool call timeout", meta)
+	}
+	// The timeout covers the confirmation too: an unanswered question must
+	// not outlive the call the agent is waiting for.
+	cctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	defer cancelTimeout()
+
 	if !e.Meta.GetAutoApply() {
 		if x.opts.Asker != nil {
-			ok, err := x.opts.Asker.ConfirmToolCall(ctx, c, e)
+			ok, err := x.opts.Asker.ConfirmToolCall(cctx, c, e)
 			switch {
 			case errors.Is(context.Cause(ctx), errAgentCancelled):
 				return cancelled()
+			case cctx.Err() != nil && ctx.Err() == nil:
+				return timedOut()
 			case err != nil:
 				return errorResult("tool call not confirmed: "+err.Error(), meta)
 			case !ok:
@@ -174,17 +186,13 @@ func (x *Executor) Execute(ctx context.Context, c Call) map[string]any {
 	}
 
 	x.record(e.Server)
-	cctx, cancelTimeout := context.WithTimeoutCause(ctx, timeout, context.DeadlineExceeded)
-	defer cancelTimeout()
 	start := time.Now()
 	res, err := x.opts.Caller.CallTool(cctx, e.Server, e.Tool.Name, c.Params)
 	switch {
 	case errors.Is(context.Cause(ctx), errAgentCancelled):
 		return cancelled()
 	case err != nil && cctx.Err() != nil && ctx.Err() == nil:
-		log.Warn("tool call timed out", "timeout", timeout)
-		meta[smcp.MetaTimeout] = true
-		return errorResult("Tool call timeout", meta)
+		return timedOut()
 	case err != nil:
 		log.Warn("tool call failed", "server", e.Server, "err", err)
 		return errorResult(fmt.Sprintf("tool %q on MCP server %q failed: %v", c.Name, e.Server, err), meta)

@@ -1,0 +1,106 @@
+package computer
+
+import (
+	"context"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/smcpgw/smcp-gateway/smcp/organize"
+	"github.com/smcpgw/smcp-gateway/smcp/windowuri"
+)
+
+// desktopState remembers the window:// URIs agents were last told about
+// (guarded by Computer.resMu).
+type desktopState struct {
+	uris map[string]bool
+}
+
+func newDesktopState() *desktopState { return &desktopState{uris: map[string]bool{}} }
+
+func (c *Computer) handleGetDesktop(ctx context.Context, req map[string]any) (any, error) {
+	reqID, err := str(req, "req_id", false)
+	if err != nil {
+		return nil, err
+	}
+	var size *int
+	if n, ok, err := optInt(req, "desktop_size"); err != nil {
+		return nil, err
+	} else if ok {
+		size = &n
+	}
+	only, err := str(req, "window", false)
+	if err != nil {
+		return nil, err
+	}
+	type ref struct {
+		server string
+		res    *mcp.Resource
+		index  int
+	}
+	var refs []ref
+	for _, s := range c.liveResources() {
+		idx := 0
+		for _, r := range s.Resources {
+			if !windowuri.IsWindow(r.URI) {
+				continue
+			}
+			if only == "" || r.URI == only {
+				refs = append(refs, ref{s.Name, r, idx})
+			}
+			idx++
+		}
+	}
+	windows := make([]organize.Window, len(refs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, readParallelism)
+	for i, r := range refs {
+		w := &windows[i]
+		w.Server, w.URI, w.Index = r.server, r.res.URI, r.index
+		if a := r.res.Annotations; a != nil {
+			w.Priority = a.Priority
+			if len(a.Audience) > 0 && !audienceHasAssistant(a.Audience) {
+				c.log.Warn("window audience does not include assistant; shown anyway", "server", r.server, "uri", r.res.URI)
+			}
+		}
+		fs, ok := organize.FullscreenFromMeta(r.res.Meta)
+		if !ok {
+			c.log.Warn("window _meta.fullscreen is not a bool; treated as false", "server", r.server, "uri", r.res.URI)
+		}
+		w.Fullscreen = fs
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			rctx, cancel := context.WithTimeout(ctx, readTimeout)
+			defer cancel()
+			res, err := c.servers.ReadResource(rctx, w.Server, w.URI)
+			if err != nil {
+				c.log.Warn("window unreadable; not on the desktop", "server", w.Server, "uri", w.URI, "err", err)
+				return
+			}
+			for _, rc := range res.Contents {
+				if rc.Blob != nil {
+					w.Blobs++
+				} else {
+					w.Texts = append(w.Texts, rc.Text)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	entries, warnings := organize.Desktop(windows, size, c.exec.History())
+	for _, w := range warnings {
+		c.log.Warn("desktop", "warning", w.String())
+	}
+	return map[string]any{"desktops": entries, "req_id": reqID}, nil
+}
+
+func audienceHasAssistant(a []mcp.Role) bool {
+	for _, r := range a {
+		if r == "assistant" {
+			return true
+		}
+	}
+	return false
+}

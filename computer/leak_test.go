@@ -1,0 +1,60 @@
+package computer_test
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/smcpgw/smcp-gateway/computer"
+	"github.com/smcpgw/smcp-gateway/computer/config"
+	"github.com/smcpgw/smcp-gateway/computer/internal/testmcp"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// TestCloseLeavesNoGoroutines runs a computer with a stdio and an HTTP
+// server through a few restarts and calls, closes it, and checks that its
+// goroutines are gone.
+func TestCloseLeavesNoGoroutines(t *testing.T) {
+	f := testmcp.New("h", testmcp.Options{})
+	f.SetDocs("h.docs", docs("h", 3)...)
+	url := fixture(t, f)
+	before := runtime.NumGoroutine()
+	for range 3 {
+		cfg := &config.Config{Servers: map[string]*config.Server{}}
+		for name, obj := range map[string]map[string]any{
+			"h":     {"url": url},
+			"child": {"command": fixtureBin, "tool_meta": map[string]any{"echo": map[string]any{"alias": "c_echo"}}, "forbidden_tools": []any{"add", "slow", "pid"}},
+		} {
+			s, err := config.NewServer(name, obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Servers[name] = s
+		}
+		c, err := computer.New(computer.Options{Name: "pc", Config: cfg, Logger: quietLogger(), Confirm: "auto"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		h := &harness{t: t, c: c, upd: newUpdates()}
+		h.waitConnected("h")
+		h.waitConnected("child")
+		h.call(smcp.EventToolCall, map[string]any{"tool_name": "c_echo", "params": map[string]any{"text": "x"}})
+		h.call(smcp.EventGetFinder, map[string]any{})
+		c.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= before {
+			return
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines before, %d after closing:\n%s", before, n, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,104 @@
+package computer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/smcpgw/smcp-gateway/computer/servers"
+	"github.com/smcpgw/smcp-gateway/smcp"
+	"github.com/smcpgw/smcp-gateway/smcp/dpeuri"
+	"github.com/smcpgw/smcp-gateway/smcp/windowuri"
+)
+
+func (c *Computer) handleReadResource(ctx context.Context, req map[string]any) (any, error) {
+	reqID, err := str(req, "req_id", false)
+	if err != nil {
+		return nil, err
+	}
+	uri, err := str(req, "uri", true)
+	if err != nil {
+		return nil, err
+	}
+	var server string
+	switch {
+	case dpeuri.IsDPE(uri):
+		u, err := dpeuri.Parse(uri)
+		if err != nil {
+			return nil, err // 4204 with the failed rule
+		}
+		owner, ok := c.hostOwner(dpeuri.Scheme, u.Host)
+		if !ok {
+			return nil, smcp.Errorf(smcp.CodeDocumentNotFound, "no MCP server serves dpe host %q", u.Host).WithDetails(map[string]any{"host": u.Host})
+		}
+		server = owner
+	case windowuri.IsWindow(uri):
+		u, _, err := windowuri.Parse(uri)
+		if err != nil {
+			return nil, smcp.Errorf(smcp.CodeBadRequest, "%v", err)
+		}
+		owner, ok := c.hostOwner(windowuri.Scheme, u.Host)
+		if !ok {
+			return nil, smcp.Errorf(smcp.CodeNotFound, "no MCP server serves window host %q", u.Host)
+		}
+		server = owner
+	default:
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "client:read_resource reads dpe:// and window:// URIs only")
+	}
+	res, err := c.servers.ReadResource(ctx, server, uri)
+	if err != nil {
+		return nil, mcpReadError(server, uri, err)
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	if out["contents"] == nil {
+		out["contents"] = []any{}
+	}
+	out["req_id"] = reqID
+	return out, nil
+}
+
+// mcpReadError maps an MCP server's resources/read failure to a flat
+// error, passing the DPE codes through (see the package comment).
+func mcpReadError(server, uri string, err error) error {
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		code := int(werr.Code)
+		switch {
+		case code >= smcp.CodeDocumentNotFound && code <= smcp.CodeInvalidDPEURI:
+		case code == int(mcp.CodeResourceNotFound) && dpeuri.IsDPE(uri):
+			code = smcp.CodeDocumentNotFound
+		case code == int(mcp.CodeResourceNotFound):
+			code = smcp.CodeNotFound
+		default:
+			return smcp.Errorf(smcp.CodeInternal, "MCP server %q could not read %s: %s", server, uri, werr.Message)
+		}
+		e := smcp.Errorf(code, "%s", werr.Message)
+		var details map[string]any
+		if len(werr.Data) > 0 && json.Unmarshal(werr.Data, &details) == nil && len(details) > 0 {
+			e.Details = details
+		}
+		return e
+	}
+	switch {
+	case errors.Is(err, servers.ErrNotConnected):
+		return smcp.Errorf(smcp.CodeInternal, "MCP server %q is not connected", server)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return smcp.Errorf(smcp.CodeTimeout, "MCP server %q did not answer in time", server)
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, "\n"); i >= 0 {
+		msg = msg[:i]
+	}
+	return smcp.Errorf(smcp.CodeInternal, "MCP server %q could not read %s: %s", server, uri, msg)
+}
