@@ -645,3 +645,25 @@ var testLogger = func() *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }()
+
+// Python deployments mount Engine.IO at /smcp: the path is configurable.
+func TestCustomEngineIOPath(t *testing.T) {
+	g := startGateway(t, gateway.Config{SIO: sio.Config{Path: "/smcp"}})
+	ctx := ctxT(t)
+	c, err := sioclient.Dial(ctx, sioclient.Options{URL: g.URL, Path: "/smcp/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.JoinOffice(ctx, smcp.RoleComputer, "pc", "o"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(g.URL + "/socket.io/?EIO=4&transport=polling")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("default path still served: %d", resp.StatusCode)
+	}
+}

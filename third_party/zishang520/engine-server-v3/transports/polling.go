@@ -230,6 +230,10 @@ func (p *polling) OnData(data types.BufferInterface) {
 		if packet.CLOSE == packetData.Type {
 			pollingLog.Debug("got xhr close packet")
 			p.OnClose()
+			// smcp-gateway patch: a close by the peer does not go through
+			// DoClose, and the write queue's goroutine was left behind. The
+			// NOOP that OnClose may queue for the pending poll runs first.
+			p.writeQueue.TryClose()
 			return
 		}
 

@@ -52,6 +52,9 @@ func (w *websocket) Construct(ctx *types.HttpContext) {
 		w.OnError("websocket error", slices.TryGetAny[error](errs, 0))
 	})
 	_ = w.socket.Once("close", func(...any) {
+		// smcp-gateway patch: a close by the peer does not go through
+		// DoClose, and the write queue's goroutine was left behind.
+		w.writeQueue.TryClose()
 		w.OnClose()
 	})
 
