@@ -96,13 +96,14 @@ func runDemo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	g, err := gateway.New(gateway.Config{Auth: auth, RPC: rpc.Options{DefaultAgent: demoAgent}, Logger: log})
-	if err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w (is another demo running? choose another address with --listen)", err)
+	}
+	g, err := gateway.New(gateway.Config{Auth: auth, RPC: rpc.Options{DefaultAgent: demoAgent}, Logger: log})
+	if err != nil {
+		ln.Close()
+		return err
 	}
 	gw := startTask(func(ctx context.Context) error { return g.Serve(ctx, ln) })
 	baseURL := "http://" + ln.Addr().String()
@@ -112,8 +113,7 @@ func runDemo(ctx context.Context, args []string) error {
 		"args":    []any{"docs", "--root", absRoot, "--host", demoHost},
 	})
 	if err != nil {
-		gw.stop()
-		return err
+		return errors.Join(err, gw.stop())
 	}
 	comp, err := computer.New(computer.Options{
 		Name:    demoComputer,
@@ -122,8 +122,7 @@ func runDemo(ctx context.Context, args []string) error {
 		Logger:  log,
 	})
 	if err != nil {
-		gw.stop()
-		return err
+		return errors.Join(err, gw.stop())
 	}
 	pc := startTask(func(ctx context.Context) error {
 		return comp.Run(ctx, computer.Gateway{URL: baseURL, Office: demoOffice, APIKey: key.value})
