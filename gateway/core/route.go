@@ -113,7 +113,7 @@ func (h *Hub) Deadline(r *Request) time.Duration {
 }
 
 // resolve applies the caller checks and finds the target computer.
-func (s *Session) resolve(r *Request) (*Session, context.Context, error) {
+func (s *Session) resolve(r *Request) (*Session, *office, error) {
 	h := s.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -125,11 +125,12 @@ func (s *Session) resolve(r *Request) (*Session, context.Context, error) {
 	case r.Agent != s.name:
 		return nil, nil, smcp.Errorf(smcp.CodeForbidden, "%s: agent %q is not the caller", r.Event, r.Agent)
 	}
-	c := h.offices[s.officeID].computers[r.Computer]
+	o := h.offices[s.officeID]
+	c := o.computers[r.Computer]
 	if c == nil {
 		return nil, nil, smcp.Errorf(smcp.CodeNotFound, "computer not found in this office")
 	}
-	return c, c.membership, nil
+	return c, o, nil
 }
 
 type answer struct {
@@ -144,11 +145,17 @@ type answer struct {
 // are *smcp.Error (4103, 403, 404, 429). When ctx ends first, ctx.Err() is
 // returned and the answer is dropped.
 func (s *Session) Route(ctx context.Context, r *Request) (json.RawMessage, error) {
-	c, gone, err := s.resolve(r)
+	c, o, err := s.resolve(r)
 	if err != nil {
 		return nil, err
 	}
+	gone := c.membership
 	h := s.hub
+	if o.agentCalls.Add(1) > int64(h.cfg.MaxAgentInFlight) {
+		o.agentCalls.Add(-1)
+		return nil, smcp.Errorf(CodeTooManyPending, "agent %q has too many requests in flight", s.name)
+	}
+	defer o.agentCalls.Add(-1)
 	if c.pending.Add(1) > int64(h.cfg.MaxPending) {
 		c.pending.Add(-1)
 		return nil, smcp.Errorf(CodeTooManyPending, "computer %q has too many requests in flight", r.Computer)
