@@ -8,9 +8,13 @@ import (
 	"log/slog"
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/metrics"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -208,13 +212,20 @@ func (h *handler) route(event string, payload any, ack socket.Ack) {
 		flat(ack, smcp.Errorf(CodeUnavailable, "gateway is shutting down"))
 		return
 	}
+	done := h.srv.cfg.Metrics.Call(metrics.FrontSIO, event)
+	ctx, span := h.srv.cfg.Tracer.Start(h.ctx, event, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("smcp.computer", req.Computer), attribute.String("smcp.req_id", req.ReqID)))
 	go func() {
 		defer h.srv.end()
-		out, err := h.sess.Route(h.ctx, req)
+		defer span.End()
+		out, err := h.sess.Route(ctx, req)
+		done(metrics.Outcome(err))
 		switch {
 		case errors.Is(err, context.Canceled):
+			span.SetStatus(codes.Error, "agent gone")
 			return // the agent is gone: drop silently
 		case err != nil:
+			span.SetStatus(codes.Error, metrics.Outcome(err))
 			flat(ack, err)
 		default:
 			ack([]any{json.RawMessage(bytes.TrimSpace(out))}, nil)
