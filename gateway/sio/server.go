@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
@@ -372,19 +373,25 @@ func (s *Server) onConnection(sock *socket.Socket) {
 }
 
 // rateLimit is a per-socket packet middleware: events beyond the token bucket
-// get a flat 429 ack and are not handled. A second bucket at the same rate
-// counts the refusals: when it is exhausted too, the client keeps sending at
-// more than twice the rate whatever it is told, and is disconnected.
+// get a flat 429 ack and are not handled. A second bucket at the same rate and
+// twice the burst counts the refusals: when it is exhausted too, the client
+// keeps sending at more than twice the rate whatever it is told, and is
+// disconnected.
 func (s *Server) rateLimit(sock *socket.Socket, log *slog.Logger) socket.SocketMiddleware {
 	allowed := rate.NewLimiter(rate.Limit(s.cfg.EventsPerSecond), s.cfg.EventBurst)
-	refused := rate.NewLimiter(rate.Limit(s.cfg.EventsPerSecond), s.cfg.EventBurst)
+	refused := rate.NewLimiter(rate.Limit(s.cfg.EventsPerSecond), 2*s.cfg.EventBurst)
+	var cut atomic.Bool
 	return func(args []any, next func(error)) {
+		if cut.Load() {
+			return // packets already read when the connection was cut
+		}
 		if allowed.Allow() {
 			next(nil)
 			return
 		}
 		s.cfg.Metrics.Refused("events_per_second")
 		if !refused.Allow() {
+			cut.Store(true)
 			s.cfg.Metrics.Refused("abuse_disconnect")
 			log.Warn("disconnecting a connection that ignores its rate limit", "events_per_second", s.cfg.EventsPerSecond)
 			sock.Disconnect(true)
