@@ -22,12 +22,12 @@ const (
 	DefaultRequestTimeout = 30 * time.Second
 	// DefaultToolCallMargin is what the gateway waits beyond a tool call's own
 	// timeout, so that the computer's own timeout answer arrives first.
-	DefaultToolCallMargin       = 5 * time.Second
-	DefaultMaxPending           = 1024
-	DefaultMaxAgentInFlight     = 256
-	DefaultWatchBuffer          = 256
-	MinToolCallTimeout    int32 = 1
-	MaxToolCallTimeout    int32 = 3600
+	DefaultToolCallMargin         = 5 * time.Second
+	DefaultMaxPending             = 1024
+	DefaultMaxAgentInFlight       = 256
+	DefaultWatchBuffer            = 256
+	MinToolCallTimeout      int32 = 1
+	MaxToolCallTimeout      int32 = 3600
 )
 
 // Config tunes a Hub. Zero fields take the defaults.
