@@ -247,11 +247,6 @@ func (s *Server) authenticate(sock *socket.Socket, next func(*socket.ExtendedErr
 		refuse(smcp.Errorf(CodeUnavailable, "gateway is shutting down"))
 		return
 	}
-	if s.addrFull(clientIP(sock)) {
-		s.cfg.Metrics.Refused("connections_per_address")
-		refuse(smcp.Errorf(CodeRateLimited, "too many connections from this address"))
-		return
-	}
 	p, err := s.auth.Authenticate(context.Background(), s.credential(sock))
 	if err != nil {
 		e, ok := smcp.AsError(err)
@@ -261,6 +256,13 @@ func (s *Server) authenticate(sock *socket.Socket, next func(*socket.ExtendedErr
 		}
 		s.log.Info("connection refused", "sid", string(sock.Id()), "addr", sock.Handshake().Address, "reason", e.Message)
 		refuse(e)
+		return
+	}
+	// The slot is taken here, before the client is told it is connected, so
+	// that a client never sees a connect that is then cut for its address.
+	if !s.addrAdd(clientIP(sock), 1) {
+		s.cfg.Metrics.Refused("connections_per_address")
+		refuse(smcp.Errorf(CodeRateLimited, "too many connections from this address"))
 		return
 	}
 	sock.SetData(p)
@@ -291,15 +293,8 @@ func clientIP(sock *socket.Socket) string {
 	return addr
 }
 
-func (s *Server) addrFull(ip string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cfg.MaxConnsPerAddr > 0 && s.perAddr[ip] >= s.cfg.MaxConnsPerAddr
-}
-
 // addrAdd counts a connection of ip; false (nothing counted) when ip is at
-// its limit. The middleware checked already: this closes the race between
-// simultaneous handshakes.
+// its limit.
 func (s *Server) addrAdd(ip string, delta int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -319,11 +314,6 @@ func (s *Server) onConnection(sock *socket.Socket) {
 		return
 	}
 	ip := clientIP(sock)
-	if !s.addrAdd(ip, 1) {
-		s.cfg.Metrics.Refused("connections_per_address")
-		sock.Disconnect(true)
-		return
-	}
 	sid := string(sock.Id())
 	sess, err := s.hub.Attach(sid, p, &conn{sock: sock})
 	if err != nil {
