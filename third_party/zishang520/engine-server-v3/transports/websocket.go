@@ -53,8 +53,12 @@ func (w *websocket) Construct(ctx *types.HttpContext) {
 	})
 	_ = w.socket.Once("close", func(...any) {
 		// smcp-gateway patch: a close by the peer does not go through
-		// DoClose, and the write queue's goroutine was left behind.
+		// DoClose (the transport is already "closed" by then), so neither the
+		// write queue's goroutine nor the connection itself was ever released:
+		// the goroutine leaked and the peer waited for the TCP close until its
+		// own timeout (30 s for Node's ws).
 		w.writeQueue.TryClose()
+		defer func() { _ = w.socket.Close() }()
 		w.OnClose()
 	})
 
