@@ -53,12 +53,8 @@ func (w *websocket) Construct(ctx *types.HttpContext) {
 	})
 	_ = w.socket.Once("close", func(...any) {
 		// smcp-gateway patch: a close by the peer does not go through
-		// DoClose (the transport is already "closed" by then), so neither the
-		// write queue's goroutine nor the connection itself was ever released:
-		// the goroutine leaked and the peer waited for the TCP close until its
-		// own timeout (30 s for Node's ws).
+		// DoClose, and the write queue's goroutine was left behind.
 		w.writeQueue.TryClose()
-		defer func() { _ = w.socket.Close() }()
 		w.OnClose()
 	})
 
