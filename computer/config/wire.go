@@ -1,0 +1,60 @@
+package config
+
+// Redacted is the placeholder for secret values in client:get_config.
+const Redacted = "***"
+
+// Wire returns the configuration as client:get_config answers it:
+// {servers: {name: MCPServerConfig}, inputs: [MCPServerInput]}, with
+// placeholders unrendered, env and header values and password defaults
+// replaced by Redacted.
+func (c *Config) Wire() map[string]any {
+	servers := make(map[string]any, len(c.Servers))
+	for name, s := range c.Servers {
+		servers[name] = s.Wire()
+	}
+	inputs := make([]any, 0, len(c.Inputs))
+	for _, in := range c.Inputs {
+		m := map[string]any{"type": in.Type, "id": in.ID, "description": in.Description}
+		if in.Default != nil {
+			m["default"] = in.Default
+			if in.Password != nil && *in.Password {
+				m["default"] = Redacted
+			}
+		}
+		if in.Password != nil {
+			m["password"] = *in.Password
+		}
+		if len(in.Options) > 0 {
+			m["options"] = in.Options
+		}
+		if in.Command != "" {
+			m["command"] = in.Command
+		}
+		if len(in.Args) > 0 {
+			m["args"] = in.Args
+		}
+		inputs = append(inputs, m)
+	}
+	return map[string]any{"servers": servers, "inputs": inputs}
+}
+
+// Wire returns the server's MCPServerConfig with defaults filled in and
+// secrets redacted.
+func (s *Server) Wire() map[string]any {
+	m := s.Raw()
+	for k, def := range map[string]any{"disabled": false, "forbidden_tools": []any{}, "tool_meta": map[string]any{}} {
+		if _, ok := m[k]; !ok {
+			m[k] = def
+		}
+	}
+	if p, ok := m["server_parameters"].(map[string]any); ok {
+		for _, k := range []string{"env", "headers"} {
+			if vals, ok := p[k].(map[string]any); ok {
+				for name := range vals {
+					vals[name] = Redacted
+				}
+			}
+		}
+	}
+	return m
+}

@@ -1,0 +1,129 @@
+package computer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/smcpgw/smcp-gateway/sioclient"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// Gateway says where and how a computer joins its office.
+type Gateway struct {
+	// URL of the gateway, e.g. "http://127.0.0.1:8080".
+	URL string
+	// Path is the Engine.IO path (default "/socket.io/").
+	Path string
+	// Office to join.
+	Office string
+	// APIKey authenticates the computer (sent as the x-api-key header).
+	APIKey string
+	// Dial overrides the Socket.IO options built from the fields above
+	// (URL, Path and APIKey are still filled in when empty).
+	Dial sioclient.Options
+}
+
+// Link is a computer's live connection to its gateway.
+type Link struct {
+	c      *Computer
+	conn   *sioclient.Client
+	office string
+}
+
+// Connect dials the gateway, registers the client: handlers and joins the
+// office. The join is repeated by the connection after every reconnect.
+// Handlers run in their own goroutines: a slow tool call never blocks the
+// connection's event loop.
+func (c *Computer) Connect(ctx context.Context, gw Gateway) (*Link, error) {
+	if gw.Office == "" {
+		return nil, errors.New("computer: an office is required")
+	}
+	o := gw.Dial
+	if o.URL == "" {
+		o.URL = gw.URL
+	}
+	if o.Path == "" {
+		o.Path = gw.Path
+	}
+	if o.APIKey == "" {
+		o.APIKey = gw.APIKey
+	}
+	if o.Logger == nil {
+		o.Logger = c.log.With("component", "link")
+	}
+	conn, err := sioclient.Dial(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("computer: connect to gateway %s: %w", o.URL, err)
+	}
+	l := &Link{c: c, conn: conn, office: gw.Office}
+	for _, ev := range smcp.ClientEvents {
+		conn.Handle(ev, func(ctx context.Context, payload json.RawMessage) (any, error) {
+			return c.Handle(ctx, ev, payload), nil
+		})
+	}
+	conn.On(smcp.NotifyToolCallCancel, func(payload json.RawMessage) {
+		var req struct {
+			Agent string `json:"agent"`
+			ReqID string `json:"req_id"`
+		}
+		if err := json.Unmarshal(payload, &req); err != nil {
+			c.log.Warn("malformed notify:tool_call_cancel", "err", err)
+			return
+		}
+		c.CancelToolCall(req.Agent, req.ReqID)
+	})
+	conn.OnRejoin(func(err error) {
+		if err != nil {
+			c.log.Error("re-joining the office after a reconnect failed", "office", gw.Office, "err", err)
+			return
+		}
+		// Agents may have missed updates while we were away.
+		c.notify(smcp.EventUpdateConfig)
+	})
+	if err := conn.JoinOffice(ctx, smcp.RoleComputer, c.name, gw.Office); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("computer: join office %q as %q: %w", gw.Office, c.name, err)
+	}
+	c.SetLink(conn)
+	c.log.Info("joined office", "gateway", o.URL, "office", gw.Office)
+	return l, nil
+}
+
+// Conn is the underlying Socket.IO connection.
+func (l *Link) Conn() *sioclient.Client { return l.conn }
+
+// Close leaves the office (best effort) and disconnects.
+func (l *Link) Close() {
+	l.c.SetLink(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := l.conn.LeaveOffice(ctx, l.office); err != nil {
+		l.c.log.Debug("leave office", "err", err)
+	}
+	l.conn.Close()
+}
+
+// Run starts the MCP servers, joins the office and serves until ctx ends;
+// then it leaves the office and stops the MCP servers.
+func (c *Computer) Run(ctx context.Context, gw Gateway) error {
+	defer c.Close()
+	if err := c.Start(); err != nil {
+		return err
+	}
+	// Agents that join early see the tools of the servers that are up; the
+	// rest arrive with update_tool_list.
+	readyCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	_ = c.WaitReady(readyCtx)
+	cancel()
+	l, err := c.Connect(ctx, gw)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	<-ctx.Done()
+	c.log.Info("shutting down")
+	return nil
+}

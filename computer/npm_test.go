@@ -1,0 +1,135 @@
+package computer_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+var npmOnce sync.Once
+
+// everythingServer returns the entry point of the npm package
+// @modelcontextprotocol/server-everything pinned in test/npm-mcp, running
+// `npm ci` there first when node_modules is missing.
+func everythingServer(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed: the third-party MCP server cannot run here")
+	}
+	dir, err := filepath.Abs("../test/npm-mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := filepath.Join(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	npmOnce.Do(func() {
+		if _, err := os.Stat(entry); err == nil {
+			return
+		}
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
+		}
+	})
+	if _, err := os.Stat(entry); err != nil {
+		t.Fatalf("server-everything not installed: %v", err)
+	}
+	return entry
+}
+
+// TestNPMServerEverything runs the reference MCP server from npm over stdio,
+// configured in the Claude Desktop mcpServers shape, and drives it through
+// the computer's client: handlers.
+func TestNPMServerEverything(t *testing.T) {
+	entry := everythingServer(t)
+	h := newComputer(t, map[string]map[string]any{
+		"everything": {"command": "node", "args": []any{entry, "stdio"},
+			"tool_meta": map[string]any{"get-sum": map[string]any{"alias": "sum"}}},
+	})
+	names := toolNames(t, h.call(smcp.EventGetTools, map[string]any{}))
+	for _, want := range []string{"echo", "sum", "trigger-long-running-operation", "gzip-file-as-resource"} {
+		if names[want] == nil {
+			t.Fatalf("tool %s not listed: %v", want, slices.Sorted(func(yield func(string) bool) {
+				for n := range names {
+					if !yield(n) {
+						return
+					}
+				}
+			}))
+		}
+	}
+	res := h.call(smcp.EventToolCall, map[string]any{"tool_name": "echo", "params": map[string]any{"message": "hello npm"}, "timeout": 20})
+	if res["isError"] != false || !strings.Contains(resultText(t, res), "hello npm") {
+		t.Fatalf("echo: %v", res)
+	}
+	res = h.call(smcp.EventToolCall, map[string]any{"tool_name": "sum", "params": map[string]any{"a": 40, "b": 2}, "timeout": 20})
+	if res["isError"] != false || !strings.Contains(resultText(t, res), "42") {
+		t.Fatalf("sum: %v", res)
+	}
+	// Schema-invalid arguments come back as an isError result.
+	res = h.call(smcp.EventToolCall, map[string]any{"tool_name": "sum", "params": map[string]any{"a": "forty"}, "timeout": 20})
+	if res["isError"] != true {
+		t.Fatalf("invalid sum: %v", res)
+	}
+
+	// Cancellation reaches the third-party server as notifications/cancelled.
+	done := make(chan map[string]any, 1)
+	go func() {
+		done <- roundTrip(t, h.c.Handle(context.Background(), smcp.EventToolCall, map[string]any{
+			"agent": "bot", "req_id": "long-1", "computer": "pc", "tool_name": "trigger-long-running-operation",
+			"params": map[string]any{"duration": 30, "steps": 3}, "timeout": 60}))
+	}()
+	// The call registers itself before it reaches the server; a cancel that
+	// arrives before that is ignored, so keep asking until it lands.
+	deadline := time.Now().Add(10 * time.Second)
+	for res = nil; res == nil; {
+		h.c.CancelToolCall("bot", "long-1")
+		select {
+		case res = <-done:
+		case <-time.After(20 * time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatal("the long-running call was not cancelled")
+			}
+		}
+	}
+	if meta, _ := res["meta"].(map[string]any); res["isError"] != true || meta[smcp.MetaCancelled] != true {
+		t.Fatalf("cancelled call: %v", res)
+	}
+
+	// Its resources/list_changed is handled (the list is refreshed), and
+	// since it only serves demo:// resources, neither Desktop nor Finder is
+	// told about it (PROTOCOL.md §6: only window:// and dpe:// sets count).
+	h.upd.drain()
+	res = h.call(smcp.EventToolCall, map[string]any{"tool_name": "gzip-file-as-resource", "timeout": 20,
+		"params": map[string]any{"name": "hello.txt.gz", "data": "data:text/plain;base64,aGVsbG8gbnBt", "outputType": "resourceLink"}})
+	if res["isError"] != false {
+		t.Fatalf("gzip: %v", res)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		snap, _ := h.c.Servers().Snapshot("everything")
+		if slices.ContainsFunc(snap.Resources, func(r *mcp.Resource) bool { return strings.HasSuffix(r.URI, "/hello.txt.gz") }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("resource list not refreshed after list_changed: %d resources", len(snap.Resources))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := h.upd.count(smcp.EventUpdateDesktop) + h.upd.count(smcp.EventUpdateFinder); n != 0 {
+		t.Fatalf("%d desktop/finder updates for demo:// resources", n)
+	}
+	if got := h.call(smcp.EventReadResource, map[string]any{"uri": "demo://resource/static/document/architecture.md"}); got["code"] != 400.0 {
+		t.Fatalf("demo:// read: %v", got)
+	}
+}

@@ -1,0 +1,165 @@
+package core
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"os"
+	"slices"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// Principal is an authenticated caller and what its key allows.
+type Principal struct {
+	// ID names the key in logs; it is never the key itself.
+	ID string
+	// Roles the key may join as; empty allows every role.
+	Roles []string
+	// Offices the key may enter; empty (or "*") allows every office.
+	Offices []string
+	// Name, when set, is the only name the key may use.
+	Name string
+}
+
+// AllowsRole reports whether p may act in role.
+func (p *Principal) AllowsRole(role string) bool {
+	return len(p.Roles) == 0 || slices.Contains(p.Roles, role)
+}
+
+// AllowsOffice reports whether p may enter office id.
+func (p *Principal) AllowsOffice(id string) bool {
+	return len(p.Offices) == 0 || slices.Contains(p.Offices, "*") || slices.Contains(p.Offices, id)
+}
+
+// check returns a 403 when p may not be name in role in office.
+func (p *Principal) check(role, name, office string) error {
+	switch {
+	case !p.AllowsRole(role):
+		return smcp.Errorf(smcp.CodeForbidden, "this key may not act as %s", role)
+	case !p.AllowsOffice(office):
+		return smcp.Errorf(smcp.CodeForbidden, "this key may not enter office %q", office)
+	case p.Name != "" && p.Name != name:
+		return smcp.Errorf(smcp.CodeForbidden, "this key may only use the name %q", p.Name)
+	}
+	return nil
+}
+
+// Authenticator turns a credential (an API key) into a Principal. A refusal is
+// an *smcp.Error with code 401.
+type Authenticator interface {
+	Authenticate(ctx context.Context, credential string) (*Principal, error)
+}
+
+// AllowAll accepts every caller, with or without a key. It exists for
+// --insecure and must never be the default.
+type AllowAll struct{}
+
+// Authenticate returns a principal allowed everything.
+func (AllowAll) Authenticate(context.Context, string) (*Principal, error) {
+	return &Principal{ID: "insecure"}, nil
+}
+
+// Key is one entry of a KeyRing, as written in a keys file.
+type Key struct {
+	// Key is the secret.
+	Key string `yaml:"key" json:"key"`
+	// ID names the key in logs; defaults to "key#<index>".
+	ID      string   `yaml:"id" json:"id"`
+	Roles   []string `yaml:"roles" json:"roles"`
+	Offices []string `yaml:"offices" json:"offices"`
+	Name    string   `yaml:"name" json:"name"`
+}
+
+// KeyRing authenticates API keys. Keys are kept as SHA-256 digests and
+// compared in constant time against every entry, so neither the timing nor the
+// length of a guess reveals anything.
+type KeyRing struct {
+	entries []keyEntry
+}
+
+type keyEntry struct {
+	digest    [sha256.Size]byte
+	principal Principal
+}
+
+// NewKeyRing builds a KeyRing. Empty keys, duplicate keys and unknown roles
+// are refused.
+func NewKeyRing(keys ...Key) (*KeyRing, error) {
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("key ring: no keys")
+	}
+	r := &KeyRing{}
+	seen := map[[sha256.Size]byte]bool{}
+	for i, k := range keys {
+		if k.Key == "" {
+			return nil, fmt.Errorf("key ring: entry %d has an empty key", i)
+		}
+		for _, role := range k.Roles {
+			if role != smcp.RoleAgent && role != smcp.RoleComputer {
+				return nil, fmt.Errorf("key ring: entry %d: unknown role %q", i, role)
+			}
+		}
+		d := sha256.Sum256([]byte(k.Key))
+		if seen[d] {
+			return nil, fmt.Errorf("key ring: entry %d repeats an earlier key", i)
+		}
+		seen[d] = true
+		id := k.ID
+		if id == "" {
+			id = fmt.Sprintf("key#%d", i)
+		}
+		r.entries = append(r.entries, keyEntry{digest: d, principal: Principal{
+			ID: id, Roles: slices.Clone(k.Roles), Offices: slices.Clone(k.Offices), Name: k.Name,
+		}})
+	}
+	return r, nil
+}
+
+// LoadKeyRing reads a keys file, YAML or JSON (JSON is YAML):
+//
+//	keys:
+//	  - key: s3cret
+//	    id: alice
+//	    roles: [agent]
+//	    offices: [office-1]
+//	    name: alice
+func LoadKeyRing(path string) (*KeyRing, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("keys file: %w", err)
+	}
+	var f struct {
+		Keys []Key `yaml:"keys"`
+	}
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("keys file %s: %w", path, err)
+	}
+	r, err := NewKeyRing(f.Keys...)
+	if err != nil {
+		return nil, fmt.Errorf("keys file %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// Authenticate finds the principal of credential.
+func (r *KeyRing) Authenticate(_ context.Context, credential string) (*Principal, error) {
+	if credential == "" {
+		return nil, smcp.Errorf(smcp.CodeUnauthenticated, "missing API key")
+	}
+	d := sha256.Sum256([]byte(credential))
+	found := -1
+	for i := range r.entries {
+		if subtle.ConstantTimeCompare(d[:], r.entries[i].digest[:]) == 1 {
+			found = i
+		}
+	}
+	if found < 0 {
+		return nil, smcp.Errorf(smcp.CodeUnauthenticated, "invalid API key")
+	}
+	p := r.entries[found].principal
+	return &p, nil
+}

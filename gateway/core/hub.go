@@ -1,0 +1,444 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// Defaults of Config.
+const (
+	DefaultRequestTimeout = 30 * time.Second
+	// DefaultToolCallMargin is what the gateway waits beyond a tool call's own
+	// timeout, so that the computer's own timeout answer arrives first.
+	DefaultToolCallMargin       = 5 * time.Second
+	DefaultMaxPending           = 1024
+	DefaultWatchBuffer          = 256
+	MinToolCallTimeout    int32 = 1
+	MaxToolCallTimeout    int32 = 3600
+)
+
+// Config tunes a Hub. Zero fields take the defaults.
+type Config struct {
+	// RequestTimeout bounds every client: event except tool_call.
+	RequestTimeout time.Duration
+	// ToolCallMargin is added to a tool call's timeout.
+	ToolCallMargin time.Duration
+	// MaxPending bounds the requests awaiting an answer from one computer.
+	// A request that timed out still counts until the computer answers or
+	// disconnects, because the transport keeps its ack registered until then.
+	MaxPending int
+	// WatchBuffer is how many notifications a watcher may lag behind before
+	// it is dropped.
+	WatchBuffer int
+	Logger      *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.ToolCallMargin <= 0 {
+		c.ToolCallMargin = DefaultToolCallMargin
+	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = DefaultMaxPending
+	}
+	if c.WatchBuffer <= 0 {
+		c.WatchBuffer = DefaultWatchBuffer
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Notification is one notify: event for one office.
+type Notification struct {
+	// Event is the Socket.IO event name, e.g. smcp.NotifyEnterOffice.
+	Event    string
+	OfficeID string
+	// Payload is *smcpv1.EnterOfficeNotification, *smcpv1.LeaveOfficeNotification,
+	// *smcpv1.UpdateComputerConfigReq or *smcpv1.AgentCallData.
+	Payload proto.Message
+	// Wire is Payload in wire JSON, encoded once for every receiver.
+	Wire json.RawMessage
+}
+
+// Conn is how the core reaches one session of a front end.
+type Conn interface {
+	// Notify delivers a notification. It must not block: it is called with
+	// the hub's lock held, which keeps notifications in membership order.
+	Notify(n Notification)
+	// Request sends a client: event to the session (a computer) and returns at
+	// once. done is called at most once, with the session's answer or with an
+	// error when the answer can no longer come; it may never be called when
+	// the session closes, since the core then forgets the request anyway.
+	Request(event string, payload json.RawMessage, done func(answer json.RawMessage, err error))
+}
+
+// Hub holds every session and office. All membership decisions are taken
+// under its one lock.
+type Hub struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	offices  map[string]*office
+}
+
+type office struct {
+	id        string
+	agent     *Session
+	computers map[string]*Session
+	// Stateless callers acting as an agent for one call: they hold the agent
+	// slot (by name) without being members.
+	leaseName string
+	leases    int
+	watchers  map[*Watcher]struct{}
+}
+
+// agentName is the name of the agent holding the office, "" when free.
+func (o *office) agentName() string {
+	if o.agent != nil {
+		return o.agent.name
+	}
+	return o.leaseName
+}
+
+func (o *office) empty() bool {
+	return o.agent == nil && len(o.computers) == 0 && o.leases == 0 && len(o.watchers) == 0
+}
+
+// New makes a Hub.
+func New(cfg Config) *Hub {
+	cfg = cfg.withDefaults()
+	return &Hub{cfg: cfg, log: cfg.Logger, sessions: map[string]*Session{}, offices: map[string]*office{}}
+}
+
+// Config returns the effective configuration.
+func (h *Hub) Config() Config { return h.cfg }
+
+// Session is one caller: a connection attached with Attach, or a stateless
+// caller acting as an agent (ActAsAgent). Role and name are fixed by its first
+// join.
+type Session struct {
+	hub       *Hub
+	sid       string
+	principal *Principal
+	conn      Conn
+	lease     bool
+
+	// Guarded by hub.mu.
+	role, name, officeID string
+	closed               bool
+	// membership ends (is cancelled) when the session leaves its office or
+	// closes; requests in flight to it fail at once.
+	membership context.Context
+	endMember  context.CancelFunc
+
+	pending atomic.Int64
+}
+
+// Attach registers a connection. sid must be unique among attached sessions.
+func (h *Hub) Attach(sid string, p *Principal, conn Conn) (*Session, error) {
+	if sid == "" || p == nil || conn == nil {
+		return nil, fmt.Errorf("core: attach needs a sid, a principal and a conn")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, dup := h.sessions[sid]; dup {
+		return nil, fmt.Errorf("core: session %q already attached", sid)
+	}
+	s := &Session{hub: h, sid: sid, principal: p, conn: conn}
+	h.sessions[sid] = s
+	return s, nil
+}
+
+// ActAsAgent lets a stateless caller act as agent name in officeID until the
+// returned session is closed. It is refused (403) when p does not allow the
+// office, the agent role or the name, or when another agent holds the office.
+// The caller does not join: no one is notified and it is not listed.
+func (h *Hub) ActAsAgent(p *Principal, officeID, name string) (*Session, error) {
+	if officeID == "" || name == "" {
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "office_id and agent name are required")
+	}
+	if err := p.check(smcp.RoleAgent, name, officeID); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	o := h.officeLocked(officeID)
+	if holder := o.agentName(); holder != "" && holder != name {
+		h.gcLocked(o)
+		return nil, smcp.Errorf(smcp.CodeForbidden, "office %q already has an agent", officeID)
+	}
+	o.leases++
+	o.leaseName = name
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Session{hub: h, principal: p, lease: true, role: smcp.RoleAgent, name: name,
+		officeID: officeID, membership: ctx, endMember: cancel}, nil
+}
+
+// SID is the session id given to Attach ("" for ActAsAgent sessions).
+func (s *Session) SID() string { return s.sid }
+
+// Principal is the authenticated caller.
+func (s *Session) Principal() *Principal { return s.principal }
+
+// Info returns the session's role, name and office ("" before a join).
+func (s *Session) Info() *smcpv1.SessionInfo {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	return s.infoLocked()
+}
+
+func (s *Session) infoLocked() *smcpv1.SessionInfo {
+	return &smcpv1.SessionInfo{Sid: s.sid, Name: s.name, Role: s.role, OfficeId: s.officeID}
+}
+
+// Join enters an office (server:join_office). Errors are *smcp.Error whose
+// message is the reason for the [false, reason] ack.
+func (s *Session) Join(req *smcpv1.EnterOfficeReq) error {
+	role, name, officeID := req.GetRole(), req.GetName(), req.GetOfficeId()
+	switch {
+	case role != smcp.RoleAgent && role != smcp.RoleComputer:
+		return smcp.Errorf(smcp.CodeBadRequest, "unknown role %q", role)
+	case strings.TrimSpace(name) == "":
+		return smcp.Errorf(smcp.CodeBadRequest, "name is required")
+	case strings.TrimSpace(officeID) == "":
+		return smcp.Errorf(smcp.CodeBadRequest, "office_id is required")
+	case s.lease:
+		return smcp.Errorf(smcp.CodeForbidden, "a one-call agent cannot join")
+	}
+	if err := s.principal.check(role, name, officeID); err != nil {
+		return err
+	}
+	h := s.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case s.closed:
+		return smcp.Errorf(smcp.CodeForbidden, "session closed")
+	case s.role != "" && s.role != role:
+		return smcp.Errorf(smcp.CodeForbidden, "role mismatch: this session is a %s", s.role)
+	case s.name != "" && s.name != name:
+		return smcp.Errorf(smcp.CodeForbidden, "name mismatch: this session is %q", s.name)
+	case s.officeID == officeID:
+		return nil // re-join: no-op, no notification
+	}
+	o := h.officeLocked(officeID)
+	if role == smcp.RoleAgent {
+		if s.officeID != "" {
+			h.gcLocked(o)
+			return smcp.Errorf(smcp.CodeForbidden, "agent already in office %q: leave it first", s.officeID)
+		}
+		if holder := o.agentName(); o.agent != nil || (holder != "" && holder != name) {
+			h.gcLocked(o)
+			return smcp.Errorf(smcp.CodeForbidden, "office %q already has an agent", officeID)
+		}
+	} else if _, taken := o.computers[name]; taken {
+		h.gcLocked(o)
+		return smcp.Errorf(smcp.CodeForbidden, "a computer named %q is already in office %q", name, officeID)
+	}
+	if s.officeID != "" {
+		s.leaveLocked() // a computer moves: its old office is told
+	}
+	s.role, s.name, s.officeID = role, name, officeID
+	s.membership, s.endMember = context.WithCancel(context.Background())
+	if role == smcp.RoleAgent {
+		o.agent = s
+	} else {
+		if o.computers == nil {
+			o.computers = map[string]*Session{}
+		}
+		o.computers[name] = s
+	}
+	n := &smcpv1.EnterOfficeNotification{OfficeId: officeID}
+	if role == smcp.RoleAgent {
+		n.Agent = &name
+	} else {
+		n.Computer = &name
+	}
+	h.notifyLocked(o, s, smcp.NotifyEnterOffice, n)
+	h.log.Info("joined office", "sid", s.sid, "role", role, "name", name, "office", officeID, "key", s.principal.ID)
+	return nil
+}
+
+// Leave leaves the caller's office (server:leave_office).
+func (s *Session) Leave(officeID string) error {
+	h := s.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s.lease {
+		return smcp.Errorf(smcp.CodeForbidden, "a one-call agent cannot leave")
+	}
+	if s.officeID == "" || s.officeID != officeID {
+		return smcp.Errorf(smcp.CodeForbidden, "not in office %q", officeID)
+	}
+	s.leaveLocked()
+	return nil
+}
+
+// Close ends the session: it leaves its office (the office is told) and every
+// request in flight to it is answered at once. Close is idempotent.
+func (s *Session) Close() {
+	h := s.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	if s.lease {
+		o := h.offices[s.officeID]
+		o.leases--
+		if o.leases == 0 {
+			o.leaseName = ""
+		}
+		s.endMember()
+		h.gcLocked(o)
+		return
+	}
+	delete(h.sessions, s.sid)
+	if s.officeID != "" {
+		s.leaveLocked()
+	}
+}
+
+// leaveLocked removes s from its office, telling the others first.
+func (s *Session) leaveLocked() {
+	h := s.hub
+	o := h.offices[s.officeID]
+	n := &smcpv1.LeaveOfficeNotification{OfficeId: s.officeID}
+	name := s.name
+	if s.role == smcp.RoleAgent {
+		n.Agent = &name
+		o.agent = nil
+	} else {
+		n.Computer = &name
+		delete(o.computers, s.name)
+	}
+	h.notifyLocked(o, s, smcp.NotifyLeaveOffice, n)
+	h.log.Info("left office", "sid", s.sid, "role", s.role, "name", s.name, "office", s.officeID)
+	s.officeID = ""
+	s.endMember()
+	h.gcLocked(o)
+}
+
+// ListRoom lists the members of officeID (server:list_room); only a member may.
+func (s *Session) ListRoom(officeID string) ([]*smcpv1.SessionInfo, error) {
+	h := s.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s.officeID == "" || s.officeID != officeID || s.closed {
+		return nil, smcp.Errorf(smcp.CodeForbidden, "not a member of office %q", officeID)
+	}
+	o := h.offices[officeID]
+	out := make([]*smcpv1.SessionInfo, 0, 1+len(o.computers))
+	if o.agent != nil {
+		out = append(out, o.agent.infoLocked())
+	}
+	names := make([]string, 0, len(o.computers))
+	for n := range o.computers {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		out = append(out, o.computers[n].infoLocked())
+	}
+	return out, nil
+}
+
+// Update handles server:update_config / update_tool_list / update_desktop /
+// update_finder: from a computer in an office, it tells the rest of the office
+// with the sender's own name. From anyone else it is refused (front ends
+// ignore it, as the protocol says).
+func (s *Session) Update(event string) error {
+	notify, ok := smcp.UpdateNotification[event]
+	if !ok {
+		return smcp.Errorf(smcp.CodeBadRequest, "unknown update event %q", event)
+	}
+	h := s.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s.role != smcp.RoleComputer || s.officeID == "" || s.closed {
+		return smcp.Errorf(smcp.CodeForbidden, "only a computer in an office may send %s", event)
+	}
+	h.notifyLocked(h.offices[s.officeID], s, notify, &smcpv1.UpdateComputerConfigReq{Computer: s.name})
+	return nil
+}
+
+// CancelToolCall handles server:tool_call_cancel: from the office's agent with
+// its own name, it tells the rest of the office.
+func (s *Session) CancelToolCall(req *smcpv1.AgentCallData) error {
+	h := s.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case s.role != smcp.RoleAgent || s.officeID == "" || s.closed:
+		return smcp.Errorf(smcp.CodeNotInOffice, "only an agent in an office may cancel")
+	case req.GetAgent() != s.name:
+		return smcp.Errorf(smcp.CodeForbidden, "agent %q is not the caller", req.GetAgent())
+	case req.GetReqId() == "":
+		return smcp.Errorf(smcp.CodeBadRequest, "req_id is required")
+	}
+	h.notifyLocked(h.offices[s.officeID], s, smcp.NotifyToolCallCancel,
+		&smcpv1.AgentCallData{Agent: s.name, ReqId: req.GetReqId()})
+	return nil
+}
+
+func (h *Hub) officeLocked(id string) *office {
+	o := h.offices[id]
+	if o == nil {
+		o = &office{id: id}
+		h.offices[id] = o
+	}
+	return o
+}
+
+func (h *Hub) gcLocked(o *office) {
+	if o.empty() {
+		delete(h.offices, o.id)
+	}
+}
+
+// notifyLocked tells every member of o but except, and every watcher.
+func (h *Hub) notifyLocked(o *office, except *Session, event string, payload proto.Message) {
+	wire, err := smcp.ToWire(payload)
+	if err != nil {
+		h.log.Error("encode notification", "event", event, "err", err)
+		return
+	}
+	n := Notification{Event: event, OfficeID: o.id, Payload: payload, Wire: wire}
+	if o.agent != nil && o.agent != except {
+		o.agent.conn.Notify(n)
+	}
+	for _, c := range o.computers {
+		if c != except {
+			c.conn.Notify(n)
+		}
+	}
+	for w := range o.watchers {
+		select {
+		case w.ch <- n:
+		default:
+			// A watcher that falls behind is dropped rather than slowing the office.
+			w.err = ErrWatchOverflow
+			delete(o.watchers, w)
+			close(w.ch)
+		}
+	}
+}

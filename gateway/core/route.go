@@ -1,0 +1,260 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// CodeTooManyPending answers a request to a computer that already has
+// Config.MaxPending requests awaiting its answer.
+const CodeTooManyPending = 429
+
+// ErrComputerGone is matched (errors.Is) by the error of a request whose
+// computer left or disconnected before answering. It is also an *smcp.Error
+// (404) for the wire.
+var ErrComputerGone = errors.New("core: computer left before answering")
+
+type goneError struct{ wire *smcp.Error }
+
+func (e goneError) Error() string   { return e.wire.Error() }
+func (e goneError) Unwrap() []error { return []error{e.wire, ErrComputerGone} }
+
+func computerGone(computer string) error {
+	return goneError{smcp.Errorf(smcp.CodeNotFound, "computer %q left the office before answering", computer)}
+}
+
+// Request is a validated client: event. Payload is what the agent sent and is
+// forwarded unchanged.
+type Request struct {
+	Event    string
+	Agent    string
+	ReqID    string
+	Computer string
+	// Timeout is the tool call's own timeout in seconds (tool_call only).
+	Timeout int32
+	Payload json.RawMessage
+	// GoneAsError makes Route answer a client:tool_call whose computer left
+	// with ErrComputerGone instead of GoneResult, for front ends (RPC) that
+	// report a computer gone as an error rather than a tool result.
+	GoneAsError bool
+}
+
+// ParseRequest validates the payload of a client: event. Errors are 400s.
+func ParseRequest(event string, payload []byte) (*Request, error) {
+	var m interface {
+		proto.Message
+		GetAgent() string
+		GetReqId() string
+		GetComputer() string
+	}
+	switch event {
+	case smcp.EventToolCall:
+		m = &smcpv1.ToolCallReq{}
+	case smcp.EventGetTools:
+		m = &smcpv1.GetToolsReq{}
+	case smcp.EventGetConfig:
+		m = &smcpv1.GetComputerConfigReq{}
+	case smcp.EventGetDesktop:
+		m = &smcpv1.GetDeskTopReq{}
+	case smcp.EventGetFinder:
+		m = &smcpv1.GetFinderReq{}
+	case smcp.EventReadResource:
+		m = &smcpv1.ReadResourceReq{}
+	default:
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "unknown event %q", event)
+	}
+	if t := bytes.TrimSpace(payload); len(t) == 0 || t[0] != '{' {
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: payload must be a JSON object", event)
+	}
+	if err := smcp.Unmarshal(payload, m); err != nil {
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: %v", event, err)
+	}
+	r := &Request{Event: event, Agent: m.GetAgent(), ReqID: m.GetReqId(), Computer: m.GetComputer(), Payload: payload}
+	switch {
+	case r.Agent == "":
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: agent is required", event)
+	case r.ReqID == "":
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: req_id is required", event)
+	case r.Computer == "":
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: computer is required", event)
+	}
+	switch m := m.(type) {
+	case *smcpv1.ToolCallReq:
+		if m.GetToolName() == "" {
+			return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: tool_name is required", event)
+		}
+		if m.GetTimeout() < MinToolCallTimeout || m.GetTimeout() > MaxToolCallTimeout {
+			return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: timeout must be an integer in %d..%d seconds",
+				event, MinToolCallTimeout, MaxToolCallTimeout)
+		}
+		r.Timeout = m.GetTimeout()
+	case *smcpv1.ReadResourceReq:
+		if m.GetUri() == "" {
+			return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: uri is required", event)
+		}
+	}
+	return r, nil
+}
+
+// Deadline is how long the gateway waits for the computer's answer to r.
+func (h *Hub) Deadline(r *Request) time.Duration {
+	if r.Event == smcp.EventToolCall {
+		return time.Duration(r.Timeout)*time.Second + h.cfg.ToolCallMargin
+	}
+	return h.cfg.RequestTimeout
+}
+
+// resolve applies the caller checks and finds the target computer.
+func (s *Session) resolve(r *Request) (*Session, context.Context, error) {
+	h := s.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case s.role == smcp.RoleComputer:
+		return nil, nil, smcp.Errorf(smcp.CodeForbidden, "%s: only agents may call computers", r.Event)
+	case s.role != smcp.RoleAgent || s.officeID == "" || s.closed:
+		return nil, nil, smcp.Errorf(smcp.CodeNotInOffice, "%s: join an office first", r.Event)
+	case r.Agent != s.name:
+		return nil, nil, smcp.Errorf(smcp.CodeForbidden, "%s: agent %q is not the caller", r.Event, r.Agent)
+	}
+	c := h.offices[s.officeID].computers[r.Computer]
+	if c == nil {
+		return nil, nil, smcp.Errorf(smcp.CodeNotFound, "computer not found in this office")
+	}
+	return c, c.membership, nil
+}
+
+type answer struct {
+	raw json.RawMessage
+	err error
+}
+
+// Route sends a validated request to its computer and returns the computer's
+// answer unchanged. For client:tool_call, once routed, a timeout or a computer
+// gone is answered with a gateway-made CallToolResult (err nil); for the other
+// events they are *smcp.Error 408 and ErrComputerGone. Before routing, errors
+// are *smcp.Error (4103, 403, 404, 429). When ctx ends first, ctx.Err() is
+// returned and the answer is dropped.
+func (s *Session) Route(ctx context.Context, r *Request) (json.RawMessage, error) {
+	c, gone, err := s.resolve(r)
+	if err != nil {
+		return nil, err
+	}
+	h := s.hub
+	if c.pending.Add(1) > int64(h.cfg.MaxPending) {
+		c.pending.Add(-1)
+		return nil, smcp.Errorf(CodeTooManyPending, "computer %q has too many requests in flight", r.Computer)
+	}
+	ch := make(chan answer, 1)
+	c.conn.Request(r.Event, r.Payload, func(raw json.RawMessage, err error) {
+		c.pending.Add(-1)
+		select {
+		case ch <- answer{raw, err}:
+		default: // a second call from a faulty Conn
+		}
+	})
+	timer := time.NewTimer(h.Deadline(r))
+	defer timer.Stop()
+	select {
+	case a := <-ch:
+		if a.err != nil {
+			h.log.Warn("computer request failed", "event", r.Event, "computer", r.Computer, "err", a.err)
+			return s.goneAnswer(r)
+		}
+		return a.raw, nil
+	case <-gone.Done():
+		return s.goneAnswer(r)
+	case <-timer.C:
+		h.log.Info("computer did not answer in time", "event", r.Event, "computer", r.Computer, "req_id", r.ReqID)
+		if r.Event == smcp.EventToolCall {
+			return TimeoutResult(), nil
+		}
+		return nil, smcp.Errorf(smcp.CodeTimeout, "%s: computer %q did not answer in %s", r.Event, r.Computer, h.Deadline(r))
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (s *Session) goneAnswer(r *Request) (json.RawMessage, error) {
+	if r.Event == smcp.EventToolCall && !r.GoneAsError {
+		return GoneResult(r.Computer), nil
+	}
+	return nil, computerGone(r.Computer)
+}
+
+// TimeoutResult is the CallToolResult of a tool call whose computer did not
+// answer before timeout + margin.
+func TimeoutResult() json.RawMessage {
+	return json.RawMessage(`{"content":[{"type":"text","text":"Tool call timeout"}],"isError":true,"meta":{"a2c_timeout":true}}`)
+}
+
+// GoneResult is the CallToolResult of a tool call whose computer left or
+// disconnected before answering.
+func GoneResult(computer string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{
+		"content": []any{map[string]any{"type": "text", "text": "computer " + computer + " left the office before answering"}},
+		"isError": true,
+		"meta":    map[string]any{"a2c_error_code": smcp.CodeNotFound},
+	})
+	return b
+}
+
+// CallTool routes client:tool_call. Tool failures, timeouts and a computer
+// gone are results with is_error set; errors are for refusals before routing,
+// a computer answering with a protocol error, or ctx ending.
+func (s *Session) CallTool(ctx context.Context, req *smcpv1.ToolCallReq) (*smcpv1.CallToolResult, error) {
+	return call(ctx, s, smcp.EventToolCall, req, &smcpv1.CallToolResult{})
+}
+
+// GetTools routes client:get_tools.
+func (s *Session) GetTools(ctx context.Context, req *smcpv1.GetToolsReq) (*smcpv1.GetToolsRet, error) {
+	return call(ctx, s, smcp.EventGetTools, req, &smcpv1.GetToolsRet{})
+}
+
+// GetConfig routes client:get_config.
+func (s *Session) GetConfig(ctx context.Context, req *smcpv1.GetComputerConfigReq) (*smcpv1.GetComputerConfigRet, error) {
+	return call(ctx, s, smcp.EventGetConfig, req, &smcpv1.GetComputerConfigRet{})
+}
+
+// GetDesktop routes client:get_desktop.
+func (s *Session) GetDesktop(ctx context.Context, req *smcpv1.GetDeskTopReq) (*smcpv1.GetDeskTopRet, error) {
+	return call(ctx, s, smcp.EventGetDesktop, req, &smcpv1.GetDeskTopRet{})
+}
+
+// GetFinder routes client:get_finder.
+func (s *Session) GetFinder(ctx context.Context, req *smcpv1.GetFinderReq) (*smcpv1.GetFinderRet, error) {
+	return call(ctx, s, smcp.EventGetFinder, req, &smcpv1.GetFinderRet{})
+}
+
+// ReadResource routes client:read_resource.
+func (s *Session) ReadResource(ctx context.Context, req *smcpv1.ReadResourceReq) (*smcpv1.ReadResourceRet, error) {
+	return call(ctx, s, smcp.EventReadResource, req, &smcpv1.ReadResourceRet{})
+}
+
+func call[T proto.Message](ctx context.Context, s *Session, event string, req proto.Message, out T) (T, error) {
+	var zero T
+	b, err := smcp.Marshal(req)
+	if err != nil {
+		return zero, smcp.Errorf(smcp.CodeBadRequest, "%s: %v", event, err)
+	}
+	r, err := ParseRequest(event, b)
+	if err != nil {
+		return zero, err
+	}
+	raw, err := s.Route(ctx, r)
+	if err != nil {
+		return zero, err
+	}
+	if err := smcp.DecodeAnswer(raw, out); err != nil {
+		return zero, err
+	}
+	return out, nil
+}

@@ -1,0 +1,337 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+func TestParseRequest(t *testing.T) {
+	ok := `{"agent":"a","req_id":"r","computer":"c","tool_name":"t","params":{},"timeout":5}`
+	tests := []struct {
+		name, event, payload string
+		wantErr              string // substring; "" means valid
+	}{
+		{"valid tool call", smcp.EventToolCall, ok, ""},
+		{"unknown event", "client:nope", ok, "unknown event"},
+		{"not an object", smcp.EventToolCall, `[1,2]`, "must be a JSON object"},
+		{"a string", smcp.EventGetTools, `"hello"`, "must be a JSON object"},
+		{"empty", smcp.EventGetTools, ``, "must be a JSON object"},
+		{"wrong type", smcp.EventGetTools, `{"agent":5,"req_id":"r","computer":"c"}`, "agent"},
+		{"missing agent", smcp.EventGetTools, `{"req_id":"r","computer":"c"}`, "agent is required"},
+		{"missing req_id", smcp.EventGetTools, `{"agent":"a","computer":"c"}`, "req_id is required"},
+		{"missing computer", smcp.EventGetTools, `{"agent":"a","req_id":"r"}`, "computer is required"},
+		{"missing tool", smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","timeout":5}`, "tool_name"},
+		{"timeout missing", smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","tool_name":"t"}`, "timeout"},
+		{"timeout 0", smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","tool_name":"t","timeout":0}`, "timeout"},
+		{"timeout 3601", smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","tool_name":"t","timeout":3601}`, "timeout"},
+		{"timeout fraction", smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","tool_name":"t","timeout":1.5}`, "timeout"},
+		{"timeout 3600", smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","tool_name":"t","timeout":3600}`, ""},
+		{"params not object", smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","tool_name":"t","timeout":1,"params":[1]}`, "unexpected token"},
+		{"read without uri", smcp.EventReadResource, `{"agent":"a","req_id":"r","computer":"c"}`, "uri is required"},
+		{"finder with paging", smcp.EventGetFinder, `{"agent":"a","req_id":"r","computer":"c","offset":0,"limit":5,"keywords":["x"]}`, ""},
+		{"unknown keys pass", smcp.EventGetConfig, `{"agent":"a","req_id":"r","computer":"c","extra":{"x":1}}`, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := ParseRequest(tc.event, []byte(tc.payload))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(r.Payload) != tc.payload {
+					t.Fatalf("payload changed: %s", r.Payload)
+				}
+				return
+			}
+			wantCode(t, err, 400)
+			if !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %q does not mention %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// The production deadlines follow from the defaults: timeout + 5 s for a
+// tool call, 30 s for everything else.
+func TestProductionDeadlines(t *testing.T) {
+	h := New(Config{})
+	if got := h.Deadline(&Request{Event: smcp.EventToolCall, Timeout: 7}); got != 12*time.Second {
+		t.Fatalf("tool call deadline = %s, want 12s", got)
+	}
+	if got := h.Deadline(&Request{Event: smcp.EventGetTools}); got != 30*time.Second {
+		t.Fatalf("get_tools deadline = %s, want 30s", got)
+	}
+	h = New(Config{ToolCallMargin: time.Millisecond, RequestTimeout: time.Second})
+	if got := h.Deadline(&Request{Event: smcp.EventToolCall, Timeout: 1}); got != time.Second+time.Millisecond {
+		t.Fatalf("configured deadline = %s", got)
+	}
+}
+
+// office builds: agent alice and computer pc in "o"; computer pc in "other".
+type testOffice struct {
+	h        *Hub
+	agent    *Session
+	pc       *Session
+	pcConn   *fakeConn
+	far      *Session
+	farConn  *fakeConn
+	arrived  chan string // req_ids seen by pc
+	cfg      Config
+	answerFn func(event string, payload json.RawMessage) (json.RawMessage, bool)
+}
+
+func newTestOffice(t *testing.T, cfg Config, answer func(event string, payload json.RawMessage) (json.RawMessage, bool)) *testOffice {
+	t.Helper()
+	o := &testOffice{h: New(cfg), arrived: make(chan string, 1024)}
+	o.agent, _ = attach(t, o.h, "a")
+	o.pc, o.pcConn = attach(t, o.h, "pc")
+	o.far, o.farConn = attach(t, o.h, "far")
+	o.pcConn.handler = func(event string, payload json.RawMessage) (json.RawMessage, bool) {
+		var m struct {
+			ReqID string `json:"req_id"`
+		}
+		_ = json.Unmarshal(payload, &m)
+		o.arrived <- m.ReqID
+		return answer(event, payload)
+	}
+	o.farConn.handler = o.pcConn.handler
+	join(t, o.agent, smcp.RoleAgent, "alice", "o")
+	join(t, o.pc, smcp.RoleComputer, "pc", "o")
+	join(t, o.far, smcp.RoleComputer, "faraway", "other")
+	return o
+}
+
+func echo(event string, payload json.RawMessage) (json.RawMessage, bool) {
+	return payload, true
+}
+
+func mustParse(t *testing.T, event, payload string) *Request {
+	t.Helper()
+	r, err := ParseRequest(event, []byte(payload))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestRouteForwardsUnchanged(t *testing.T) {
+	o := newTestOffice(t, Config{}, echo)
+	for _, event := range smcp.ClientEvents {
+		payload := `{"agent":"alice","req_id":"r-` + event + `","computer":"pc","tool_name":"t","timeout":3,"uri":"dpe://h/d","extra":[1,"x"]}`
+		got, err := o.agent.Route(context.Background(), mustParse(t, event, payload))
+		if err != nil {
+			t.Fatalf("%s: %v", event, err)
+		}
+		if string(got) != payload {
+			t.Fatalf("%s: answer changed: %s", event, got)
+		}
+	}
+	if got := o.pcConn.received(); fmt.Sprint(got) != fmt.Sprint(smcp.ClientEvents) {
+		t.Fatalf("computer received %v", got)
+	}
+}
+
+func TestRouteCallerChecks(t *testing.T) {
+	o := newTestOffice(t, Config{}, echo)
+	outsider, _ := attach(t, o.h, "outsider")
+	tests := []struct {
+		name    string
+		caller  *Session
+		payload string
+		code    int
+		message string
+	}{
+		{"not joined", outsider, `{"agent":"alice","req_id":"r","computer":"pc"}`, 4103, ""},
+		{"computer caller", o.pc, `{"agent":"pc","req_id":"r","computer":"pc"}`, 403, ""},
+		{"name mismatch", o.agent, `{"agent":"mallory","req_id":"r","computer":"pc"}`, 403, ""},
+		{"unknown computer", o.agent, `{"agent":"alice","req_id":"r","computer":"nobody"}`, 404, "computer not found in this office"},
+		{"computer of another office", o.agent, `{"agent":"alice","req_id":"r","computer":"faraway"}`, 404, "computer not found in this office"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.caller.Route(context.Background(), mustParse(t, smcp.EventGetTools, tc.payload))
+			wantCode(t, err, tc.code)
+			if e, _ := smcp.AsError(err); tc.message != "" && e.Message != tc.message {
+				t.Fatalf("message %q, want %q", e.Message, tc.message)
+			}
+		})
+	}
+	if got := o.farConn.received(); len(got) != 0 {
+		t.Fatalf("computer of another office received %v", got)
+	}
+	if got := o.pcConn.received(); len(got) != 0 {
+		t.Fatalf("computer received refused requests %v", got)
+	}
+}
+
+func TestToolCallTimeoutResult(t *testing.T) {
+	never := func(string, json.RawMessage) (json.RawMessage, bool) { return nil, false }
+	o := newTestOffice(t, Config{ToolCallMargin: 10 * time.Millisecond, RequestTimeout: 10 * time.Millisecond}, never)
+	got, err := o.agent.Route(context.Background(), mustParse(t, smcp.EventToolCall,
+		`{"agent":"alice","req_id":"r","computer":"pc","tool_name":"t","timeout":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != `{"content":[{"type":"text","text":"Tool call timeout"}],"isError":true,"meta":{"a2c_timeout":true}}` {
+		t.Fatalf("timeout answer %s", got)
+	}
+	_, err = o.agent.Route(context.Background(), mustParse(t, smcp.EventGetTools, `{"agent":"alice","req_id":"r2","computer":"pc"}`))
+	wantCode(t, err, 408)
+}
+
+func TestComputerGoneFailsPendingAtOnce(t *testing.T) {
+	never := func(string, json.RawMessage) (json.RawMessage, bool) { return nil, false }
+	o := newTestOffice(t, Config{}, never) // production deadlines: only "gone" can end these calls
+	type result struct {
+		raw json.RawMessage
+		err error
+	}
+	tool := make(chan result, 1)
+	tools := make(chan result, 1)
+	go func() {
+		raw, err := o.agent.Route(context.Background(), mustParse(t, smcp.EventToolCall,
+			`{"agent":"alice","req_id":"t1","computer":"pc","tool_name":"t","timeout":3600}`))
+		tool <- result{raw, err}
+	}()
+	go func() {
+		raw, err := o.agent.Route(context.Background(), mustParse(t, smcp.EventGetTools, `{"agent":"alice","req_id":"t2","computer":"pc"}`))
+		tools <- result{raw, err}
+	}()
+	<-o.arrived
+	<-o.arrived
+	o.pc.Close()
+	r := <-tool
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	var res struct {
+		IsError bool `json:"isError"`
+		Meta    struct {
+			Code int `json:"a2c_error_code"`
+		} `json:"meta"`
+	}
+	if err := json.Unmarshal(r.raw, &res); err != nil || !res.IsError || res.Meta.Code != smcp.CodeNotFound {
+		t.Fatalf("gone tool call answer %s (%v)", r.raw, err)
+	}
+	r = <-tools
+	if !errors.Is(r.err, ErrComputerGone) {
+		t.Fatalf("gone get_tools error %v", r.err)
+	}
+	wantCode(t, r.err, 404)
+}
+
+func TestAgentGoneDropsRequest(t *testing.T) {
+	never := func(string, json.RawMessage) (json.RawMessage, bool) { return nil, false }
+	o := newTestOffice(t, Config{}, never)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := o.agent.Route(ctx, mustParse(t, smcp.EventGetTools, `{"agent":"alice","req_id":"r","computer":"pc"}`))
+		done <- err
+	}()
+	<-o.arrived
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestPendingBound(t *testing.T) {
+	release := make(chan struct{})
+	wait := func(event string, payload json.RawMessage) (json.RawMessage, bool) {
+		<-release
+		return payload, true
+	}
+	o := newTestOffice(t, Config{MaxPending: 2, RequestTimeout: time.Millisecond}, wait)
+	// Two requests time out but stay pending on the computer...
+	for i := range 2 {
+		_, err := o.agent.Route(context.Background(), mustParse(t, smcp.EventGetTools, fmt.Sprintf(`{"agent":"alice","req_id":"r%d","computer":"pc"}`, i)))
+		wantCode(t, err, 408)
+	}
+	// ... so a third is refused until the computer answers them.
+	_, err := o.agent.Route(context.Background(), mustParse(t, smcp.EventGetTools, `{"agent":"alice","req_id":"r3","computer":"pc"}`))
+	wantCode(t, err, CodeTooManyPending)
+	close(release)
+	deadline := time.Now().Add(5 * time.Second)
+	for o.pc.pending.Load() != 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := o.pc.pending.Load(); n != 0 {
+		t.Fatalf("pending = %d after the computer answered", n)
+	}
+}
+
+func TestTypedCalls(t *testing.T) {
+	answer := func(event string, payload json.RawMessage) (json.RawMessage, bool) {
+		var m map[string]any
+		_ = json.Unmarshal(payload, &m)
+		switch event {
+		case smcp.EventToolCall:
+			if m["tool_name"] == "missing" {
+				return json.RawMessage(`{"code":404,"message":"tool not found"}`), true
+			}
+			return json.RawMessage(`{"content":[{"type":"text","text":"` + fmt.Sprint(m["params"]) + `"}],"isError":false}`), true
+		case smcp.EventGetTools:
+			return json.RawMessage(`{"tools":[{"name":"echo","description":"d","params_schema":{"type":"object"},"meta":{}}],"req_id":"` + m["req_id"].(string) + `"}`), true
+		case smcp.EventGetDesktop:
+			return json.RawMessage(`{"error":{"code":500,"message":"wrapped"}}`), true
+		}
+		return json.RawMessage(`{"not":"decodable","req_id":5}`), true
+	}
+	o := newTestOffice(t, Config{}, answer)
+	ctx := context.Background()
+	params, _ := structpb.NewStruct(map[string]any{"x": "y"})
+	res, err := o.agent.CallTool(ctx, &smcpv1.ToolCallReq{Agent: "alice", ReqId: "r1", Computer: "pc", ToolName: "echo", Params: params, Timeout: 5})
+	if err != nil || res.GetContent()[0].GetFields()["text"].GetStringValue() != "map[x:y]" {
+		t.Fatalf("CallTool: %v %v", res, err)
+	}
+	_, err = o.agent.CallTool(ctx, &smcpv1.ToolCallReq{Agent: "alice", ReqId: "r2", Computer: "pc", ToolName: "missing", Timeout: 5})
+	wantCode(t, err, 404)
+	_, err = o.agent.CallTool(ctx, &smcpv1.ToolCallReq{Agent: "alice", ReqId: "r3", Computer: "pc", ToolName: "echo"})
+	wantCode(t, err, 400)
+	tools, err := o.agent.GetTools(ctx, &smcpv1.GetToolsReq{Agent: "alice", ReqId: "r4", Computer: "pc"})
+	if err != nil || tools.GetReqId() != "r4" || tools.GetTools()[0].GetName() != "echo" {
+		t.Fatalf("GetTools: %v %v", tools, err)
+	}
+	_, err = o.agent.GetDesktop(ctx, &smcpv1.GetDeskTopReq{Agent: "alice", ReqId: "r5", Computer: "pc"})
+	wantCode(t, err, 500)
+	_, err = o.agent.GetFinder(ctx, &smcpv1.GetFinderReq{Agent: "alice", ReqId: "r6", Computer: "pc"})
+	wantCode(t, err, 500)
+}
+
+func TestConcurrentCallsPairedByReqID(t *testing.T) {
+	answer := func(event string, payload json.RawMessage) (json.RawMessage, bool) {
+		var m struct {
+			ReqID string `json:"req_id"`
+		}
+		_ = json.Unmarshal(payload, &m)
+		return json.RawMessage(`{"content":[{"type":"text","text":"` + m.ReqID + `"}]}`), true
+	}
+	o := newTestOffice(t, Config{}, answer)
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Go(func() {
+			id := fmt.Sprintf("req-%d", i)
+			res, err := o.agent.CallTool(context.Background(), &smcpv1.ToolCallReq{Agent: "alice", ReqId: id, Computer: "pc", ToolName: "t", Timeout: 5})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != id {
+				t.Errorf("%s answered with %s", id, got)
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,156 @@
+// Package gateway assembles an SMCP gateway: one core.Hub, the Socket.IO front
+// end and /healthz on one http.ServeMux, served with graceful shutdown. Other
+// front ends (the Connect API) mount on the same mux.
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/sio"
+)
+
+// DefaultShutdownGrace is how long in-flight calls may finish on shutdown.
+const DefaultShutdownGrace = 10 * time.Second
+
+// Config of a gateway.
+type Config struct {
+	// Auth authenticates every caller; required (core.AllowAll{} for an
+	// insecure gateway).
+	Auth core.Authenticator
+	Core core.Config
+	SIO  sio.Config
+	// ShutdownGrace bounds how long Serve waits for in-flight calls.
+	ShutdownGrace time.Duration
+	// TLS, when set, makes Serve speak HTTPS.
+	TLS    *tls.Config
+	Logger *slog.Logger
+}
+
+// Gateway is an assembled gateway, not yet serving.
+type Gateway struct {
+	Hub *core.Hub
+	SIO *sio.Server
+	mux *http.ServeMux
+	cfg Config
+	log *slog.Logger
+}
+
+// New assembles a gateway.
+func New(cfg Config) (*Gateway, error) {
+	if cfg.Auth == nil {
+		return nil, errors.New("gateway: an authenticator is required (core.AllowAll{} for --insecure)")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if cfg.Core.Logger == nil {
+		cfg.Core.Logger = cfg.Logger.With("component", "core")
+	}
+	if cfg.SIO.Logger == nil {
+		cfg.SIO.Logger = cfg.Logger.With("component", "sio")
+	}
+	hub := core.New(cfg.Core)
+	s := sio.New(hub, cfg.Auth, cfg.SIO)
+	g := &Gateway{Hub: hub, SIO: s, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger}
+	g.mux.Handle(s.Path(), s.Handler())
+	g.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return g, nil
+}
+
+// Mux is where other front ends mount their handlers.
+func (g *Gateway) Mux() *http.ServeMux { return g.mux }
+
+// Handler serves everything mounted on the mux.
+func (g *Gateway) Handler() http.Handler { return g.mux }
+
+// Serve serves on ln until ctx ends, then shuts down gracefully: no new
+// connections or requests, in-flight calls finish within ShutdownGrace,
+// then every socket is closed.
+func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           g.mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		// No WriteTimeout: it would cut long-polling and streams.
+		ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
+	}
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetHTTP2(true)
+	srv.Protocols.SetUnencryptedHTTP2(true) // h2c for gRPC on the same port
+	if g.cfg.TLS != nil {
+		srv.TLSConfig = g.cfg.TLS
+		ln = tls.NewListener(ln, g.cfg.TLS)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	g.log.Info("gateway listening", "addr", ln.Addr().String(), "sio_path", g.SIO.Path(), "tls", g.cfg.TLS != nil)
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("gateway: serve: %w", err)
+	case <-ctx.Done():
+	}
+	g.log.Info("shutting down", "grace", g.cfg.ShutdownGrace.String())
+	grace, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownGrace)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(grace) }()
+	if err := g.SIO.Drain(grace); err != nil {
+		g.log.Warn("shutdown grace ended with calls in flight", "err", err)
+	}
+	g.SIO.Close()
+	if err := <-shut; err != nil {
+		_ = srv.Close()
+	}
+	g.log.Info("gateway stopped")
+	return nil
+}
+
+// Running is a gateway serving on a loopback listener, for tests and demos.
+type Running struct {
+	*Gateway
+	// URL is the base URL, e.g. "http://127.0.0.1:41234".
+	URL    string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// Start serves a new gateway on addr ("127.0.0.1:0" for any free port)
+// until Stop is called.
+func Start(cfg Config, addr string) (*Running, error) {
+	g, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: listen %s: %w", addr, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Running{Gateway: g, URL: "http://" + ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
+	if cfg.TLS != nil {
+		r.URL = "https://" + ln.Addr().String()
+	}
+	go func() { r.done <- g.Serve(ctx, ln) }()
+	return r, nil
+}
+
+// Stop shuts the gateway down and waits for it.
+func (r *Running) Stop() error {
+	r.cancel()
+	return <-r.done
+}

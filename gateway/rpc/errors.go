@@ -1,0 +1,81 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+
+	"connectrpc.com/connect"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// codes maps SMCP error codes to Connect codes.
+var codes = map[int]connect.Code{
+	smcp.CodeBadRequest:       connect.CodeInvalidArgument,
+	smcp.CodeUnauthenticated:  connect.CodeUnauthenticated,
+	smcp.CodeForbidden:        connect.CodePermissionDenied,
+	smcp.CodeNotFound:         connect.CodeNotFound,
+	smcp.CodeTimeout:          connect.CodeDeadlineExceeded,
+	smcp.CodeInternal:         connect.CodeInternal,
+	smcp.CodeVersionMismatch:  connect.CodeFailedPrecondition,
+	smcp.CodeNotInOffice:      connect.CodeFailedPrecondition,
+	smcp.CodeDocumentNotFound: connect.CodeNotFound,
+	smcp.CodePageOutOfRange:   connect.CodeOutOfRange,
+	smcp.CodeElementNotFound:  connect.CodeNotFound,
+	smcp.CodeInvalidDPEURI:    connect.CodeInvalidArgument,
+	core.CodeTooManyPending:   connect.CodeResourceExhausted,
+}
+
+// toConnect maps an error of the core, of a computer or of this package to a
+// *connect.Error carrying the SMCP error as an smcp.v1.Error detail. Context
+// errors pass through: connect reports them as Canceled / DeadlineExceeded.
+func toConnect(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return ce
+	}
+	e, ok := smcp.AsError(err)
+	if !ok {
+		// Never leak an internal error's text to the caller.
+		e = smcp.Errorf(smcp.CodeInternal, "internal error")
+	}
+	code, ok := codes[e.Code]
+	switch {
+	case errors.Is(err, core.ErrComputerGone):
+		code = connect.CodeUnavailable
+	case !ok && e.Code >= 500 && e.Code < 600:
+		code = connect.CodeInternal
+	case !ok:
+		code = connect.CodeUnknown
+	}
+	out := connect.NewError(code, errors.New(e.Message))
+	if d, derr := connect.NewErrorDetail(e.Proto()); derr == nil {
+		out.AddDetail(d)
+	}
+	return out
+}
+
+// SMCPError returns the smcp.v1.Error detail of an RPC error, if it has one.
+// Clients use it to read the protocol code (e.g. 4201) behind a Connect code.
+func SMCPError(err error) (*smcp.Error, bool) {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return nil, false
+	}
+	for _, d := range ce.Details() {
+		if v, derr := d.Value(); derr == nil {
+			if pe, ok := v.(*smcpv1.Error); ok {
+				return smcp.ErrorFromProto(pe), true
+			}
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,153 @@
+// Package rpc is the typed agent API of the gateway: the smcp.v1.AgentService
+// served with Connect, gRPC and gRPC-Web, with gRPC reflection (v1 and
+// v1alpha), gRPC health and CORS for browsers. It is a front end of
+// gateway/core like the Socket.IO one, on the same listener.
+//
+// Every RPC is a stateless agent call: the caller is authenticated from its
+// API key before the request body is read, then acts as an agent (the key's
+// fixed name, else the x-smcp-agent header, else Options.DefaultAgent) in the
+// office named by the request, for the length of the call (core.Hub.ActAsAgent).
+// WatchOffice holds the office the same way for as long as the stream is open.
+package rpc
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+
+	"connectrpc.com/connect"
+	connectcors "connectrpc.com/cors"
+	"connectrpc.com/grpchealth"
+	"connectrpc.com/grpcreflect"
+	"github.com/rs/cors"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+)
+
+// Defaults of Options.
+const (
+	DefaultAPIKeyHeader = "x-api-key"
+	// AgentHeader names the agent of a caller whose key has no fixed name.
+	AgentHeader = "x-smcp-agent"
+	// DefaultAgent is the agent name of a caller whose key has no fixed name
+	// and who sent no AgentHeader.
+	DefaultAgent = "rpc-agent"
+	// DefaultToolTimeout is a CallTool's timeout when the request leaves it 0.
+	DefaultToolTimeout int32 = 60
+	// DefaultMaxRequestBytes bounds a request message (after decompression).
+	DefaultMaxRequestBytes = 4 << 20
+	// maxAgentName bounds the x-smcp-agent header.
+	maxAgentName = 128
+)
+
+// Options configure the RPC front end. Zero fields take the defaults.
+type Options struct {
+	// APIKeyHeader carries the API key (default "x-api-key");
+	// "Authorization: Bearer <key>" is always accepted too.
+	APIKeyHeader string
+	// DefaultAgent is the agent name used when the key has no fixed name and
+	// the caller sends no x-smcp-agent header (default "rpc-agent").
+	DefaultAgent string
+	// CORSOrigins are the browser origins allowed to call (e.g.
+	// "https://app.example.com", "*" for any). Empty: no CORS headers, so
+	// browsers on other origins are refused by their own policy.
+	CORSOrigins []string
+	// MaxRequestBytes bounds a request message (default 4 MiB); larger ones
+	// are refused with ResourceExhausted before they are decoded.
+	MaxRequestBytes int
+	// HandlerOptions are added to the AgentService handler (interceptors,
+	// e.g. otelconnect).
+	HandlerOptions []connect.HandlerOption
+	Logger         *slog.Logger
+}
+
+// Server is the RPC front end of one hub.
+type Server struct {
+	hub    *core.Hub
+	auth   core.Authenticator
+	opts   Options
+	log    *slog.Logger
+	health *grpchealth.StaticChecker
+
+	// closing ends every WatchOffice stream when the gateway shuts down.
+	closing context.Context
+	close   context.CancelFunc
+	once    sync.Once
+}
+
+// New makes the RPC front end of hub, authenticating callers with auth.
+func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
+	if opts.APIKeyHeader == "" {
+		opts.APIKeyHeader = DefaultAPIKeyHeader
+	}
+	if opts.DefaultAgent == "" {
+		opts.DefaultAgent = DefaultAgent
+	}
+	if opts.MaxRequestBytes <= 0 {
+		opts.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{
+		hub: hub, auth: auth, opts: opts, log: opts.Logger,
+		health:  grpchealth.NewStaticChecker(smcpv1connect.AgentServiceName),
+		closing: ctx, close: cancel,
+	}
+}
+
+// Handlers returns every path to mount and its handler: the AgentService,
+// reflection v1 and v1alpha, and health. Each is wrapped in CORS when
+// Options.CORSOrigins is set. Reflection and health need no API key: they
+// reveal only the public schema and whether the gateway is up.
+func (s *Server) Handlers() map[string]http.Handler {
+	limit := connect.WithReadMaxBytes(s.opts.MaxRequestBytes)
+	svcOpts := append([]connect.HandlerOption{connect.WithRequestGate(s.gate), limit}, s.opts.HandlerOptions...)
+	reflector := grpcreflect.NewStaticReflector(smcpv1connect.AgentServiceName, grpchealth.HealthV1ServiceName)
+	wrap := s.corsWrapper()
+	out := map[string]http.Handler{}
+	add := func(path string, h http.Handler) { out[path] = wrap(h) }
+	add(smcpv1connect.NewAgentServiceHandler(&service{s}, svcOpts...))
+	add(grpcreflect.NewHandlerV1(reflector, limit))
+	add(grpcreflect.NewHandlerV1Alpha(reflector, limit))
+	add(grpchealth.NewHandler(s.health, limit))
+	return out
+}
+
+// Mount registers every handler of Handlers on mux.
+func (s *Server) Mount(mux *http.ServeMux) {
+	for path, h := range s.Handlers() {
+		mux.Handle(path, h)
+	}
+}
+
+// Close reports NOT_SERVING on the health service and ends every WatchOffice
+// stream with Unavailable, so that a graceful shutdown is not held up by
+// streams that never end on their own. Unary calls in flight finish normally.
+func (s *Server) Close() {
+	s.once.Do(func() {
+		s.health.SetStatus("", grpchealth.StatusNotServing)
+		s.health.SetStatus(smcpv1connect.AgentServiceName, grpchealth.StatusNotServing)
+		s.close()
+	})
+}
+
+// corsWrapper answers preflights and adds CORS headers for the configured
+// origins; without origins it changes nothing.
+func (s *Server) corsWrapper() func(http.Handler) http.Handler {
+	if len(s.opts.CORSOrigins) == 0 {
+		return func(h http.Handler) http.Handler { return h }
+	}
+	headers := append(connectcors.AllowedHeaders(), s.opts.APIKeyHeader, "Authorization", AgentHeader)
+	return cors.New(cors.Options{
+		AllowedOrigins: slices.Clone(s.opts.CORSOrigins),
+		AllowedMethods: connectcors.AllowedMethods(),
+		AllowedHeaders: headers,
+		ExposedHeaders: connectcors.ExposedHeaders(),
+		MaxAge:         7200,
+	}).Handler
+}

@@ -1,0 +1,189 @@
+package rpc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// service implements smcpv1connect.AgentServiceHandler on the hub.
+type service struct{ *Server }
+
+var _ smcpv1connect.AgentServiceHandler = (*service)(nil)
+
+// act makes the caller the agent of officeID for one call. The session must
+// be closed.
+func (s *service) act(ctx context.Context, officeID string) (*core.Session, *caller, error) {
+	c, err := callerFrom(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	sess, err := s.hub.ActAsAgent(c.principal, officeID, c.agent)
+	if err != nil {
+		return nil, nil, toConnect(err)
+	}
+	return sess, c, nil
+}
+
+// newReqID makes a request id for a call that came without one.
+func newReqID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b) // never fails (crypto/rand documents it)
+	return "rpc-" + hex.EncodeToString(b)
+}
+
+func (s *service) ListRoom(ctx context.Context, req *smcpv1.ListRoomRequest) (*smcpv1.ListRoomResponse, error) {
+	sess, _, err := s.act(ctx, req.GetOfficeId())
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	members, err := sess.ListRoom(req.GetOfficeId())
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	return &smcpv1.ListRoomResponse{Sessions: members}, nil
+}
+
+func (s *service) GetTools(ctx context.Context, req *smcpv1.GetToolsRequest) (*smcpv1.GetToolsResponse, error) {
+	sess, c, err := s.act(ctx, req.GetOfficeId())
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	ret, err := sess.GetTools(ctx, &smcpv1.GetToolsReq{Agent: c.agent, ReqId: newReqID(), Computer: req.GetComputer()})
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	return &smcpv1.GetToolsResponse{Tools: ret.GetTools()}, nil
+}
+
+func (s *service) GetConfig(ctx context.Context, req *smcpv1.GetConfigRequest) (*smcpv1.GetConfigResponse, error) {
+	sess, c, err := s.act(ctx, req.GetOfficeId())
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	ret, err := sess.GetConfig(ctx, &smcpv1.GetComputerConfigReq{Agent: c.agent, ReqId: newReqID(), Computer: req.GetComputer()})
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	return &smcpv1.GetConfigResponse{Servers: ret.GetServers(), Inputs: ret.GetInputs()}, nil
+}
+
+// CallTool routes a tool call. As on Socket.IO, tool failures and the
+// gateway's timeout answer are results with is_error set. Unlike Socket.IO, a
+// computer that leaves before answering is an Unavailable error (the caller
+// may retry elsewhere), and a caller that gives up (cancel or RPC deadline)
+// sends notify:tool_call_cancel so the computer stops working for no one.
+func (s *service) CallTool(ctx context.Context, req *smcpv1.CallToolRequest) (*smcpv1.CallToolResponse, error) {
+	sess, c, err := s.act(ctx, req.GetOfficeId())
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	timeout := req.GetTimeout()
+	if timeout == 0 {
+		timeout = DefaultToolTimeout
+	}
+	reqID := req.GetReqId()
+	if reqID == "" {
+		reqID = newReqID()
+	}
+	params := req.GetParams()
+	if params == nil {
+		params = &structpb.Struct{}
+	}
+	payload, err := smcp.Marshal(&smcpv1.ToolCallReq{
+		Agent: c.agent, ReqId: reqID, Computer: req.GetComputer(),
+		ToolName: req.GetToolName(), Params: params, Timeout: timeout,
+	})
+	if err != nil {
+		return nil, toConnect(smcp.Errorf(smcp.CodeBadRequest, "params: %v", err))
+	}
+	r, err := core.ParseRequest(smcp.EventToolCall, payload)
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	r.GoneAsError = true
+	raw, err := sess.Route(ctx, r)
+	if err != nil {
+		if ctx.Err() != nil {
+			if cerr := sess.CancelToolCall(&smcpv1.AgentCallData{Agent: c.agent, ReqId: reqID}); cerr != nil {
+				s.log.Warn("cancel abandoned tool call", "office", req.GetOfficeId(), "req_id", reqID, "err", cerr)
+			}
+		}
+		return nil, toConnect(err)
+	}
+	res := &smcpv1.CallToolResult{}
+	if err := smcp.DecodeAnswer(raw, res); err != nil {
+		return nil, toConnect(err)
+	}
+	return &smcpv1.CallToolResponse{Result: res, ReqId: reqID}, nil
+}
+
+func (s *service) CancelToolCall(ctx context.Context, req *smcpv1.CancelToolCallRequest) (*smcpv1.CancelToolCallResponse, error) {
+	sess, c, err := s.act(ctx, req.GetOfficeId())
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	if err := sess.CancelToolCall(&smcpv1.AgentCallData{Agent: c.agent, ReqId: req.GetReqId()}); err != nil {
+		return nil, toConnect(err)
+	}
+	return &smcpv1.CancelToolCallResponse{}, nil
+}
+
+func (s *service) GetDesktop(ctx context.Context, req *smcpv1.GetDesktopRequest) (*smcpv1.GetDesktopResponse, error) {
+	sess, c, err := s.act(ctx, req.GetOfficeId())
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	ret, err := sess.GetDesktop(ctx, &smcpv1.GetDeskTopReq{
+		Agent: c.agent, ReqId: newReqID(), Computer: req.GetComputer(),
+		DesktopSize: req.DesktopSize, Window: req.Window,
+	})
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	return &smcpv1.GetDesktopResponse{Desktops: ret.GetDesktops()}, nil
+}
+
+func (s *service) GetFinder(ctx context.Context, req *smcpv1.GetFinderRequest) (*smcpv1.GetFinderResponse, error) {
+	sess, c, err := s.act(ctx, req.GetOfficeId())
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	ret, err := sess.GetFinder(ctx, &smcpv1.GetFinderReq{
+		Agent: c.agent, ReqId: newReqID(), Computer: req.GetComputer(),
+		Keywords: req.GetKeywords(), FileType: req.FileType, Offset: req.Offset, Limit: req.Limit,
+	})
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	return &smcpv1.GetFinderResponse{Documents: ret.GetDocuments(), TotalCount: ret.GetTotalCount()}, nil
+}
+
+func (s *service) ReadResource(ctx context.Context, req *smcpv1.ReadResourceRequest) (*smcpv1.ReadResourceResponse, error) {
+	sess, c, err := s.act(ctx, req.GetOfficeId())
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	ret, err := sess.ReadResource(ctx, &smcpv1.ReadResourceReq{
+		Agent: c.agent, ReqId: newReqID(), Computer: req.GetComputer(), Uri: req.GetUri(),
+	})
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	return &smcpv1.ReadResourceResponse{Contents: ret.GetContents()}, nil
+}

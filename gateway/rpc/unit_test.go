@@ -1,0 +1,206 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+func TestToConnect(t *testing.T) {
+	cases := []struct {
+		err      error
+		code     connect.Code
+		smcpCode int
+	}{
+		{smcp.Errorf(smcp.CodeBadRequest, "x"), connect.CodeInvalidArgument, 400},
+		{smcp.Errorf(smcp.CodeUnauthenticated, "x"), connect.CodeUnauthenticated, 401},
+		{smcp.Errorf(smcp.CodeForbidden, "x"), connect.CodePermissionDenied, 403},
+		{smcp.Errorf(smcp.CodeNotFound, "x"), connect.CodeNotFound, 404},
+		{smcp.Errorf(smcp.CodeTimeout, "x"), connect.CodeDeadlineExceeded, 408},
+		{smcp.Errorf(smcp.CodeInternal, "x"), connect.CodeInternal, 500},
+		{smcp.Errorf(smcp.CodeNotInOffice, "x"), connect.CodeFailedPrecondition, 4103},
+		{smcp.Errorf(smcp.CodeDocumentNotFound, "x"), connect.CodeNotFound, 4201},
+		{smcp.Errorf(smcp.CodePageOutOfRange, "x"), connect.CodeOutOfRange, 4202},
+		{smcp.Errorf(smcp.CodeElementNotFound, "x"), connect.CodeNotFound, 4203},
+		{smcp.Errorf(smcp.CodeInvalidDPEURI, "x"), connect.CodeInvalidArgument, 4204},
+		{smcp.Errorf(core.CodeTooManyPending, "x"), connect.CodeResourceExhausted, 429},
+		{smcp.Errorf(503, "x"), connect.CodeInternal, 503},
+		{smcp.Errorf(4999, "x"), connect.CodeUnknown, 4999},
+		{fmt.Errorf("wrapped: %w", smcp.Errorf(smcp.CodeForbidden, "x")), connect.CodePermissionDenied, 403},
+		{fmt.Errorf("db password=hunter2"), connect.CodeInternal, 500},
+	}
+	for _, c := range cases {
+		t.Run(c.err.Error(), func(t *testing.T) {
+			err := toConnect(c.err)
+			if got := connect.CodeOf(err); got != c.code {
+				t.Fatalf("code %v, want %v", got, c.code)
+			}
+			e, ok := SMCPError(err)
+			if !ok || e.Code != c.smcpCode {
+				t.Fatalf("detail %v %v, want code %d", e, ok, c.smcpCode)
+			}
+			if _, isSMCP := smcp.AsError(c.err); !isSMCP && e.Message != "internal error" {
+				t.Fatalf("internal error text leaked: %q", e.Message)
+			}
+		})
+	}
+	if toConnect(context.Canceled) != context.Canceled || toConnect(nil) != nil {
+		t.Fatal("context errors and nil must pass through")
+	}
+}
+
+// requestConn is a computer connection that never answers and reports each
+// request it receives.
+type requestConn struct{ requested chan string }
+
+func (requestConn) Notify(core.Notification) {}
+func (c requestConn) Request(event string, _ json.RawMessage, _ func(json.RawMessage, error)) {
+	c.requested <- event
+}
+
+func TestToConnectComputerGone(t *testing.T) {
+	// The core's error for a computer that left before answering maps to
+	// Unavailable with the SMCP 404.
+	hub := core.New(core.Config{})
+	p := &core.Principal{ID: "t"}
+	conn := requestConn{requested: make(chan string, 1)}
+	comp, err := hub.Attach("c1", p, conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := comp.Join(&smcpv1.EnterOfficeReq{Role: smcp.RoleComputer, Name: "pc", OfficeId: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	agent, err := hub.ActAsAgent(p, "o", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := agent.GetTools(t.Context(), &smcpv1.GetToolsReq{Agent: "a", ReqId: "r", Computer: "pc"})
+		errc <- err
+	}()
+	<-conn.requested
+	comp.Close()
+	err = toConnect(<-errc)
+	if connect.CodeOf(err) != connect.CodeUnavailable {
+		t.Fatalf("code %v", connect.CodeOf(err))
+	}
+	if e, ok := SMCPError(err); !ok || e.Code != smcp.CodeNotFound {
+		t.Fatalf("detail %v", e)
+	}
+}
+
+func TestCredential(t *testing.T) {
+	s := New(core.New(core.Config{}), core.AllowAll{}, Options{})
+	cases := []struct {
+		headers []string
+		want    string
+		err     bool
+	}{
+		{nil, "", false},
+		{[]string{"x-api-key", " k1 "}, "k1", false},
+		{[]string{"authorization", "Bearer k2"}, "k2", false},
+		{[]string{"authorization", "bearer k2"}, "k2", false},
+		{[]string{"x-api-key", "k1", "authorization", "Bearer k1"}, "k1", false},
+		{[]string{"x-api-key", "k1", "authorization", "Bearer k2"}, "", true},
+		{[]string{"authorization", "Basic k2"}, "", true},
+		{[]string{"authorization", "k2"}, "", true},
+	}
+	for _, c := range cases {
+		h := http.Header{}
+		for i := 0; i < len(c.headers); i += 2 {
+			h.Set(c.headers[i], c.headers[i+1])
+		}
+		got, err := s.credential(h)
+		if (err != nil) != c.err || got != c.want {
+			t.Errorf("%v: got %q, %v", c.headers, got, err)
+		}
+	}
+}
+
+func TestAgentName(t *testing.T) {
+	s := New(core.New(core.Config{}), core.AllowAll{}, Options{DefaultAgent: "dflt"})
+	fixed := &core.Principal{Name: "alice"}
+	free := &core.Principal{}
+	cases := []struct {
+		p      *core.Principal
+		header string
+		want   string
+		code   int
+	}{
+		{fixed, "", "alice", 0},
+		{fixed, "alice", "alice", 0},
+		{fixed, "bob", "", smcp.CodeForbidden},
+		{free, "", "dflt", 0},
+		{free, " bob ", "bob", 0},
+		{free, "bo\nb", "", smcp.CodeBadRequest},
+		{free, string(make([]byte, 200)), "", smcp.CodeBadRequest},
+	}
+	for _, c := range cases {
+		got, err := s.agentName(c.p, c.header)
+		e, _ := smcp.AsError(err)
+		if got != c.want || (c.code == 0) != (err == nil) || (e != nil && e.Code != c.code) {
+			t.Errorf("agentName(%q, %q) = %q, %v", c.p.Name, c.header, got, err)
+		}
+	}
+}
+
+func TestWatchResponseEveryEvent(t *testing.T) {
+	name := "x"
+	cases := []struct {
+		event   string
+		payload proto.Message
+	}{
+		{smcp.NotifyEnterOffice, &smcpv1.EnterOfficeNotification{OfficeId: "o", Computer: &name}},
+		{smcp.NotifyLeaveOffice, &smcpv1.LeaveOfficeNotification{OfficeId: "o", Agent: &name}},
+		{smcp.NotifyUpdateConfig, &smcpv1.UpdateComputerConfigReq{Computer: name}},
+		{smcp.NotifyUpdateToolList, &smcpv1.UpdateComputerConfigReq{Computer: name}},
+		{smcp.NotifyUpdateDesktop, &smcpv1.UpdateComputerConfigReq{Computer: name}},
+		{smcp.NotifyUpdateFinder, &smcpv1.UpdateComputerConfigReq{Computer: name}},
+		{smcp.NotifyToolCallCancel, &smcpv1.AgentCallData{Agent: name, ReqId: "r"}},
+	}
+	for _, c := range cases {
+		wire, err := smcp.ToWire(c.payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := watchResponse(core.Notification{Event: c.event, OfficeID: "o", Payload: c.payload, Wire: wire})
+		if err != nil {
+			t.Fatalf("%s: %v", c.event, err)
+		}
+		// In wire JSON the payload sits under the event's own name.
+		b, err := smcp.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		if string(m["event"]) != `"`+c.event+`"` {
+			t.Fatalf("%s: event %s", c.event, m["event"])
+		}
+		var got, want any
+		_ = json.Unmarshal(m[strings.TrimPrefix(c.event, "notify:")], &got)
+		_ = json.Unmarshal(wire, &want)
+		if !reflect.DeepEqual(got, want) || got == nil {
+			t.Fatalf("%s: %s, want payload %s", c.event, b, wire)
+		}
+	}
+	if _, err := watchResponse(core.Notification{Event: smcp.NotifyEnterOffice, Payload: &smcpv1.UpdateComputerConfigReq{}}); err == nil {
+		t.Fatal("a payload that does not match its event was accepted")
+	}
+}

@@ -1,0 +1,102 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"connectrpc.com/connect"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// WatchOffice streams the office's notifications. The caller holds the
+// office as its agent for as long as the stream is open, so the same rule
+// applies as for every other call: a different agent in the office refuses
+// the watch, and no other agent can join while it runs.
+//
+// The response headers are sent as soon as the watch is registered, so a
+// client that has them knows no later notification will be missed. A reader
+// too slow to keep up is dropped by the hub (the hub never waits for it) and
+// the stream ends with ResourceExhausted; the client cancelling ends it
+// cleanly; a gateway shutting down ends it with Unavailable.
+func (s *service) WatchOffice(ctx context.Context, req *smcpv1.WatchOfficeRequest, stream *connect.ServerStream[smcpv1.WatchOfficeResponse]) error {
+	sess, c, err := s.act(ctx, req.GetOfficeId())
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	w, err := s.hub.Watch(c.principal, req.GetOfficeId())
+	if err != nil {
+		return toConnect(err)
+	}
+	defer w.Close()
+	if err := stream.Send(nil); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.closing.Done():
+			return connect.NewError(connect.CodeUnavailable, errors.New("gateway is shutting down"))
+		case n, ok := <-w.C():
+			if !ok {
+				if errors.Is(w.Err(), core.ErrWatchOverflow) {
+					return connect.NewError(connect.CodeResourceExhausted,
+						fmt.Errorf("the stream fell more than %d notifications behind", s.hub.Config().WatchBuffer))
+				}
+				return nil
+			}
+			msg, err := watchResponse(n)
+			if err != nil {
+				s.log.Error("watch: unknown notification", "event", n.Event, "err", err)
+				continue
+			}
+			if err := stream.Send(msg); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// watchResponse puts a hub notification in its oneof case.
+func watchResponse(n core.Notification) (*smcpv1.WatchOfficeResponse, error) {
+	out := &smcpv1.WatchOfficeResponse{Event: n.Event}
+	mismatch := fmt.Errorf("payload %T does not match %s", n.Payload, n.Event)
+	switch p := n.Payload.(type) {
+	case *smcpv1.EnterOfficeNotification:
+		if n.Event != smcp.NotifyEnterOffice {
+			return nil, mismatch
+		}
+		out.Notification = &smcpv1.WatchOfficeResponse_EnterOffice{EnterOffice: p}
+	case *smcpv1.LeaveOfficeNotification:
+		if n.Event != smcp.NotifyLeaveOffice {
+			return nil, mismatch
+		}
+		out.Notification = &smcpv1.WatchOfficeResponse_LeaveOffice{LeaveOffice: p}
+	case *smcpv1.AgentCallData:
+		if n.Event != smcp.NotifyToolCallCancel {
+			return nil, mismatch
+		}
+		out.Notification = &smcpv1.WatchOfficeResponse_ToolCallCancel{ToolCallCancel: p}
+	case *smcpv1.UpdateComputerConfigReq:
+		switch n.Event {
+		case smcp.NotifyUpdateConfig:
+			out.Notification = &smcpv1.WatchOfficeResponse_UpdateConfig{UpdateConfig: p}
+		case smcp.NotifyUpdateToolList:
+			out.Notification = &smcpv1.WatchOfficeResponse_UpdateToolList{UpdateToolList: p}
+		case smcp.NotifyUpdateDesktop:
+			out.Notification = &smcpv1.WatchOfficeResponse_UpdateDesktop{UpdateDesktop: p}
+		case smcp.NotifyUpdateFinder:
+			out.Notification = &smcpv1.WatchOfficeResponse_UpdateFinder{UpdateFinder: p}
+		default:
+			return nil, mismatch
+		}
+	default:
+		return nil, mismatch
+	}
+	return out, nil
+}

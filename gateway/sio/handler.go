@@ -1,0 +1,223 @@
+package sio
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+
+	"github.com/zishang520/socket.io/servers/socket/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// handler serves the events of one socket.
+type handler struct {
+	srv  *Server
+	sess *core.Session
+	ctx  context.Context // ends when the socket disconnects
+	log  *slog.Logger
+}
+
+// event adapts fn to the library's listener: it splits the payload from the
+// ack and turns a panic into a 500 rather than losing the socket.
+func (h *handler) event(fn func(payload any, ack socket.Ack)) func(args ...any) {
+	return func(args ...any) {
+		var ack socket.Ack
+		if n := len(args); n > 0 {
+			if a, ok := args[n-1].(socket.Ack); ok {
+				ack = a
+				args = args[:n-1]
+			}
+		}
+		var payload any
+		if len(args) > 0 {
+			payload = args[0]
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				h.log.Error("event handler panicked", "panic", r)
+				if ack != nil {
+					ack([]any{smcp.Errorf(smcp.CodeInternal, "internal error").Wire()}, nil)
+				}
+			}
+		}()
+		fn(payload, ack)
+	}
+}
+
+// raw re-encodes a payload as the library decoded it, refusing what is not a
+// JSON object or is larger than the limit.
+func (h *handler) raw(payload any) (json.RawMessage, error) {
+	if payload == nil {
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "payload must be a JSON object, got nothing")
+	}
+	if _, ok := payload.(map[string]any); !ok {
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "payload must be a JSON object")
+	}
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "payload does not encode as JSON: %v", err)
+	}
+	if len(b) > h.srv.cfg.MaxMessageBytes {
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "payload of %d bytes exceeds the limit of %d", len(b), h.srv.cfg.MaxMessageBytes)
+	}
+	return b, nil
+}
+
+func (h *handler) decode(payload any, m proto.Message) error {
+	b, err := h.raw(payload)
+	if err != nil {
+		return err
+	}
+	if err := smcp.Unmarshal(b, m); err != nil {
+		return smcp.Errorf(smcp.CodeBadRequest, "%v", err)
+	}
+	return nil
+}
+
+// flat answers with a flat error.
+func flat(ack socket.Ack, err error) {
+	if ack == nil {
+		return
+	}
+	ack([]any{wireError(err)}, nil)
+}
+
+func wireError(err error) map[string]any {
+	if e, ok := smcp.AsError(err); ok {
+		return e.Wire()
+	}
+	return smcp.Errorf(smcp.CodeInternal, "internal error").Wire()
+}
+
+// officeAck answers join and leave: [true, null] or [false, "<reason>"].
+func officeAck(ack socket.Ack, err error) {
+	if ack == nil {
+		return
+	}
+	if err == nil {
+		ack([]any{true, nil}, nil)
+		return
+	}
+	reason := "internal error"
+	if e, ok := smcp.AsError(err); ok {
+		reason = e.Message
+	}
+	ack([]any{false, reason}, nil)
+}
+
+func (h *handler) join(payload any, ack socket.Ack) {
+	var req smcpv1.EnterOfficeReq
+	err := h.decode(payload, &req)
+	if err == nil {
+		err = h.sess.Join(&req)
+	}
+	if err != nil {
+		h.log.Info("join refused", "office", req.GetOfficeId(), "name", req.GetName(), "role", req.GetRole(), "reason", err)
+	}
+	officeAck(ack, err)
+}
+
+func (h *handler) leave(payload any, ack socket.Ack) {
+	var req smcpv1.LeaveOfficeReq
+	err := h.decode(payload, &req)
+	if err == nil {
+		err = h.sess.Leave(req.GetOfficeId())
+	}
+	officeAck(ack, err)
+}
+
+func (h *handler) listRoom(payload any, ack socket.Ack) {
+	var req smcpv1.ListRoomReq
+	if err := h.decode(payload, &req); err != nil {
+		flat(ack, err)
+		return
+	}
+	sessions, err := h.sess.ListRoom(req.GetOfficeId())
+	if err != nil {
+		flat(ack, err)
+		return
+	}
+	answer(ack, &smcpv1.ListRoomRet{Sessions: sessions, ReqId: req.GetReqId()})
+}
+
+func answer(ack socket.Ack, m proto.Message) {
+	if ack == nil {
+		return
+	}
+	b, err := smcp.ToWire(m)
+	if err != nil {
+		flat(ack, smcp.Errorf(smcp.CodeInternal, "encode answer"))
+		return
+	}
+	ack([]any{b}, nil)
+}
+
+// update and cancel have no ack in the protocol: refusals are ignored (and
+// logged). A client that asked for an ack anyway gets one.
+func (h *handler) update(event string, payload any, ack socket.Ack) {
+	var req smcpv1.UpdateComputerConfigReq
+	err := h.decode(payload, &req)
+	if err == nil {
+		err = h.sess.Update(event)
+	}
+	h.fireAndForget(event, ack, err)
+}
+
+func (h *handler) cancel(payload any, ack socket.Ack) {
+	var req smcpv1.AgentCallData
+	err := h.decode(payload, &req)
+	if err == nil {
+		err = h.sess.CancelToolCall(&req)
+	}
+	h.fireAndForget(smcp.EventToolCallCancel, ack, err)
+}
+
+func (h *handler) fireAndForget(event string, ack socket.Ack, err error) {
+	if err != nil {
+		h.log.Debug("event ignored", "event", event, "reason", err)
+		flat(ack, err)
+		return
+	}
+	if ack != nil {
+		ack([]any{}, nil)
+	}
+}
+
+func (h *handler) route(event string, payload any, ack socket.Ack) {
+	if ack == nil {
+		h.log.Warn("client event without an ack: nowhere to answer, dropped", "event", event)
+		return
+	}
+	b, err := h.raw(payload)
+	if err != nil {
+		flat(ack, err)
+		return
+	}
+	req, err := core.ParseRequest(event, b)
+	if err != nil {
+		flat(ack, err)
+		return
+	}
+	if !h.srv.begin() {
+		flat(ack, smcp.Errorf(CodeUnavailable, "gateway is shutting down"))
+		return
+	}
+	go func() {
+		defer h.srv.end()
+		out, err := h.sess.Route(h.ctx, req)
+		switch {
+		case errors.Is(err, context.Canceled):
+			return // the agent is gone: drop silently
+		case err != nil:
+			flat(ack, err)
+		default:
+			ack([]any{json.RawMessage(bytes.TrimSpace(out))}, nil)
+		}
+	}()
+}

@@ -1,0 +1,321 @@
+// Package sio is the Socket.IO front end of the gateway: the /smcp namespace
+// on a zishang520 socket.io server, mounted as an http.Handler. It decodes,
+// authenticates and encodes; every rule lives in gateway/core.
+package sio
+
+import (
+	"context"
+	"encoding/json"
+
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zishang520/socket.io/servers/socket/v3"
+	"github.com/zishang520/socket.io/v3/pkg/types"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// Defaults of Config.
+const (
+	DefaultPath            = "/socket.io/"
+	DefaultAPIKeyHeader    = "x-api-key"
+	DefaultMaxMessageBytes = 1 << 20
+)
+
+// CodeUnavailable refuses connections and new requests while the gateway
+// drains for shutdown.
+const CodeUnavailable = 503
+
+// Config tunes the front end. Zero fields take the defaults.
+type Config struct {
+	// Path is the Engine.IO HTTP path.
+	Path string
+	// APIKeyHeader is the header carrying the API key.
+	APIKeyHeader string
+	// MaxMessageBytes bounds an event's payload: larger payloads get a flat
+	// 400 and the connection survives. Engine.IO frames above twice this
+	// size close the connection.
+	MaxMessageBytes int
+	// RequireVersion refuses handshakes without the a2c_version parameter.
+	RequireVersion bool
+	Logger         *slog.Logger
+}
+
+// Server is the Socket.IO front end.
+type Server struct {
+	cfg     Config
+	hub     *core.Hub
+	auth    core.Authenticator
+	log     *slog.Logger
+	io      *socket.Server
+	handler http.Handler
+
+	mu       sync.Mutex
+	draining bool
+	inflight int
+	idle     chan struct{} // closed when draining and inflight reaches 0
+}
+
+// New builds the front end over hub. auth must not be nil: use
+// core.AllowAll{} for an insecure gateway.
+func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
+	if cfg.Path == "" {
+		cfg.Path = DefaultPath
+	}
+	if !strings.HasSuffix(cfg.Path, "/") {
+		cfg.Path += "/"
+	}
+	if cfg.APIKeyHeader == "" {
+		cfg.APIKeyHeader = DefaultAPIKeyHeader
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, hub: hub, auth: auth, log: cfg.Logger, idle: make(chan struct{})}
+
+	opts := socket.DefaultServerOptions()
+	opts.SetPath(strings.TrimSuffix(cfg.Path, "/"))
+	opts.SetServeClient(false)
+	opts.SetTransports(types.NewSet(socket.Polling, socket.WebSocket))
+	opts.SetMaxHttpBufferSize(int64(2 * cfg.MaxMessageBytes))
+	// The library can drop a namespace CONNECT that arrives right after the
+	// Engine.IO handshake; closing such connections soon lets the client
+	// reconnect instead of hanging for the default 45 s.
+	opts.SetConnectTimeout(5 * time.Second)
+	s.io = socket.NewServer(nil, opts)
+	engine := s.io.ServeHandler(opts)
+	s.handler = versionCheck(cfg.RequireVersion, engine)
+
+	nsp := s.io.Of(smcp.Namespace, nil)
+	nsp.Use(s.authenticate)
+	_ = nsp.On("connection", func(args ...any) {
+		if sock, ok := args[0].(*socket.Socket); ok {
+			s.onConnection(sock)
+		}
+	})
+	return s
+}
+
+// Path is where Handler must be mounted.
+func (s *Server) Path() string { return s.cfg.Path }
+
+// Handler serves Engine.IO at Path.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Drain refuses new connections and requests, then waits until the requests
+// in flight are answered or ctx ends.
+func (s *Server) Drain(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.draining {
+		s.draining = true
+		if s.inflight == 0 {
+			close(s.idle)
+		}
+	}
+	s.mu.Unlock()
+	select {
+	case <-s.idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("sio: %d requests still in flight: %w", s.inFlight(), ctx.Err())
+	}
+}
+
+// Close closes every connection, first giving queued packets (the answers of
+// the last calls) up to a second to reach the wire: the library discards
+// unsent packets on close. Clients see a transport close and reconnect, as
+// they should when a gateway restarts.
+func (s *Server) Close() {
+	deadline := time.Now().Add(time.Second)
+	for !s.flushed() && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Written is not yet read: the Go client, for one, handles a transport
+	// close before the data that preceded it. Linger briefly.
+	time.Sleep(closeLinger)
+	s.io.Close(nil)
+}
+
+const closeLinger = 200 * time.Millisecond
+
+// flushed reports whether no socket has packets on their way: a transport is
+// not writable while it sends, or (polling) until the client polls again.
+func (s *Server) flushed() bool {
+	all := true
+	s.io.Of(smcp.Namespace, nil).Sockets().Range(func(_ socket.SocketId, sock *socket.Socket) bool {
+		if conn := sock.Conn(); conn != nil && conn.Transport() != nil && !conn.Transport().Writable() {
+			all = false
+		}
+		return all
+	})
+	return all
+}
+
+func (s *Server) inFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight
+}
+
+// begin counts a request in flight; false while draining.
+func (s *Server) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return false
+	}
+	s.inflight++
+	return true
+}
+
+func (s *Server) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inflight--
+	if s.draining && s.inflight == 0 {
+		close(s.idle)
+	}
+}
+
+// authenticate is the namespace middleware: a refused connect gets a
+// connect_error whose data is a flat error.
+func (s *Server) authenticate(sock *socket.Socket, next func(*socket.ExtendedError)) {
+	refuse := func(e *smcp.Error) {
+		next(socket.NewExtendedError(e.Message, e.Wire()))
+	}
+	s.mu.Lock()
+	draining := s.draining
+	s.mu.Unlock()
+	if draining {
+		refuse(smcp.Errorf(CodeUnavailable, "gateway is shutting down"))
+		return
+	}
+	p, err := s.auth.Authenticate(context.Background(), s.credential(sock))
+	if err != nil {
+		e, ok := smcp.AsError(err)
+		if !ok {
+			s.log.Error("authenticator failed", "err", err)
+			e = smcp.Errorf(smcp.CodeUnauthenticated, "authentication failed")
+		}
+		s.log.Info("connection refused", "sid", string(sock.Id()), "addr", sock.Handshake().Address, "reason", e.Message)
+		refuse(e)
+		return
+	}
+	sock.SetData(p)
+	next(nil)
+}
+
+func (s *Server) credential(sock *socket.Socket) string {
+	if req := sock.Request(); req != nil {
+		if v := req.Request().Header.Get(s.cfg.APIKeyHeader); v != "" {
+			return v
+		}
+	}
+	auth := sock.Handshake().Auth
+	for _, k := range []string{"api_key", "token"} {
+		if v, ok := auth[k].(string); ok && v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func (s *Server) onConnection(sock *socket.Socket) {
+	p, _ := sock.Data().(*core.Principal)
+	if p == nil {
+		sock.Disconnect(true)
+		return
+	}
+	sid := string(sock.Id())
+	sess, err := s.hub.Attach(sid, p, &conn{sock: sock})
+	if err != nil {
+		s.log.Error("attach session", "sid", sid, "err", err)
+		sock.Disconnect(true)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	log := s.log.With("sid", sid, "key", p.ID)
+	log.Info("connected", "addr", sock.Handshake().Address)
+	h := &handler{srv: s, sess: sess, ctx: ctx, log: log}
+
+	// Quick events run inline, in the socket's order (a join is done before
+	// the next event is read). client: events wait for a computer, so they
+	// run in their own goroutine and never hold the socket's queue.
+	_ = sock.On(smcp.EventJoinOffice, h.event(h.join))
+	_ = sock.On(smcp.EventLeaveOffice, h.event(h.leave))
+	_ = sock.On(smcp.EventListRoom, h.event(h.listRoom))
+	_ = sock.On(smcp.EventToolCallCancel, h.event(h.cancel))
+	for ev := range smcp.UpdateNotification {
+		_ = sock.On(ev, h.event(func(payload any, ack socket.Ack) { h.update(ev, payload, ack) }))
+	}
+	for _, ev := range smcp.ClientEvents {
+		_ = sock.On(ev, h.event(func(payload any, ack socket.Ack) { h.route(ev, payload, ack) }))
+	}
+	sock.OnAny(func(args ...any) {
+		name, _ := args[0].(string)
+		if known[name] {
+			return
+		}
+		if ack, ok := args[len(args)-1].(socket.Ack); ok {
+			ack([]any{smcp.Errorf(smcp.CodeBadRequest, "unknown event %q", name).Wire()}, nil)
+		}
+	})
+	_ = sock.On("disconnect", func(args ...any) {
+		cancel()
+		sess.Close()
+		log.Info("disconnected", "reason", fmt.Sprint(args...))
+	})
+}
+
+var known = func() map[string]bool {
+	m := map[string]bool{
+		smcp.EventJoinOffice: true, smcp.EventLeaveOffice: true, smcp.EventListRoom: true,
+		smcp.EventToolCallCancel: true,
+	}
+	for ev := range smcp.UpdateNotification {
+		m[ev] = true
+	}
+	for _, ev := range smcp.ClientEvents {
+		m[ev] = true
+	}
+	return m
+}()
+
+// conn is how the core reaches one socket.
+type conn struct {
+	sock *socket.Socket
+}
+
+func (c *conn) Notify(n core.Notification) {
+	_ = c.sock.Emit(n.Event, n.Wire)
+}
+
+// Request emits with an ack and no library timeout: the core keeps the
+// deadline, and the library's timeout paths are racy or leak (DESIGN.md).
+func (c *conn) Request(event string, payload json.RawMessage, done func(json.RawMessage, error)) {
+	c.sock.EmitWithAck(event, payload)(func(args []any, err error) {
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		if len(args) == 0 {
+			done(json.RawMessage("null"), nil)
+			return
+		}
+		b, err := json.Marshal(args[0])
+		if err != nil {
+			done(nil, fmt.Errorf("encode answer: %w", err))
+			return
+		}
+		done(b, nil)
+	})
+}

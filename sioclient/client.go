@@ -1,0 +1,502 @@
+// Package sioclient is a small Socket.IO client for the /smcp namespace,
+// shared by the agent client and the computer runtime. It connects with an API
+// key, sends requests and waits for their acks, serves the gateway's requests
+// (handlers with ack), delivers notifications in order, and re-joins the
+// office after a reconnect.
+package sioclient
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/zishang520/socket.io/clients/engine/v3/transports"
+	"github.com/zishang520/socket.io/clients/socket/v3"
+	sockettypes "github.com/zishang520/socket.io/servers/socket/v3"
+	"github.com/zishang520/socket.io/v3/pkg/types"
+	"google.golang.org/protobuf/proto"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// Options configure a Client.
+type Options struct {
+	// URL of the gateway, e.g. "http://127.0.0.1:8080".
+	URL string
+	// Path is the Engine.IO path (default "/socket.io/").
+	Path string
+	// APIKey is sent in the APIKeyHeader header, or in the auth object
+	// ({"api_key": ...}) when KeyInAuth is set.
+	APIKey       string
+	APIKeyHeader string
+	KeyInAuth    bool
+	// ConnectTimeout bounds each connection attempt (default 2 s: the library
+	// does not report a refused dial and waits the whole timeout).
+	ConnectTimeout time.Duration
+	// NoReconnect disables automatic reconnection once connected (Dial itself
+	// retries until its ctx ends or the gateway refuses).
+	NoReconnect bool
+	// ReconnectDelay is the first delay between attempts (default 200 ms,
+	// backing off to 5 s).
+	ReconnectDelay time.Duration
+	TLSConfig      *tls.Config
+	Logger         *slog.Logger
+}
+
+// Client is one connection to the /smcp namespace.
+type Client struct {
+	opts    Options
+	log     *slog.Logger
+	manager *socket.Manager
+	sock    *socket.Socket
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	notes  chan note
+
+	mu        sync.Mutex
+	joined    *smcpv1.EnterOfficeReq // re-joined after a reconnect
+	connects  int
+	onRejoin  func(error)
+	onConnect []func()
+}
+
+type note struct {
+	fn      func(json.RawMessage)
+	payload json.RawMessage
+}
+
+// Dial connects and returns once the namespace is joined. A refused connect
+// returns the gateway's *smcp.Error (401 for a bad key).
+func Dial(ctx context.Context, o Options) (*Client, error) {
+	if o.URL == "" {
+		return nil, errors.New("sioclient: URL is required")
+	}
+	if o.Path == "" {
+		o.Path = "/socket.io/"
+	}
+	if o.APIKeyHeader == "" {
+		o.APIKeyHeader = "x-api-key"
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 2 * time.Second
+	}
+	if o.ReconnectDelay <= 0 {
+		o.ReconnectDelay = 200 * time.Millisecond
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	mopts := socket.DefaultManagerOptions()
+	mopts.SetPath(o.Path)
+	mopts.SetAutoConnect(false)
+	// The first attempt is bounded by dialOnce's own timer; see there.
+	mopts.SetTimeout(firstAttemptTimeout)
+	mopts.SetReconnection(!o.NoReconnect)
+	mopts.SetReconnectionDelay(float64(o.ReconnectDelay.Milliseconds()))
+	mopts.SetReconnectionDelayMax(5000)
+	// WebSocket only, and explicitly: the library otherwise picks the first
+	// transport at random, and its polling transport (v3.0.1) stalls after
+	// the first POST. Browsers and Node clients use polling fine.
+	mopts.SetTransports(types.NewSet[transports.TransportCtor](transports.WebSocket))
+	mopts.SetQuery(url.Values{"a2c_version": {smcp.ProtocolVersion}})
+	if o.TLSConfig != nil {
+		mopts.SetTLSClientConfig(o.TLSConfig)
+	}
+	sopts := socket.DefaultSocketOptions()
+	if o.APIKey != "" {
+		if o.KeyInAuth {
+			sopts.SetAuth(map[string]any{"api_key": o.APIKey})
+		} else {
+			mopts.SetExtraHeaders(http.Header{o.APIKeyHeader: {o.APIKey}})
+		}
+	}
+
+	for {
+		c, err := dialOnce(ctx, o, mopts, sopts)
+		if err == nil {
+			return c, nil
+		}
+		if _, refused := smcp.AsError(err); refused || ctx.Err() != nil {
+			return nil, err
+		}
+		o.Logger.Debug("connect attempt failed, retrying", "url", o.URL, "err", err)
+		select {
+		case <-time.After(o.ReconnectDelay):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("sioclient: connect %s: %w (last attempt: %v)", o.URL, ctx.Err(), err)
+		}
+	}
+}
+
+var errAttemptTimeout = errors.New("no namespace connect in time")
+
+// firstAttemptTimeout is the library's own timeout for the first attempt.
+// Its timer can outlive a fast handshake (it is registered after the engine
+// may already be open) and then closes a healthy connection when it fires;
+// so the first attempt gets a timer too long to matter, and reconnects get
+// ConnectTimeout (they need it: a refused dial is not reported).
+const firstAttemptTimeout = 24 * time.Hour
+
+// dialOnce makes one connection attempt bounded by ConnectTimeout. Attempts
+// are retried from scratch because the library loses a fast loopback
+// handshake now and then: the client may miss its engine's "open" event, and
+// the server may drop a CONNECT packet that arrives before it listens.
+func dialOnce(ctx context.Context, o Options, mopts *socket.ManagerOptions, sopts *socket.SocketOptions) (*Client, error) {
+	cctx, cancel := context.WithCancel(context.Background())
+	c := &Client{opts: o, log: o.Logger, ctx: cctx, cancel: cancel, notes: make(chan note, 256)}
+	c.manager = socket.NewManager(o.URL, mopts)
+	c.sock = c.manager.Socket(smcp.Namespace, sopts) // not connected yet: autoConnect is off
+	go c.deliver()
+	timer := time.NewTimer(o.ConnectTimeout)
+	defer timer.Stop()
+	fail := func(err error) (*Client, error) {
+		c.Close()
+		return nil, err
+	}
+
+	// Open the engine first and only then the namespace: when the engine
+	// opens while Socket.Connect runs, the library sends CONNECT twice and
+	// the server drops the connection.
+	opened := make(chan error, 1)
+	c.manager.Open(func(err error) { opened <- err })
+	select {
+	case err := <-opened:
+		if err != nil {
+			return fail(fmt.Errorf("sioclient: connect %s: %w", o.URL, err))
+		}
+	case <-timer.C:
+		return fail(fmt.Errorf("sioclient: connect %s: %w", o.URL, errAttemptTimeout))
+	case <-ctx.Done():
+		return fail(fmt.Errorf("sioclient: connect %s: %w", o.URL, ctx.Err()))
+	}
+	connected := make(chan error, 1)
+	_ = c.sock.On("connect", func(...any) {
+		c.mu.Lock()
+		c.connects++
+		reconnect := c.connects > 1
+		hooks := append([]func(){}, c.onConnect...)
+		c.mu.Unlock()
+		select {
+		case connected <- nil:
+		default:
+		}
+		for _, h := range hooks {
+			go h()
+		}
+		if reconnect {
+			go c.rejoin()
+		}
+	})
+	_ = c.sock.On("connect_error", func(args ...any) {
+		err := connectError(args)
+		c.log.Debug("connect error", "err", err)
+		select {
+		case connected <- err:
+		default:
+		}
+	})
+	c.sock.Connect()
+	select {
+	case err := <-connected:
+		if err != nil {
+			return fail(err)
+		}
+		c.manager.SetTimeout(o.ConnectTimeout)
+		return c, nil
+	case <-timer.C:
+		return fail(fmt.Errorf("sioclient: connect %s: %w", o.URL, errAttemptTimeout))
+	case <-ctx.Done():
+		return fail(fmt.Errorf("sioclient: connect %s: %w", o.URL, ctx.Err()))
+	}
+}
+
+// connectError turns a connect_error into an *smcp.Error when the gateway
+// sent a flat error as its data.
+func connectError(args []any) error {
+	if len(args) == 0 {
+		return errors.New("sioclient: connect failed")
+	}
+	err, _ := args[0].(error)
+	var ext *types.ExtendedError
+	if errors.As(err, &ext) {
+		if b, jerr := json.Marshal(ext.Data); jerr == nil {
+			if e, ok := smcp.ErrorFromAnswer(b); ok {
+				return e
+			}
+		}
+		return fmt.Errorf("sioclient: connect refused: %s", ext.Message)
+	}
+	if err != nil {
+		return fmt.Errorf("sioclient: connect failed: %w", err)
+	}
+	return fmt.Errorf("sioclient: connect failed: %v", args[0])
+}
+
+// ID is the current Socket.IO session id ("" while disconnected).
+func (c *Client) ID() string { return c.sock.Id() }
+
+// Connected reports whether the client is connected now.
+func (c *Client) Connected() bool { return c.sock.Connected() }
+
+// Close disconnects for good.
+func (c *Client) Close() {
+	c.cancel()
+	c.sock.Disconnect()
+}
+
+// OnConnect registers fn to run (in its own goroutine) after every connect,
+// the first one included.
+func (c *Client) OnConnect(fn func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onConnect = append(c.onConnect, fn)
+}
+
+// OnRejoin registers fn to learn how the automatic re-join after a reconnect
+// went (nil on success).
+func (c *Client) OnRejoin(fn func(error)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onRejoin = fn
+}
+
+// encode turns a payload into what the library emits: proto messages in their
+// wire form, json.RawMessage as is, anything else through encoding/json.
+func encode(payload any) (json.RawMessage, error) {
+	switch p := payload.(type) {
+	case proto.Message:
+		return smcp.ToWire(p)
+	case json.RawMessage:
+		return p, nil
+	default:
+		return json.Marshal(p)
+	}
+}
+
+// Emit sends an event without an ack.
+func (c *Client) Emit(event string, payload any) error {
+	b, err := encode(payload)
+	if err != nil {
+		return fmt.Errorf("sioclient: encode %s: %w", event, err)
+	}
+	return c.sock.Emit(event, b)
+}
+
+// RequestArgs emits event with an ack and returns the ack's arguments.
+func (c *Client) RequestArgs(ctx context.Context, event string, payload any) ([]json.RawMessage, error) {
+	b, err := encode(payload)
+	if err != nil {
+		return nil, fmt.Errorf("sioclient: encode %s: %w", event, err)
+	}
+	type result struct {
+		args []any
+		err  error
+	}
+	ch := make(chan result, 1)
+	c.sock.EmitWithAck(event, b)(func(args []any, err error) {
+		ch <- result{args, err}
+	})
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return nil, fmt.Errorf("sioclient: %s: %w", event, r.err)
+		}
+		out := make([]json.RawMessage, len(r.args))
+		for i, a := range r.args {
+			if out[i], err = json.Marshal(a); err != nil {
+				return nil, fmt.Errorf("sioclient: %s: decode ack: %w", event, err)
+			}
+		}
+		return out, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("sioclient: %s: %w", event, ctx.Err())
+	case <-c.ctx.Done():
+		return nil, fmt.Errorf("sioclient: %s: client closed", event)
+	}
+}
+
+// Request emits event with an ack and returns the ack's first argument. A flat
+// protocol error in the ack is returned as *smcp.Error.
+func (c *Client) Request(ctx context.Context, event string, payload any) (json.RawMessage, error) {
+	args, err := c.RequestArgs(ctx, event, payload)
+	if err != nil {
+		return nil, err
+	}
+	if len(args) == 0 {
+		return nil, fmt.Errorf("sioclient: %s: empty ack", event)
+	}
+	if e, ok := smcp.ErrorFromAnswer(args[0]); ok {
+		return nil, e
+	}
+	return args[0], nil
+}
+
+// RequestInto is Request decoding the answer into out.
+func (c *Client) RequestInto(ctx context.Context, event string, payload any, out proto.Message) error {
+	raw, err := c.Request(ctx, event, payload)
+	if err != nil {
+		return err
+	}
+	return smcp.DecodeAnswer(raw, out)
+}
+
+// On delivers every event named event to fn, one at a time in arrival order,
+// on the client's delivery goroutine: fn should return quickly.
+func (c *Client) On(event string, fn func(payload json.RawMessage)) {
+	_ = c.sock.On(types.EventName(event), func(args ...any) {
+		var payload json.RawMessage
+		if len(args) > 0 {
+			if _, isAck := args[0].(sockettypes.Ack); !isAck {
+				payload, _ = json.Marshal(args[0])
+			}
+		}
+		select {
+		case c.notes <- note{fn, payload}:
+		case <-c.ctx.Done():
+		}
+	})
+}
+
+func (c *Client) deliver() {
+	for {
+		select {
+		case n := <-c.notes:
+			n.fn(n.payload)
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// Handler answers a request from the gateway. The answer is encoded like an
+// Emit payload; an error is sent as a flat error (an *smcp.Error keeps its
+// code, anything else is a 500).
+type Handler func(ctx context.Context, payload json.RawMessage) (any, error)
+
+// Handle serves requests named event, each in its own goroutine. ctx ends
+// when the client closes.
+func (c *Client) Handle(event string, h Handler) {
+	_ = c.sock.On(types.EventName(event), func(args ...any) {
+		var ack sockettypes.Ack
+		if n := len(args); n > 0 {
+			ack, _ = args[n-1].(sockettypes.Ack)
+			if ack != nil {
+				args = args[:n-1]
+			}
+		}
+		var payload json.RawMessage
+		if len(args) > 0 {
+			payload, _ = json.Marshal(args[0])
+		}
+		go func() {
+			out, err := h(c.ctx, payload)
+			if ack == nil {
+				return
+			}
+			if err != nil {
+				e, ok := smcp.AsError(err)
+				if !ok {
+					c.log.Error("handler failed", "event", event, "err", err)
+					e = smcp.Errorf(smcp.CodeInternal, "internal error")
+				}
+				ack([]any{e.Wire()}, nil)
+				return
+			}
+			b, err := encode(out)
+			if err != nil {
+				c.log.Error("encode answer", "event", event, "err", err)
+				ack([]any{smcp.Errorf(smcp.CodeInternal, "internal error").Wire()}, nil)
+				return
+			}
+			ack([]any{b}, nil)
+		}()
+	})
+}
+
+// JoinOffice joins an office as role with name. The join is remembered and
+// repeated after every reconnect. A refusal is an *smcp.Error whose message is
+// the gateway's reason.
+func (c *Client) JoinOffice(ctx context.Context, role, name, officeID string) error {
+	req := &smcpv1.EnterOfficeReq{Role: role, Name: name, OfficeId: officeID}
+	if err := c.officeRequest(ctx, smcp.EventJoinOffice, req); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.joined = req
+	c.mu.Unlock()
+	return nil
+}
+
+// LeaveOffice leaves the office; it is no longer re-joined after reconnects.
+func (c *Client) LeaveOffice(ctx context.Context, officeID string) error {
+	if err := c.officeRequest(ctx, smcp.EventLeaveOffice, &smcpv1.LeaveOfficeReq{OfficeId: officeID}); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.joined != nil && c.joined.GetOfficeId() == officeID {
+		c.joined = nil
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// Joined returns the office the client is in (or re-joins), "" if none.
+func (c *Client) Joined() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.joined.GetOfficeId()
+}
+
+// officeRequest sends join or leave and reads the two-argument ack.
+func (c *Client) officeRequest(ctx context.Context, event string, req proto.Message) error {
+	args, err := c.RequestArgs(ctx, event, req)
+	if err != nil {
+		return err
+	}
+	if len(args) > 0 {
+		if e, isErr := smcp.ErrorFromAnswer(args[0]); isErr {
+			return e
+		}
+	}
+	var ok bool
+	if len(args) == 0 || json.Unmarshal(args[0], &ok) != nil {
+		return fmt.Errorf("sioclient: %s: unexpected ack %s", event, args)
+	}
+	if ok {
+		return nil
+	}
+	var reason string
+	if len(args) > 1 {
+		_ = json.Unmarshal(args[1], &reason)
+	}
+	return smcp.Errorf(smcp.CodeForbidden, "%s", reason)
+}
+
+func (c *Client) rejoin() {
+	c.mu.Lock()
+	req, hook := c.joined, c.onRejoin
+	c.mu.Unlock()
+	if req == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+	defer cancel()
+	err := c.officeRequest(ctx, smcp.EventJoinOffice, req)
+	if err != nil {
+		c.log.Warn("re-join after reconnect failed", "office", req.GetOfficeId(), "err", err)
+	} else {
+		c.log.Info("re-joined after reconnect", "office", req.GetOfficeId())
+	}
+	if hook != nil {
+		hook(err)
+	}
+}
