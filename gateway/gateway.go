@@ -1,6 +1,6 @@
 // Package gateway assembles an SMCP gateway: one core.Hub, the Socket.IO front
-// end and /healthz on one http.ServeMux, served with graceful shutdown. Other
-// front ends (the Connect API) mount on the same mux.
+// end, the Connect / gRPC / gRPC-Web API (gateway/rpc) and /healthz on one
+// http.ServeMux, served with graceful shutdown.
 package gateway
 
 import (
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 )
 
@@ -27,6 +28,8 @@ type Config struct {
 	Auth core.Authenticator
 	Core core.Config
 	SIO  sio.Config
+	// RPC configures the typed API; its key header defaults to SIO's.
+	RPC rpc.Options
 	// ShutdownGrace bounds how long Serve waits for in-flight calls.
 	ShutdownGrace time.Duration
 	// TLS, when set, makes Serve speak HTTPS.
@@ -38,6 +41,7 @@ type Config struct {
 type Gateway struct {
 	Hub *core.Hub
 	SIO *sio.Server
+	RPC *rpc.Server
 	mux *http.ServeMux
 	cfg Config
 	log *slog.Logger
@@ -64,6 +68,14 @@ func New(cfg Config) (*Gateway, error) {
 	s := sio.New(hub, cfg.Auth, cfg.SIO)
 	g := &Gateway{Hub: hub, SIO: s, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger}
 	g.mux.Handle(s.Path(), s.Handler())
+	if cfg.RPC.APIKeyHeader == "" {
+		cfg.RPC.APIKeyHeader = cfg.SIO.APIKeyHeader
+	}
+	if cfg.RPC.Logger == nil {
+		cfg.RPC.Logger = cfg.Logger.With("component", "rpc")
+	}
+	g.RPC = rpc.New(hub, cfg.Auth, cfg.RPC)
+	g.RPC.Mount(g.mux)
 	g.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -91,6 +103,8 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetHTTP2(true)
 	srv.Protocols.SetUnencryptedHTTP2(true) // h2c for gRPC on the same port
+	// Watch streams never end on their own: end them as shutdown begins.
+	srv.RegisterOnShutdown(g.RPC.Close)
 	if g.cfg.TLS != nil {
 		srv.TLSConfig = g.cfg.TLS
 		ln = tls.NewListener(ln, g.cfg.TLS)

@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 )
 
@@ -30,6 +32,8 @@ func runGateway(ctx context.Context, args []string) error {
 	callTimeout := fs.Duration("call-timeout", core.DefaultRequestTimeout, "deadline of client: events other than tool_call")
 	maxPending := fs.Int("max-pending", core.DefaultMaxPending, "requests awaiting one computer's answer, at most")
 	grace := fs.Duration("shutdown-grace", gateway.DefaultShutdownGrace, "how long in-flight calls may finish on shutdown")
+	corsOrigins := fs.String("cors-origins", "", "comma-separated browser origins allowed to call the Connect/gRPC-Web API (\"*\" for any)")
+	rpcAgent := fs.String("rpc-agent", rpc.DefaultAgent, "agent name of RPC callers whose key has no fixed name and who send no x-smcp-agent")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logJSON := fs.Bool("log-json", false, "log as JSON")
 	if err := fs.Parse(args); err != nil {
@@ -75,6 +79,7 @@ func runGateway(ctx context.Context, args []string) error {
 		SIO: sio.Config{
 			Path: *sioPath, APIKeyHeader: *keyHeader, MaxMessageBytes: *maxMessage, RequireVersion: *requireVersion,
 		},
+		RPC:           rpc.Options{CORSOrigins: splitList(*corsOrigins), DefaultAgent: *rpcAgent},
 		ShutdownGrace: *grace,
 		TLS:           tlsConfig,
 		Logger:        log,
@@ -116,3 +121,13 @@ func gatewayAuth(apiKey, keysFile string, insecure bool, log *slog.Logger) (core
 	return nil, errors.New("no API key: set --api-key or $SMCP_API_KEY, or --keys-file (or --insecure for development)")
 }
 
+// splitList splits a comma-separated flag value, dropping empty entries.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -199,10 +199,19 @@ func (c *conn) session1(res *config.Resolved) error {
 	if t := res.ConnectTimeout(); t > 0 {
 		timeout = t
 	}
-	cctx, cancel := context.WithTimeout(c.ctx, timeout)
+	// The transport keeps the connect context for the life of the session
+	// (the SSE transport's event stream is a request made with it), so the
+	// connect timeout is a timer on a session-long context, stopped once
+	// the session is up and listed.
+	cctx, cancel := context.WithCancelCause(c.ctx)
+	defer cancel(nil)
+	errConnectTimeout := fmt.Errorf("no session within %s", timeout)
+	timer := time.AfterFunc(timeout, func() { cancel(errConnectTimeout) })
 	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
-		cancel()
+		if cause := context.Cause(cctx); cause != nil {
+			err = fmt.Errorf("%w (%v)", err, cause)
+		}
 		return fmt.Errorf("connect: %w", err)
 	}
 	ended := make(chan error, 1)
@@ -230,7 +239,9 @@ func (c *conn) session1(res *config.Resolved) error {
 	if err == nil {
 		err = c.refreshResources(cctx, cs)
 	}
-	cancel()
+	if !timer.Stop() {
+		err = errors.Join(err, errConnectTimeout)
+	}
 	if err != nil {
 		return err
 	}

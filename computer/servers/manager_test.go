@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -171,6 +172,31 @@ func TestStreamableServerToolsResourcesAndNotifications(t *testing.T) {
 	snap, _ = m.Snapshot("web")
 	if len(snap.Resources) != 2 {
 		t.Fatalf("resources after list_changed: %d", len(snap.Resources))
+	}
+}
+
+func TestSSEServer(t *testing.T) {
+	f := testmcp.New("legacy", testmcp.Options{})
+	sse := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return f.Server }, nil)
+	// The configured headers reach every request.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer t0ken" {
+			http.Error(w, "no key", http.StatusUnauthorized)
+			return
+		}
+		sse.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	rec := newRecorder()
+	m := newManager(t, rec)
+	_ = m.Set(server(t, "legacy", map[string]any{"type": "sse", "url": srv.URL, "headers": map[string]any{"Authorization": "Bearer t0ken"}}))
+	rec.wait(t, servers.Connected, "legacy")
+	res, err := m.CallTool(context.Background(), "legacy", "echo", map[string]any{"text": "over sse"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, res); got != "legacy: over sse" {
+		t.Fatalf("echo = %q", got)
 	}
 }
 
