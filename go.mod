@@ -9,6 +9,7 @@ require (
 	connectrpc.com/grpcreflect v1.3.1
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/go-pdf/fpdf v0.9.0
+	github.com/gorilla/websocket v1.5.3
 	github.com/ledongthuc/pdf v0.0.0-20260907135840-6c8c28e0e8a0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/rs/cors v1.11.1
@@ -28,7 +29,6 @@ require (
 	github.com/dunglas/httpsfv v1.1.0 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/gookit/color v1.6.0 // indirect
-	github.com/gorilla/websocket v1.5.3 // indirect
 	github.com/klauspost/compress v1.18.5 // indirect
 	github.com/quic-go/qpack v0.6.0 // indirect
 	github.com/quic-go/quic-go v0.59.0 // indirect
@@ -65,3 +65,5 @@ tool (
 )
 
 replace github.com/zishang520/socket.io/servers/socket/v3 => ./third_party/zishang520/socket-server-v3
+
+replace github.com/zishang520/socket.io/servers/engine/v3 => ./third_party/zishang520/engine-server-v3

@@ -211,8 +211,20 @@ func settle(ctx context.Context, o Options, r *Result) {
 	}
 }
 
+// dial connects, retrying twice: the library can drop a namespace CONNECT
+// sent right after the handshake and then closes the connection.
 func (o *Options) dial(ctx context.Context, handler func(event string, id int64, payload json.RawMessage)) (*Conn, error) {
-	return Dial(ctx, o.URL, o.Path, smcp.Namespace, handler)
+	var err error
+	for range 3 {
+		var c *Conn
+		if c, err = Dial(ctx, o.URL, o.Path, smcp.Namespace, handler); err == nil {
+			return c, nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, err
 }
 
 func join(ctx context.Context, c *Conn, role, name, office string) error {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
@@ -208,16 +207,17 @@ func (h *handler) route(event string, payload any, ack socket.Ack) {
 		flat(ack, smcp.Errorf(CodeUnavailable, "gateway is shutting down"))
 		return
 	}
-	go func() {
+	// No goroutine per call: the answer is acked from the callback, on the
+	// goroutine that settles the call (see core.Session.Go).
+	h.sess.Go(req, func(out json.RawMessage, err error) {
 		defer h.srv.end()
-		out, err := h.sess.Route(h.ctx, req)
 		switch {
-		case errors.Is(err, context.Canceled):
+		case h.ctx.Err() != nil:
 			return // the agent is gone: drop silently
 		case err != nil:
 			flat(ack, err)
 		default:
 			ack([]any{json.RawMessage(bytes.TrimSpace(out))}, nil)
 		}
-	}()
+	})
 }
