@@ -4,7 +4,7 @@ GO ?= go
 BUF := $(GO) tool -modfile=tools/go.mod buf
 GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: run test generate lint check-generated breaking unit bench deps-node
+.PHONY: run test generate lint check-generated breaking unit bench deps-node interop bench-gateway
 
 run:
 	$(GO) run ./cmd/smcp demo
@@ -37,3 +37,17 @@ unit:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+# The reference Node socket.io-client against an in-process gateway
+# (also part of `unit`; installs test/interop/node_modules with npm ci if missing).
+interop:
+	$(GO) test -race -count=1 -v ./test/interop
+	$(GO) test -race -count=1 -v -run 'TestNodeClient|TestBufCurl' ./gateway/rpc
+
+deps-node:
+	cd test/interop && npm ci --no-audit --no-fund
+	cd test/connect-node && npm ci --no-audit --no-fund
+
+# Tool calls relayed agent -> gateway -> computer -> agent over loopback.
+bench-gateway:
+	$(GO) test -run '^$$' -bench ToolCallRelay -benchtime 5s -benchmem ./gateway/

@@ -83,8 +83,10 @@ type Computer struct {
 	cfgMu sync.Mutex
 	cfg   *config.Config
 
+	resMu   sync.Mutex // change detection: see resourcesChanged
 	desktop *desktopState
 	finder  *finderState
+	hosts   atomic.Pointer[hostIndex]
 
 	linkMu sync.Mutex
 	link   Emitter

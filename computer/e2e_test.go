@@ -332,3 +332,70 @@ func TestE2EFinderAndReadResource(t *testing.T) {
 		}
 	}
 }
+
+// TestE2ERejoinAfterGatewayRestart restarts the gateway on the same address:
+// the computer reconnects, re-joins its office and answers agents again.
+func TestE2ERejoinAfterGatewayRestart(t *testing.T) {
+	f := testmcp.New("s", testmcp.Options{})
+	h := newComputer(t, map[string]map[string]any{"s": {"url": fixture(t, f)}})
+	gw, err := gateway.Start(gateway.Config{Auth: core.AllowAll{}, Logger: quietLogger()}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimPrefix(gw.URL, "http://")
+	link, err := h.c.Connect(ctxT(t), computer.Gateway{URL: gw.URL, Office: "office-1",
+		Dial: sioclient.Options{Logger: quietLogger(), ReconnectDelay: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(link.Close)
+	if err := gw.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	gw2, err := gateway.Start(gateway.Config{Auth: core.AllowAll{}, Logger: quietLogger()}, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gw2.Stop() })
+	ag, err := agent.Dial(ctxT(t), sioclient.Options{URL: gw2.URL, Logger: quietLogger()}, "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ag.Close)
+	if err := ag.Join(ctxT(t), "office-1"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		tools, err := ag.GetTools(ctxT(t), "pc")
+		if err == nil && len(tools.GetTools()) == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("computer not back in the office: %v %v", tools, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestE2EGetConfig decodes client:get_config with the protocol codec, as a
+// typed agent does.
+func TestE2EGetConfig(t *testing.T) {
+	f := testmcp.New("s", testmcp.Options{})
+	e := newE2E(t, map[string]map[string]any{
+		"s":     {"url": fixture(t, f), "headers": map[string]any{"Authorization": "Bearer s3cret"}},
+		"local": {"command": fixtureBin, "args": []any{"-name", 7}, "env": map[string]any{"N": 1}, "disabled": true},
+	})
+	ret, err := e.ag.GetConfig(ctxT(t), "pc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := ret.GetServers()["s"].GetStreamable()
+	if s.GetUrl() == "" || s.GetHeaders()["Authorization"] != "***" || s.GetTimeout() != "PT30S" {
+		t.Fatalf("s: %v", ret.GetServers()["s"])
+	}
+	local := ret.GetServers()["local"]
+	if !local.GetDisabled() || local.GetStdio().GetArgs()[1] != "7" || local.GetStdio().GetEncoding() != "utf-8" {
+		t.Fatalf("local: %v", local)
+	}
+}

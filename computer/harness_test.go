@@ -125,7 +125,9 @@ func newComputer(t testing.TB, servers map[string]map[string]any, mutate ...func
 
 func (h *harness) waitConnected(name string) {
 	h.t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	// Connected comes after the server's documents are read: generous for
+	// the 10k-document benchmark on a loaded machine.
+	deadline := time.Now().Add(90 * time.Second)
 	for {
 		if s, ok := h.c.Servers().Snapshot(name); ok && s.State == servers.StateConnected {
 			return

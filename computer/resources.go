@@ -29,9 +29,9 @@ const readTimeout = 10 * time.Second
 // readParallelism bounds concurrent reads per refresh.
 const readParallelism = 8
 
-// desktopState remembers the window:// URIs agents were last told about.
+// desktopState remembers the window:// URIs agents were last told about
+// (guarded by Computer.resMu).
 type desktopState struct {
-	mu   sync.Mutex
 	uris map[string]bool
 }
 
@@ -44,7 +44,7 @@ type finderState struct {
 	mu   sync.Mutex
 	docs map[string]map[string]*smcpv1.DPEDocumentSummary // server → uri → summary
 	flat []*smcpv1.DPEDocumentSummary                     // all docs; nil when stale
-	uris map[string]bool                                  // listed dpe:// URIs agents were last told about
+	uris map[string]bool                                  // listed dpe:// URIs agents were last told about (Computer.resMu)
 }
 
 func newFinderState() *finderState {
@@ -88,110 +88,113 @@ func (c *Computer) liveResources() []servers.Snapshot {
 	return out
 }
 
-// hostOwner finds the server whose resources use host under scheme
-// ("window" or "dpe"). Hosts are registered from each server's resource
-// list; a host listed by two servers goes to the first by name, with a
-// warning.
-func (c *Computer) hostOwner(scheme, host string) (string, bool) {
-	var owners []string
-	for _, s := range c.liveResources() {
+// hostIndex routes reads by host: hosts are learned from each server's
+// resource list. window:// and dpe:// share one host namespace (seed 001),
+// so a host listed by two servers is a clash whatever the schemes.
+type hostIndex struct {
+	owners  map[string]map[string][]string // scheme → host → servers, sorted
+	clashes string                         // description of the clashes, for change detection
+}
+
+func (c *Computer) buildHostIndex(live []servers.Snapshot) *hostIndex {
+	idx := &hostIndex{owners: map[string]map[string][]string{dpeuri.Scheme: {}, windowuri.Scheme: {}}}
+	all := map[string][]string{}
+	for _, s := range live { // sorted by name
+		seen := map[string]bool{}
 		for _, r := range s.Resources {
-			if resourceHost(scheme, r.URI) == host {
-				owners = append(owners, s.Name)
-				break
+			scheme, host := resourceHost(r.URI)
+			if host == "" || seen[scheme+"://"+host] {
+				continue
+			}
+			seen[scheme+"://"+host] = true
+			idx.owners[scheme][host] = append(idx.owners[scheme][host], s.Name)
+			if n := len(all[host]); n == 0 || all[host][n-1] != s.Name {
+				all[host] = append(all[host], s.Name)
 			}
 		}
 	}
-	if len(owners) == 0 {
+	var clashes []string
+	for host, names := range all {
+		if len(names) > 1 {
+			clashes = append(clashes, host+"="+strings.Join(names, ","))
+		}
+	}
+	sort.Strings(clashes)
+	idx.clashes = strings.Join(clashes, " ")
+	return idx
+}
+
+// hostOwner finds the server that lists resources of scheme under host; a
+// host listed by several servers goes to the first by name.
+func (c *Computer) hostOwner(scheme, host string) (string, bool) {
+	idx := c.hosts.Load()
+	if idx == nil {
 		return "", false
 	}
-	if len(owners) > 1 {
-		c.log.Warn("host served by several MCP servers; routing to the first by name", "host", host, "servers", owners)
+	owners := idx.owners[scheme][host]
+	if len(owners) == 0 {
+		return "", false
 	}
 	return owners[0], true
 }
 
-func resourceHost(scheme, uri string) string {
-	switch scheme {
-	case dpeuri.Scheme:
+func resourceHost(uri string) (scheme, host string) {
+	switch {
+	case dpeuri.IsDPE(uri):
 		if u, err := dpeuri.Parse(uri); err == nil {
-			return u.Host
+			return dpeuri.Scheme, u.Host
 		}
-	case windowuri.Scheme:
+	case windowuri.IsWindow(uri):
 		if u, _, err := windowuri.Parse(uri); err == nil {
-			return u.Host
+			return windowuri.Scheme, u.Host
 		}
 	}
-	return ""
-}
-
-// warnHostClashes logs hosts claimed by more than one server (they share
-// one namespace for window:// and dpe://).
-func (c *Computer) warnHostClashes() {
-	owners := map[string]map[string]bool{}
-	for _, s := range c.liveResources() {
-		for _, r := range s.Resources {
-			h := resourceHost(dpeuri.Scheme, r.URI)
-			if h == "" {
-				h = resourceHost(windowuri.Scheme, r.URI)
-			}
-			if h == "" {
-				continue
-			}
-			if owners[h] == nil {
-				owners[h] = map[string]bool{}
-			}
-			owners[h][s.Name] = true
-		}
-	}
-	for h, set := range owners {
-		if len(set) > 1 {
-			names := make([]string, 0, len(set))
-			for n := range set {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			c.log.Warn("host clash: several MCP servers list resources under one host; reads go to the first by name",
-				"host", h, "servers", names)
-		}
-	}
+	return "", ""
 }
 
 // resourcesChanged handles a server's resource list changing (or the
 // server connecting, disconnecting, being removed): set comparison for
 // window:// and dpe:// URIs, Finder cache refresh.
 func (c *Computer) resourcesChanged(server string, kind servers.EventKind) {
+	// Servers report concurrently: each comparison reads the snapshots and
+	// swaps the remembered set in one critical section, so that an older
+	// view never replaces a newer one.
+	c.resMu.Lock()
 	live := c.liveResources()
-	windows, docs := map[string]bool{}, map[string]bool{}
-	for _, s := range live {
-		for _, r := range s.Resources {
-			switch {
-			case windowuri.IsWindow(r.URI):
-				windows[r.URI] = true
-			case dpeuri.IsDPE(r.URI):
-				docs[r.URI] = true
-			}
-		}
+	windows := uriSet(live, windowuri.IsWindow)
+	idx := c.buildHostIndex(live)
+	if prev := c.hosts.Swap(idx); idx.clashes != "" && (prev == nil || prev.clashes != idx.clashes) {
+		c.log.Warn("host clash: several MCP servers list resources under one host (window:// and dpe:// share hosts); "+
+			"reads go to the first server by name", "clashes", idx.clashes)
 	}
-	if kind == servers.Connected || kind == servers.ResourcesChanged {
-		c.warnHostClashes()
-	}
-	c.desktop.mu.Lock()
 	desktopChanged := !maps.Equal(c.desktop.uris, windows)
 	c.desktop.uris = windows
-	c.desktop.mu.Unlock()
+	c.resMu.Unlock()
 	if desktopChanged {
 		c.notify(smcp.EventUpdateDesktop)
 	}
 
 	c.syncFinder(server, kind == servers.Connected)
-	c.finder.mu.Lock()
+	c.resMu.Lock()
+	docs := uriSet(c.liveResources(), dpeuri.IsDPE)
 	finderChanged := !maps.Equal(c.finder.uris, docs)
 	c.finder.uris = docs
-	c.finder.mu.Unlock()
+	c.resMu.Unlock()
 	if finderChanged {
 		c.notify(smcp.EventUpdateFinder)
 	}
+}
+
+func uriSet(live []servers.Snapshot, match func(string) bool) map[string]bool {
+	set := map[string]bool{}
+	for _, s := range live {
+		for _, r := range s.Resources {
+			if match(r.URI) {
+				set[r.URI] = true
+			}
+		}
+	}
+	return set
 }
 
 // resourceUpdated handles notifications/resources/updated: a window update

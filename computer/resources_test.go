@@ -297,3 +297,22 @@ func TestReadResourceLevelsAndErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestHostClashRoutesToFirstServer: two servers list documents under one
+// host; the clash is logged and reads go to the first server by name.
+func TestHostClashRoutesToFirstServer(t *testing.T) {
+	a := testmcp.New("a", testmcp.Options{})
+	a.SetDocs("shared.host", docs("a", 1)...)
+	b := testmcp.New("b", testmcp.Options{})
+	b.SetDocs("shared.host", docs("b", 1)...)
+	h := newComputer(t, map[string]map[string]any{"a": {"url": fixture(t, a)}, "b": {"url": fixture(t, b), "forbidden_tools": []any{"echo", "add", "slow", "pid"}}})
+	if _, total := finderDocs(t, h.call(smcp.EventGetFinder, map[string]any{})); total != 2 {
+		t.Fatalf("both servers' documents are in the Finder: %d", total)
+	}
+	if ans := h.call(smcp.EventReadResource, map[string]any{"uri": "dpe://shared.host/a-000"}); ans["contents"] == nil {
+		t.Fatalf("a's document: %v", ans)
+	}
+	if ans := h.call(smcp.EventReadResource, map[string]any{"uri": "dpe://shared.host/b-000"}); ans["code"] != 4201.0 {
+		t.Fatalf("b's document is routed to a: %v", ans)
+	}
+}

@@ -44,7 +44,7 @@ func TestParseSDKShape(t *testing.T) {
 	if err != nil || len(unknown) != 0 {
 		t.Fatal(err, unknown)
 	}
-	if fs.Type != TypeStdio || fs.Stdio.Command != "mcp-fs" || !reflect.DeepEqual(fs.Stdio.Args, []string{"--root", "/data"}) ||
+	if fs.Type != TypeStdio || fs.Stdio.Command != "mcp-fs" || !reflect.DeepEqual(fs.Stdio.Args, StringList{"--root", "/data"}) ||
 		fs.Stdio.Env["TOKEN"] != "s3cret" || *fs.ToolMeta["read"].Alias != "fs_read" || fs.ForbiddenTools[0] != "rm" {
 		t.Fatalf("fs: %+v %+v", fs, fs.Stdio)
 	}

@@ -37,12 +37,12 @@ type Resolved struct {
 
 // StdioParams starts a server as a child process.
 type StdioParams struct {
-	Command              string    `json:"command"`
-	Args                 []string  `json:"args"`
-	Env                  StringMap `json:"env"`
-	Cwd                  *string   `json:"cwd"`
-	Encoding             string    `json:"encoding"`
-	EncodingErrorHandler string    `json:"encoding_error_handler"`
+	Command              string     `json:"command"`
+	Args                 StringList `json:"args"`
+	Env                  StringMap  `json:"env"`
+	Cwd                  *string    `json:"cwd"`
+	Encoding             string     `json:"encoding"`
+	EncodingErrorHandler string     `json:"encoding_error_handler"`
 }
 
 // SSEParams connects over HTTP+SSE. Timeouts are float seconds.
@@ -91,6 +91,31 @@ func (m *StringMap) UnmarshalJSON(b []byte) error {
 		}
 	}
 	*m = out
+	return nil
+}
+
+// StringList is a list of strings that also accepts numbers and booleans
+// (YAML reads "args: [-p, 8080]" with a number).
+type StringList []string
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (l *StringList) UnmarshalJSON(b []byte) error {
+	var raw []any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	out := make(StringList, 0, len(raw))
+	for i, v := range raw {
+		switch x := v.(type) {
+		case string:
+			out = append(out, x)
+		case float64, bool, nil:
+			out = append(out, stringify(x))
+		default:
+			return fmt.Errorf("[%d]: want a string, got %T", i, v)
+		}
+	}
+	*l = out
 	return nil
 }
 

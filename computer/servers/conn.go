@@ -95,7 +95,11 @@ func (c *conn) wait() { <-c.finished }
 func (c *conn) setState(st State, err error) {
 	c.mu.Lock()
 	prev := c.state
-	c.state, c.err = st, err
+	c.state = st
+	// A restart attempt keeps the error that caused it until it succeeds.
+	if err != nil || st != StateStarting {
+		c.err = err
+	}
 	c.mu.Unlock()
 	switch {
 	case err != nil && st == StateFailed:

@@ -132,10 +132,13 @@ func newClient(t testing.TB, g *gateway.Running, p protocol, headers ...string) 
 	return smcpv1connect.NewAgentServiceClient(hc, g.URL, opts...)
 }
 
-// computer is a Socket.IO computer joined through the gateway with sioclient.
-// It answers every client: event from a fixed catalogue and records what it
-// was asked, so tests see exactly what reached it.
-type computer struct {
+// fakeComputer is a minimal Socket.IO computer (no MCP, no go-sdk) joined
+// through the gateway with sioclient. It answers every client: event from a
+// fixed catalogue, can hang a tool call until cancelled, answers protocol
+// errors on demand (4201, 4202, 4204, 400) and records what reached it: what
+// the error, deadline and isolation tests need to control exactly.
+// TestRealComputer covers the real computer runtime.
+type fakeComputer struct {
 	name, office string
 	c            *sioclient.Client
 
@@ -151,7 +154,7 @@ type request struct {
 	payload json.RawMessage
 }
 
-func startComputer(t testing.TB, g *gateway.Running, name, office string, mutate ...func(*sioclient.Options)) *computer {
+func startComputer(t testing.TB, g *gateway.Running, name, office string, mutate ...func(*sioclient.Options)) *fakeComputer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -163,7 +166,7 @@ func startComputer(t testing.TB, g *gateway.Running, name, office string, mutate
 	if err != nil {
 		t.Fatalf("computer dial: %v", err)
 	}
-	comp := &computer{name: name, office: office, c: c, changed: make(chan struct{}, 1), running: map[string]context.CancelFunc{}}
+	comp := &fakeComputer{name: name, office: office, c: c, changed: make(chan struct{}, 1), running: map[string]context.CancelFunc{}}
 	t.Cleanup(c.Close)
 	for _, ev := range smcp.ClientEvents {
 		c.Handle(ev, func(ctx context.Context, payload json.RawMessage) (any, error) {
@@ -191,14 +194,14 @@ func startComputer(t testing.TB, g *gateway.Running, name, office string, mutate
 	return comp
 }
 
-func (c *computer) signal() {
+func (c *fakeComputer) signal() {
 	select {
 	case c.changed <- struct{}{}:
 	default:
 	}
 }
 
-func (c *computer) record(r request) {
+func (c *fakeComputer) record(r request) {
 	c.mu.Lock()
 	c.requests = append(c.requests, r)
 	c.mu.Unlock()
@@ -206,7 +209,7 @@ func (c *computer) record(r request) {
 }
 
 // waitFor polls cond (under the computer's lock) until it holds or 10 s pass.
-func (c *computer) waitFor(t *testing.T, what string, cond func() bool) {
+func (c *fakeComputer) waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.NewTimer(10 * time.Second)
 	defer deadline.Stop()
@@ -226,7 +229,7 @@ func (c *computer) waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // lastRequest returns the last payload received for event.
-func (c *computer) lastRequest(t *testing.T, event string) json.RawMessage {
+func (c *fakeComputer) lastRequest(t *testing.T, event string) json.RawMessage {
 	t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -249,7 +252,7 @@ var catalogue = []*smcpv1.DPEDocumentSummary{
 	{DocRef: "memo-7", Uri: "dpe://docs/memo-7", FileUri: "file:///srv/docs/memo-7.txt", FileType: "text", Title: "Memo 7", PageCount: 1, Server: "docs"},
 }
 
-func (c *computer) answer(ctx context.Context, event string, payload json.RawMessage) (any, error) {
+func (c *fakeComputer) answer(ctx context.Context, event string, payload json.RawMessage) (any, error) {
 	switch event {
 	case smcp.EventGetTools:
 		schema, _ := structpb.NewStruct(map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}})

@@ -133,7 +133,7 @@ func TestEveryRPC(t *testing.T) {
 
 // checkForwarded decodes the last event the computer received into m and
 // checks that it carries the caller's agent name and a request id.
-func checkForwarded(t *testing.T, comp *computer, event, agent string, m interface {
+func checkForwarded(t *testing.T, comp *fakeComputer, event, agent string, m interface {
 	proto.Message
 	GetAgent() string
 	GetReqId() string

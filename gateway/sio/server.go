@@ -130,6 +130,13 @@ func (s *Server) Drain(ctx context.Context) error {
 	}
 }
 
+// Draining reports whether Drain was called.
+func (s *Server) Draining() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.draining
+}
+
 // Close closes every connection, first giving queued packets (the answers of
 // the last calls) up to a second to reach the wire: the library discards
 // unsent packets on close. Clients see a transport close and reconnect, as

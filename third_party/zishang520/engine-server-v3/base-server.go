@@ -348,6 +348,14 @@ func (bs *baseServer) Handshake(transportName string, ctx *types.HttpContext) (*
 	})
 
 	bs.Emit("connection", socket)
+	// smcp-gateway patch: send OPEN only now. Upstream sends it while
+	// constructing the socket, before "connection" is emitted; the
+	// transport already reads on its own goroutine, so a fast client's first
+	// packet (the namespace CONNECT) could be delivered to no listener and
+	// lost, leaving the client waiting for the server's connect timeout.
+	if o, ok := socket.(interface{ onOpen() }); ok {
+		o.onOpen()
+	}
 
 	return nil, transport
 }

@@ -150,7 +150,9 @@ func (s *socket) Construct(id string, server BaseServer, transport transports.Tr
 	}
 
 	s.setTransport(transport)
-	s.onOpen()
+	// smcp-gateway patch: onOpen (which sends the OPEN packet) is called by
+	// the server's Handshake after it has emitted "connection", so that the
+	// listeners are in place before the client can answer.
 }
 
 // Called upon transport considered open.

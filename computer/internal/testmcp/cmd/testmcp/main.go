@@ -18,8 +18,18 @@ import (
 func main() {
 	name := flag.String("name", "stdio-fixture", "server name")
 	window := flag.String("window", "", "a window:// URI to serve (text: the server name)")
+	started := flag.String("started", "", "create this file when a slow call starts")
 	flag.Parse()
 	f := testmcp.New(*name, testmcp.Options{})
+	if *started != "" {
+		go func() {
+			for range f.SlowStarted {
+				if err := os.WriteFile(*started, nil, 0o600); err != nil {
+					log.Print(err)
+				}
+			}
+		}()
+	}
 	if *window != "" {
 		f.SetWindow(testmcp.Window{URI: *window, Text: "window of " + *name})
 	}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/smcpgw/smcp-gateway/agent"
+	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/sioclient"
+)
+
+// TestComputerCommand runs `smcp computer` against a real gateway with an
+// mcpServers-shaped config, calls a tool through it, then stops it as
+// SIGTERM would (ctx cancelled): it returns nil and its MCP server process
+// is gone.
+func TestComputerCommand(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "testmcp")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/smcpgw/smcp-gateway/computer/internal/testmcp/cmd/testmcp").CombinedOutput(); err != nil {
+		t.Fatalf("build testmcp: %v\n%s", err, out)
+	}
+	cfg := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(cfg, []byte(`{"mcpServers": {"fix": {"command": "`+bin+`", "args": ["-name", "${input:label}"]}},
+		"inputs": [{"type": "promptString", "id": "label", "description": "server label"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("A2C_SMCP_LABEL", "from-env")
+	t.Setenv("SMCP_API_KEY", "k-1")
+
+	keys, err := core.NewKeyRing(core.Key{ID: "test", Key: "k-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.Start(gateway.Config{Auth: keys}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = gw.Stop() }()
+
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	done := make(chan error, 1)
+	go func() {
+		done <- runComputer(ctx, []string{"--config", cfg, "--gateway", gw.URL, "--office", "o", "--name", "pc", "--confirm", "auto", "--log-level", "warn"})
+	}()
+
+	ag, err := agent.Dial(context.Background(), sioclient.Options{URL: gw.URL, APIKey: "k-1"}, "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ag.Close()
+	if err := ag.Join(context.Background(), "o"); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := structpb.NewStruct(map[string]any{"text": "hi"})
+	var res *smcpv1.CallToolResult
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err = ag.CallTool(context.Background(), &smcpv1.ToolCallReq{Computer: "pc", ToolName: "echo", Params: args, Timeout: 10})
+		if err == nil && !res.GetIsError() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("echo through smcp computer: %v %v", res, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != "from-env: hi" {
+		t.Fatalf("echo = %q (the ${input:label} placeholder comes from A2C_SMCP_LABEL)", got)
+	}
+	pidRes, err := ag.CallTool(context.Background(), &smcpv1.ToolCallReq{Computer: "pc", ToolName: "pid", Timeout: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(pidRes.GetContent()[0].GetFields()["text"].GetStringValue())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("smcp computer returned %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("smcp computer did not stop")
+	}
+	// The child has been waited for: the pid no longer exists.
+	if err := syscall.Kill(pid, 0); err == nil || !strings.Contains(err.Error(), "no such process") {
+		t.Fatalf("MCP server process %d still there: %v", pid, err)
+	}
+}
+
+func TestComputerCommandFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"--config", "x.json"},
+		{"--config", "/nonexistent.json", "--office", "o"},
+		{"--config", "x", "--office", "o", "extra"},
+	} {
+		if err := runComputer(context.Background(), args); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}
