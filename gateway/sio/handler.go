@@ -198,7 +198,8 @@ func (h *handler) route(event string, payload any, ack socket.Ack) {
 		flat(ack, err)
 		return
 	}
-	req, err := core.ParseRequest(event, b)
+	m, _ := payload.(map[string]any) // raw refused anything else
+	req, err := core.ParseDecoded(event, m, b)
 	if err != nil {
 		flat(ack, err)
 		return
