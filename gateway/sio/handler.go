@@ -19,35 +19,38 @@ type handler struct {
 	srv  *Server
 	sess *core.Session
 	ctx  context.Context // ends when the socket disconnects
-	log  *slog.Logger
+	sid  string
+	key  string
 }
 
-// event adapts fn to the library's listener: it splits the payload from the
-// ack and turns a panic into a 500 rather than losing the socket.
-func (h *handler) event(fn func(payload any, ack socket.Ack)) func(args ...any) {
-	return func(args ...any) {
-		var ack socket.Ack
-		if n := len(args); n > 0 {
-			if a, ok := args[n-1].(socket.Ack); ok {
-				ack = a
-				args = args[:n-1]
-			}
+// event runs fn for one event: it splits the payload from the ack and turns
+// a panic into a 500 rather than losing the socket.
+func (h *handler) event(name string, fn func(h *handler, event string, payload any, ack socket.Ack), args []any) {
+	var ack socket.Ack
+	if n := len(args); n > 0 {
+		if a, ok := args[n-1].(socket.Ack); ok {
+			ack = a
+			args = args[:n-1]
 		}
-		var payload any
-		if len(args) > 0 {
-			payload = args[0]
-		}
-		defer func() {
-			if r := recover(); r != nil {
-				h.log.Error("event handler panicked", "panic", r)
-				if ack != nil {
-					ack([]any{smcp.Errorf(smcp.CodeInternal, "internal error").Wire()}, nil)
-				}
-			}
-		}()
-		fn(payload, ack)
 	}
+	var payload any
+	if len(args) > 0 {
+		payload = args[0]
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			h.log().Error("event handler panicked", "event", name, "panic", r)
+			if ack != nil {
+				ack([]any{smcp.Errorf(smcp.CodeInternal, "internal error").Wire()}, nil)
+			}
+		}
+	}()
+	fn(h, name, payload, ack)
 }
+
+// log is the connection's logger, made when something is logged: a logger
+// kept per connection cost 1 KiB of every idle connection.
+func (h *handler) log() *slog.Logger { return h.srv.log.With("sid", h.sid, "key", h.key) }
 
 // raw re-encodes a payload as the library decoded it, refusing what is not a
 // JSON object or is larger than the limit.
@@ -117,7 +120,7 @@ func (h *handler) join(payload any, ack socket.Ack) {
 		err = h.sess.Join(&req)
 	}
 	if err != nil {
-		h.log.Info("join refused", "office", req.GetOfficeId(), "name", req.GetName(), "role", req.GetRole(), "reason", err)
+		h.log().Info("join refused", "office", req.GetOfficeId(), "name", req.GetName(), "role", req.GetRole(), "reason", err)
 	}
 	officeAck(ack, err)
 }
@@ -179,7 +182,7 @@ func (h *handler) cancel(payload any, ack socket.Ack) {
 
 func (h *handler) fireAndForget(event string, ack socket.Ack, err error) {
 	if err != nil {
-		h.log.Debug("event ignored", "event", event, "reason", err)
+		h.log().Debug("event ignored", "event", event, "reason", err)
 		flat(ack, err)
 		return
 	}
@@ -190,7 +193,7 @@ func (h *handler) fireAndForget(event string, ack socket.Ack, err error) {
 
 func (h *handler) route(event string, payload any, ack socket.Ack) {
 	if ack == nil {
-		h.log.Warn("client event without an ack: nowhere to answer, dropped", "event", event)
+		h.log().Warn("client event without an ack: nowhere to answer, dropped", "event", event)
 		return
 	}
 	b, err := h.raw(payload)
