@@ -46,6 +46,11 @@ type benchConfig struct {
 }
 
 func runBench(ctx context.Context, args []string) error {
+	return benchMain(ctx, args, os.Stdout)
+}
+
+// benchMain is `smcp bench` writing its report to out.
+func benchMain(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "serve":
@@ -137,13 +142,13 @@ flags:
 	err := c.run(ctx, rep)
 	rep.LoadAvgAfter = loadtest.LoadAvg()
 	if c.jsonOut {
-		enc := json.NewEncoder(os.Stdout)
+		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		if e := enc.Encode(rep); e != nil {
 			return e
 		}
 	} else {
-		rep.print(os.Stdout)
+		rep.print(out)
 	}
 	return err
 }

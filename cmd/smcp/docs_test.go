@@ -24,6 +24,10 @@ import (
 // runs main with the arguments in SMCP_TEST_ARGS (a JSON array), so tests
 // can start the real command as a child process.
 func TestMain(m *testing.M) {
+	if os.Getenv("SMCP_TEST_MAIN") == "argv" { // re-executed by smcp bench: os.Args as given
+		main()
+		os.Exit(0)
+	}
 	if os.Getenv("SMCP_TEST_MAIN") == "1" {
 		var args []string
 		if err := json.Unmarshal([]byte(os.Getenv("SMCP_TEST_ARGS")), &args); err != nil {
