@@ -1,6 +1,7 @@
 package smcp
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"google.golang.org/protobuf/proto"
@@ -9,6 +10,12 @@ import (
 // ErrorFromAnswer reports whether an ack is a protocol error, flat
 // ({"code","message"}) or wrapped ({"error":{...}}), and returns it.
 func ErrorFromAnswer(raw []byte) (*Error, bool) {
+	// An error has a "code" key, at the top or under "error"; most answers
+	// have neither anywhere, and decoding them into a map only to learn so
+	// was 4% of the gateway's CPU per Connect CallTool.
+	if !bytes.Contains(raw, []byte(`"code"`)) {
+		return nil, false
+	}
 	var top map[string]json.RawMessage
 	if json.Unmarshal(raw, &top) != nil {
 		return nil, false

@@ -440,14 +440,19 @@ func (r *benchReport) print(w io.Writer) {
 	}
 }
 
-// printRatios compares each gateway row with the floor row of the same mode
-// and offices, and the RPC rows with the gateway's Socket.IO row.
+// printRatios compares each gateway row with the floor row of the same
+// mode, offices and repetition, and the RPC rows with the gateway's
+// Socket.IO row of the same offices and repetition.
 func (r *benchReport) printRatios(w io.Writer) {
-	find := func(server string, mode loadtest.Mode, offices int) *benchRow {
+	// nth returns the n-th (0-based) measured row of server, mode and offices.
+	nth := func(server string, mode loadtest.Mode, offices, n int) *benchRow {
 		for i := range r.Rows {
 			row := &r.Rows[i]
-			if row.Result != nil && row.Server == server && row.Mode == mode && row.Offices == offices && row.Calls > 0 {
-				return row
+			if row.Result != nil && row.Server == server && row.Mode == mode && row.Offices == offices {
+				if n == 0 {
+					return row
+				}
+				n--
 			}
 		}
 		return nil
@@ -455,45 +460,40 @@ func (r *benchReport) printRatios(w io.Writer) {
 	header := false
 	line := func(format string, a ...any) {
 		if !header {
-			fmt.Fprintln(w, "\nratios (same invocation):")
+			fmt.Fprintln(w, "\nratios (same invocation, same repetition):")
 			header = true
 		}
 		fmt.Fprintf(w, "  "+format+"\n", a...)
 	}
-	seen := map[string]bool{}
-	for _, row := range r.Rows {
-		if row.Result == nil || row.Server != loadtest.KindGateway || seen[string(row.Mode)+strconv.Itoa(row.Offices)] {
+	count := map[string]int{}
+	for i := range r.Rows {
+		g := &r.Rows[i]
+		if g.Result == nil || g.Server != loadtest.KindGateway {
 			continue
 		}
-		seen[string(row.Mode)+strconv.Itoa(row.Offices)] = true
-		g := find(loadtest.KindGateway, row.Mode, row.Offices)
-		if g == nil {
-			continue
-		}
-		if row.Mode == loadtest.ModeIdle {
-			if f := r.idleFloor(); f != nil && f.RSSPerConn > 0 {
-				line("idle: gateway RSS per connection / floor = %.2f", row.RSSPerConn/f.RSSPerConn)
+		key := string(g.Mode) + "/" + strconv.Itoa(g.Offices)
+		n := count[key]
+		count[key]++
+		if g.Mode == loadtest.ModeIdle {
+			if f := nth(loadtest.KindFloor, g.Mode, g.Offices, n); f != nil && f.RSSPerConn > 0 {
+				line("idle: gateway/floor RSS per connection %.2f", g.RSSPerConn/f.RSSPerConn)
 			}
 			continue
 		}
-		if f := find(loadtest.KindFloor, row.Mode, row.Offices); f != nil {
+		if g.Calls == 0 {
+			continue
+		}
+		if f := nth(loadtest.KindFloor, g.Mode, g.Offices, n); f != nil && f.Calls > 0 {
 			line("%s offices=%d: gateway/floor CPU per call %.2f (goal <= 1.25), calls/s %.2f (goal >= 0.85), p99 %.2f",
-				row.Mode, row.Offices, float64(g.CPUPerCall())/float64(max(1, f.CPUPerCall())),
+				g.Mode, g.Offices, float64(g.CPUPerCall())/float64(max(1, f.CPUPerCall())),
 				g.CallsPerSec()/f.CallsPerSec(), float64(g.Latency.P99)/float64(max(1, f.Latency.P99)))
 		}
-		if row.Mode == loadtest.ModeConnect || row.Mode == loadtest.ModeGRPC {
-			if s := find(loadtest.KindGateway, loadtest.ModeSIO, row.Offices); s != nil {
-				line("%s offices=%d: calls/s / Socket.IO calls/s = %.2f (goal >= 0.75)", row.Mode, row.Offices, g.CallsPerSec()/s.CallsPerSec())
+		if g.Mode == loadtest.ModeConnect || g.Mode == loadtest.ModeGRPC {
+			if s := nth(loadtest.KindGateway, loadtest.ModeSIO, g.Offices, n); s != nil && s.Calls > 0 {
+				line("%s offices=%d: calls/s / Socket.IO calls/s %.2f (goal >= 0.75), CPU per call / Socket.IO %.2f",
+					g.Mode, g.Offices, g.CallsPerSec()/s.CallsPerSec(), float64(g.CPUPerCall())/float64(max(1, s.CPUPerCall())))
 			}
 		}
 	}
 }
 
-func (r *benchReport) idleFloor() *benchRow {
-	for i := range r.Rows {
-		if row := &r.Rows[i]; row.Result != nil && row.Server == loadtest.KindFloor && row.Mode == loadtest.ModeIdle {
-			return row
-		}
-	}
-	return nil
-}

@@ -59,7 +59,7 @@ func TestBenchSmoke(t *testing.T) {
 	// The text report prints the same rows and the ratios to the floor.
 	var text bytes.Buffer
 	rep.print(&text)
-	for _, want := range []string{"gateway/floor CPU per call", "calls/s / Socket.IO calls/s", "RSS KiB/conn", "computer start-up"} {
+	for _, want := range []string{"gateway/floor CPU per call", "calls/s / Socket.IO calls/s", "RSS KiB/conn", "idle: gateway/floor RSS", "computer start-up"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
 		}
