@@ -496,4 +496,3 @@ func (r *benchReport) printRatios(w io.Writer) {
 		}
 	}
 }
-
