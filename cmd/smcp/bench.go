@@ -298,6 +298,8 @@ func spawnServer(ctx context.Context, kind string) (*child, error) {
 	}
 	cmd := exec.Command(exe, "bench", "serve", "-kind", kind)
 	cmd.Stderr = os.Stderr
+	// The server must not outlive an interrupted bench.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
