@@ -58,8 +58,8 @@ type Gateway struct {
 	Metrics *metrics.Metrics
 	mux     *http.ServeMux
 	serving atomic.Bool
-	cfg Config
-	log *slog.Logger
+	cfg     Config
+	log     *slog.Logger
 }
 
 // New assembles a gateway.

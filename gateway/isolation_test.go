@@ -189,7 +189,10 @@ func TestRoomIsolationEveryPath(t *testing.T) {
 		call func(office, computer string) error
 	}
 	rpcs := []rpcCase{
-		{"ListRoom", func(o, _ string) error { _, err := rpcB.ListRoom(ctx, &smcpv1.ListRoomRequest{OfficeId: o}); return err }},
+		{"ListRoom", func(o, _ string) error {
+			_, err := rpcB.ListRoom(ctx, &smcpv1.ListRoomRequest{OfficeId: o})
+			return err
+		}},
 		{"GetTools", func(o, c string) error {
 			_, err := rpcB.GetTools(ctx, &smcpv1.GetToolsRequest{OfficeId: o, Computer: c})
 			return err
