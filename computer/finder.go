@@ -20,7 +20,7 @@ import (
 type finderState struct {
 	mu   sync.Mutex
 	docs map[string]map[string]*smcpv1.DPEDocumentSummary // server → uri → summary
-	flat []*smcpv1.DPEDocumentSummary                     // all docs; nil when stale
+	flat *organize.FinderIndex                            // all docs, prepared for queries; nil when stale
 	uris map[string]bool                                  // listed dpe:// URIs agents were last told about (Computer.resMu)
 }
 
@@ -28,7 +28,9 @@ func newFinderState() *finderState {
 	return &finderState{docs: map[string]map[string]*smcpv1.DPEDocumentSummary{}, uris: map[string]bool{}}
 }
 
-func (f *finderState) all() []*smcpv1.DPEDocumentSummary {
+// index is the catalogue prepared for queries, rebuilt after a change:
+// preparing 10,000 documents on every get_finder was most of its time.
+func (f *finderState) index() *organize.FinderIndex {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.flat == nil {
@@ -48,7 +50,7 @@ func (f *finderState) all() []*smcpv1.DPEDocumentSummary {
 				flat = append(flat, f.docs[s][u])
 			}
 		}
-		f.flat = flat
+		f.flat = organize.NewFinderIndex(flat)
 	}
 	return f.flat
 }
@@ -186,7 +188,7 @@ func (c *Computer) handleGetFinder(req map[string]any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	page, total, warnings := organize.Finder(c.finder.all(), keywords, fileType, c.exec.History(), off, lim)
+	page, total, warnings := c.finder.index().Find(keywords, fileType, c.exec.History(), off, lim)
 	for _, w := range warnings {
 		c.log.Debug("finder", "warning", w.String())
 	}

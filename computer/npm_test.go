@@ -3,44 +3,25 @@ package computer_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/smcpgw/smcp-gateway/internal/nodetest"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
-var npmOnce sync.Once
-
 // everythingServer returns the entry point of the npm package
-// @modelcontextprotocol/server-everything pinned in test/npm-mcp, running
-// `npm ci` there first when node_modules is missing.
+// @modelcontextprotocol/server-everything pinned in test/npm-mcp, installed
+// from the committed lockfile.
 func everythingServer(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed: the third-party MCP server cannot run here")
-	}
-	dir, err := filepath.Abs("../test/npm-mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := nodetest.Require(t, filepath.Join("..", "test", "npm-mcp"))
 	entry := filepath.Join(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	npmOnce.Do(func() {
-		if _, err := os.Stat(entry); err == nil {
-			return
-		}
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci in %s: %v\n%s", dir, err, out)
-		}
-	})
 	if _, err := os.Stat(entry); err != nil {
 		t.Fatalf("server-everything not installed: %v", err)
 	}

@@ -24,6 +24,7 @@ func commands() []command {
 		{"computer", "run a computer: host MCP servers and serve them through a gateway", runComputer},
 		{"docs", "run the document MCP server over a folder (dpe:// documents)", runDocs},
 		{"demo", "run gateway + computer + document server over examples/docs", runDemo},
+		{"bench", "load-test a gateway (spawned or running) against the floor relay", runBench},
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/internal/nodetest"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -122,22 +123,10 @@ func TestBufCurl(t *testing.T) {
 }
 
 // nodeProject returns test/connect-node with its node_modules installed
-// (npm ci from the committed lockfile when missing). Without node the test
-// is skipped.
+// from the committed lockfile.
 func nodeProject(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed")
-	}
-	dir := filepath.Join(repoRoot(t), "test", "connect-node")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules")); err != nil {
-		npm := exec.CommandContext(t.Context(), "npm", "ci", "--no-audit", "--no-fund")
-		npm.Dir = dir
-		if out, err := npm.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci: %v\n%s", err, out)
-		}
-	}
-	return dir
+	return nodetest.Require(t, filepath.Join(repoRoot(t), "test", "connect-node"))
 }
 
 // TestNodeClientGenerated: test/connect-node/gen is what protoc-gen-es makes

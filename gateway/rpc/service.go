@@ -101,14 +101,15 @@ func (s *service) CallTool(ctx context.Context, req *smcpv1.CallToolRequest) (*s
 	if params == nil {
 		params = &structpb.Struct{}
 	}
-	payload, err := smcp.Marshal(&smcpv1.ToolCallReq{
+	call := &smcpv1.ToolCallReq{
 		Agent: c.agent, ReqId: reqID, Computer: req.GetComputer(),
 		ToolName: req.GetToolName(), Params: params, Timeout: timeout,
-	})
+	}
+	payload, err := smcp.Marshal(call)
 	if err != nil {
 		return nil, toConnect(smcp.Errorf(smcp.CodeBadRequest, "params: %v", err))
 	}
-	r, err := core.ParseRequest(smcp.EventToolCall, payload)
+	r, err := core.NewRequest(smcp.EventToolCall, call, payload)
 	if err != nil {
 		return nil, toConnect(err)
 	}

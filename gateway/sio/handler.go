@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
@@ -24,35 +23,38 @@ type handler struct {
 	srv  *Server
 	sess *core.Session
 	ctx  context.Context // ends when the socket disconnects
-	log  *slog.Logger
+	sid  string
+	key  string
 }
 
-// event adapts fn to the library's listener: it splits the payload from the
-// ack and turns a panic into a 500 rather than losing the socket.
-func (h *handler) event(fn func(payload any, ack socket.Ack)) func(args ...any) {
-	return func(args ...any) {
-		var ack socket.Ack
-		if n := len(args); n > 0 {
-			if a, ok := args[n-1].(socket.Ack); ok {
-				ack = a
-				args = args[:n-1]
-			}
+// event runs fn for one event: it splits the payload from the ack and turns
+// a panic into a 500 rather than losing the socket.
+func (h *handler) event(name string, fn func(h *handler, event string, payload any, ack socket.Ack), args []any) {
+	var ack socket.Ack
+	if n := len(args); n > 0 {
+		if a, ok := args[n-1].(socket.Ack); ok {
+			ack = a
+			args = args[:n-1]
 		}
-		var payload any
-		if len(args) > 0 {
-			payload = args[0]
-		}
-		defer func() {
-			if r := recover(); r != nil {
-				h.log.Error("event handler panicked", "panic", r)
-				if ack != nil {
-					ack([]any{smcp.Errorf(smcp.CodeInternal, "internal error").Wire()}, nil)
-				}
-			}
-		}()
-		fn(payload, ack)
 	}
+	var payload any
+	if len(args) > 0 {
+		payload = args[0]
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			h.log().Error("event handler panicked", "event", name, "panic", r)
+			if ack != nil {
+				ack([]any{smcp.Errorf(smcp.CodeInternal, "internal error").Wire()}, nil)
+			}
+		}
+	}()
+	fn(h, name, payload, ack)
 }
+
+// log is the connection's logger, made when something is logged: a logger
+// kept per connection cost 1 KiB of every idle connection.
+func (h *handler) log() *slog.Logger { return h.srv.log.With("sid", h.sid, "key", h.key) }
 
 // raw re-encodes a payload as the library decoded it, refusing what is not a
 // JSON object or is larger than the limit.
@@ -122,7 +124,7 @@ func (h *handler) join(payload any, ack socket.Ack) {
 		err = h.sess.Join(&req)
 	}
 	if err != nil {
-		h.log.Info("join refused", "office", req.GetOfficeId(), "name", req.GetName(), "role", req.GetRole(), "reason", err)
+		h.log().Info("join refused", "office", req.GetOfficeId(), "name", req.GetName(), "role", req.GetRole(), "reason", err)
 	}
 	officeAck(ack, err)
 }
@@ -184,7 +186,7 @@ func (h *handler) cancel(payload any, ack socket.Ack) {
 
 func (h *handler) fireAndForget(event string, ack socket.Ack, err error) {
 	if err != nil {
-		h.log.Debug("event ignored", "event", event, "reason", err)
+		h.log().Debug("event ignored", "event", event, "reason", err)
 		flat(ack, err)
 		return
 	}
@@ -195,7 +197,7 @@ func (h *handler) fireAndForget(event string, ack socket.Ack, err error) {
 
 func (h *handler) route(event string, payload any, ack socket.Ack) {
 	if ack == nil {
-		h.log.Warn("client event without an ack: nowhere to answer, dropped", "event", event)
+		h.log().Warn("client event without an ack: nowhere to answer, dropped", "event", event)
 		return
 	}
 	b, err := h.raw(payload)
@@ -203,7 +205,8 @@ func (h *handler) route(event string, payload any, ack socket.Ack) {
 		flat(ack, err)
 		return
 	}
-	req, err := core.ParseRequest(event, b)
+	m, _ := payload.(map[string]any) // raw refused anything else
+	req, err := core.ParseDecoded(event, m, b)
 	if err != nil {
 		flat(ack, err)
 		return
@@ -213,15 +216,16 @@ func (h *handler) route(event string, payload any, ack socket.Ack) {
 		return
 	}
 	done := h.srv.cfg.Metrics.Call(metrics.FrontSIO, event)
-	ctx, span := h.srv.cfg.Tracer.Start(h.ctx, event, trace.WithSpanKind(trace.SpanKindServer),
+	_, span := h.srv.cfg.Tracer.Start(h.ctx, event, trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("smcp.computer", req.Computer), attribute.String("smcp.req_id", req.ReqID)))
-	go func() {
+	// No goroutine per call: the answer is acked from the callback, on the
+	// goroutine that settles the call (see core.Session.Go).
+	h.sess.Go(req, func(out json.RawMessage, err error) {
 		defer h.srv.end()
 		defer span.End()
-		out, err := h.sess.Route(ctx, req)
 		done(metrics.Outcome(err))
 		switch {
-		case errors.Is(err, context.Canceled):
+		case h.ctx.Err() != nil:
 			span.SetStatus(codes.Error, "agent gone")
 			return // the agent is gone: drop silently
 		case err != nil:
@@ -230,5 +234,5 @@ func (h *handler) route(event string, payload any, ack socket.Ack) {
 		default:
 			ack([]any{json.RawMessage(bytes.TrimSpace(out))}, nil)
 		}
-	}()
+	})
 }

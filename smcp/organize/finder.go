@@ -33,42 +33,70 @@ import (
 // total is the number of documents after filtering, before paging. The page
 // shares the input messages.
 func Finder(docs []*smcpv1.DPEDocumentSummary, keywords []string, fileType string, history []string, offset, limit int) (page []*smcpv1.DPEDocumentSummary, total int, warnings []Warning) {
-	lowered := make([][]byte, len(keywords))
-	for i, kw := range keywords {
-		lowered[i] = appendLower(nil, kw)
-	}
+	return NewFinderIndex(docs).Find(keywords, fileType, history, offset, limit)
+}
 
-	var scratch []byte // reused to lower-case fields
-	kept := make([]finderEntry, 0, len(docs))
-	present := make(map[string]struct{})
+// FinderIndex is a catalogue prepared for repeated Finder queries: URIs
+// validated, timestamps parsed and texts lower-cased once, when the
+// catalogue changes, rather than on every query (over 10,000 documents that
+// per-query work was most of a get_finder in the profile).
+type FinderIndex struct {
+	docs     []*smcpv1.DPEDocumentSummary
+	entries  []finderEntry // the valid documents, in input order
+	texts    [][]byte      // lowered title 0xFF summary 0xFF keywords, per entry
+	warnings []Warning
+}
+
+// NewFinderIndex prepares docs; the index shares the messages, which must
+// not change afterwards.
+func NewFinderIndex(docs []*smcpv1.DPEDocumentSummary) *FinderIndex {
+	x := &FinderIndex{docs: docs, entries: make([]finderEntry, 0, len(docs)), texts: make([][]byte, 0, len(docs))}
 	texts := 0 // entries whose last_modified is not a timestamp
 	for i, d := range docs {
 		if d == nil {
 			continue
 		}
 		if _, err := dpeuri.Parse(d.GetUri()); err != nil {
-			warnings = append(warnings, Warning{Server: d.GetServer(), URI: d.GetUri(), Reason: "skipped: " + err.Error()})
-			continue
-		}
-		// Both filters must pass; the cheap exact one goes first.
-		if fileType != "" && d.GetFileType() != fileType {
-			continue
-		}
-		if len(lowered) > 0 && !matchesAny(d, lowered, &scratch) {
+			x.warnings = append(x.warnings, Warning{Server: d.GetServer(), URI: d.GetUri(), Reason: "skipped: " + err.Error()})
 			continue
 		}
 		e := newFinderEntry(d, i)
 		if e.class == stampText {
 			texts++
 		}
+		x.entries = append(x.entries, e)
+		x.texts = append(x.texts, lowerFields(nil, d))
+	}
+	// Ranking text stamps among all documents orders any subset the same way.
+	if texts > 0 {
+		rankTexts(docs, x.entries, texts)
+	}
+	return x
+}
+
+// Find is Finder over the prepared catalogue.
+func (x *FinderIndex) Find(keywords []string, fileType string, history []string, offset, limit int) (page []*smcpv1.DPEDocumentSummary, total int, warnings []Warning) {
+	docs := x.docs
+	lowered := make([][]byte, len(keywords))
+	for i, kw := range keywords {
+		lowered[i] = appendLower(nil, kw)
+	}
+	kept := make([]finderEntry, 0, len(x.entries))
+	present := make(map[string]struct{})
+	for i, e := range x.entries {
+		d := docs[e.doc]
+		// Both filters must pass; the cheap exact one goes first.
+		if fileType != "" && d.GetFileType() != fileType {
+			continue
+		}
+		if len(lowered) > 0 && !containsAny(x.texts[i], lowered) {
+			continue
+		}
 		// Documents come grouped by server: skip the map for repeats.
 		if len(kept) == 0 || d.GetServer() != docs[kept[len(kept)-1].doc].GetServer() {
 			present[d.GetServer()] = struct{}{}
 		}
 		kept = append(kept, e)
-	}
-	if texts > 0 {
-		rankTexts(docs, kept, texts)
 	}
 
 	ranks := serverRanks(history, present)
@@ -84,7 +112,7 @@ func Finder(docs []*smcpv1.DPEDocumentSummary, keywords []string, fileType strin
 	total = len(kept)
 	offset = max(offset, 0)
 	if offset >= total || limit <= 0 {
-		return []*smcpv1.DPEDocumentSummary{}, total, warnings
+		return []*smcpv1.DPEDocumentSummary{}, total, x.warnings
 	}
 	end := offset + min(limit, total-offset)
 	first := smallest(kept, end)
@@ -92,7 +120,7 @@ func Finder(docs []*smcpv1.DPEDocumentSummary, keywords []string, fileType strin
 	for _, e := range first[offset:] {
 		page = append(page, docs[e.doc])
 	}
-	return page, total, warnings
+	return page, total, x.warnings
 }
 
 // smallest returns the k first entries of entries in sorted order,
@@ -136,13 +164,13 @@ func siftDown(heap []finderEntry, i int) {
 	}
 }
 
-// matchesAny follows the seed's pseudocode: a keyword matches when it is a
+// lowerFields follows the seed's pseudocode: a keyword matches when it is a
 // substring of the lower-cased title, keywords joined by " ", or summary.
-// The three fields are lowered into one buffer (scratch, reused), separated
-// by 0xFF: that byte never occurs in UTF-8, so no keyword can match across
-// two fields, and one search per keyword covers all three.
-func matchesAny(d *smcpv1.DPEDocumentSummary, lowered [][]byte, scratch *[]byte) bool {
-	buf := appendLower((*scratch)[:0], d.GetTitle())
+// The three fields are lowered into one buffer, separated by 0xFF: that byte
+// never occurs in UTF-8, so no keyword can match across two fields, and one
+// search per keyword covers all three.
+func lowerFields(buf []byte, d *smcpv1.DPEDocumentSummary) []byte {
+	buf = appendLower(buf, d.GetTitle())
 	buf = append(buf, 0xFF)
 	buf = appendLower(buf, d.GetSummary())
 	buf = append(buf, 0xFF)
@@ -152,9 +180,12 @@ func matchesAny(d *smcpv1.DPEDocumentSummary, lowered [][]byte, scratch *[]byte)
 		}
 		buf = appendLower(buf, k)
 	}
-	*scratch = buf
+	return buf
+}
+
+func containsAny(text []byte, lowered [][]byte) bool {
 	for _, kw := range lowered {
-		if bytes.Contains(buf, kw) {
+		if bytes.Contains(text, kw) {
 			return true
 		}
 	}

@@ -251,6 +251,18 @@ func BenchmarkFinder10k(b *testing.B) {
 				}
 			}
 		})
+		// A computer prepares its catalogue once per change and queries it.
+		b.Run(bc.name+"/prepared", func(b *testing.B) {
+			x := NewFinderIndex(docs)
+			b.ReportAllocs()
+			defer cpuTimer(b)()
+			for b.Loop() {
+				page, total, _ := x.Find(bc.keywords, bc.fileType, history, 40, 20)
+				if total == 0 || len(page) == 0 {
+					b.Fatal("empty result")
+				}
+			}
+		})
 	}
 }
 
@@ -352,6 +364,40 @@ func TestFinderKeywordsDoNotSpanFields(t *testing.T) {
 	for _, kw := range []string{"ABC", "ef", "hi"} {
 		if page, _, _ := Finder(docs, []string{kw}, "", nil, 0, 20); len(page) != 1 {
 			t.Errorf("keyword %q did not match", kw)
+		}
+	}
+}
+
+// TestFinderIndexReusedAcrossQueries checks that one prepared index answers
+// a sequence of different queries exactly as fresh Finder calls do (the
+// index must not keep state from one query to the next).
+func TestFinderIndexReusedAcrossQueries(t *testing.T) {
+	docs := benchDocs(500)
+	for i, d := range docs {
+		if i%9 == 4 {
+			d.LastModified = new(fmt.Sprintf("not a date %d", i%3))
+		}
+	}
+	x := NewFinderIndex(docs)
+	queries := []struct {
+		keywords []string
+		fileType string
+		history  []string
+		offset   int
+		limit    int
+	}{
+		{nil, "", nil, 0, 20},
+		{[]string{"REPORT 1"}, "", []string{"server-02"}, 5, 50},
+		{nil, "xlsx", []string{"server-09", "server-01"}, 0, 100},
+		{[]string{"q3", "nothing-matches-this"}, "pdf", nil, 0, 10},
+		{nil, "", nil, 490, 20},
+		{nil, "", nil, 0, 20},
+	}
+	for i, q := range queries {
+		wantPage, wantTotal, _ := Finder(docs, q.keywords, q.fileType, q.history, q.offset, q.limit)
+		page, total, _ := x.Find(q.keywords, q.fileType, q.history, q.offset, q.limit)
+		if total != wantTotal || !slices.Equal(page, wantPage) {
+			t.Errorf("query %d: total %d page %d, want total %d page %d", i, total, len(page), wantTotal, len(wantPage))
 		}
 	}
 }

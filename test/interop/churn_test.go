@@ -34,7 +34,7 @@ func TestConnectionChurnLeavesNoGoroutines(t *testing.T) {
 
 	// slack covers what does not scale with connections (idle HTTP
 	// keep-alive connections, timers).
-	const n, slack = 24, 6
+	const n, slack = 60, 6
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "churn.mjs")

@@ -119,8 +119,11 @@ func (s *server) HandleUpgrade(ctx *types.HttpContext) {
 		wsc := &types.WebSocketConn{EventEmitter: types.NewEventEmitter()}
 
 		ws := &websocket.Upgrader{
-			ReadBufferSize:    DefaultWSReadBufferSize,
-			WriteBufferSize:   DefaultWSWriteBufferSize,
+			// Patched: 0 makes gorilla reuse the 4 KiB buffers net/http
+			// hijacks (they stay referenced by the kept request anyway)
+			// instead of allocating 2 KiB more per connection.
+			ReadBufferSize:    0,
+			WriteBufferSize:   0,
 			EnableCompression: s.Opts().PerMessageDeflate() != nil,
 			Error: func(_ http.ResponseWriter, _ *http.Request, _ int, reason error) {
 				if websocket.IsUnexpectedCloseError(reason) {

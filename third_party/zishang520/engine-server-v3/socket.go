@@ -59,8 +59,8 @@ type socket struct {
 	packetsFn         *types.Slice[SendCallback]
 	sentCallbackFn    *types.Slice[[]SendCallback]
 	cleanupFn         *types.Slice[types.Callable]
-	pingTimeoutTimer  atomic.Pointer[utils.Timer]
-	pingIntervalTimer atomic.Pointer[utils.Timer]
+	pingTimeoutTimer  atomic.Pointer[pingTimer] // patched: was utils.Timer
+	pingIntervalTimer atomic.Pointer[pingTimer]
 
 	flushMu sync.Mutex
 }
@@ -228,7 +228,7 @@ func (s *socket) onPacket(data *packet.Packet) {
 			return
 		}
 		socketLog.Debug("got pong")
-		utils.ClearTimeout(s.pingTimeoutTimer.Load())
+		clearPingTimer(s.pingTimeoutTimer.Load())
 		s.pingIntervalTimer.Load().Refresh()
 		s.Emit("heartbeat")
 	case packet.ERROR:
@@ -248,7 +248,7 @@ func (s *socket) onError(err error) {
 // Pings client every `this.pingInterval` and expects response
 // within `this.pingTimeout` or closes connection.
 func (s *socket) schedulePing() {
-	s.pingIntervalTimer.Store(utils.SetTimeout(func() {
+	s.pingIntervalTimer.Store(setPingTimer(func() {
 		socketLog.Debug("writing ping packet - expecting pong within %dms", int64(s.server.Opts().PingTimeout()/time.Millisecond))
 		s.sendPacket(packet.PING, nil, nil, nil)
 		s.resetPingTimeout()
@@ -257,8 +257,8 @@ func (s *socket) schedulePing() {
 
 // Resets ping timeout.
 func (s *socket) resetPingTimeout() {
-	utils.ClearTimeout(s.pingTimeoutTimer.Load())
-	s.pingTimeoutTimer.Store(utils.SetTimeout(func() {
+	clearPingTimer(s.pingTimeoutTimer.Load())
+	s.pingTimeoutTimer.Store(setPingTimer(func() {
 		if s.ReadyState() == "closed" {
 			return
 		}
@@ -431,7 +431,7 @@ func (s *socket) clearTransport() {
 	// ensure transport won't stay open
 	s.Transport().Close()
 
-	utils.ClearTimeout(s.pingTimeoutTimer.Load())
+	clearPingTimer(s.pingTimeoutTimer.Load())
 }
 
 // Called upon transport considered closed.
@@ -444,9 +444,9 @@ func (s *socket) OnClose(reason string, description ...error) {
 		s.SetReadyState("closed")
 
 		// clear timers
-		utils.ClearTimeout(s.pingIntervalTimer.Load())
+		clearPingTimer(s.pingIntervalTimer.Load())
 
-		utils.ClearTimeout(s.pingTimeoutTimer.Load())
+		clearPingTimer(s.pingTimeoutTimer.Load())
 
 		// clean writeBuffer in defer, so developers can still
 		// grab the writeBuffer on 'close' event

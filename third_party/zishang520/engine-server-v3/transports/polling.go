@@ -15,8 +15,8 @@ import (
 	"github.com/andybalholm/brotli"
 	"github.com/klauspost/compress/zstd"
 	"github.com/zishang520/socket.io/parsers/engine/v3/packet"
+	queue "github.com/zishang520/socket.io/servers/engine/v3/leanqueue" // patched: see PATCHED.md
 	"github.com/zishang520/socket.io/v3/pkg/log"
-	"github.com/zishang520/socket.io/v3/pkg/queue"
 	"github.com/zishang520/socket.io/v3/pkg/types"
 	"github.com/zishang520/socket.io/v3/pkg/utils"
 )

@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/zishang520/socket.io/parsers/engine/v3/packet"
+	queue "github.com/zishang520/socket.io/servers/engine/v3/leanqueue" // patched: see PATCHED.md
 	"github.com/zishang520/socket.io/v3/pkg/log"
-	"github.com/zishang520/socket.io/v3/pkg/queue"
 	"github.com/zishang520/socket.io/v3/pkg/slices"
 	"github.com/zishang520/socket.io/v3/pkg/types"
 	"github.com/zishang520/socket.io/v3/pkg/webtransport"
@@ -54,6 +54,7 @@ func (w *webTransport) Construct(ctx *types.HttpContext) {
 		w.OnError("webtransport error", slices.TryGetAny[error](errs, 0))
 	})
 	_ = w.session.Once("close", func(...any) {
+		w.writeQueue.TryClose() // patched, as in websocket.go
 		w.OnClose()
 	})
 

@@ -1,0 +1,500 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/smcpgw/smcp-gateway/loadtest"
+)
+
+// benchConfig is what one `smcp bench` invocation measures.
+type benchConfig struct {
+	modes      []loadtest.Mode
+	offices    []int
+	inFlight   int
+	warmup     time.Duration
+	duration   time.Duration
+	params     int
+	conns      int
+	gatewayURL string
+	path       string
+	pid        int
+	apiKey     string
+	compare    string
+	profileDir string
+	jsonOut    bool
+	finderDocs int
+	startupN   int
+	startupDly time.Duration
+	repeat     int
+}
+
+func runBench(ctx context.Context, args []string) error {
+	return benchMain(ctx, args, os.Stdout)
+}
+
+// benchMain is `smcp bench` writing its report to out.
+func benchMain(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "serve":
+			return benchServe(ctx, args[1:])
+		case "mcp":
+			return benchMCP(ctx, args[1:])
+		}
+	}
+	fs := flag.NewFlagSet("smcp bench", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: smcp bench [flags]
+
+Starts offices of one agent and one computer answering an echo tool at once,
+drives calls through a gateway and reports calls/s, latency percentiles,
+errors, and the server's CPU per call and RSS (from /proc). Without --gateway
+the gateway is spawned as a child process (so /proc figures are its own);
+--compare floor also spawns the floor relay (the same Socket.IO stack doing
+nothing but join and forward) and prints the gateway's cost as ratios to it.
+
+modes: sio (client:tool_call), connect (CallTool, Connect protocol),
+grpc (CallTool, gRPC), finder (client:get_finder over a computer with
+--finder-docs documents), idle (--conns idle connections: memory per
+connection), startup (computer start-up with --startup-servers stdio servers).
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	modes := fs.String("mode", "sio", "comma-separated modes: sio, connect, grpc, finder, idle, startup")
+	offices := fs.String("offices", "10", "comma-separated office counts, one run each")
+	c := benchConfig{}
+	fs.IntVar(&c.inFlight, "inflight", 8, "calls in flight per agent")
+	fs.DurationVar(&c.warmup, "warmup", 3*time.Second, "warm-up before the measured window")
+	fs.DurationVar(&c.duration, "duration", 15*time.Second, "measured window (idle: how long connections stay idle)")
+	fs.IntVar(&c.params, "params", 64, "size of the tool call's params JSON, bytes")
+	fs.IntVar(&c.conns, "conns", 1000, "idle connections (mode idle)")
+	fs.StringVar(&c.gatewayURL, "gateway", "", "URL of a running gateway (default: spawn one)")
+	fs.StringVar(&c.path, "path", "/socket.io/", "Engine.IO path of the gateway")
+	fs.IntVar(&c.pid, "pid", 0, "pid of the --gateway process, for CPU and RSS from /proc")
+	fs.StringVar(&c.apiKey, "api-key", "", "API key for --gateway (default $SMCP_API_KEY)")
+	fs.StringVar(&c.compare, "compare", "", `"floor": also run the floor relay (Socket.IO modes) and print ratios`)
+	fs.StringVar(&c.profileDir, "profile", "", "directory for CPU profiles of spawned servers over each measured window")
+	fs.BoolVar(&c.jsonOut, "json", false, "print the results as JSON")
+	fs.IntVar(&c.finderDocs, "finder-docs", 10000, "documents in the computer's Finder (mode finder), over 10 MCP servers")
+	fs.IntVar(&c.startupN, "startup-servers", 10, "stdio MCP servers of the computer (mode startup)")
+	fs.DurationVar(&c.startupDly, "startup-delay", 300*time.Millisecond, "start-up work of each stdio MCP server (mode startup)")
+	fs.IntVar(&c.repeat, "repeat", 1, "run each configuration this many times")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	for m := range strings.SplitSeq(*modes, ",") {
+		switch mode := loadtest.Mode(strings.TrimSpace(m)); mode {
+		case loadtest.ModeSIO, loadtest.ModeConnect, loadtest.ModeGRPC, loadtest.ModeFinder, loadtest.ModeIdle, modeStartup:
+			c.modes = append(c.modes, mode)
+		default:
+			return fmt.Errorf("--mode: unknown mode %q", m)
+		}
+	}
+	for o := range strings.SplitSeq(*offices, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(o))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("--offices: %q is not a positive number", o)
+		}
+		c.offices = append(c.offices, n)
+	}
+	switch {
+	case c.compare != "" && c.compare != loadtest.KindFloor:
+		return fmt.Errorf("--compare: only %q is supported", loadtest.KindFloor)
+	case c.inFlight <= 0 || c.duration <= 0 || c.warmup < 0 || c.conns <= 0 || c.repeat <= 0:
+		return errors.New("--inflight, --duration, --conns and --repeat must be positive, --warmup not negative")
+	case c.gatewayURL != "" && c.profileDir != "":
+		return errors.New("--profile needs a spawned gateway (no --gateway)")
+	}
+	if c.apiKey == "" {
+		c.apiKey = os.Getenv("SMCP_API_KEY")
+	}
+	if c.profileDir != "" {
+		if err := os.MkdirAll(c.profileDir, 0o755); err != nil {
+			return err
+		}
+	}
+	rep := &benchReport{
+		Started: time.Now().UTC(), LoadAvgBefore: loadtest.LoadAvg(), GOMAXPROCS: runtime.GOMAXPROCS(0),
+		CPUs: runtime.NumCPU(), Params: c.params, InFlight: c.inFlight, Warmup: c.warmup, Window: c.duration,
+	}
+	err := c.run(ctx, rep)
+	rep.LoadAvgAfter = loadtest.LoadAvg()
+	if c.jsonOut {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if e := enc.Encode(rep); e != nil {
+			return e
+		}
+	} else {
+		rep.print(out)
+	}
+	return err
+}
+
+const modeStartup loadtest.Mode = "startup"
+
+// benchRow is one measured configuration.
+type benchRow struct {
+	Server string `json:"server"`
+	*loadtest.Result
+	// Startup mode: computer start-up with one and with N servers.
+	StartupOne, StartupAll time.Duration `json:",omitempty"`
+	StartupN               int           `json:",omitempty"`
+	Profile                string        `json:",omitempty"`
+	Err                    string        `json:",omitempty"`
+}
+
+type benchReport struct {
+	Started       time.Time
+	LoadAvgBefore string
+	LoadAvgAfter  string
+	GOMAXPROCS    int
+	CPUs          int
+	Params        int
+	InFlight      int
+	Warmup        time.Duration
+	Window        time.Duration
+	Rows          []benchRow
+}
+
+func (c *benchConfig) run(ctx context.Context, rep *benchReport) error {
+	for _, mode := range c.modes {
+		if mode == modeStartup {
+			for range c.repeat {
+				row, err := c.startup(ctx)
+				rep.Rows = append(rep.Rows, row)
+				if err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		offices := c.offices
+		if mode == loadtest.ModeIdle {
+			offices = []int{0}
+		}
+		servers := []string{loadtest.KindGateway}
+		if c.compare == loadtest.KindFloor && (mode == loadtest.ModeSIO || mode == loadtest.ModeIdle) {
+			servers = []string{loadtest.KindFloor, loadtest.KindGateway}
+		}
+		for _, n := range offices {
+			for range c.repeat {
+				for _, kind := range servers {
+					row, err := c.one(ctx, kind, mode, n)
+					rep.Rows = append(rep.Rows, row)
+					if err != nil {
+						return fmt.Errorf("%s %s offices=%d: %w", kind, mode, n, err)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (c *benchConfig) one(ctx context.Context, kind string, mode loadtest.Mode, offices int) (benchRow, error) {
+	row := benchRow{Server: kind}
+	o := loadtest.Options{
+		URL: c.gatewayURL, Path: c.path, Mode: mode, Offices: offices, InFlight: c.inFlight,
+		Warmup: c.warmup, Duration: c.duration, ParamBytes: c.params, Conns: c.conns, APIKey: c.apiKey, PID: c.pid,
+	}
+	if mode == loadtest.ModeFinder {
+		o.Finder = loadtest.FinderSetup(10, max(1, c.finderDocs/10), slog.New(slog.DiscardHandler))
+	}
+	if c.gatewayURL == "" || kind == loadtest.KindFloor {
+		child, err := spawnServer(ctx, kind)
+		if err != nil {
+			return row, err
+		}
+		defer child.stop()
+		o.URL, o.Path, o.PID, o.APIKey = child.url, "/socket.io/", child.pid, ""
+		o.Stats = loadtest.StatsClient(child.url)
+		if c.profileDir != "" && mode != loadtest.ModeIdle {
+			row.Profile = filepath.Join(c.profileDir, fmt.Sprintf("%s-%s-%d-%s.pprof", kind, mode, offices, time.Now().Format("150405")))
+			go c.profile(ctx, child.url, row.Profile)
+		}
+	}
+	res, err := loadtest.Run(ctx, o)
+	row.Result = res
+	if err != nil {
+		row.Err = err.Error()
+	}
+	return row, err
+}
+
+// profile records the server's CPU over the measured window.
+func (c *benchConfig) profile(ctx context.Context, url, path string) {
+	time.Sleep(c.warmup)
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_ = loadtest.FetchProfile(ctx, url, c.duration, f)
+}
+
+func (c *benchConfig) startup(ctx context.Context) (benchRow, error) {
+	row := benchRow{Server: "computer", Result: &loadtest.Result{Mode: modeStartup}, StartupN: c.startupN}
+	exe, err := os.Executable()
+	if err != nil {
+		return row, err
+	}
+	cfg := func(n int) map[string]map[string]any {
+		m := map[string]map[string]any{}
+		for i := range n {
+			m[fmt.Sprintf("s%02d", i)] = map[string]any{
+				"command": exe, "args": []any{"bench", "mcp", "-delay", c.startupDly.String()},
+			}
+		}
+		return m
+	}
+	log := slog.New(slog.DiscardHandler)
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if row.StartupOne, err = loadtest.StartupTime(sctx, cfg(1), log); err != nil {
+		return row, fmt.Errorf("start-up with one server: %w", err)
+	}
+	if row.StartupAll, err = loadtest.StartupTime(sctx, cfg(c.startupN), log); err != nil {
+		return row, fmt.Errorf("start-up with %d servers: %w", c.startupN, err)
+	}
+	row.LoadAvg = loadtest.LoadAvg()
+	return row, nil
+}
+
+type child struct {
+	cmd *exec.Cmd
+	url string
+	pid int
+}
+
+// spawnServer re-executes this binary as `smcp bench serve -kind kind` and
+// reads the address it listens on from its first line of output.
+func spawnServer(ctx context.Context, kind string) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, "bench", "serve", "-kind", kind)
+	cmd.Stderr = os.Stderr
+	// The server must not outlive an interrupted bench.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("spawn %s: %w", kind, err)
+	}
+	ch := &child{cmd: cmd, pid: cmd.Process.Pid}
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		if sc.Scan() {
+			line <- sc.Text()
+		}
+		close(line)
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case l, ok := <-line:
+		u, found := strings.CutPrefix(l, "LISTEN ")
+		if !ok || !found {
+			ch.stop()
+			return nil, fmt.Errorf("spawn %s: no address announced (got %q)", kind, l)
+		}
+		ch.url = u
+	case <-time.After(10 * time.Second):
+		ch.stop()
+		return nil, fmt.Errorf("spawn %s: no address after 10 s", kind)
+	case <-ctx.Done():
+		ch.stop()
+		return nil, ctx.Err()
+	}
+	return ch, nil
+}
+
+func (c *child) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// benchServe is the hidden child: a gateway or floor relay on a loopback
+// port, announced on stdout as "LISTEN <url>".
+func benchServe(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("smcp bench serve", flag.ContinueOnError)
+	kind := fs.String("kind", loadtest.KindGateway, "gateway or floor")
+	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("LISTEN http://%s\n", ln.Addr())
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return loadtest.Serve(ctx, *kind, ln, log)
+}
+
+// benchMCP is the hidden stdio MCP server of the start-up mode.
+func benchMCP(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("smcp bench mcp", flag.ContinueOnError)
+	delay := fs.Duration("delay", 0, "wait this long before serving (start-up work)")
+	docs := fs.Int("docs", 10, "dpe:// documents served")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return loadtest.ServeStdioMCP(ctx, *delay, *docs)
+}
+
+func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) }
+func us(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e3, 'f', 1, 64) }
+
+func (r *benchReport) print(w io.Writer) {
+	fmt.Fprintf(w, "smcp bench  %s  GOMAXPROCS %d (%d CPUs)  load avg %s -> %s\n",
+		r.Started.Format(time.RFC3339), r.GOMAXPROCS, r.CPUs, r.LoadAvgBefore, r.LoadAvgAfter)
+	fmt.Fprintf(w, "params %d B, %d calls in flight per agent, warm-up %s, window %s\n\n", r.Params, r.InFlight, r.Warmup, r.Window)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	calls := false
+	for _, row := range r.Rows {
+		if row.Result == nil || row.Mode == loadtest.ModeIdle || row.Mode == modeStartup {
+			continue
+		}
+		if !calls {
+			fmt.Fprintln(tw, "server\tmode\toffices\tcalls/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\terrors\tsrv CPU/call µs\tsrv RSS MiB\tload CPU/call µs\tgoroutines start/loaded/end\theap MiB start/end\tload avg\t")
+			calls = true
+		}
+		lc := time.Duration(0)
+		if row.Calls > 0 {
+			lc = row.LoadCPU / time.Duration(row.Calls)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%.1f\t%s\t%d/%d/%d\t%.1f/%.1f\t%s\t\n",
+			row.Server, row.Mode, row.Offices, row.CallsPerSec(), ms(row.Latency.P50), ms(row.Latency.P90), ms(row.Latency.P99), ms(row.Latency.Max),
+			row.Errors, us(row.CPUPerCall()), float64(row.ServerRSS)/(1<<20), us(lc),
+			row.GoroutinesStart, row.GoroutinesLoaded, row.GoroutinesEnd, float64(row.HeapStart)/(1<<20), float64(row.HeapEnd)/(1<<20), row.LoadAvg)
+	}
+	_ = tw.Flush()
+	for _, row := range r.Rows {
+		if row.Result != nil && row.Mode == loadtest.ModeFinder && row.AtComputer > 0 {
+			fmt.Fprintf(w, "finder: get_finder inside the computer (no network), median of 200: %s ms\n", ms(row.AtComputer))
+		}
+		if row.FirstError != "" {
+			fmt.Fprintf(w, "%s %s offices=%d: first error: %s\n", row.Server, row.Mode, row.Offices, row.FirstError)
+		}
+	}
+	idle := false
+	for _, row := range r.Rows {
+		if row.Result == nil || row.Mode != loadtest.ModeIdle {
+			continue
+		}
+		if !idle {
+			fmt.Fprintln(w)
+			fmt.Fprintln(tw, "server\tidle conns\tRSS KiB/conn\theap KiB/conn\tgoroutines/conn\tsrv CPU ms (idle window)\tgoroutines start/loaded/end\tload avg\t")
+			idle = true
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.2f\t%s\t%d/%d/%d\t%s\t\n", row.Server, row.Conns, row.RSSPerConn/1024, row.HeapPerConn/1024,
+			row.GoroutinesPerConn, ms(row.ServerCPU), row.GoroutinesStart, row.GoroutinesLoaded, row.GoroutinesEnd, row.LoadAvg)
+	}
+	_ = tw.Flush()
+	for _, row := range r.Rows {
+		if row.Mode == modeStartup {
+			fmt.Fprintf(w, "\ncomputer start-up: 1 stdio server %s ms, %d stdio servers %s ms (ratio %.2f; each server waits %s before serving)\n",
+				ms(row.StartupOne), row.StartupN, ms(row.StartupAll), float64(row.StartupAll)/float64(max(1, row.StartupOne)), "its --startup-delay")
+		}
+	}
+	r.printRatios(w)
+	for _, row := range r.Rows {
+		if row.Err != "" {
+			fmt.Fprintf(w, "error: %s %s offices=%d: %s\n", row.Server, row.Mode, row.Offices, row.Err)
+		}
+		if row.Profile != "" {
+			fmt.Fprintf(w, "profile: %s\n", row.Profile)
+		}
+	}
+}
+
+// printRatios compares each gateway row with the floor row of the same
+// mode, offices and repetition, and the RPC rows with the gateway's
+// Socket.IO row of the same offices and repetition.
+func (r *benchReport) printRatios(w io.Writer) {
+	// nth returns the n-th (0-based) measured row of server, mode and offices.
+	nth := func(server string, mode loadtest.Mode, offices, n int) *benchRow {
+		for i := range r.Rows {
+			row := &r.Rows[i]
+			if row.Result != nil && row.Server == server && row.Mode == mode && row.Offices == offices {
+				if n == 0 {
+					return row
+				}
+				n--
+			}
+		}
+		return nil
+	}
+	header := false
+	line := func(format string, a ...any) {
+		if !header {
+			fmt.Fprintln(w, "\nratios (same invocation, same repetition):")
+			header = true
+		}
+		fmt.Fprintf(w, "  "+format+"\n", a...)
+	}
+	count := map[string]int{}
+	for i := range r.Rows {
+		g := &r.Rows[i]
+		if g.Result == nil || g.Server != loadtest.KindGateway {
+			continue
+		}
+		key := string(g.Mode) + "/" + strconv.Itoa(g.Offices)
+		n := count[key]
+		count[key]++
+		if g.Mode == loadtest.ModeIdle {
+			if f := nth(loadtest.KindFloor, g.Mode, g.Offices, n); f != nil && f.RSSPerConn > 0 {
+				line("idle: gateway/floor RSS per connection %.2f", g.RSSPerConn/f.RSSPerConn)
+			}
+			continue
+		}
+		if g.Calls == 0 {
+			continue
+		}
+		if f := nth(loadtest.KindFloor, g.Mode, g.Offices, n); f != nil && f.Calls > 0 {
+			line("%s offices=%d: gateway/floor CPU per call %.2f (goal <= 1.25), calls/s %.2f (goal >= 0.85), p99 %.2f",
+				g.Mode, g.Offices, float64(g.CPUPerCall())/float64(max(1, f.CPUPerCall())),
+				g.CallsPerSec()/f.CallsPerSec(), float64(g.Latency.P99)/float64(max(1, f.Latency.P99)))
+		}
+		if g.Mode == loadtest.ModeConnect || g.Mode == loadtest.ModeGRPC {
+			if s := nth(loadtest.KindGateway, loadtest.ModeSIO, g.Offices, n); s != nil && s.Calls > 0 {
+				line("%s offices=%d: calls/s / Socket.IO calls/s %.2f (goal >= 0.75), CPU per call / Socket.IO %.2f",
+					g.Mode, g.Offices, g.CallsPerSec()/s.CallsPerSec(), float64(g.CPUPerCall())/float64(max(1, s.CPUPerCall())))
+			}
+		}
+	}
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/smcpgw/smcp-gateway/loadtest"
+)
+
+// TestBenchSmoke runs `smcp bench` for a fraction of a second in every mode
+// that needs no extra setup, spawning the gateway and the floor as child
+// processes (this test binary re-executed), and checks that the report has
+// measured something in each row. No figure is asserted: speed is measured,
+// not tested.
+func TestBenchSmoke(t *testing.T) {
+	t.Setenv("SMCP_TEST_MAIN", "argv")
+	var out bytes.Buffer
+	err := benchMain(t.Context(), []string{
+		"-mode", "sio,connect,grpc,idle,startup", "-offices", "2", "-compare", "floor",
+		"-warmup", "100ms", "-duration", "600ms", "-conns", "20",
+		"-startup-servers", "3", "-startup-delay", "50ms", "-json",
+	}, &out)
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out.String())
+	}
+	var rep benchReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
+	}
+	seen := map[string]bool{}
+	for _, row := range rep.Rows {
+		key := row.Server + "/" + string(row.Mode)
+		seen[key] = true
+		switch row.Mode {
+		case loadtest.ModeIdle:
+			if row.Conns != 20 || row.ServerRSS <= 0 || row.GoroutinesLoaded <= row.GoroutinesStart {
+				t.Errorf("%s: idle row measured nothing: %+v", key, row.Result)
+			}
+		case modeStartup:
+			if row.StartupOne <= 0 || row.StartupAll < 50*time.Millisecond {
+				t.Errorf("%s: start-up times %s / %s", key, row.StartupOne, row.StartupAll)
+			}
+		default:
+			if row.Calls <= 0 || row.Errors != 0 || row.Latency.P50 <= 0 || row.Latency.Max < row.Latency.P99 ||
+				row.ServerCPU <= 0 || row.ServerRSS <= 0 || row.LoadCPU <= 0 {
+				t.Errorf("%s: %+v", key, row.Result)
+			}
+		}
+	}
+	for _, want := range []string{"floor/sio", "gateway/sio", "gateway/connect", "gateway/grpc", "floor/idle", "gateway/idle", "computer/startup"} {
+		if !seen[want] {
+			t.Errorf("no %s row in the report", want)
+		}
+	}
+
+	// The text report prints the same rows and the ratios to the floor.
+	var text bytes.Buffer
+	rep.print(&text)
+	for _, want := range []string{"gateway/floor CPU per call", "calls/s / Socket.IO calls/s", "RSS KiB/conn", "idle: gateway/floor RSS", "computer start-up"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+func TestBenchFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-mode", "nope"},
+		{"-offices", "0"},
+		{"-compare", "python"},
+		{"-duration", "0s"},
+		{"-gateway", "http://127.0.0.1:1", "-profile", t.TempDir()},
+	} {
+		if err := benchMain(t.Context(), args, &bytes.Buffer{}); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+}

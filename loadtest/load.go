@@ -1,0 +1,592 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// Mode is what a run drives.
+type Mode string
+
+// Modes of a run.
+const (
+	// ModeSIO: client:tool_call over Socket.IO, agent → server → computer → back.
+	ModeSIO Mode = "sio"
+	// ModeConnect: CallTool over the Connect protocol (HTTP/1.1), to a
+	// Socket.IO computer.
+	ModeConnect Mode = "connect"
+	// ModeGRPC: CallTool over gRPC (h2c).
+	ModeGRPC Mode = "grpc"
+	// ModeFinder: client:get_finder over Socket.IO to a real computer whose
+	// cache holds the documents of its MCP servers (see FinderSetup).
+	ModeFinder Mode = "finder"
+	// ModeIdle: N connections joined and left idle; memory per connection.
+	ModeIdle Mode = "idle"
+)
+
+// Options of a run.
+type Options struct {
+	// URL of the server, e.g. http://127.0.0.1:8080.
+	URL string
+	// Path is the Engine.IO path (default /socket.io/).
+	Path string
+	Mode Mode
+	// Offices is the number of (agent, computer) pairs.
+	Offices int
+	// InFlight is the number of calls each agent keeps in flight.
+	InFlight int
+	Warmup   time.Duration
+	Duration time.Duration
+	// ParamBytes is the size of the tool call's params JSON object.
+	ParamBytes int
+	// Conns is the number of idle connections (ModeIdle).
+	Conns int
+	// APIKey, when set, is sent as x-api-key.
+	APIKey string
+	// PID of the server process, for CPU and RSS from /proc (0: none).
+	PID int
+	// Stats, when set, reads the server's runtime counters (spawned servers).
+	Stats func(ctx context.Context, gc bool) (RuntimeStats, error)
+	// Finder, for ModeFinder, starts the computers (one per office, named
+	// "pc" in office "bench-<i>") and returns a stop function.
+	// probe, when not nil, times one get_finder inside the first computer
+	// (no network): the computer's share of the latency.
+	Finder func(ctx context.Context, url string, offices int) (stop func(), probe func() time.Duration, err error)
+}
+
+// RuntimeStats are the Go runtime counters of a spawned server.
+type RuntimeStats struct {
+	Goroutines int    `json:"goroutines"`
+	HeapInuse  uint64 `json:"heap_inuse"`
+	HeapAlloc  uint64 `json:"heap_alloc"`
+}
+
+// Result of a run.
+type Result struct {
+	Mode     Mode
+	Offices  int
+	InFlight int
+	Elapsed  time.Duration
+	Calls    int64
+	Errors   int64
+	// FirstError is the first failure seen, for the report.
+	FirstError string
+	Latency    Latencies
+	// ServerCPU is the server's CPU time over the window (0 without PID).
+	ServerCPU time.Duration
+	ServerRSS int64
+	// LoadCPU is this process's CPU time over the window.
+	LoadCPU time.Duration
+	LoadAvg string
+	// AtComputer is the median get_finder time inside the computer (ModeFinder).
+	AtComputer time.Duration
+
+	// Idle mode.
+	Conns              int
+	RSSBefore          int64
+	GoroutinesPerConn  float64
+	HeapPerConn        float64
+	RSSPerConn         float64
+	GoroutinesStart    int
+	GoroutinesLoaded   int
+	GoroutinesEnd      int
+	HeapStart, HeapEnd uint64
+}
+
+// CallsPerSec over the measured window.
+func (r *Result) CallsPerSec() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Calls) / r.Elapsed.Seconds()
+}
+
+// CPUPerCall is the server's CPU per completed call.
+func (r *Result) CPUPerCall() time.Duration {
+	if r.Calls == 0 {
+		return 0
+	}
+	return r.ServerCPU / time.Duration(r.Calls)
+}
+
+func (o *Options) defaults() error {
+	if o.Path == "" {
+		o.Path = "/socket.io/"
+	}
+	if o.Offices <= 0 {
+		o.Offices = 1
+	}
+	if o.InFlight <= 0 {
+		o.InFlight = 8
+	}
+	if o.ParamBytes < 16 {
+		o.ParamBytes = 16
+	}
+	if o.Duration <= 0 {
+		return errors.New("loadtest: duration must be positive")
+	}
+	if o.Mode == ModeIdle && o.Conns <= 0 {
+		return errors.New("loadtest: idle mode needs a positive number of connections")
+	}
+	if o.Mode == ModeFinder && o.Finder == nil {
+		return errors.New("loadtest: finder mode needs a computer setup")
+	}
+	return nil
+}
+
+// Params returns a params object of exactly n bytes of JSON.
+func Params(n int) json.RawMessage {
+	const frame = `{"text":""}`
+	return json.RawMessage(`{"text":"` + strings.Repeat("x", max(0, n-len(frame))) + `"}`)
+}
+
+// Run drives one run and measures it.
+func Run(ctx context.Context, o Options) (*Result, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	r := &Result{Mode: o.Mode, Offices: o.Offices, InFlight: o.InFlight}
+	if o.Stats != nil {
+		s, err := o.Stats(ctx, true)
+		if err != nil {
+			return nil, err
+		}
+		r.GoroutinesStart, r.HeapStart = s.Goroutines, s.HeapInuse
+	}
+	var err error
+	var closeAll func()
+	if o.Mode == ModeIdle {
+		closeAll, err = runIdle(ctx, o, r)
+	} else {
+		closeAll, err = runCalls(ctx, o, r)
+	}
+	if closeAll != nil {
+		closeAll()
+	}
+	if err != nil {
+		return r, err
+	}
+	r.LoadAvg = LoadAvg()
+	if o.Stats != nil {
+		settle(ctx, o, r)
+	}
+	return r, nil
+}
+
+// settle waits (up to 10 s) for the server to release what the clients
+// held: goroutines back to their starting count, then reads the heap.
+func settle(ctx context.Context, o Options, r *Result) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := o.Stats(ctx, true)
+		if err != nil {
+			return
+		}
+		r.GoroutinesEnd, r.HeapEnd = s.Goroutines, s.HeapInuse
+		if s.Goroutines <= r.GoroutinesStart || time.Now().After(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// dial connects, retrying twice: the library can drop a namespace CONNECT
+// sent right after the handshake and then closes the connection.
+func (o *Options) dial(ctx context.Context, handler func(event string, id int64, payload json.RawMessage)) (*Conn, error) {
+	var err error
+	for range 3 {
+		var c *Conn
+		if c, err = Dial(ctx, o.URL, o.Path, smcp.Namespace, handler); err == nil {
+			return c, nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, err
+}
+
+func join(ctx context.Context, c *Conn, role, name, office string) error {
+	b, _ := json.Marshal(map[string]string{"role": role, "name": name, "office_id": office})
+	ans, err := c.Call(ctx, smcp.EventJoinOffice, b)
+	if err != nil {
+		return fmt.Errorf("join %s as %s %s: %w", office, role, name, err)
+	}
+	if !bytes.HasPrefix(ans, []byte("[true")) {
+		return fmt.Errorf("join %s as %s %s refused: %s", office, role, name, ans)
+	}
+	return nil
+}
+
+// echoComputer answers client:tool_call at once with the params as text.
+func echoComputer(c **Conn) func(event string, id int64, payload json.RawMessage) {
+	return func(event string, id int64, payload json.RawMessage) {
+		if id < 0 || event != smcp.EventToolCall {
+			return
+		}
+		var req struct {
+			Params json.RawMessage `json:"params"`
+		}
+		_ = json.Unmarshal(payload, &req)
+		text, _ := json.Marshal(string(req.Params))
+		ans := make([]byte, 0, len(text)+64)
+		ans = append(ans, `{"content":[{"type":"text","text":`...)
+		ans = append(ans, text...)
+		ans = append(ans, `}],"isError":false}`...)
+		_ = (*c).Ack(id, ans)
+	}
+}
+
+func office(i int) string { return "bench-" + strconv.Itoa(i) }
+
+// window counts completed calls and their latencies between start and stop.
+type window struct {
+	measuring atomic.Bool
+	stopped   atomic.Bool
+	calls     atomic.Int64
+	errors    atomic.Int64
+	errOnce   sync.Once
+	firstErr  string
+}
+
+func (w *window) fail(err error) {
+	if !w.measuring.Load() {
+		return
+	}
+	w.errors.Add(1)
+	w.errOnce.Do(func() { w.firstErr = err.Error() })
+}
+
+// caller makes one call; it is called concurrently by o.InFlight workers
+// per office.
+type caller func(ctx context.Context, seq uint64) error
+
+func runCalls(ctx context.Context, o Options, r *Result) (func(), error) {
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	callers := make([]caller, o.Offices)
+	params := Params(o.ParamBytes)
+	var httpClient *http.Client
+	if o.Mode == ModeConnect || o.Mode == ModeGRPC {
+		tr := &http.Transport{MaxIdleConnsPerHost: o.Offices * o.InFlight, DisableCompression: true}
+		if o.Mode == ModeGRPC {
+			tr.Protocols = new(http.Protocols)
+			tr.Protocols.SetUnencryptedHTTP2(true)
+		}
+		httpClient = &http.Client{Transport: tr}
+		closers = append(closers, tr.CloseIdleConnections)
+	}
+	var probe func() time.Duration
+	if o.Mode == ModeFinder {
+		stop, p, err := o.Finder(ctx, o.URL, o.Offices)
+		if stop != nil {
+			closers = append(closers, stop)
+		}
+		if err != nil {
+			return closeAll, err
+		}
+		probe = p
+	}
+	for i := range o.Offices {
+		if o.Mode != ModeFinder {
+			comp := new(*Conn)
+			c, err := o.dial(ctx, echoComputer(comp))
+			if err != nil {
+				return closeAll, err
+			}
+			*comp = c
+			closers = append(closers, func() { _ = c.Close() })
+			if err := join(ctx, c, smcp.RoleComputer, "pc", office(i)); err != nil {
+				return closeAll, err
+			}
+		}
+		agentName := "agent-" + strconv.Itoa(i)
+		switch o.Mode {
+		case ModeSIO, ModeFinder:
+			a, err := o.dial(ctx, nil)
+			if err != nil {
+				return closeAll, err
+			}
+			closers = append(closers, func() { _ = a.Close() })
+			if err := join(ctx, a, smcp.RoleAgent, agentName, office(i)); err != nil {
+				return closeAll, err
+			}
+			callers[i] = sioCaller(a, o.Mode, agentName, params)
+		case ModeConnect, ModeGRPC:
+			c, err := rpcCaller(o, httpClient, agentName, office(i), params)
+			if err != nil {
+				return closeAll, err
+			}
+			callers[i] = c
+		default:
+			return closeAll, fmt.Errorf("loadtest: unknown mode %q", o.Mode)
+		}
+	}
+	// One call per office before the clock starts: the route exists.
+	for i, call := range callers {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := call(cctx, 0)
+		cancel()
+		if err != nil {
+			return closeAll, fmt.Errorf("office %d: first call: %w", i, err)
+		}
+	}
+
+	w := &window{}
+	var wg sync.WaitGroup
+	samples := make([][]time.Duration, o.Offices*o.InFlight)
+	var seq atomic.Uint64
+	for i := range o.Offices * o.InFlight {
+		call := callers[i/o.InFlight]
+		wg.Go(func() {
+			buf := make([]time.Duration, 0, 4096)
+			defer func() { samples[i] = buf }()
+			for !w.stopped.Load() && ctx.Err() == nil {
+				t0 := time.Now()
+				err := call(ctx, seq.Add(1))
+				if !w.measuring.Load() || w.stopped.Load() {
+					continue
+				}
+				if err != nil {
+					w.fail(err)
+					continue
+				}
+				buf = append(buf, time.Since(t0))
+				w.calls.Add(1)
+			}
+		})
+	}
+	sleep(ctx, o.Warmup)
+	srv0, self0 := o.readServer(), readSelf()
+	t0 := time.Now()
+	w.measuring.Store(true)
+	sleep(ctx, o.Duration)
+	w.stopped.Store(true)
+	r.Elapsed = time.Since(t0)
+	srv1, self1 := o.readServer(), readSelf()
+	r.Calls, r.Errors, r.FirstError = w.calls.Load(), w.errors.Load(), w.firstErr
+	r.ServerCPU, r.ServerRSS = srv1.CPU-srv0.CPU, srv1.RSS
+	r.LoadCPU = self1.CPU - self0.CPU
+	// Workers stop after their current call: calls in flight finish or fail
+	// when the connections close.
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		closeAll()
+		closers = nil
+		<-done
+	}
+	if o.Stats != nil {
+		if s, err := o.Stats(ctx, false); err == nil {
+			r.GoroutinesLoaded = s.Goroutines
+		}
+	}
+	if probe != nil {
+		const n = 200
+		times := make([]time.Duration, n)
+		for i := range times {
+			times[i] = probe()
+		}
+		r.AtComputer = Summarise(times).P50
+	}
+	var all []time.Duration
+	for _, s := range samples {
+		all = append(all, s...)
+	}
+	r.Latency = Summarise(all)
+	if err := ctx.Err(); err != nil {
+		return closeAll, err
+	}
+	return closeAll, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+func (o *Options) readServer() ProcSample {
+	if o.PID <= 0 {
+		return ProcSample{}
+	}
+	s, _ := ReadProc(strconv.Itoa(o.PID))
+	return s
+}
+
+func readSelf() ProcSample {
+	s, _ := ReadProc(strconv.Itoa(os.Getpid()))
+	return s
+}
+
+func sioCaller(a *Conn, mode Mode, agentName string, params json.RawMessage) caller {
+	event := smcp.EventToolCall
+	if mode == ModeFinder {
+		event = smcp.EventGetFinder
+	}
+	return func(ctx context.Context, seq uint64) error {
+		b := make([]byte, 0, 160+len(params))
+		b = append(b, `{"agent":"`...)
+		b = append(b, agentName...)
+		b = append(b, `","req_id":"`...)
+		b = strconv.AppendUint(b, seq, 10)
+		if mode == ModeFinder {
+			b = append(b, `","computer":"pc","keywords":["report 9"],"limit":20}`...)
+		} else {
+			b = append(b, `","computer":"pc","tool_name":"echo","params":`...)
+			b = append(b, params...)
+			b = append(b, `,"timeout":30}`...)
+		}
+		ans, err := a.Call(ctx, event, b)
+		if err != nil {
+			return err
+		}
+		return checkAnswer(mode, ans)
+	}
+}
+
+// checkAnswer looks for the success marker of an answer without decoding
+// it: the load generator must stay cheap.
+func checkAnswer(mode Mode, ans []byte) error {
+	var ok bool
+	if mode == ModeFinder {
+		ok = bytes.Contains(ans, []byte(`"total_count":`)) && !bytes.Contains(ans, []byte(`"total_count":0`))
+	} else {
+		ok = bytes.Contains(ans, []byte(`"isError":false`))
+	}
+	if !ok {
+		if len(ans) > 200 {
+			ans = ans[:200]
+		}
+		return fmt.Errorf("unexpected answer: %s", ans)
+	}
+	return nil
+}
+
+func rpcCaller(o Options, hc *http.Client, agentName, officeID string, params json.RawMessage) (caller, error) {
+	var opts []connect.ClientOption
+	if o.Mode == ModeGRPC {
+		opts = append(opts, connect.WithGRPC())
+	}
+	opts = append(opts, connect.WithInterceptors(headers{"x-smcp-agent": agentName, "x-api-key": o.APIKey}))
+	client := smcpv1connect.NewAgentServiceClient(hc, o.URL, opts...)
+	st := &structpb.Struct{}
+	if err := st.UnmarshalJSON(params); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, seq uint64) error {
+		res, err := client.CallTool(ctx, &smcpv1.CallToolRequest{
+			OfficeId: officeID, Computer: "pc", ToolName: "echo", Params: st, Timeout: 30,
+			ReqId: strconv.FormatUint(seq, 10),
+		})
+		if err != nil {
+			return err
+		}
+		if res.GetResult().GetIsError() {
+			return fmt.Errorf("tool error: %v", res.GetResult())
+		}
+		return nil
+	}, nil
+}
+
+// headers is a unary client interceptor setting fixed request headers.
+type headers map[string]string
+
+func (h headers) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		for k, v := range h {
+			if v != "" {
+				req.Header().Set(k, v)
+			}
+		}
+		return next(ctx, req)
+	}
+}
+
+func (h headers) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (h headers) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
+
+func runIdle(ctx context.Context, o Options, r *Result) (func(), error) {
+	var conns []*Conn
+	closeAll := func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}
+	r.Conns = o.Conns
+	before := o.readServer()
+	r.RSSBefore = before.RSS
+	var statsBefore RuntimeStats
+	if o.Stats != nil {
+		statsBefore, _ = o.Stats(ctx, true)
+	}
+	self0 := readSelf()
+	t0 := time.Now()
+	for i := range o.Conns {
+		c, err := o.dial(ctx, nil)
+		if err != nil {
+			return closeAll, fmt.Errorf("connection %d: %w", i, err)
+		}
+		conns = append(conns, c)
+		if err := join(ctx, c, smcp.RoleComputer, "pc", "idle-"+strconv.Itoa(i)); err != nil {
+			return closeAll, err
+		}
+	}
+	// Idle for the run's duration: timers and pings have run at least once
+	// before memory is read (the default ping interval is 25 s).
+	sleep(ctx, o.Duration)
+	r.Elapsed = time.Since(t0)
+	after := o.readServer()
+	r.ServerRSS = after.RSS
+	r.ServerCPU = after.CPU - before.CPU
+	r.LoadCPU = readSelf().CPU - self0.CPU
+	r.RSSPerConn = float64(after.RSS-before.RSS) / float64(o.Conns)
+	if o.Stats != nil {
+		if s, err := o.Stats(ctx, true); err == nil {
+			r.GoroutinesLoaded = s.Goroutines
+			r.GoroutinesPerConn = float64(s.Goroutines-statsBefore.Goroutines) / float64(o.Conns)
+			r.HeapPerConn = (float64(s.HeapInuse) - float64(statsBefore.HeapInuse)) / float64(o.Conns)
+		}
+	}
+	for _, c := range conns {
+		select {
+		case <-c.Done():
+			return closeAll, fmt.Errorf("an idle connection was closed by the server: %v", c.Err())
+		default:
+		}
+	}
+	return closeAll, ctx.Err()
+}

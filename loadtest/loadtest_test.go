@@ -1,0 +1,106 @@
+package loadtest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+func TestParamsSize(t *testing.T) {
+	for _, n := range []int{16, 64, 1000} {
+		p := Params(n)
+		if len(p) != n || !json.Valid(p) {
+			t.Errorf("Params(%d) = %d bytes %s", n, len(p), p)
+		}
+	}
+}
+
+func TestSummarise(t *testing.T) {
+	var s []time.Duration
+	for i := 100; i >= 1; i-- {
+		s = append(s, time.Duration(i)*time.Millisecond)
+	}
+	got := Summarise(s)
+	want := Latencies{P50: 50 * time.Millisecond, P90: 90 * time.Millisecond, P99: 99 * time.Millisecond, Max: 100 * time.Millisecond}
+	if got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	if (Summarise(nil) != Latencies{}) {
+		t.Error("empty samples")
+	}
+}
+
+func TestReadProcSelf(t *testing.T) {
+	s, err := ReadProc(strconv.Itoa(os.Getpid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.RSS <= 0 {
+		t.Errorf("RSS %d", s.RSS)
+	}
+	if _, err := ReadProc("0"); err == nil {
+		t.Error("pid 0 read")
+	}
+}
+
+func TestSplitEvent(t *testing.T) {
+	for in, want := range map[string][2]string{
+		`["client:tool_call",{"a":1}]`: {"client:tool_call", `{"a":1}`},
+		`["notify:x"]`:                 {"notify:x", ``},
+	} {
+		ev, p, ok := splitEvent([]byte(in))
+		if !ok || ev != want[0] || string(p) != want[1] {
+			t.Errorf("%s: %q %q %v", in, ev, p, ok)
+		}
+	}
+	if _, _, ok := splitEvent([]byte(`{}`)); ok {
+		t.Error("not an event array accepted")
+	}
+}
+
+// TestFloorRelaysToolCall drives the floor relay with the lean client over
+// real sockets: join, forward to the named computer, answer back, and a
+// computer that is not in the office.
+func TestFloorRelaysToolCall(t *testing.T) {
+	f := NewFloor("/socket.io/")
+	srv := httptest.NewServer(f.Handler())
+	t.Cleanup(func() { f.Close(); srv.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	o := Options{URL: srv.URL, Path: "/socket.io/"}
+	comp := new(*Conn)
+	c, err := o.dial(ctx, echoComputer(comp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	*comp = c
+	defer c.Close()
+	if err := join(ctx, c, smcp.RoleComputer, "pc", "o"); err != nil {
+		t.Fatal(err)
+	}
+	a, err := o.dial(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := join(ctx, a, smcp.RoleAgent, "bot", "o"); err != nil {
+		t.Fatal(err)
+	}
+	call := sioCaller(a, ModeSIO, "bot", Params(64))
+	if err := call(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	ans, err := a.Call(ctx, smcp.EventToolCall, []byte(`{"agent":"bot","req_id":"2","computer":"other","tool_name":"echo","timeout":5}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkAnswer(ModeSIO, ans); err == nil {
+		t.Errorf("unknown computer answered %s", ans)
+	}
+}

@@ -1,0 +1,120 @@
+package loadtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+)
+
+// Server kinds a bench child process serves.
+const (
+	KindGateway = "gateway"
+	KindFloor   = "floor"
+)
+
+// StatsPath serves RuntimeStats (?gc=1 collects garbage first) on servers
+// started by Serve; ProfilePath is net/http/pprof's index.
+const (
+	StatsPath   = "/debug/bench/stats"
+	ProfilePath = "/debug/pprof/"
+)
+
+// Serve serves a gateway (insecure, for benchmarks) or a floor relay on ln
+// until ctx ends, with the runtime stats and pprof endpoints mounted.
+func Serve(ctx context.Context, kind string, ln net.Listener, log *slog.Logger) error {
+	switch kind {
+	case KindGateway:
+		g, err := gateway.New(gateway.Config{Auth: core.AllowAll{}, Logger: log})
+		if err != nil {
+			return err
+		}
+		mountDebug(g.Mux())
+		return g.Serve(ctx, ln)
+	case KindFloor:
+		f := NewFloor("/socket.io/")
+		mux := http.NewServeMux()
+		mux.Handle("/socket.io/", f.Handler())
+		mountDebug(mux)
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		errc := make(chan error, 1)
+		go func() { errc <- hs.Serve(ln) }()
+		select {
+		case err := <-errc:
+			return err
+		case <-ctx.Done():
+		}
+		f.Close()
+		return hs.Close()
+	}
+	return fmt.Errorf("loadtest: unknown server kind %q (want %s or %s)", kind, KindGateway, KindFloor)
+}
+
+func mountDebug(mux *http.ServeMux) {
+	mux.HandleFunc("GET "+StatsPath, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("gc") != "" {
+			runtime.GC()
+			debug.FreeOSMemory()
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(RuntimeStats{Goroutines: runtime.NumGoroutine(), HeapInuse: ms.HeapInuse, HeapAlloc: ms.HeapAlloc})
+	})
+	mux.HandleFunc(ProfilePath, pprof.Index)
+	mux.HandleFunc(ProfilePath+"profile", pprof.Profile)
+}
+
+// StatsClient reads RuntimeStats from a server started by Serve.
+func StatsClient(base string) func(ctx context.Context, gc bool) (RuntimeStats, error) {
+	return func(ctx context.Context, gc bool) (RuntimeStats, error) {
+		u := base + StatsPath
+		if gc {
+			u += "?gc=1"
+		}
+		var s RuntimeStats
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return s, err
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return s, fmt.Errorf("loadtest: server stats: %w", err)
+		}
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+			return s, fmt.Errorf("loadtest: server stats: %s: %s", res.Status, b)
+		}
+		return s, json.NewDecoder(res.Body).Decode(&s)
+	}
+}
+
+// FetchProfile writes the server's CPU profile over the next d to w.
+func FetchProfile(ctx context.Context, base string, d time.Duration, w io.Writer) error {
+	u := fmt.Sprintf("%s%sprofile?seconds=%d", base, ProfilePath, max(1, int(d.Round(time.Second)/time.Second)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("loadtest: CPU profile: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("loadtest: CPU profile: %s", res.Status)
+	}
+	_, err = io.Copy(w, res.Body)
+	return err
+}
