@@ -174,6 +174,12 @@ func TestToolCallTimeoutAndCancel(t *testing.T) {
 	if tag := <-f.SlowStarted; tag != "c1" {
 		t.Fatalf("started %q", tag)
 	}
+	// A slow tool blocks no other call of the same computer, not even one
+	// to the same MCP server: echo is answered while c1 is still running.
+	echo := h.call(smcp.EventToolCall, map[string]any{"req_id": "e1", "tool_name": "echo", "params": map[string]any{"text": "hi"}, "timeout": 5})
+	if echo["isError"] == true || resultText(t, echo) != "s: hi" {
+		t.Fatalf("echo beside a slow call: %v", echo)
+	}
 	h.c.CancelToolCall("bot", "unknown-req") // ignored
 	h.c.CancelToolCall("other-agent", "c1")  // not this agent's call: ignored
 	select {
