@@ -83,3 +83,5 @@ tool (
 replace github.com/zishang520/socket.io/servers/socket/v3 => ./third_party/zishang520/socket-server-v3
 
 replace github.com/zishang520/socket.io/servers/engine/v3 => ./third_party/zishang520/engine-server-v3
+
+replace github.com/zishang520/socket.io/clients/socket/v3 => ./third_party/zishang520/socket-client-v3

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -196,6 +197,8 @@ type Running struct {
 	URL    string
 	cancel context.CancelFunc
 	done   chan error
+	stop   sync.Once
+	err    error
 }
 
 // Start serves a new gateway on addr ("127.0.0.1:0" for any free port)
@@ -218,8 +221,12 @@ func Start(cfg Config, addr string) (*Running, error) {
 	return r, nil
 }
 
-// Stop shuts the gateway down and waits for it.
+// Stop shuts the gateway down and waits for it. Later calls return the
+// first call's result.
 func (r *Running) Stop() error {
-	r.cancel()
-	return <-r.done
+	r.stop.Do(func() {
+		r.cancel()
+		r.err = <-r.done
+	})
+	return r.err
 }

@@ -25,6 +25,7 @@ func commands() []command {
 		{"docs", "run the document MCP server over a folder (dpe:// documents)", runDocs},
 		{"demo", "run gateway + computer + document server over examples/docs", runDemo},
 		{"bench", "load-test a gateway (spawned or running) against the floor relay", runBench},
+		{"soak", "drive steady traffic for a while and report goroutines, heap and RSS over time", runSoak},
 	}
 }
 

@@ -326,8 +326,9 @@ func (s *Server) onConnection(sock *socket.Socket) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.log.Info("connected", "sid", sid, "key", p.ID, "addr", sock.Handshake().Address)
 	h := &handler{srv: s, sess: sess, ctx: ctx, sid: sid, key: p.ID}
+	limit := func([]any) bool { return true }
 	if s.cfg.EventsPerSecond > 0 {
-		sock.Use(s.rateLimit(sock, h))
+		limit = s.rateLimit(sock, h)
 	}
 
 	// Quick events run inline, in the socket's order (a join is done before
@@ -336,7 +337,12 @@ func (s *Server) onConnection(sock *socket.Socket) {
 	// One catch-all listener dispatching through a shared table, rather than
 	// a listener per event: the library's per-listener maps were ~8 KiB per
 	// connection in the heap profile of idle connections.
+	// The limit is checked here rather than as socket middleware: the
+	// library calls OnAny listeners before (and regardless of) middleware.
 	sock.OnAny(func(args ...any) {
+		if !limit(args[1:]) {
+			return
+		}
 		name, _ := args[0].(string)
 		if fn, ok := events[name]; ok {
 			h.event(name, fn, args[1:])
@@ -355,22 +361,21 @@ func (s *Server) onConnection(sock *socket.Socket) {
 	})
 }
 
-// rateLimit is a per-socket packet middleware: events beyond the token bucket
-// get a flat 429 ack and are not handled. A second bucket at the same rate and
+// rateLimit returns a connection's gate: events beyond the token bucket get a
+// flat 429 ack and are not handled (the gate returns false). A second bucket at the same rate and
 // twice the burst counts the refusals: when it is exhausted too, the client
 // keeps sending at more than twice the rate whatever it is told, and is
 // disconnected.
-func (s *Server) rateLimit(sock *socket.Socket, h *handler) socket.SocketMiddleware {
+func (s *Server) rateLimit(sock *socket.Socket, h *handler) func(args []any) bool {
 	allowed := rate.NewLimiter(rate.Limit(s.cfg.EventsPerSecond), s.cfg.EventBurst)
 	refused := rate.NewLimiter(rate.Limit(s.cfg.EventsPerSecond), 2*s.cfg.EventBurst)
 	var cut atomic.Bool
-	return func(args []any, next func(error)) {
+	return func(args []any) bool {
 		if cut.Load() {
-			return // packets already read when the connection was cut
+			return false // packets already read when the connection was cut
 		}
 		if allowed.Allow() {
-			next(nil)
-			return
+			return true
 		}
 		s.cfg.Metrics.Refused("events_per_second")
 		if !refused.Allow() {
@@ -378,14 +383,14 @@ func (s *Server) rateLimit(sock *socket.Socket, h *handler) socket.SocketMiddlew
 			s.cfg.Metrics.Refused("abuse_disconnect")
 			h.log().Warn("disconnecting a connection that ignores its rate limit", "events_per_second", s.cfg.EventsPerSecond)
 			sock.Disconnect(true)
-			return
+			return false
 		}
 		if n := len(args); n > 0 {
 			if ack, ok := args[n-1].(socket.Ack); ok {
 				ack([]any{smcp.Errorf(CodeRateLimited, "rate limit of %g events per second exceeded", s.cfg.EventsPerSecond).Wire()}, nil)
 			}
 		}
-		// next is not called: the event is dropped.
+		return false
 	}
 }
 
