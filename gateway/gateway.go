@@ -1,5 +1,6 @@
 // Package gateway assembles an SMCP gateway: one core.Hub, the Socket.IO front
-// end, the Connect / gRPC / gRPC-Web API (gateway/rpc) and /healthz on one
+// end, the Connect / gRPC / gRPC-Web API (gateway/rpc), /healthz (liveness),
+// /readyz (readiness) and, when enabled, /metrics (Prometheus) on one
 // http.ServeMux, served with graceful shutdown.
 package gateway
 
@@ -11,9 +12,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
+	"connectrpc.com/connect"
+	"connectrpc.com/otelconnect"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/metrics"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 )
@@ -33,8 +40,13 @@ type Config struct {
 	// ShutdownGrace bounds how long Serve waits for in-flight calls.
 	ShutdownGrace time.Duration
 	// TLS, when set, makes Serve speak HTTPS.
-	TLS    *tls.Config
-	Logger *slog.Logger
+	TLS *tls.Config
+	// Metrics serves Prometheus metrics at /metrics.
+	Metrics bool
+	// TracerProvider, when set, traces every RPC (otelconnect) and every
+	// routed Socket.IO client: event.
+	TracerProvider trace.TracerProvider
+	Logger         *slog.Logger
 }
 
 // Gateway is an assembled gateway, not yet serving.
@@ -42,9 +54,12 @@ type Gateway struct {
 	Hub *core.Hub
 	SIO *sio.Server
 	RPC *rpc.Server
-	mux *http.ServeMux
-	cfg Config
-	log *slog.Logger
+	// Metrics is nil unless Config.Metrics.
+	Metrics *metrics.Metrics
+	mux     *http.ServeMux
+	serving atomic.Bool
+	cfg     Config
+	log     *slog.Logger
 }
 
 // New assembles a gateway.
@@ -65,8 +80,23 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.SIO.Logger = cfg.Logger.With("component", "sio")
 	}
 	hub := core.New(cfg.Core)
+	var m *metrics.Metrics
+	if cfg.Metrics {
+		m = metrics.New(hub)
+		cfg.SIO.Metrics = m
+		cfg.RPC.HandlerOptions = append(cfg.RPC.HandlerOptions, connect.WithInterceptors(m.Interceptor()))
+	}
+	if cfg.TracerProvider != nil {
+		cfg.SIO.Tracer = cfg.TracerProvider.Tracer(tracerName)
+		otel, err := otelconnect.NewInterceptor(otelconnect.WithTracerProvider(cfg.TracerProvider),
+			otelconnect.WithoutMetrics())
+		if err != nil {
+			return nil, fmt.Errorf("gateway: tracing: %w", err)
+		}
+		cfg.RPC.HandlerOptions = append(cfg.RPC.HandlerOptions, connect.WithInterceptors(otel))
+	}
 	s := sio.New(hub, cfg.Auth, cfg.SIO)
-	g := &Gateway{Hub: hub, SIO: s, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger}
+	g := &Gateway{Hub: hub, SIO: s, Metrics: m, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger}
 	g.mux.Handle(s.Path(), s.Handler())
 	if cfg.RPC.APIKeyHeader == "" {
 		cfg.RPC.APIKeyHeader = cfg.SIO.APIKeyHeader
@@ -76,16 +106,34 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.RPC = rpc.New(hub, cfg.Auth, cfg.RPC)
 	g.RPC.Mount(g.mux)
+	// Liveness: the process answers HTTP. Readiness: it serves and is not
+	// draining, so a load balancer stops sending new clients at shutdown.
 	g.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if s.Draining() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("draining\n"))
-			return
-		}
-		_, _ = w.Write([]byte("ok\n"))
+		plain(w, http.StatusOK, "ok")
 	})
+	g.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		switch {
+		case s.Draining():
+			plain(w, http.StatusServiceUnavailable, "draining")
+		case !g.serving.Load():
+			plain(w, http.StatusServiceUnavailable, "not serving")
+		default:
+			plain(w, http.StatusOK, "ready")
+		}
+	})
+	if m != nil {
+		g.mux.Handle("GET /metrics", m.Handler())
+	}
 	return g, nil
+}
+
+// tracerName is the instrumentation scope of the Socket.IO spans.
+const tracerName = "github.com/smcpgw/smcp-gateway/gateway/sio"
+
+func plain(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(body + "\n"))
 }
 
 // Mux is where other front ends mount their handlers.
@@ -116,6 +164,8 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	g.serving.Store(true)
+	defer g.serving.Store(false)
 	g.log.Info("gateway listening", "addr", ln.Addr().String(), "sio_path", g.SIO.Path(), "tls", g.cfg.TLS != nil)
 
 	select {

@@ -22,11 +22,12 @@ const (
 	DefaultRequestTimeout = 30 * time.Second
 	// DefaultToolCallMargin is what the gateway waits beyond a tool call's own
 	// timeout, so that the computer's own timeout answer arrives first.
-	DefaultToolCallMargin       = 5 * time.Second
-	DefaultMaxPending           = 1024
-	DefaultWatchBuffer          = 256
-	MinToolCallTimeout    int32 = 1
-	MaxToolCallTimeout    int32 = 3600
+	DefaultToolCallMargin         = 5 * time.Second
+	DefaultMaxPending             = 1024
+	DefaultMaxAgentInFlight       = 256
+	DefaultWatchBuffer            = 256
+	MinToolCallTimeout      int32 = 1
+	MaxToolCallTimeout      int32 = 3600
 )
 
 // Config tunes a Hub. Zero fields take the defaults.
@@ -39,6 +40,10 @@ type Config struct {
 	// A request that timed out still counts until the computer answers or
 	// disconnects, because the transport keeps its ack registered until then.
 	MaxPending int
+	// MaxAgentInFlight bounds the client: requests one office's agent has
+	// in flight, over every front end (a Socket.IO agent and RPC callers
+	// acting as that agent count together). Excess requests get 429.
+	MaxAgentInFlight int
 	// WatchBuffer is how many notifications a watcher may lag behind before
 	// it is dropped.
 	WatchBuffer int
@@ -54,6 +59,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxPending <= 0 {
 		c.MaxPending = DefaultMaxPending
+	}
+	if c.MaxAgentInFlight <= 0 {
+		c.MaxAgentInFlight = DefaultMaxAgentInFlight
 	}
 	if c.WatchBuffer <= 0 {
 		c.WatchBuffer = DefaultWatchBuffer
@@ -108,6 +116,8 @@ type office struct {
 	leaseName string
 	leases    int
 	watchers  map[*Watcher]struct{}
+	// agentCalls counts the agent's requests in flight (MaxAgentInFlight).
+	agentCalls atomic.Int64
 }
 
 // agentName is the name of the agent holding the office, "" when free.
@@ -130,6 +140,26 @@ func New(cfg Config) *Hub {
 
 // Config returns the effective configuration.
 func (h *Hub) Config() Config { return h.cfg }
+
+// Stats is a snapshot of a hub's size, for metrics.
+type Stats struct {
+	Sessions, Offices, Agents, Computers int
+}
+
+// Stats counts the attached sessions, the offices with anyone in them, and
+// the agents and computers that have joined an office.
+func (h *Hub) Stats() Stats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	st := Stats{Sessions: len(h.sessions), Offices: len(h.offices)}
+	for _, o := range h.offices {
+		if o.agent != nil {
+			st.Agents++
+		}
+		st.Computers += len(o.computers)
+	}
+	return st
+}
 
 // Session is one caller: a connection attached with Attach, or a stateless
 // caller acting as an agent (ActAsAgent). Role and name are fixed by its first

@@ -125,7 +125,7 @@ func (h *Hub) Deadline(r *Request) time.Duration {
 }
 
 // resolve applies the caller checks and finds the target computer.
-func (s *Session) resolve(r *Request) (*Session, context.Context, error) {
+func (s *Session) resolve(r *Request) (*Session, *office, error) {
 	h := s.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -137,11 +137,12 @@ func (s *Session) resolve(r *Request) (*Session, context.Context, error) {
 	case r.Agent != s.name:
 		return nil, nil, smcp.Errorf(smcp.CodeForbidden, "%s: agent %q is not the caller", r.Event, r.Agent)
 	}
-	c := h.offices[s.officeID].computers[r.Computer]
+	o := h.offices[s.officeID]
+	c := o.computers[r.Computer]
 	if c == nil {
 		return nil, nil, smcp.Errorf(smcp.CodeNotFound, "computer not found in this office")
 	}
-	return c, c.membership, nil
+	return c, o, nil
 }
 
 type answer struct {
@@ -173,18 +174,25 @@ func (s *Session) Route(ctx context.Context, r *Request) (json.RawMessage, error
 // from a callback (Socket.IO acks) saves a goroutine, its stack growth and a
 // channel per call: measured as ~11% of the gateway's CPU under load.
 func (s *Session) Go(r *Request, done func(json.RawMessage, error)) {
-	c, gone, err := s.resolve(r)
+	c, o, err := s.resolve(r)
 	if err != nil {
 		done(nil, err)
 		return
 	}
+	gone := c.membership
 	h := s.hub
+	if o.agentCalls.Add(1) > int64(h.cfg.MaxAgentInFlight) {
+		o.agentCalls.Add(-1)
+		done(nil, smcp.Errorf(CodeTooManyPending, "agent %q has too many requests in flight", s.name))
+		return
+	}
 	if c.pending.Add(1) > int64(h.cfg.MaxPending) {
 		c.pending.Add(-1)
+		o.agentCalls.Add(-1)
 		done(nil, smcp.Errorf(CodeTooManyPending, "computer %q has too many requests in flight", r.Computer))
 		return
 	}
-	p := &pendingCall{done: done}
+	p := &pendingCall{done: done, release: func() { o.agentCalls.Add(-1) }}
 	p.mu.Lock()
 	deadline := h.Deadline(r)
 	p.timer = time.AfterFunc(deadline, func() {
@@ -214,6 +222,7 @@ type pendingCall struct {
 	settled  bool
 	timer    *time.Timer
 	stopGone func() bool
+	release  func() // frees the agent's in-flight slot
 	done     func(json.RawMessage, error)
 }
 
@@ -227,6 +236,7 @@ func (p *pendingCall) settle(raw json.RawMessage, err error) {
 	p.mu.Unlock()
 	p.timer.Stop()
 	p.stopGone()
+	p.release()
 	p.done(raw, err)
 }
 

@@ -7,9 +7,13 @@ import (
 	"log/slog"
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/metrics"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -211,14 +215,21 @@ func (h *handler) route(event string, payload any, ack socket.Ack) {
 		flat(ack, smcp.Errorf(CodeUnavailable, "gateway is shutting down"))
 		return
 	}
+	done := h.srv.cfg.Metrics.Call(metrics.FrontSIO, event)
+	_, span := h.srv.cfg.Tracer.Start(h.ctx, event, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("smcp.computer", req.Computer), attribute.String("smcp.req_id", req.ReqID)))
 	// No goroutine per call: the answer is acked from the callback, on the
 	// goroutine that settles the call (see core.Session.Go).
 	h.sess.Go(req, func(out json.RawMessage, err error) {
 		defer h.srv.end()
+		defer span.End()
+		done(metrics.Outcome(err))
 		switch {
 		case h.ctx.Err() != nil:
+			span.SetStatus(codes.Error, "agent gone")
 			return // the agent is gone: drop silently
 		case err != nil:
+			span.SetStatus(codes.Error, metrics.Outcome(err))
 			flat(ack, err)
 		default:
 			ack([]any{json.RawMessage(bytes.TrimSpace(out))}, nil)

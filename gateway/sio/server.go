@@ -9,6 +9,7 @@ import (
 
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,8 +17,12 @@ import (
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
 	"github.com/zishang520/socket.io/v3/pkg/types"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+	"golang.org/x/time/rate"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/metrics"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -26,7 +31,17 @@ const (
 	DefaultPath            = "/socket.io/"
 	DefaultAPIKeyHeader    = "x-api-key"
 	DefaultMaxMessageBytes = 1 << 20
+	// DefaultEventsPerSecond and DefaultEventBurst shape each connection's
+	// token bucket: far above what an agent or computer needs, low enough
+	// that one connection cannot monopolise the gateway.
+	DefaultEventsPerSecond = 2000
+	DefaultEventBurst      = 4000
+	// DefaultMaxConnsPerAddr bounds the connections of one client address.
+	DefaultMaxConnsPerAddr = 4096
 )
+
+// CodeRateLimited answers an event beyond the connection's rate.
+const CodeRateLimited = 429
 
 // CodeUnavailable refuses connections and new requests while the gateway
 // drains for shutdown.
@@ -44,7 +59,19 @@ type Config struct {
 	MaxMessageBytes int
 	// RequireVersion refuses handshakes without the a2c_version parameter.
 	RequireVersion bool
-	Logger         *slog.Logger
+	// EventsPerSecond and EventBurst are each connection's token bucket:
+	// an event beyond it gets a flat 429 ack; a connection that keeps
+	// sending at more than twice the rate is disconnected. Negative: no limit.
+	EventsPerSecond float64
+	EventBurst      int
+	// MaxConnsPerAddr bounds the open connections of one client IP address;
+	// more are refused with 429 at connect. Negative: no limit.
+	MaxConnsPerAddr int
+	// Metrics, when set, records connections, calls and refusals.
+	Metrics *metrics.Metrics
+	// Tracer, when set, traces each routed client: event.
+	Tracer trace.Tracer
+	Logger *slog.Logger
 }
 
 // Server is the Socket.IO front end.
@@ -60,6 +87,7 @@ type Server struct {
 	draining bool
 	inflight int
 	idle     chan struct{} // closed when draining and inflight reaches 0
+	perAddr  map[string]int
 }
 
 // New builds the front end over hub. auth must not be nil: use
@@ -77,10 +105,22 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	if cfg.MaxMessageBytes <= 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
 	}
+	if cfg.EventsPerSecond == 0 {
+		cfg.EventsPerSecond = DefaultEventsPerSecond
+	}
+	if cfg.EventBurst <= 0 {
+		cfg.EventBurst = max(DefaultEventBurst, int(2*cfg.EventsPerSecond))
+	}
+	if cfg.MaxConnsPerAddr == 0 {
+		cfg.MaxConnsPerAddr = DefaultMaxConnsPerAddr
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, hub: hub, auth: auth, log: cfg.Logger, idle: make(chan struct{})}
+	if cfg.Tracer == nil {
+		cfg.Tracer = noop.NewTracerProvider().Tracer("")
+	}
+	s := &Server{cfg: cfg, hub: hub, auth: auth, log: cfg.Logger, idle: make(chan struct{}), perAddr: map[string]int{}}
 
 	opts := socket.DefaultServerOptions()
 	opts.SetPath(strings.TrimSuffix(cfg.Path, "/"))
@@ -206,6 +246,11 @@ func (s *Server) authenticate(sock *socket.Socket, next func(*socket.ExtendedErr
 		refuse(smcp.Errorf(CodeUnavailable, "gateway is shutting down"))
 		return
 	}
+	if s.addrFull(clientIP(sock)) {
+		s.cfg.Metrics.Refused("connections_per_address")
+		refuse(smcp.Errorf(CodeRateLimited, "too many connections from this address"))
+		return
+	}
 	p, err := s.auth.Authenticate(context.Background(), s.credential(sock))
 	if err != nil {
 		e, ok := smcp.AsError(err)
@@ -236,22 +281,63 @@ func (s *Server) credential(sock *socket.Socket) string {
 	return ""
 }
 
+// clientIP is the connection's remote IP, without its port.
+func clientIP(sock *socket.Socket) string {
+	addr := sock.Handshake().Address
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
+}
+
+func (s *Server) addrFull(ip string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cfg.MaxConnsPerAddr > 0 && s.perAddr[ip] >= s.cfg.MaxConnsPerAddr
+}
+
+// addrAdd counts a connection of ip; false (nothing counted) when ip is at
+// its limit. The middleware checked already: this closes the race between
+// simultaneous handshakes.
+func (s *Server) addrAdd(ip string, delta int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if delta > 0 && s.cfg.MaxConnsPerAddr > 0 && s.perAddr[ip] >= s.cfg.MaxConnsPerAddr {
+		return false
+	}
+	if s.perAddr[ip] += delta; s.perAddr[ip] <= 0 {
+		delete(s.perAddr, ip)
+	}
+	return true
+}
+
 func (s *Server) onConnection(sock *socket.Socket) {
 	p, _ := sock.Data().(*core.Principal)
 	if p == nil {
 		sock.Disconnect(true)
 		return
 	}
+	ip := clientIP(sock)
+	if !s.addrAdd(ip, 1) {
+		s.cfg.Metrics.Refused("connections_per_address")
+		sock.Disconnect(true)
+		return
+	}
 	sid := string(sock.Id())
 	sess, err := s.hub.Attach(sid, p, &conn{sock: sock})
 	if err != nil {
+		s.addrAdd(ip, -1)
 		s.log.Error("attach session", "sid", sid, "err", err)
 		sock.Disconnect(true)
 		return
 	}
+	s.cfg.Metrics.Connected(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.log.Info("connected", "sid", sid, "key", p.ID, "addr", sock.Handshake().Address)
 	h := &handler{srv: s, sess: sess, ctx: ctx, sid: sid, key: p.ID}
+	if s.cfg.EventsPerSecond > 0 {
+		sock.Use(s.rateLimit(sock, h))
+	}
 
 	// Quick events run inline, in the socket's order (a join is done before
 	// the next event is read). client: events wait for a computer, so they
@@ -272,8 +358,38 @@ func (s *Server) onConnection(sock *socket.Socket) {
 	_ = sock.On("disconnect", func(args ...any) {
 		cancel()
 		sess.Close()
+		s.addrAdd(ip, -1)
+		s.cfg.Metrics.Connected(-1)
 		h.log().Info("disconnected", "reason", fmt.Sprint(args...))
 	})
+}
+
+// rateLimit is a per-socket packet middleware: events beyond the token bucket
+// get a flat 429 ack and are not handled. A second bucket at the same rate
+// counts the refusals: when it is exhausted too, the client keeps sending at
+// more than twice the rate whatever it is told, and is disconnected.
+func (s *Server) rateLimit(sock *socket.Socket, h *handler) socket.SocketMiddleware {
+	allowed := rate.NewLimiter(rate.Limit(s.cfg.EventsPerSecond), s.cfg.EventBurst)
+	refused := rate.NewLimiter(rate.Limit(s.cfg.EventsPerSecond), s.cfg.EventBurst)
+	return func(args []any, next func(error)) {
+		if allowed.Allow() {
+			next(nil)
+			return
+		}
+		s.cfg.Metrics.Refused("events_per_second")
+		if !refused.Allow() {
+			s.cfg.Metrics.Refused("abuse_disconnect")
+			h.log().Warn("disconnecting a connection that ignores its rate limit", "events_per_second", s.cfg.EventsPerSecond)
+			sock.Disconnect(true)
+			return
+		}
+		if n := len(args); n > 0 {
+			if ack, ok := args[n-1].(socket.Ack); ok {
+				ack([]any{smcp.Errorf(CodeRateLimited, "rate limit of %g events per second exceeded", s.cfg.EventsPerSecond).Wire()}, nil)
+			}
+		}
+		// next is not called: the event is dropped.
+	}
 }
 
 // events maps each event a client may send to its handler.
