@@ -4,7 +4,7 @@ GO ?= go
 BUF := $(GO) tool -modfile=tools/go.mod buf
 GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: run test generate lint check-generated breaking unit bench deps-node interop bench-gateway
+.PHONY: run test generate lint check-generated breaking unit bench deps-node interop bench-gateway bench-load
 
 run:
 	$(GO) run ./cmd/smcp demo
@@ -47,6 +47,10 @@ interop:
 deps-node:
 	cd test/interop && npm ci --no-audit --no-fund
 	cd test/connect-node && npm ci --no-audit --no-fund
+
+# The load command against spawned gateway and floor relay (docs/BENCHMARKS.md).
+bench-load:
+	$(GO) run ./cmd/smcp bench -mode sio,connect -offices 1,10 -compare floor
 
 # Tool calls relayed agent -> gateway -> computer -> agent over loopback.
 bench-gateway:

@@ -370,10 +370,16 @@ func runCalls(ctx context.Context, o Options, r *Result) (func(), error) {
 				t0 := time.Now()
 				err := call(ctx, seq.Add(1))
 				if !w.measuring.Load() || w.stopped.Load() {
+					if err != nil {
+						time.Sleep(10 * time.Millisecond)
+					}
 					continue
 				}
 				if err != nil {
 					w.fail(err)
+					// A server refusing at once must not turn the worker
+					// into a busy loop that starves the server of CPU.
+					time.Sleep(10 * time.Millisecond)
 					continue
 				}
 				buf = append(buf, time.Since(t0))
