@@ -5,6 +5,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -13,6 +14,11 @@ import (
 	"net/http"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+	redisv3 "github.com/zishang520/socket.io/adapters/redis/v3"
+	redisadapter "github.com/zishang520/socket.io/adapters/redis/v3/adapter"
+
+	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
@@ -35,6 +41,15 @@ type Config struct {
 	// TLS, when set, makes Serve speak HTTPS.
 	TLS    *tls.Config
 	Logger *slog.Logger
+	// Redis, when set (redis://host:port/db), makes this gateway one node of
+	// a cluster: the socket.io Redis adapter for cross-node emits and acks,
+	// the office registry and node heartbeats in Redis. Empty: one node, no
+	// Redis.
+	Redis string
+	// NodeID names the node in the cluster; random when empty.
+	NodeID string
+	// HeartbeatTTL is how long a silent node is deemed alive.
+	HeartbeatTTL time.Duration
 }
 
 // Gateway is an assembled gateway, not yet serving.
@@ -45,6 +60,9 @@ type Gateway struct {
 	mux *http.ServeMux
 	cfg Config
 	log *slog.Logger
+	// Cluster only.
+	rdb  *goredis.Client
+	node *cluster.Node
 }
 
 // New assembles a gateway.
@@ -64,9 +82,35 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.SIO.Logger == nil {
 		cfg.SIO.Logger = cfg.Logger.With("component", "sio")
 	}
+	var rdb *goredis.Client
+	if cfg.Redis != "" {
+		var err error
+		if rdb, err = connectRedis(cfg.Redis); err != nil {
+			return nil, err
+		}
+		if cfg.NodeID == "" {
+			cfg.NodeID = rand.Text()[:12]
+		}
+		cfg.Core.Registry = cluster.NewRegistry(rdb)
+		cfg.Core.Node = cfg.NodeID
+		rc := redisv3.NewRedisClient(context.Background(), rdb)
+		clog := cfg.Logger.With("component", "cluster")
+		_ = rc.On("error", func(args ...any) { clog.Warn("redis adapter", "err", fmt.Sprint(args...)) })
+		cfg.SIO.Adapter = &redisadapter.RedisAdapterBuilder{Redis: rc, Opts: redisadapter.DefaultRedisAdapterOptions()}
+	}
 	hub := core.New(cfg.Core)
 	s := sio.New(hub, cfg.Auth, cfg.SIO)
-	g := &Gateway{Hub: hub, SIO: s, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger}
+	g := &Gateway{Hub: hub, SIO: s, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger, rdb: rdb}
+	if rdb != nil {
+		g.node = cluster.NewNode(rdb, hub, cfg.HeartbeatTTL, cfg.Logger.With("component", "cluster"))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := g.node.Start(ctx); err != nil {
+			s.Close()
+			_ = rdb.Close()
+			return nil, err
+		}
+	}
 	g.mux.Handle(s.Path(), s.Handler())
 	if cfg.RPC.APIKeyHeader == "" {
 		cfg.RPC.APIKeyHeader = cfg.SIO.APIKeyHeader
@@ -86,6 +130,21 @@ func New(cfg Config) (*Gateway, error) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return g, nil
+}
+
+func connectRedis(url string) (*goredis.Client, error) {
+	opts, err := goredis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: --redis %q: %w", url, err)
+	}
+	rdb := goredis.NewClient(opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("gateway: redis %s: %w", opts.Addr, err)
+	}
+	return rdb, nil
 }
 
 // Mux is where other front ends mount their handlers.
@@ -116,6 +175,11 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	beat, stopBeat := context.WithCancel(context.Background())
+	defer stopBeat()
+	if g.node != nil {
+		go g.node.Run(beat)
+	}
 	g.log.Info("gateway listening", "addr", ln.Addr().String(), "sio_path", g.SIO.Path(), "tls", g.cfg.TLS != nil)
 
 	select {
@@ -134,6 +198,15 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	g.SIO.Close()
 	if err := <-shut; err != nil {
 		_ = srv.Close()
+	}
+	if g.node != nil {
+		stopBeat()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := g.node.Stop(ctx); err != nil {
+			g.log.Warn("leave cluster", "err", err)
+		}
+		cancel()
+		_ = g.rdb.Close()
 	}
 	g.log.Info("gateway stopped")
 	return nil

@@ -34,6 +34,8 @@ func runGateway(ctx context.Context, args []string) error {
 	grace := fs.Duration("shutdown-grace", gateway.DefaultShutdownGrace, "how long in-flight calls may finish on shutdown")
 	corsOrigins := fs.String("cors-origins", "", "comma-separated browser origins allowed to call the Connect/gRPC-Web API (\"*\" for any)")
 	rpcAgent := fs.String("rpc-agent", rpc.DefaultAgent, "agent name of RPC callers whose key has no fixed name and who send no x-smcp-agent")
+	redisURL := fs.String("redis", "", "Redis URL (redis://host:6379/0): run as one node of a cluster sharing offices through Redis")
+	nodeID := fs.String("node-id", "", "this node's id in the cluster (default: random)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logJSON := fs.Bool("log-json", false, "log as JSON")
 	if err := fs.Parse(args); err != nil {
@@ -83,6 +85,8 @@ func runGateway(ctx context.Context, args []string) error {
 		ShutdownGrace: *grace,
 		TLS:           tlsConfig,
 		Logger:        log,
+		Redis:         *redisURL,
+		NodeID:        *nodeID,
 	})
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -124,24 +125,48 @@ func (h *Hub) Deadline(r *Request) time.Duration {
 	return h.cfg.RequestTimeout
 }
 
-// resolve applies the caller checks and finds the target computer.
-func (s *Session) resolve(r *Request) (*Session, context.Context, error) {
+// resolve applies the caller checks and finds the target computer: a
+// session of this node, or (in a cluster) a member of another node.
+func (s *Session) resolve(r *Request) (*Session, context.Context, *Member, error) {
+	h := s.hub
+	c, gone, officeID, err := s.resolveLocal(r)
+	if err != nil || c != nil || h.cfg.Registry == nil {
+		return c, gone, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	m, ok, err := h.cfg.Registry.Computer(ctx, officeID, r.Computer)
+	switch {
+	case err != nil:
+		h.log.Error("registry lookup", "office", officeID, "computer", r.Computer, "err", err)
+		return nil, nil, nil, smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
+	case !ok || m.Node == h.cfg.Node:
+		// A computer of this node that is not in the hub has just left.
+		return nil, nil, nil, smcp.Errorf(smcp.CodeNotFound, "computer not found in this office")
+	}
+	return nil, nil, &m, nil
+}
+
+func (s *Session) resolveLocal(r *Request) (*Session, context.Context, string, error) {
 	h := s.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
 	case s.role == smcp.RoleComputer:
-		return nil, nil, smcp.Errorf(smcp.CodeForbidden, "%s: only agents may call computers", r.Event)
+		return nil, nil, "", smcp.Errorf(smcp.CodeForbidden, "%s: only agents may call computers", r.Event)
 	case s.role != smcp.RoleAgent || s.officeID == "" || s.closed:
-		return nil, nil, smcp.Errorf(smcp.CodeNotInOffice, "%s: join an office first", r.Event)
+		return nil, nil, "", smcp.Errorf(smcp.CodeNotInOffice, "%s: join an office first", r.Event)
 	case r.Agent != s.name:
-		return nil, nil, smcp.Errorf(smcp.CodeForbidden, "%s: agent %q is not the caller", r.Event, r.Agent)
+		return nil, nil, "", smcp.Errorf(smcp.CodeForbidden, "%s: agent %q is not the caller", r.Event, r.Agent)
 	}
 	c := h.offices[s.officeID].computers[r.Computer]
 	if c == nil {
-		return nil, nil, smcp.Errorf(smcp.CodeNotFound, "computer not found in this office")
+		if h.cfg.Registry != nil {
+			return nil, nil, s.officeID, nil
+		}
+		return nil, nil, "", smcp.Errorf(smcp.CodeNotFound, "computer not found in this office")
 	}
-	return c, c.membership, nil
+	return c, c.membership, s.officeID, nil
 }
 
 type answer struct {
@@ -173,14 +198,26 @@ func (s *Session) Route(ctx context.Context, r *Request) (json.RawMessage, error
 // from a callback (Socket.IO acks) saves a goroutine, its stack growth and a
 // channel per call: measured as ~11% of the gateway's CPU under load.
 func (s *Session) Go(r *Request, done func(json.RawMessage, error)) {
-	c, gone, err := s.resolve(r)
-	if err != nil {
+	c, gone, remote, err := s.resolve(r)
+	switch {
+	case err != nil:
 		done(nil, err)
-		return
+	case remote != nil:
+		s.goRemote(r, *remote, done)
+	default:
+		s.dispatch(r, gone, &c.pending, func(answered func(json.RawMessage, error)) {
+			c.conn.Request(r.Event, r.Payload, answered)
+		}, done)
 	}
+}
+
+// dispatch sends r with send and settles it once: with the answer, at the
+// deadline, or when gone ends. pending counts the computer's calls in flight.
+func (s *Session) dispatch(r *Request, gone context.Context, pending *atomic.Int64,
+	send func(answered func(json.RawMessage, error)), done func(json.RawMessage, error)) {
 	h := s.hub
-	if c.pending.Add(1) > int64(h.cfg.MaxPending) {
-		c.pending.Add(-1)
+	if pending.Add(1) > int64(h.cfg.MaxPending) {
+		pending.Add(-1)
 		done(nil, smcp.Errorf(CodeTooManyPending, "computer %q has too many requests in flight", r.Computer))
 		return
 	}
@@ -197,8 +234,8 @@ func (s *Session) Go(r *Request, done func(json.RawMessage, error)) {
 	})
 	p.stopGone = context.AfterFunc(gone, func() { p.settle(s.goneAnswer(r)) })
 	p.mu.Unlock()
-	c.conn.Request(r.Event, r.Payload, func(raw json.RawMessage, err error) {
-		c.pending.Add(-1)
+	send(func(raw json.RawMessage, err error) {
+		pending.Add(-1)
 		if err != nil {
 			h.log.Warn("computer request failed", "event", r.Event, "computer", r.Computer, "err", err)
 			p.settle(s.goneAnswer(r))
