@@ -49,23 +49,35 @@ func decode(s string) (core.Member, error) {
 }
 
 // claimScript: KEYS office, node members; ARGV role, name, sid, lease
-// ("1"/"0"), record. Returns "" or the refusal reason.
+// ("1"/"0"), record, node. Returns {"" or the refusal reason, replaced
+// record or ""}. A computer name held by a node whose heartbeat has lapsed
+// is taken over (the computer reconnected to another node before the
+// reaper ran); the old record is returned so its office can be told.
 var claimScript = redis.NewScript(`
 local k, idx = KEYS[1], KEYS[2]
-local role, name, sid, lease, rec = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local role, name, sid, lease, rec, node = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local replaced = ''
 if role == 'agent' then
   local cur = redis.call('HGET', k, 'agent')
-  if cur and cur ~= name then return 'agent' end
-  if lease == '0' and redis.call('HEXISTS', k, 'as') == 1 then return 'agent' end
+  if cur and cur ~= name then return {'agent', ''} end
+  if lease == '0' and redis.call('HEXISTS', k, 'as') == 1 then return {'agent', ''} end
   redis.call('HSET', k, 'agent', name, 'a:' .. sid, rec)
   if lease == '0' then redis.call('HSET', k, 'as', sid) end
 else
   local f = 'c:' .. name
-  if redis.call('HEXISTS', k, f) == 1 then return 'computer' end
-  redis.call('HSET', k, f, rec)
+  local old = redis.call('HGET', k, f)
+  if old then
+    local oldNode = redis.call('HGET', k, 'cn:' .. name)
+    if not oldNode or redis.call('EXISTS', '` + prefix + `node:{' .. oldNode .. '}:alive') == 1 then
+      return {'computer', ''}
+    end
+    redis.call('SREM', '` + prefix + `node:{' .. oldNode .. '}:members', old)
+    replaced = old
+  end
+  redis.call('HSET', k, f, rec, 'cn:' .. name, node)
 end
 redis.call('SADD', idx, rec)
-return ''
+return {'', replaced}
 `)
 
 // releaseScript: same KEYS and ARGV. Returns 1 when the record was removed.
@@ -86,7 +98,7 @@ if role == 'agent' then
   end
 else
   if redis.call('HGET', k, 'c:' .. name) == rec then
-    redis.call('HDEL', k, 'c:' .. name)
+    redis.call('HDEL', k, 'c:' .. name, 'cn:' .. name)
     removed = 1
   end
 end
@@ -110,22 +122,33 @@ func (r *Registry) run(ctx context.Context, s *redis.Script, m core.Member) (any
 		lease = "1"
 	}
 	return s.Run(ctx, r.rdb, []string{officeKey(m.OfficeID), membersKey(m.Node)},
-		m.Role, m.Name, m.SID, lease, encode(m)).Result()
+		m.Role, m.Name, m.SID, lease, encode(m), m.Node).Result()
 }
 
 // Claim implements core.Registry.
-func (r *Registry) Claim(ctx context.Context, m core.Member) error {
+func (r *Registry) Claim(ctx context.Context, m core.Member) (*core.Member, error) {
 	res, err := r.run(ctx, claimScript, m)
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return fmt.Errorf("cluster: claim %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: claim %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err)
 	}
-	switch res {
+	out, _ := res.([]any)
+	if len(out) != 2 {
+		return nil, fmt.Errorf("cluster: claim: unexpected reply %v", res)
+	}
+	switch out[0] {
 	case "agent":
-		return smcp.Errorf(smcp.CodeForbidden, "office %q already has an agent", m.OfficeID)
+		return nil, smcp.Errorf(smcp.CodeForbidden, "office %q already has an agent", m.OfficeID)
 	case "computer":
-		return smcp.Errorf(smcp.CodeForbidden, "a computer named %q is already in office %q", m.Name, m.OfficeID)
+		return nil, smcp.Errorf(smcp.CodeForbidden, "a computer named %q is already in office %q", m.Name, m.OfficeID)
 	}
-	return nil
+	if old, _ := out[1].(string); old != "" {
+		replaced, err := decode(old)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: claim: replaced record: %w", err)
+		}
+		return &replaced, nil
+	}
+	return nil, nil
 }
 
 // Release implements core.Registry.

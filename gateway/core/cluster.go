@@ -34,8 +34,10 @@ type Member struct {
 type Registry interface {
 	// Claim takes m's slot: the agent slot of its office (by name; only one
 	// non-lease agent session) or its computer name. A conflict is an
-	// *smcp.Error 403 whose message is the refusal reason.
-	Claim(ctx context.Context, m Member) error
+	// *smcp.Error 403 whose message is the refusal reason. A computer name
+	// held by a dead node is taken over: the member replaced is returned,
+	// its office has not been told yet.
+	Claim(ctx context.Context, m Member) (replaced *Member, err error)
 	// Release gives the slot back; removed reports whether m still held it.
 	Release(ctx context.Context, m Member) (removed bool, err error)
 	// Members lists an office's members (leases excluded): the agent first,
@@ -189,12 +191,16 @@ func (s *Session) goRemote(r *Request, m Member, done func(json.RawMessage, erro
 func (h *Hub) claim(m Member) error {
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
-	if err := h.cfg.Registry.Claim(ctx, m); err != nil {
+	replaced, err := h.cfg.Registry.Claim(ctx, m)
+	if err != nil {
 		if _, ok := smcp.AsError(err); ok {
 			return err
 		}
 		h.log.Error("registry claim", "office", m.OfficeID, "name", m.Name, "err", err)
 		return smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
+	}
+	if replaced != nil {
+		h.Reap(*replaced) // before m's join is announced
 	}
 	return nil
 }
