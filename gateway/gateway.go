@@ -6,6 +6,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -18,8 +19,12 @@ import (
 
 	"connectrpc.com/connect"
 	"connectrpc.com/otelconnect"
+	goredis "github.com/redis/go-redis/v9"
+	redisv3 "github.com/zishang520/socket.io/adapters/redis/v3"
+	redisadapter "github.com/zishang520/socket.io/adapters/redis/v3/adapter"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/metrics"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
@@ -48,6 +53,15 @@ type Config struct {
 	// routed Socket.IO client: event.
 	TracerProvider trace.TracerProvider
 	Logger         *slog.Logger
+	// Redis, when set (redis://host:port/db), makes this gateway one node of
+	// a cluster: the socket.io Redis adapter for cross-node emits and acks,
+	// the office registry and node heartbeats in Redis. Empty: one node, no
+	// Redis.
+	Redis string
+	// NodeID names the node in the cluster; random when empty.
+	NodeID string
+	// HeartbeatTTL is how long a silent node is deemed alive.
+	HeartbeatTTL time.Duration
 }
 
 // Gateway is an assembled gateway, not yet serving.
@@ -61,6 +75,9 @@ type Gateway struct {
 	serving atomic.Bool
 	cfg     Config
 	log     *slog.Logger
+	// Cluster only.
+	rdb  *goredis.Client
+	node *cluster.Node
 }
 
 // New assembles a gateway.
@@ -80,6 +97,22 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.SIO.Logger == nil {
 		cfg.SIO.Logger = cfg.Logger.With("component", "sio")
 	}
+	var rdb *goredis.Client
+	if cfg.Redis != "" {
+		var err error
+		if rdb, err = connectRedis(cfg.Redis); err != nil {
+			return nil, err
+		}
+		if cfg.NodeID == "" {
+			cfg.NodeID = rand.Text()[:12]
+		}
+		cfg.Core.Registry = cluster.NewRegistry(rdb)
+		cfg.Core.Node = cfg.NodeID
+		rc := redisv3.NewRedisClient(context.Background(), rdb)
+		clog := cfg.Logger.With("component", "cluster")
+		_ = rc.On("error", func(args ...any) { clog.Warn("redis adapter", "err", fmt.Sprint(args...)) })
+		cfg.SIO.Adapter = &redisadapter.RedisAdapterBuilder{Redis: rc, Opts: redisadapter.DefaultRedisAdapterOptions()}
+	}
 	hub := core.New(cfg.Core)
 	var m *metrics.Metrics
 	if cfg.Metrics {
@@ -92,12 +125,25 @@ func New(cfg Config) (*Gateway, error) {
 		otel, err := otelconnect.NewInterceptor(otelconnect.WithTracerProvider(cfg.TracerProvider),
 			otelconnect.WithoutMetrics())
 		if err != nil {
+			if rdb != nil {
+				_ = rdb.Close()
+			}
 			return nil, fmt.Errorf("gateway: tracing: %w", err)
 		}
 		cfg.RPC.HandlerOptions = append(cfg.RPC.HandlerOptions, connect.WithInterceptors(otel))
 	}
 	s := sio.New(hub, cfg.Auth, cfg.SIO)
-	g := &Gateway{Hub: hub, SIO: s, Metrics: m, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger}
+	g := &Gateway{Hub: hub, SIO: s, Metrics: m, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger, rdb: rdb}
+	if rdb != nil {
+		g.node = cluster.NewNode(rdb, hub, cfg.HeartbeatTTL, cfg.Logger.With("component", "cluster"))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := g.node.Start(ctx); err != nil {
+			s.Close()
+			_ = rdb.Close()
+			return nil, err
+		}
+	}
 	g.mux.Handle(s.Path(), s.Handler())
 	if cfg.RPC.APIKeyHeader == "" {
 		cfg.RPC.APIKeyHeader = cfg.SIO.APIKeyHeader
@@ -137,6 +183,21 @@ func plain(w http.ResponseWriter, status int, body string) {
 	_, _ = w.Write([]byte(body + "\n"))
 }
 
+func connectRedis(url string) (*goredis.Client, error) {
+	opts, err := goredis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: --redis %q: %w", url, err)
+	}
+	rdb := goredis.NewClient(opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("gateway: redis %s: %w", opts.Addr, err)
+	}
+	return rdb, nil
+}
+
 // Mux is where other front ends mount their handlers.
 func (g *Gateway) Mux() *http.ServeMux { return g.mux }
 
@@ -167,6 +228,11 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { errc <- srv.Serve(ln) }()
 	g.serving.Store(true)
 	defer g.serving.Store(false)
+	beat, stopBeat := context.WithCancel(context.Background())
+	defer stopBeat()
+	if g.node != nil {
+		go g.node.Run(beat)
+	}
 	g.log.Info("gateway listening", "addr", ln.Addr().String(), "sio_path", g.SIO.Path(), "tls", g.cfg.TLS != nil)
 
 	select {
@@ -185,6 +251,15 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	g.SIO.Close()
 	if err := <-shut; err != nil {
 		_ = srv.Close()
+	}
+	if g.node != nil {
+		stopBeat()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := g.node.Stop(ctx); err != nil {
+			g.log.Warn("leave cluster", "err", err)
+		}
+		cancel()
+		_ = g.rdb.Close()
 	}
 	g.log.Info("gateway stopped")
 	return nil

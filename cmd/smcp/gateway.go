@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
@@ -109,6 +110,9 @@ type gatewayConfig struct {
 	CORSOrigins     string        `yaml:"cors_origins"`
 	RPCAgent        string        `yaml:"rpc_agent"`
 	Metrics         bool          `yaml:"metrics"`
+	Redis           string        `yaml:"redis"`
+	NodeID          string        `yaml:"node_id"`
+	RedisTTL        time.Duration `yaml:"redis_ttl"`
 	TraceStdout     bool          `yaml:"trace_stdout"`
 	LogLevel        string        `yaml:"log_level"`
 	LogJSON         bool          `yaml:"log_json"`
@@ -121,7 +125,7 @@ func defaultGatewayConfig() *gatewayConfig {
 		MaxPending: core.DefaultMaxPending, MaxAgentCalls: core.DefaultMaxAgentInFlight,
 		EventsPerSecond: sio.DefaultEventsPerSecond, EventBurst: sio.DefaultEventBurst,
 		MaxConnsPerAddr: sio.DefaultMaxConnsPerAddr, ShutdownGrace: gateway.DefaultShutdownGrace,
-		RPCAgent: rpc.DefaultAgent, Metrics: true, LogLevel: "info",
+		RPCAgent: rpc.DefaultAgent, Metrics: true, RedisTTL: cluster.DefaultHeartbeatTTL, LogLevel: "info",
 	}
 }
 
@@ -146,6 +150,9 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.CORSOrigins, "cors-origins", c.CORSOrigins, "comma-separated browser origins allowed to call the Connect/gRPC-Web API (\"*\" for any)")
 	fs.StringVar(&c.RPCAgent, "rpc-agent", c.RPCAgent, "agent name of RPC callers whose key has no fixed name and who send no x-smcp-agent")
 	fs.BoolVar(&c.Metrics, "metrics", c.Metrics, "serve Prometheus metrics at /metrics")
+	fs.StringVar(&c.Redis, "redis", c.Redis, "Redis URL (redis://host:6379/0): run as one node of a cluster sharing offices through Redis")
+	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "this node's id in the cluster (default: random)")
+	fs.DurationVar(&c.RedisTTL, "redis-ttl", c.RedisTTL, "cluster: a node silent this long is dead and its sessions leave their offices")
 	fs.BoolVar(&c.TraceStdout, "trace-stdout", c.TraceStdout, "export OpenTelemetry traces of RPCs and routed events to stderr")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.BoolVar(&c.LogJSON, "log-json", c.LogJSON, "log as JSON")
@@ -184,8 +191,8 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	if c.CallTimeout <= 0 || c.MaxMessageBytes <= 0 || c.MaxPending <= 0 || c.ShutdownGrace <= 0 || c.MaxAgentCalls <= 0 {
-		return gateway.Config{}, errors.New("--call-timeout, --max-message-bytes, --max-pending, --max-agent-in-flight and --shutdown-grace must be positive")
+	if c.CallTimeout <= 0 || c.MaxMessageBytes <= 0 || c.MaxPending <= 0 || c.ShutdownGrace <= 0 || c.MaxAgentCalls <= 0 || c.RedisTTL <= 0 {
+		return gateway.Config{}, errors.New("--call-timeout, --max-message-bytes, --max-pending, --max-agent-in-flight, --redis-ttl and --shutdown-grace must be positive")
 	}
 	if c.EventsPerSecond == 0 || c.MaxConnsPerAddr == 0 || c.EventBurst <= 0 {
 		return gateway.Config{}, errors.New("--events-per-second and --max-conns-per-addr must be positive or -1 (no limit), --event-burst positive")
@@ -202,6 +209,9 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		TLS:           tlsConfig,
 		Metrics:       c.Metrics,
 		Logger:        log,
+		Redis:         c.Redis,
+		NodeID:        c.NodeID,
+		HeartbeatTTL:  c.RedisTTL,
 	}, nil
 }
 

@@ -48,6 +48,11 @@ type Config struct {
 	// it is dropped.
 	WatchBuffer int
 	Logger      *slog.Logger
+	// Registry, when set, shares office membership with the other nodes of
+	// a cluster (see SetPeers); nil keeps it in this hub only.
+	Registry Registry
+	// Node names this node in the Registry.
+	Node string
 }
 
 func (c Config) withDefaults() Config {
@@ -105,6 +110,10 @@ type Hub struct {
 	mu       sync.Mutex
 	sessions map[string]*Session
 	offices  map[string]*office
+	// Cluster only: computers of other nodes with calls in flight, by sid.
+	remote   map[string]*remoteComputer
+	peers    Peers
+	leaseSeq atomic.Uint64
 }
 
 type office struct {
@@ -135,7 +144,8 @@ func (o *office) empty() bool {
 // New makes a Hub.
 func New(cfg Config) *Hub {
 	cfg = cfg.withDefaults()
-	return &Hub{cfg: cfg, log: cfg.Logger, sessions: map[string]*Session{}, offices: map[string]*office{}}
+	return &Hub{cfg: cfg, log: cfg.Logger, sessions: map[string]*Session{}, offices: map[string]*office{},
+		remote: map[string]*remoteComputer{}}
 }
 
 // Config returns the effective configuration.
@@ -170,6 +180,7 @@ type Session struct {
 	principal *Principal
 	conn      Conn
 	lease     bool
+	leaseID   string // cluster only: the lease's holder id in the Registry
 
 	// Guarded by hub.mu.
 	role, name, officeID string
@@ -208,18 +219,25 @@ func (h *Hub) ActAsAgent(p *Principal, officeID, name string) (*Session, error) 
 	if err := p.check(smcp.RoleAgent, name, officeID); err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Session{hub: h, principal: p, lease: true, role: smcp.RoleAgent, name: name,
+		officeID: officeID, membership: ctx, endMember: cancel}
+	if h.cfg.Registry != nil {
+		s.leaseID = fmt.Sprintf("lease:%s:%d", h.cfg.Node, h.leaseSeq.Add(1))
+		if err := h.claim(s.memberLocked()); err != nil {
+			return nil, err
+		}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	o := h.officeLocked(officeID)
-	if holder := o.agentName(); holder != "" && holder != name {
+	if holder := o.agentName(); h.cfg.Registry == nil && holder != "" && holder != name {
 		h.gcLocked(o)
 		return nil, smcp.Errorf(smcp.CodeForbidden, "office %q already has an agent", officeID)
 	}
 	o.leases++
 	o.leaseName = name
-	ctx, cancel := context.WithCancel(context.Background())
-	return &Session{hub: h, principal: p, lease: true, role: smcp.RoleAgent, name: name,
-		officeID: officeID, membership: ctx, endMember: cancel}, nil
+	return s, nil
 }
 
 // SID is the session id given to Attach ("" for ActAsAgent sessions).
@@ -258,33 +276,45 @@ func (s *Session) Join(req *smcpv1.EnterOfficeReq) error {
 	}
 	h := s.hub
 	h.mu.Lock()
+	if err := s.joinableLocked(role, name, officeID); err != nil || s.officeID == officeID {
+		h.mu.Unlock()
+		return err // nil: re-join is a no-op, no notification
+	}
+	var released []Member
+	defer func() { h.release(released) }() // after the unlock below
 	defer h.mu.Unlock()
-	switch {
-	case s.closed:
-		return smcp.Errorf(smcp.CodeForbidden, "session closed")
-	case s.role != "" && s.role != role:
-		return smcp.Errorf(smcp.CodeForbidden, "role mismatch: this session is a %s", s.role)
-	case s.name != "" && s.name != name:
-		return smcp.Errorf(smcp.CodeForbidden, "name mismatch: this session is %q", s.name)
-	case s.officeID == officeID:
-		return nil // re-join: no-op, no notification
+	if h.cfg.Registry != nil {
+		// The registry decides, atomically across nodes; the hub's lock is
+		// not held over the network.
+		m := Member{OfficeID: officeID, Role: role, Name: name, SID: s.sid, Node: h.cfg.Node}
+		h.mu.Unlock()
+		err := h.claim(m)
+		h.mu.Lock()
+		if err != nil {
+			return err
+		}
+		if err := s.joinableLocked(role, name, officeID); err != nil || s.officeID == officeID {
+			released = append(released, m)
+			if err == nil {
+				err = smcp.Errorf(smcp.CodeForbidden, "concurrent join of office %q", officeID)
+			}
+			return err
+		}
 	}
 	o := h.officeLocked(officeID)
-	if role == smcp.RoleAgent {
-		if s.officeID != "" {
+	if h.cfg.Registry == nil {
+		if role == smcp.RoleAgent {
+			if holder := o.agentName(); o.agent != nil || (holder != "" && holder != name) {
+				h.gcLocked(o)
+				return smcp.Errorf(smcp.CodeForbidden, "office %q already has an agent", officeID)
+			}
+		} else if _, taken := o.computers[name]; taken {
 			h.gcLocked(o)
-			return smcp.Errorf(smcp.CodeForbidden, "agent already in office %q: leave it first", s.officeID)
+			return smcp.Errorf(smcp.CodeForbidden, "a computer named %q is already in office %q", name, officeID)
 		}
-		if holder := o.agentName(); o.agent != nil || (holder != "" && holder != name) {
-			h.gcLocked(o)
-			return smcp.Errorf(smcp.CodeForbidden, "office %q already has an agent", officeID)
-		}
-	} else if _, taken := o.computers[name]; taken {
-		h.gcLocked(o)
-		return smcp.Errorf(smcp.CodeForbidden, "a computer named %q is already in office %q", name, officeID)
 	}
 	if s.officeID != "" {
-		s.leaveLocked() // a computer moves: its old office is told
+		released = append(released, s.leaveLocked()...) // a computer moves: its old office is told
 	}
 	s.role, s.name, s.officeID = role, name, officeID
 	s.membership, s.endMember = context.WithCancel(context.Background())
@@ -307,18 +337,36 @@ func (s *Session) Join(req *smcpv1.EnterOfficeReq) error {
 	return nil
 }
 
+// joinableLocked applies the join rules that depend on the session alone.
+func (s *Session) joinableLocked(role, name, officeID string) error {
+	switch {
+	case s.closed:
+		return smcp.Errorf(smcp.CodeForbidden, "session closed")
+	case s.role != "" && s.role != role:
+		return smcp.Errorf(smcp.CodeForbidden, "role mismatch: this session is a %s", s.role)
+	case s.name != "" && s.name != name:
+		return smcp.Errorf(smcp.CodeForbidden, "name mismatch: this session is %q", s.name)
+	case role == smcp.RoleAgent && s.officeID != "" && s.officeID != officeID:
+		return smcp.Errorf(smcp.CodeForbidden, "agent already in office %q: leave it first", s.officeID)
+	}
+	return nil
+}
+
 // Leave leaves the caller's office (server:leave_office).
 func (s *Session) Leave(officeID string) error {
 	h := s.hub
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if s.lease {
+		h.mu.Unlock()
 		return smcp.Errorf(smcp.CodeForbidden, "a one-call agent cannot leave")
 	}
 	if s.officeID == "" || s.officeID != officeID {
+		h.mu.Unlock()
 		return smcp.Errorf(smcp.CodeForbidden, "not in office %q", officeID)
 	}
-	s.leaveLocked()
+	released := s.leaveLocked()
+	h.mu.Unlock()
+	h.release(released)
 	return nil
 }
 
@@ -327,11 +375,12 @@ func (s *Session) Leave(officeID string) error {
 func (s *Session) Close() {
 	h := s.hub
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if s.closed {
+		h.mu.Unlock()
 		return
 	}
 	s.closed = true
+	var released []Member
 	if s.lease {
 		o := h.offices[s.officeID]
 		o.leases--
@@ -340,17 +389,27 @@ func (s *Session) Close() {
 		}
 		s.endMember()
 		h.gcLocked(o)
-		return
+		if h.cfg.Registry != nil {
+			released = append(released, s.memberLocked())
+		}
+	} else {
+		delete(h.sessions, s.sid)
+		if s.officeID != "" {
+			released = s.leaveLocked()
+		}
 	}
-	delete(h.sessions, s.sid)
-	if s.officeID != "" {
-		s.leaveLocked()
-	}
+	h.mu.Unlock()
+	h.release(released)
 }
 
-// leaveLocked removes s from its office, telling the others first.
-func (s *Session) leaveLocked() {
+// leaveLocked removes s from its office, telling the others first. It
+// returns the registry slot to release once the lock is released.
+func (s *Session) leaveLocked() []Member {
 	h := s.hub
+	var released []Member
+	if h.cfg.Registry != nil {
+		released = append(released, s.memberLocked())
+	}
 	o := h.offices[s.officeID]
 	n := &smcpv1.LeaveOfficeNotification{OfficeId: s.officeID}
 	name := s.name
@@ -366,6 +425,7 @@ func (s *Session) leaveLocked() {
 	s.officeID = ""
 	s.endMember()
 	h.gcLocked(o)
+	return released
 }
 
 // ListRoom lists the members of officeID (server:list_room); only a member may.
@@ -375,6 +435,11 @@ func (s *Session) ListRoom(officeID string) ([]*smcpv1.SessionInfo, error) {
 	defer h.mu.Unlock()
 	if s.officeID == "" || s.officeID != officeID || s.closed {
 		return nil, smcp.Errorf(smcp.CodeForbidden, "not a member of office %q", officeID)
+	}
+	if h.cfg.Registry != nil {
+		h.mu.Unlock()
+		defer h.mu.Lock() // for the deferred unlock
+		return h.listCluster(officeID)
 	}
 	o := h.offices[officeID]
 	out := make([]*smcpv1.SessionInfo, 0, 1+len(o.computers))
@@ -453,11 +518,20 @@ func (h *Hub) notifyLocked(o *office, except *Session, event string, payload pro
 		return
 	}
 	n := Notification{Event: event, OfficeID: o.id, Payload: payload, Wire: wire}
-	if o.agent != nil && o.agent != except {
+	h.deliverLocked(o, except.sid, n)
+	if h.peers != nil {
+		h.peers.Publish(n, except.sid)
+	}
+}
+
+// deliverLocked hands n to every member of o on this node but except, and to
+// every watcher.
+func (h *Hub) deliverLocked(o *office, exceptSID string, n Notification) {
+	if o.agent != nil && o.agent.sid != exceptSID {
 		o.agent.conn.Notify(n)
 	}
 	for _, c := range o.computers {
-		if c != except {
+		if c.sid != exceptSID {
 			c.conn.Notify(n)
 		}
 	}

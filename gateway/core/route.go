@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -124,8 +125,32 @@ func (h *Hub) Deadline(r *Request) time.Duration {
 	return h.cfg.RequestTimeout
 }
 
-// resolve applies the caller checks and finds the target computer.
-func (s *Session) resolve(r *Request) (*Session, *office, error) {
+// resolve applies the caller checks and finds the target computer: a
+// session of this node, or (in a cluster) a member of another node. o is the
+// caller's office on this node.
+func (s *Session) resolve(r *Request) (c *Session, o *office, remote *Member, err error) {
+	h := s.hub
+	c, o, err = s.resolveLocal(r)
+	if err != nil || c != nil || h.cfg.Registry == nil {
+		return c, o, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	m, ok, err := h.cfg.Registry.Computer(ctx, o.id, r.Computer)
+	switch {
+	case err != nil:
+		h.log.Error("registry lookup", "office", o.id, "computer", r.Computer, "err", err)
+		return nil, nil, nil, smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
+	case !ok || m.Node == h.cfg.Node:
+		// A computer of this node that is not in the hub has just left.
+		return nil, nil, nil, smcp.Errorf(smcp.CodeNotFound, "computer not found in this office")
+	}
+	return nil, o, &m, nil
+}
+
+// resolveLocal is resolve on this node: c is nil (and err too) when the
+// computer may be on another node.
+func (s *Session) resolveLocal(r *Request) (*Session, *office, error) {
 	h := s.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -139,7 +164,7 @@ func (s *Session) resolve(r *Request) (*Session, *office, error) {
 	}
 	o := h.offices[s.officeID]
 	c := o.computers[r.Computer]
-	if c == nil {
+	if c == nil && h.cfg.Registry == nil {
 		return nil, nil, smcp.Errorf(smcp.CodeNotFound, "computer not found in this office")
 	}
 	return c, o, nil
@@ -174,25 +199,40 @@ func (s *Session) Route(ctx context.Context, r *Request) (json.RawMessage, error
 // from a callback (Socket.IO acks) saves a goroutine, its stack growth and a
 // channel per call: measured as ~11% of the gateway's CPU under load.
 func (s *Session) Go(r *Request, done func(json.RawMessage, error)) {
-	c, o, err := s.resolve(r)
+	c, o, remote, err := s.resolve(r)
 	if err != nil {
 		done(nil, err)
 		return
 	}
-	gone := c.membership
 	h := s.hub
 	if o.agentCalls.Add(1) > int64(h.cfg.MaxAgentInFlight) {
 		o.agentCalls.Add(-1)
 		done(nil, smcp.Errorf(CodeTooManyPending, "agent %q has too many requests in flight", s.name))
 		return
 	}
-	if c.pending.Add(1) > int64(h.cfg.MaxPending) {
-		c.pending.Add(-1)
-		o.agentCalls.Add(-1)
+	release := func() { o.agentCalls.Add(-1) }
+	if remote != nil {
+		s.goRemote(r, *remote, release, done)
+		return
+	}
+	s.dispatch(r, c.membership, &c.pending, release, func(answered func(json.RawMessage, error)) {
+		c.conn.Request(r.Event, r.Payload, answered)
+	}, done)
+}
+
+// dispatch sends r with send and settles it once: with the answer, at the
+// deadline, or when gone ends. pending counts the computer's calls in
+// flight; release frees the agent's in-flight slot.
+func (s *Session) dispatch(r *Request, gone context.Context, pending *atomic.Int64, release func(),
+	send func(answered func(json.RawMessage, error)), done func(json.RawMessage, error)) {
+	h := s.hub
+	if pending.Add(1) > int64(h.cfg.MaxPending) {
+		pending.Add(-1)
+		release()
 		done(nil, smcp.Errorf(CodeTooManyPending, "computer %q has too many requests in flight", r.Computer))
 		return
 	}
-	p := &pendingCall{done: done, release: func() { o.agentCalls.Add(-1) }}
+	p := &pendingCall{done: done, release: release}
 	p.mu.Lock()
 	deadline := h.Deadline(r)
 	p.timer = time.AfterFunc(deadline, func() {
@@ -205,8 +245,8 @@ func (s *Session) Go(r *Request, done func(json.RawMessage, error)) {
 	})
 	p.stopGone = context.AfterFunc(gone, func() { p.settle(s.goneAnswer(r)) })
 	p.mu.Unlock()
-	c.conn.Request(r.Event, r.Payload, func(raw json.RawMessage, err error) {
-		c.pending.Add(-1)
+	send(func(raw json.RawMessage, err error) {
+		pending.Add(-1)
 		if err != nil {
 			h.log.Warn("computer request failed", "event", r.Event, "computer", r.Computer, "err", err)
 			p.settle(s.goneAnswer(r))

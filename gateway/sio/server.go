@@ -73,6 +73,9 @@ type Config struct {
 	// Tracer, when set, traces each routed client: event.
 	Tracer trace.Tracer
 	Logger *slog.Logger
+	// Adapter, when set, replaces the in-memory room adapter (the Redis
+	// adapter of a cluster). The server then serves as the hub's Peers.
+	Adapter socket.AdapterConstructor
 }
 
 // Server is the Socket.IO front end.
@@ -82,7 +85,9 @@ type Server struct {
 	auth    core.Authenticator
 	log     *slog.Logger
 	io      *socket.Server
+	nsp     socket.Namespace
 	handler http.Handler
+	publish *publisher // cluster only
 
 	mu       sync.Mutex
 	draining bool
@@ -132,11 +137,18 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	// Engine.IO handshake; closing such connections soon lets the client
 	// reconnect instead of hanging for the default 45 s.
 	opts.SetConnectTimeout(5 * time.Second)
+	if cfg.Adapter != nil {
+		opts.SetAdapter(cfg.Adapter)
+	}
 	s.io = socket.NewServer(nil, opts)
 	engine := s.io.ServeHandler(opts)
 	s.handler = versionCheck(cfg.RequireVersion, engine)
 
 	nsp := s.io.Of(smcp.Namespace, nil)
+	s.nsp = nsp
+	if cfg.Adapter != nil {
+		s.joinCluster()
+	}
 	nsp.Use(s.authenticate)
 	_ = nsp.On("connection", func(args ...any) {
 		if sock, ok := args[0].(*socket.Socket); ok {
@@ -191,6 +203,9 @@ func (s *Server) Close() {
 	// close before the data that preceded it. Linger briefly.
 	time.Sleep(closeLinger)
 	s.io.Close(nil)
+	if s.publish != nil {
+		s.publish.close()
+	}
 }
 
 const closeLinger = 200 * time.Millisecond

@@ -138,7 +138,11 @@ func (b *BroadcastOperator) Emit(ev string, args ...any) error {
 		timeout = *time
 	}
 
-	timer := utils.SetTimeout(func() {
+	// Patched: upstream used utils.SetTimeout, whose goroutine blocks forever
+	// when ClearTimeout runs before it reaches its select (the stop signal is
+	// a non-blocking send): one leaked goroutine per fast ack. time.AfterFunc
+	// starts nothing until it fires and Stop is reliable.
+	timer := time.AfterFunc(timeout, func() {
 		timedOut.Store(true)
 		ackOnce.Do(func() {
 			if b.flags.ExpectSingleResponse {
@@ -147,7 +151,7 @@ func (b *BroadcastOperator) Emit(ev string, args ...any) error {
 				ack(responses.All(), errors.New("operation has timed out"))
 			}
 		})
-	}, timeout)
+	})
 
 	var expectedServerCount atomic.Int64
 	expectedServerCount.Store(-1)
@@ -161,7 +165,7 @@ func (b *BroadcastOperator) Emit(ev string, args ...any) error {
 			return
 		}
 		if !timedOut.Load() && expected == actualServerCount.Load() && uint64(responses.Len()) == expectedClientCount.Load() {
-			utils.ClearTimeout(timer)
+			timer.Stop()
 			ackOnce.Do(func() {
 				if b.flags.ExpectSingleResponse {
 					data, _ := responses.Get(0)

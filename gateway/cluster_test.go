@@ -1,0 +1,168 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+
+	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/sioclient"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// startCluster starts n gateway nodes sharing one Redis.
+func startCluster(t *testing.T, redisURL string, n int) []*gateway.Running {
+	t.Helper()
+	nodes := make([]*gateway.Running, n)
+	for i := range nodes {
+		nodes[i] = startGateway(t, gateway.Config{Redis: redisURL, NodeID: fmt.Sprintf("n%d", i), Logger: testLogger})
+	}
+	return nodes
+}
+
+func miniRedis(t *testing.T) string {
+	t.Helper()
+	m := miniredis.RunT(t)
+	return "redis://" + m.Addr()
+}
+
+func TestClusterCrossNodeCalls(t *testing.T) {
+	nodes := startCluster(t, miniRedis(t), 3)
+	pcB := dialComputer(t, nodes[1].URL, "pcB", "o")
+	pcC := dialComputer(t, nodes[2].URL, "pcC", "o")
+	a := dialAgent(t, nodes[0].URL, "alice", "o")
+	ctx := ctxT(t)
+
+	for _, pc := range []string{"pcB", "pcC"} {
+		res, err := a.CallTool(ctx, &smcpv1.ToolCallReq{Computer: pc, ToolName: "echo", ReqId: "r-" + pc, Timeout: 30})
+		if err != nil {
+			t.Fatal(err, pcB.receivedEvents(), pcC.receivedEvents())
+		}
+		if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != pc+":r-"+pc {
+			t.Fatalf("%s answered %q", pc, got)
+		}
+		fin, err := a.GetFinder(ctx, &smcpv1.GetFinderReq{Computer: pc, ReqId: "f-" + pc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fin.GetTotalCount() != 1 || fin.GetDocuments()[0].GetUri() != "dpe://h/d1" || fin.GetReqId() != "f-"+pc {
+			t.Fatalf("get_finder from %s: %v", pc, fin)
+		}
+	}
+	// A tool error crosses nodes as the computer's flat error.
+	_, err := a.CallTool(ctx, &smcpv1.ToolCallReq{Computer: "pcB", ToolName: "missing", ReqId: "m", Timeout: 30})
+	wantCode(t, err, 404)
+	// Unknown computers are refused as on one node.
+	_, err = a.CallTool(ctx, &smcpv1.ToolCallReq{Computer: "nobody", ToolName: "echo", ReqId: "n", Timeout: 30})
+	wantCode(t, err, smcp.CodeNotFound)
+
+	// Concurrent calls stay paired across nodes.
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Go(func() {
+			pc := []string{"pcB", "pcC"}[i%2]
+			id := fmt.Sprintf("c-%03d", i)
+			res, err := a.CallTool(ctx, &smcpv1.ToolCallReq{Computer: pc, ToolName: "echo", ReqId: id, Timeout: 30})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != pc+":"+id {
+				t.Errorf("%s answered %q", id, got)
+			}
+		})
+	}
+	wg.Wait()
+	if n := len(pcC.receivedEvents()) + len(pcB.receivedEvents()); n != 2*2+1+100 {
+		t.Fatalf("computers received %d requests", n)
+	}
+}
+
+func TestClusterListRoomAndNotifications(t *testing.T) {
+	nodes := startCluster(t, miniRedis(t), 3)
+	// A watcher on node 0 of an office whose members are all elsewhere.
+	w, err := nodes[0].Hub.Watch(&core.Principal{ID: "w"}, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	pcB := dialComputer(t, nodes[1].URL, "pcB", "o")
+	a := dialAgent(t, nodes[2].URL, "alice", "o")
+	dialComputer(t, nodes[0].URL, "pcA", "o")
+
+	want := []string{"agent alice", "computer pcA", "computer pcB"}
+	rows, err := a.ListRoom(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.GetRole()+" "+r.GetName())
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("list_room = %v, want %v", got, want)
+	}
+
+	// The watcher on node 0 sees the joins made on nodes 1 and 2.
+	var seen []string
+	for len(seen) < 3 {
+		n := <-w.C()
+		seen = append(seen, n.Event+" "+compact(n.Wire))
+	}
+	if !strings.Contains(seen[0], `"computer":"pcB"`) || !strings.Contains(seen[1], `"agent":"alice"`) || !strings.Contains(seen[2], `"computer":"pcA"`) {
+		t.Fatalf("watcher saw %v", seen)
+	}
+	// pcB on node 1 is told of the agent (node 2) and pcA (node 0).
+	eventually(t, "pcB notified", func() bool { return len(pcB.notifications()) == 2 })
+	if got := pcB.notifications(); !strings.Contains(got[0], "alice") || !strings.Contains(got[1], "pcA") {
+		t.Fatalf("pcB notified %v", got)
+	}
+	// A computer leaving on node 1 reaches the agent's room view and the watcher.
+	pcB.c.Close()
+	n := <-w.C()
+	if n.Event != smcp.NotifyLeaveOffice || !strings.Contains(string(n.Wire), "pcB") {
+		t.Fatalf("watcher saw %s %s", n.Event, n.Wire)
+	}
+	eventually(t, "pcB gone from list_room", func() bool {
+		rows, err := a.ListRoom(ctxT(t))
+		return err == nil && len(rows) == 2
+	})
+}
+
+func TestClusterAgentExclusivityRace(t *testing.T) {
+	nodes := startCluster(t, miniRedis(t), 3)
+	for round := range 10 {
+		office := fmt.Sprintf("race-%d", round)
+		var wins sync.WaitGroup
+		var mu sync.Mutex
+		won := 0
+		for i, g := range nodes {
+			c, err := sioclient.Dial(ctxT(t), sioclient.Options{URL: g.URL, Logger: testLogger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Close)
+			wins.Go(func() {
+				err := c.JoinOffice(context.Background(), smcp.RoleAgent, fmt.Sprintf("agent-%d", i), office)
+				mu.Lock()
+				defer mu.Unlock()
+				if err == nil {
+					won++
+				} else if !strings.Contains(err.Error(), "already has an agent") {
+					t.Errorf("join refused with %v", err)
+				}
+			})
+		}
+		wins.Wait()
+		if won != 1 {
+			t.Fatalf("round %d: %d agents won the office", round, won)
+		}
+	}
+}

@@ -1,0 +1,242 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// Member is one holder of an office slot as a cluster Registry records it.
+type Member struct {
+	OfficeID string `json:"o"`
+	Role     string `json:"r"`
+	Name     string `json:"n"`
+	// SID is the session id, or a lease id for a one-call agent.
+	SID string `json:"s"`
+	// Node is the gateway node the session is attached to.
+	Node string `json:"d"`
+	// Lease marks a one-call agent (ActAsAgent): it holds the agent slot by
+	// name but is not listed and never notified.
+	Lease bool `json:"l,omitempty"`
+}
+
+// Registry is the office membership shared by the nodes of a cluster. When
+// Config.Registry is nil the hub's own maps are the registry (one node).
+// Claim must apply the join rules atomically across nodes.
+type Registry interface {
+	// Claim takes m's slot: the agent slot of its office (by name; only one
+	// non-lease agent session) or its computer name. A conflict is an
+	// *smcp.Error 403 whose message is the refusal reason. A computer name
+	// held by a dead node is taken over: the member replaced is returned,
+	// its office has not been told yet.
+	Claim(ctx context.Context, m Member) (replaced *Member, err error)
+	// Release gives the slot back; removed reports whether m still held it.
+	Release(ctx context.Context, m Member) (removed bool, err error)
+	// Members lists an office's members (leases excluded): the agent first,
+	// then the computers by name.
+	Members(ctx context.Context, officeID string) ([]Member, error)
+	// Computer finds a computer of an office by name.
+	Computer(ctx context.Context, officeID, name string) (Member, bool, error)
+}
+
+// Peers reaches the sessions attached to the other nodes of a cluster.
+type Peers interface {
+	// Request sends a client: event to the session sid on whatever node
+	// holds it. done is called at most once; an answer that cannot come
+	// (no such socket anywhere) is an error. The hub keeps the deadline: the
+	// transport's own must be later.
+	Request(sid, event string, payload json.RawMessage, deadline time.Duration, done func(json.RawMessage, error))
+	// Publish hands a notification to the other nodes, which deliver it to
+	// their members of the office (except the session exceptSID) and their
+	// watchers. It must not block and must keep the order of calls.
+	Publish(n Notification, exceptSID string)
+}
+
+// clusterTimeout bounds one registry operation.
+const clusterTimeout = 5 * time.Second
+
+// SetPeers connects the hub to the other nodes. Call it once, before the
+// first session is attached, on a hub whose Config.Registry is set.
+func (h *Hub) SetPeers(p Peers) { h.peers = p }
+
+// Node is this hub's node id ("" on a single node).
+func (h *Hub) Node() string { return h.cfg.Node }
+
+// Deliver hands a notification published by another node to this node's
+// members of the office and its watchers. exceptSID is the session that
+// caused it; when it is a computer leaving, the calls this node has in
+// flight to it are answered at once.
+func (h *Hub) Deliver(n Notification, exceptSID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l, ok := n.Payload.(*smcpv1.LeaveOfficeNotification); ok && l.Computer != nil {
+		if rc := h.remote[exceptSID]; rc != nil {
+			delete(h.remote, exceptSID)
+			rc.end()
+		}
+	}
+	if o := h.offices[n.OfficeID]; o != nil {
+		h.deliverLocked(o, "", n)
+	}
+}
+
+// Reap tells the cluster that m, a member of a dead node, is gone: its
+// office is told it left (here and on the other nodes) and calls in flight
+// to it are answered. The caller has already released m in the registry.
+func (h *Hub) Reap(m Member) {
+	if m.Lease {
+		return
+	}
+	n := &smcpv1.LeaveOfficeNotification{OfficeId: m.OfficeID}
+	name := m.Name
+	if m.Role == smcp.RoleAgent {
+		n.Agent = &name
+	} else {
+		n.Computer = &name
+	}
+	wire, err := smcp.ToWire(n)
+	if err != nil {
+		h.log.Error("encode notification", "err", err)
+		return
+	}
+	note := Notification{Event: smcp.NotifyLeaveOffice, OfficeID: m.OfficeID, Payload: n, Wire: wire}
+	h.log.Info("member of a dead node removed", "office", m.OfficeID, "role", m.Role, "name", m.Name, "node", m.Node)
+	h.Deliver(note, m.SID)
+	if h.peers != nil {
+		h.peers.Publish(note, m.SID)
+	}
+}
+
+// NotificationFromWire rebuilds a Notification sent by another node.
+func NotificationFromWire(event, officeID string, wire json.RawMessage) (Notification, error) {
+	var m proto.Message
+	switch event {
+	case smcp.NotifyEnterOffice:
+		m = &smcpv1.EnterOfficeNotification{}
+	case smcp.NotifyLeaveOffice:
+		m = &smcpv1.LeaveOfficeNotification{}
+	case smcp.NotifyToolCallCancel:
+		m = &smcpv1.AgentCallData{}
+	default:
+		known := false
+		for _, ev := range smcp.UpdateNotification {
+			known = known || ev == event
+		}
+		if !known {
+			return Notification{}, fmt.Errorf("core: unknown notification %q", event)
+		}
+		m = &smcpv1.UpdateComputerConfigReq{}
+	}
+	if err := smcp.Unmarshal(wire, m); err != nil {
+		return Notification{}, fmt.Errorf("core: decode %s: %w", event, err)
+	}
+	return Notification{Event: event, OfficeID: officeID, Payload: m, Wire: wire}, nil
+}
+
+// remoteComputer tracks the calls in flight to a computer of another node:
+// gone ends when the computer is known to have left.
+type remoteComputer struct {
+	gone    context.Context
+	end     context.CancelFunc
+	pending atomic.Int64
+	refs    int // guarded by hub.mu
+}
+
+func (h *Hub) remoteRef(sid string) *remoteComputer {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rc := h.remote[sid]
+	if rc == nil {
+		rc = &remoteComputer{}
+		rc.gone, rc.end = context.WithCancel(context.Background())
+		h.remote[sid] = rc
+	}
+	rc.refs++
+	return rc
+}
+
+func (h *Hub) remoteUnref(sid string, rc *remoteComputer) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rc.refs--
+	if rc.refs == 0 && h.remote[sid] == rc {
+		delete(h.remote, sid)
+		rc.end()
+	}
+}
+
+// goRemote routes r to computer m of another node.
+func (s *Session) goRemote(r *Request, m Member, release func(), done func(json.RawMessage, error)) {
+	h := s.hub
+	rc := h.remoteRef(m.SID)
+	var once sync.Once
+	unref := func() { once.Do(func() { h.remoteUnref(m.SID, rc) }) }
+	s.dispatch(r, rc.gone, &rc.pending, release, func(answered func(json.RawMessage, error)) {
+		h.peers.Request(m.SID, r.Event, r.Payload, h.Deadline(r), answered)
+	}, func(raw json.RawMessage, err error) {
+		unref()
+		done(raw, err)
+	})
+}
+
+// claim takes m's slot in the registry.
+func (h *Hub) claim(m Member) error {
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	replaced, err := h.cfg.Registry.Claim(ctx, m)
+	if err != nil {
+		if _, ok := smcp.AsError(err); ok {
+			return err
+		}
+		h.log.Error("registry claim", "office", m.OfficeID, "name", m.Name, "err", err)
+		return smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
+	}
+	if replaced != nil {
+		h.Reap(*replaced) // before m's join is announced
+	}
+	return nil
+}
+
+// release gives slots back; errors are logged (the reaper of a dead node
+// settles what a failed release leaves).
+func (h *Hub) release(ms []Member) {
+	for _, m := range ms {
+		ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+		if _, err := h.cfg.Registry.Release(ctx, m); err != nil {
+			h.log.Error("registry release", "office", m.OfficeID, "name", m.Name, "err", err)
+		}
+		cancel()
+	}
+}
+
+func (s *Session) memberLocked() Member {
+	sid := s.sid
+	if s.lease {
+		sid = s.leaseID
+	}
+	return Member{OfficeID: s.officeID, Role: s.role, Name: s.name, SID: sid, Node: s.hub.cfg.Node, Lease: s.lease}
+}
+
+// listCluster answers ListRoom from the registry.
+func (h *Hub) listCluster(officeID string) ([]*smcpv1.SessionInfo, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	defer cancel()
+	ms, err := h.cfg.Registry.Members(ctx, officeID)
+	if err != nil {
+		h.log.Error("registry members", "office", officeID, "err", err)
+		return nil, smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
+	}
+	out := make([]*smcpv1.SessionInfo, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, &smcpv1.SessionInfo{Sid: m.SID, Name: m.Name, Role: m.Role, OfficeId: m.OfficeID})
+	}
+	return out, nil
+}

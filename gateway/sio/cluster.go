@@ -1,0 +1,136 @@
+package sio
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/zishang520/socket.io/servers/socket/v3"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+)
+
+// notifyEvent carries a notification between nodes (a server-side emit of
+// the adapter): event, office id, wire JSON (as a string), sid to skip.
+const notifyEvent = "smcp:notify"
+
+// ackSlack makes the library's timeout of a cross-node request fire after
+// the hub's own deadline, which therefore decides (same answers as on one
+// node); the library's timer only frees its state.
+const ackSlack = time.Second
+
+// errNoSocket answers a cross-node request that reached no socket.
+var errNoSocket = errors.New("sio: no socket answered (computer gone)")
+
+func (s *Server) joinCluster() {
+	s.publish = newPublisher(s.nsp)
+	_ = s.nsp.On(notifyEvent, func(args ...any) {
+		if len(args) < 4 {
+			return
+		}
+		event, _ := args[0].(string)
+		office, _ := args[1].(string)
+		wire, _ := args[2].(string)
+		except, _ := args[3].(string)
+		n, err := core.NotificationFromWire(event, office, json.RawMessage(wire))
+		if err != nil {
+			s.log.Warn("notification from another node dropped", "err", err)
+			return
+		}
+		s.hub.Deliver(n, except)
+	})
+	s.hub.SetPeers(s)
+}
+
+// Request implements core.Peers: a broadcast with ack to the socket's own
+// room, which the Redis adapter delivers on whichever node holds it.
+func (s *Server) Request(sid, event string, payload json.RawMessage, deadline time.Duration, done func(json.RawMessage, error)) {
+	// The adapter encodes with msgpack: a json.RawMessage would travel as
+	// bytes, so the payload goes as a decoded value.
+	var v any
+	if err := json.Unmarshal(payload, &v); err != nil {
+		done(nil, fmt.Errorf("sio: payload: %w", err))
+		return
+	}
+	s.nsp.To(socket.Room(sid)).Timeout(deadline+ackSlack).EmitWithAck(event, v)(func(args []any, err error) {
+		if len(args) == 0 {
+			if err == nil {
+				err = errNoSocket
+			}
+			done(nil, err)
+			return
+		}
+		b, err := json.Marshal(args[0])
+		if err != nil {
+			done(nil, fmt.Errorf("encode answer: %w", err))
+			return
+		}
+		done(b, nil)
+	})
+}
+
+// Publish implements core.Peers.
+func (s *Server) Publish(n core.Notification, exceptSID string) {
+	s.publish.push([]any{n.Event, n.OfficeID, string(n.Wire), exceptSID})
+}
+
+// publisher sends server-side emits in order from one goroutine, so that
+// the hub, which publishes under its lock, never waits for Redis.
+type publisher struct {
+	nsp    socket.Namespace
+	mu     sync.Mutex
+	queue  [][]any
+	wake   chan struct{}
+	closed bool
+}
+
+func newPublisher(nsp socket.Namespace) *publisher {
+	p := &publisher{nsp: nsp, wake: make(chan struct{}, 1)}
+	go p.run()
+	return p
+}
+
+func (p *publisher) push(args []any) {
+	p.mu.Lock()
+	if !p.closed {
+		p.queue = append(p.queue, args)
+	}
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *publisher) run() {
+	for range p.wake {
+		for {
+			p.mu.Lock()
+			batch := p.queue
+			p.queue = nil
+			closed := p.closed
+			p.mu.Unlock()
+			for _, args := range batch {
+				_ = p.nsp.ServerSideEmit(notifyEvent, args...)
+			}
+			if closed {
+				return
+			}
+			if len(batch) == 0 {
+				break
+			}
+		}
+	}
+}
+
+func (p *publisher) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
