@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 
@@ -17,12 +18,16 @@ import (
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
+// clusterTTL is the nodes' heartbeat TTL in tests: short, so that a claim
+// refused by a live holder on another node is answered in 300 ms.
+const clusterTTL = 600 * time.Millisecond
+
 // startCluster starts n gateway nodes sharing one Redis.
 func startCluster(t *testing.T, redisURL string, n int) []*gateway.Running {
 	t.Helper()
 	nodes := make([]*gateway.Running, n)
 	for i := range nodes {
-		nodes[i] = startGateway(t, gateway.Config{Redis: redisURL, NodeID: fmt.Sprintf("n%d", i), Logger: testLogger})
+		nodes[i] = startGateway(t, gateway.Config{Redis: redisURL, NodeID: fmt.Sprintf("n%d", i), HeartbeatTTL: clusterTTL, Logger: testLogger})
 	}
 	return nodes
 }

@@ -98,6 +98,7 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.SIO.Logger = cfg.Logger.With("component", "sio")
 	}
 	var rdb *goredis.Client
+	var reg *cluster.Registry
 	if cfg.Redis != "" {
 		var err error
 		if rdb, err = connectRedis(cfg.Redis); err != nil {
@@ -106,7 +107,8 @@ func New(cfg Config) (*Gateway, error) {
 		if cfg.NodeID == "" {
 			cfg.NodeID = rand.Text()[:12]
 		}
-		cfg.Core.Registry = cluster.NewRegistry(rdb)
+		reg = cluster.NewRegistry(rdb)
+		cfg.Core.Registry = reg
 		cfg.Core.Node = cfg.NodeID
 		rc := redisv3.NewRedisClient(context.Background(), rdb)
 		clog := cfg.Logger.With("component", "cluster")
@@ -135,7 +137,7 @@ func New(cfg Config) (*Gateway, error) {
 	s := sio.New(hub, cfg.Auth, cfg.SIO)
 	g := &Gateway{Hub: hub, SIO: s, Metrics: m, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger, rdb: rdb}
 	if rdb != nil {
-		g.node = cluster.NewNode(rdb, hub, cfg.HeartbeatTTL, cfg.Logger.With("component", "cluster"))
+		g.node = cluster.NewNode(rdb, reg, hub, cfg.HeartbeatTTL, cfg.Logger.With("component", "cluster"))
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := g.node.Start(ctx); err != nil {

@@ -13,7 +13,7 @@ import (
 
 // DefaultHeartbeatTTL is how long a node is deemed alive after its last
 // heartbeat; heartbeats and reaping run every TTL/3.
-const DefaultHeartbeatTTL = 6 * time.Second
+const DefaultHeartbeatTTL = 3 * time.Second
 
 // Node keeps one gateway node alive in Redis and reaps dead ones.
 type Node struct {
@@ -25,15 +25,18 @@ type Node struct {
 	log *slog.Logger
 }
 
-// NewNode makes the heartbeat of hub's node (hub.Node()).
-func NewNode(rdb redis.UniversalClient, hub *core.Hub, ttl time.Duration, log *slog.Logger) *Node {
+// NewNode makes the heartbeat of hub's node (hub.Node()); reg is the hub's
+// registry, whose claims reap the dead nodes they meet.
+func NewNode(rdb redis.UniversalClient, reg *Registry, hub *core.Hub, ttl time.Duration, log *slog.Logger) *Node {
 	if ttl <= 0 {
 		ttl = DefaultHeartbeatTTL
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Node{rdb: rdb, reg: NewRegistry(rdb), hub: hub, id: hub.Node(), ttl: ttl, log: log}
+	n := &Node{rdb: rdb, reg: reg, hub: hub, id: hub.Node(), ttl: ttl, log: log}
+	reg.reap, reg.ttl = n.reapNode, ttl
+	return n
 }
 
 // Start announces the node. Call it before serving.

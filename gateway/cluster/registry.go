@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -49,35 +50,31 @@ func decode(s string) (core.Member, error) {
 }
 
 // claimScript: KEYS office, node members; ARGV role, name, sid, lease
-// ("1"/"0"), record, node. Returns {"" or the refusal reason, replaced
-// record or ""}. A computer name held by a node whose heartbeat has lapsed
-// is taken over (the computer reconnected to another node before the
-// reaper ran); the old record is returned so its office can be told.
+// ("1"/"0"), record. Returns {""} or {refusal reason, holder record}.
 var claimScript = redis.NewScript(`
 local k, idx = KEYS[1], KEYS[2]
-local role, name, sid, lease, rec, node = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-local replaced = ''
+local role, name, sid, lease, rec = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 if role == 'agent' then
   local cur = redis.call('HGET', k, 'agent')
-  if cur and cur ~= name then return {'agent', ''} end
-  if lease == '0' and redis.call('HEXISTS', k, 'as') == 1 then return {'agent', ''} end
+  local as = redis.call('HGET', k, 'as')
+  if as and (lease == '0' or cur ~= name) then
+    return {'agent', redis.call('HGET', k, 'a:' .. as) or ''}
+  end
+  if cur and cur ~= name then
+    for _, f in ipairs(redis.call('HKEYS', k)) do
+      if string.sub(f, 1, 2) == 'a:' then return {'agent', redis.call('HGET', k, f)} end
+    end
+    return {'agent', ''}
+  end
   redis.call('HSET', k, 'agent', name, 'a:' .. sid, rec)
   if lease == '0' then redis.call('HSET', k, 'as', sid) end
 else
-  local f = 'c:' .. name
-  local old = redis.call('HGET', k, f)
-  if old then
-    local oldNode = redis.call('HGET', k, 'cn:' .. name)
-    if not oldNode or redis.call('EXISTS', '` + prefix + `node:{' .. oldNode .. '}:alive') == 1 then
-      return {'computer', ''}
-    end
-    redis.call('SREM', '` + prefix + `node:{' .. oldNode .. '}:members', old)
-    replaced = old
-  end
-  redis.call('HSET', k, f, rec, 'cn:' .. name, node)
+  local cur = redis.call('HGET', k, 'c:' .. name)
+  if cur then return {'computer', cur} end
+  redis.call('HSET', k, 'c:' .. name, rec)
 end
 redis.call('SADD', idx, rec)
-return {'', replaced}
+return {''}
 `)
 
 // releaseScript: same KEYS and ARGV. Returns 1 when the record was removed.
@@ -98,7 +95,7 @@ if role == 'agent' then
   end
 else
   if redis.call('HGET', k, 'c:' .. name) == rec then
-    redis.call('HDEL', k, 'c:' .. name, 'cn:' .. name)
+    redis.call('HDEL', k, 'c:' .. name)
     removed = 1
   end
 end
@@ -109,10 +106,16 @@ return removed
 // Registry is a core.Registry in Redis.
 type Registry struct {
 	rdb redis.UniversalClient
+	// reap removes the members of a dead node (Node.reapNode); nil: a
+	// claim refused by a member of another node is simply refused.
+	reap func(ctx context.Context, node string) error
+	ttl  time.Duration // the nodes' heartbeat TTL
 }
 
 // NewRegistry uses rdb for the registry.
-func NewRegistry(rdb redis.UniversalClient) *Registry { return &Registry{rdb: rdb} }
+func NewRegistry(rdb redis.UniversalClient) *Registry {
+	return &Registry{rdb: rdb, ttl: DefaultHeartbeatTTL}
+}
 
 var _ core.Registry = (*Registry)(nil)
 
@@ -122,33 +125,112 @@ func (r *Registry) run(ctx context.Context, s *redis.Script, m core.Member) (any
 		lease = "1"
 	}
 	return s.Run(ctx, r.rdb, []string{officeKey(m.OfficeID), membersKey(m.Node)},
-		m.Role, m.Name, m.SID, lease, encode(m), m.Node).Result()
+		m.Role, m.Name, m.SID, lease, encode(m)).Result()
 }
 
-// Claim implements core.Registry.
-func (r *Registry) Claim(ctx context.Context, m core.Member) (*core.Member, error) {
+// Claim implements core.Registry. A slot held by a member of another node
+// is not refused at once: when that node has just died, its sessions are
+// still registered until its heartbeat lapses, and a computer or agent that
+// reconnected to a survivor (a Python SDK client does not retry a refused
+// re-join) would be shut out. The claim watches that node's heartbeat (see
+// waitLapse), reaps the node if it lapsed, and tries again; a live holder
+// is refused after half a TTL.
+func (r *Registry) Claim(ctx context.Context, m core.Member) error {
+	reason, holder, err := r.claim(ctx, m)
+	if err != nil {
+		return err
+	}
+	if reason != "" && r.reap != nil && holder.Node != "" && holder.Node != m.Node {
+		lapsed, err := r.waitLapse(ctx, holder.Node)
+		if err != nil {
+			return err
+		}
+		if lapsed {
+			if err := r.reap(ctx, holder.Node); err != nil {
+				return fmt.Errorf("cluster: reap node %s: %w", holder.Node, err)
+			}
+			if reason, _, err = r.claim(ctx, m); err != nil {
+				return err
+			}
+		}
+	}
+	switch reason {
+	case "":
+		return nil
+	case "agent":
+		return smcp.Errorf(smcp.CodeForbidden, "office %q already has an agent", m.OfficeID)
+	default:
+		return smcp.Errorf(smcp.CodeForbidden, "a computer named %q is already in office %q", m.Name, m.OfficeID)
+	}
+}
+
+// claim runs the claim script once: the refusal reason ("" when m got its
+// slot) and the holder that refused it, if known.
+func (r *Registry) claim(ctx context.Context, m core.Member) (string, core.Member, error) {
 	res, err := r.run(ctx, claimScript, m)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: claim %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err)
+		return "", core.Member{}, fmt.Errorf("cluster: claim %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err)
 	}
 	out, _ := res.([]any)
-	if len(out) != 2 {
-		return nil, fmt.Errorf("cluster: claim: unexpected reply %v", res)
+	if len(out) == 0 {
+		return "", core.Member{}, fmt.Errorf("cluster: claim: unexpected reply %v", res)
 	}
-	switch out[0] {
-	case "agent":
-		return nil, smcp.Errorf(smcp.CodeForbidden, "office %q already has an agent", m.OfficeID)
-	case "computer":
-		return nil, smcp.Errorf(smcp.CodeForbidden, "a computer named %q is already in office %q", m.Name, m.OfficeID)
-	}
-	if old, _ := out[1].(string); old != "" {
-		replaced, err := decode(old)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: claim: replaced record: %w", err)
+	reason, _ := out[0].(string)
+	var holder core.Member
+	if len(out) > 1 {
+		if rec, _ := out[1].(string); rec != "" {
+			holder, _ = decode(rec) // unreadable: refused without waiting
 		}
-		return &replaced, nil
 	}
-	return nil, nil
+	return reason, holder, nil
+}
+
+// waitLapse finds out whether node is dead: alive nodes beat every TTL/3,
+// so a node whose heartbeat does not change for half a TTL has missed a
+// beat; its key is then left to expire. A live holder is known in half a
+// TTL; a dead one in at most a TTL. When ctx ends first, node counts as
+// alive (the claim is refused).
+func (r *Registry) waitLapse(ctx context.Context, node string) (bool, error) {
+	beat := func() (string, bool, error) {
+		v, err := r.rdb.Get(ctx, aliveKey(node)).Result()
+		if errors.Is(err, redis.Nil) {
+			return "", false, nil
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("cluster: heartbeat of %s: %w", node, err)
+		}
+		return v, true, nil
+	}
+	first, ok, err := beat()
+	if err != nil || !ok {
+		return !ok, err
+	}
+	if !sleep(ctx, r.ttl/2) {
+		return false, nil
+	}
+	if now, ok, err := beat(); err != nil || !ok || now != first {
+		return !ok, err
+	}
+	left, err := r.rdb.PTTL(ctx, aliveKey(node)).Result()
+	if err != nil {
+		return false, fmt.Errorf("cluster: heartbeat of %s: %w", node, err)
+	}
+	if left > 0 && !sleep(ctx, left+20*time.Millisecond) {
+		return false, nil
+	}
+	_, ok, err = beat()
+	return !ok, err
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // Release implements core.Registry.

@@ -34,10 +34,10 @@ type Member struct {
 type Registry interface {
 	// Claim takes m's slot: the agent slot of its office (by name; only one
 	// non-lease agent session) or its computer name. A conflict is an
-	// *smcp.Error 403 whose message is the refusal reason. A computer name
-	// held by a dead node is taken over: the member replaced is returned,
-	// its office has not been told yet.
-	Claim(ctx context.Context, m Member) (replaced *Member, err error)
+	// *smcp.Error 403 whose message is the refusal reason. It may wait
+	// (up to the cluster's heartbeat TTL) to find out whether the holder's
+	// node is dead.
+	Claim(ctx context.Context, m Member) error
 	// Release gives the slot back; removed reports whether m still held it.
 	Release(ctx context.Context, m Member) (removed bool, err error)
 	// Members lists an office's members (leases excluded): the agent first,
@@ -60,8 +60,12 @@ type Peers interface {
 	Publish(n Notification, exceptSID string)
 }
 
-// clusterTimeout bounds one registry operation.
-const clusterTimeout = 5 * time.Second
+// clusterTimeout bounds one registry operation; claimTimeout a claim, which
+// may wait out the heartbeat of a dead node.
+const (
+	clusterTimeout = 5 * time.Second
+	claimTimeout   = 15 * time.Second
+)
 
 // SetPeers connects the hub to the other nodes. Call it once, before the
 // first session is attached, on a hub whose Config.Registry is set.
@@ -189,18 +193,14 @@ func (s *Session) goRemote(r *Request, m Member, release func(), done func(json.
 
 // claim takes m's slot in the registry.
 func (h *Hub) claim(m Member) error {
-	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
 	defer cancel()
-	replaced, err := h.cfg.Registry.Claim(ctx, m)
-	if err != nil {
+	if err := h.cfg.Registry.Claim(ctx, m); err != nil {
 		if _, ok := smcp.AsError(err); ok {
 			return err
 		}
 		h.log.Error("registry claim", "office", m.OfficeID, "name", m.Name, "err", err)
 		return smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
-	}
-	if replaced != nil {
-		h.Reap(*replaced) // before m's join is announced
 	}
 	return nil
 }
