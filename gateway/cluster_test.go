@@ -3,17 +3,21 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/alicebob/miniredis/v2"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
-	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -92,12 +96,28 @@ func TestClusterCrossNodeCalls(t *testing.T) {
 
 func TestClusterListRoomAndNotifications(t *testing.T) {
 	nodes := startCluster(t, miniRedis(t), 3)
-	// A watcher on node 0 of an office whose members are all elsewhere.
-	w, err := nodes[0].Hub.Watch(&core.Principal{ID: "w"}, "o")
+	// A WatchOffice stream on node 0 of an office whose members are all
+	// elsewhere, acting as the office's agent (who joins on node 2).
+	api := smcpv1connect.NewAgentServiceClient(http.DefaultClient, nodes[0].URL,
+		connect.WithInterceptors(withHeader{rpc.AgentHeader, "alice"}))
+	stream, err := api.WatchOffice(ctxT(t), &smcpv1.WatchOfficeRequest{OfficeId: "o"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	defer func() { _ = stream.Close() }()
+	// The stream's headers arrive once the watcher is registered.
+	if _, err := stream.Conn(); err != nil {
+		t.Fatal(err)
+	}
+	next := func() string {
+		t.Helper()
+		if !stream.Receive() {
+			t.Fatalf("watch stream ended: %v", stream.Err())
+		}
+		m := stream.Msg()
+		b, _ := protojson.Marshal(m)
+		return m.GetEvent() + " " + string(b)
+	}
 	pcB := dialComputer(t, nodes[1].URL, "pcB", "o")
 	a := dialAgent(t, nodes[2].URL, "alice", "o")
 	dialComputer(t, nodes[0].URL, "pcA", "o")
@@ -115,12 +135,8 @@ func TestClusterListRoomAndNotifications(t *testing.T) {
 		t.Fatalf("list_room = %v, want %v", got, want)
 	}
 
-	// The watcher on node 0 sees the joins made on nodes 1 and 2.
-	var seen []string
-	for len(seen) < 3 {
-		n := <-w.C()
-		seen = append(seen, n.Event+" "+compact(n.Wire))
-	}
+	// The stream on node 0 carries the joins made on nodes 1 and 2.
+	seen := []string{next(), next(), next()}
 	if !strings.Contains(seen[0], `"computer":"pcB"`) || !strings.Contains(seen[1], `"agent":"alice"`) || !strings.Contains(seen[2], `"computer":"pcA"`) {
 		t.Fatalf("watcher saw %v", seen)
 	}
@@ -131,9 +147,8 @@ func TestClusterListRoomAndNotifications(t *testing.T) {
 	}
 	// A computer leaving on node 1 reaches the agent's room view and the watcher.
 	pcB.c.Close()
-	n := <-w.C()
-	if n.Event != smcp.NotifyLeaveOffice || !strings.Contains(string(n.Wire), "pcB") {
-		t.Fatalf("watcher saw %s %s", n.Event, n.Wire)
+	if n := next(); !strings.HasPrefix(n, smcp.NotifyLeaveOffice+" ") || !strings.Contains(n, "pcB") {
+		t.Fatalf("watcher saw %s", n)
 	}
 	eventually(t, "pcB gone from list_room", func() bool {
 		rows, err := a.ListRoom(ctxT(t))

@@ -288,24 +288,27 @@ func TestRoomIsolationEveryPath(t *testing.T) {
 	}
 }
 
-// keyHeader sends an API key with every RPC, unary and streaming.
-type keyHeader string
+// withHeader sends a request header with every RPC, unary and streaming.
+type withHeader struct{ name, value string }
 
-func (k keyHeader) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+// keyHeader sends an API key.
+func keyHeader(key string) withHeader { return withHeader{"x-api-key", key} }
+
+func (h withHeader) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		req.Header().Set("x-api-key", string(k))
+		req.Header().Set(h.name, h.value)
 		return next(ctx, req)
 	}
 }
 
-func (k keyHeader) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+func (h withHeader) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
 	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
 		conn := next(ctx, spec)
-		conn.RequestHeader().Set("x-api-key", string(k))
+		conn.RequestHeader().Set(h.name, h.value)
 		return conn
 	}
 }
 
-func (k keyHeader) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+func (h withHeader) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return next
 }
