@@ -45,6 +45,9 @@ const (
 type Options struct {
 	// URL of the server, e.g. http://127.0.0.1:8080.
 	URL string
+	// ComputerURL, when set, is where the computers connect, URL being the
+	// agents' (a cluster bench puts them on different nodes).
+	ComputerURL string
 	// Path is the Engine.IO path (default /socket.io/).
 	Path string
 	Mode Mode
@@ -60,8 +63,12 @@ type Options struct {
 	Conns int
 	// APIKey, when set, is sent as x-api-key.
 	APIKey string
-	// PID of the server process, for CPU and RSS from /proc (0: none).
-	PID int
+	// PIDs of the server processes, for CPU and RSS from /proc, summed
+	// (none: not measured).
+	PIDs []int
+	// RedisPID, when set, is a redis-server serving the cluster: its CPU is
+	// Result.RedisCPU, apart from the servers'.
+	RedisPID int
 	// Stats, when set, reads the server's runtime counters (spawned servers).
 	Stats func(ctx context.Context, gc bool) (RuntimeStats, error)
 	// Finder, for ModeFinder, starts the computers (one per office, named
@@ -89,9 +96,12 @@ type Result struct {
 	// FirstError is the first failure seen, for the report.
 	FirstError string
 	Latency    Latencies
-	// ServerCPU is the server's CPU time over the window (0 without PID).
+	// ServerCPU is the servers' CPU time over the window (0 without PIDs).
 	ServerCPU time.Duration
 	ServerRSS int64
+	// RedisCPU is the redis-server's CPU time over the window (0 without
+	// RedisPID).
+	RedisCPU time.Duration
 	// LoadCPU is this process's CPU time over the window.
 	LoadCPU time.Duration
 	LoadAvg string
@@ -129,6 +139,9 @@ func (r *Result) CPUPerCall() time.Duration {
 func (o *Options) defaults() error {
 	if o.Path == "" {
 		o.Path = "/socket.io/"
+	}
+	if o.ComputerURL == "" {
+		o.ComputerURL = o.URL
 	}
 	if o.Offices <= 0 {
 		o.Offices = 1
@@ -211,13 +224,13 @@ func settle(ctx context.Context, o Options, r *Result) {
 	}
 }
 
-// dial connects, retrying twice: the library can drop a namespace CONNECT
-// sent right after the handshake and then closes the connection.
-func (o *Options) dial(ctx context.Context, handler func(event string, id int64, payload json.RawMessage)) (*Conn, error) {
+// dial connects to url, retrying twice: the library can drop a namespace
+// CONNECT sent right after the handshake and then closes the connection.
+func (o *Options) dial(ctx context.Context, url string, handler func(event string, id int64, payload json.RawMessage)) (*Conn, error) {
 	var err error
 	for range 3 {
 		var c *Conn
-		if c, err = Dial(ctx, o.URL, o.Path, smcp.Namespace, handler); err == nil {
+		if c, err = Dial(ctx, url, o.Path, smcp.Namespace, handler); err == nil {
 			return c, nil
 		}
 		if ctx.Err() != nil {
@@ -303,7 +316,7 @@ func runCalls(ctx context.Context, o Options, r *Result) (func(), error) {
 	}
 	var probe func() time.Duration
 	if o.Mode == ModeFinder {
-		stop, p, err := o.Finder(ctx, o.URL, o.Offices)
+		stop, p, err := o.Finder(ctx, o.ComputerURL, o.Offices)
 		if stop != nil {
 			closers = append(closers, stop)
 		}
@@ -315,7 +328,7 @@ func runCalls(ctx context.Context, o Options, r *Result) (func(), error) {
 	for i := range o.Offices {
 		if o.Mode != ModeFinder {
 			comp := new(*Conn)
-			c, err := o.dial(ctx, echoComputer(comp))
+			c, err := o.dial(ctx, o.ComputerURL, echoComputer(comp))
 			if err != nil {
 				return closeAll, err
 			}
@@ -328,7 +341,7 @@ func runCalls(ctx context.Context, o Options, r *Result) (func(), error) {
 		agentName := "agent-" + strconv.Itoa(i)
 		switch o.Mode {
 		case ModeSIO, ModeFinder:
-			a, err := o.dial(ctx, nil)
+			a, err := o.dial(ctx, o.URL, nil)
 			if err != nil {
 				return closeAll, err
 			}
@@ -388,15 +401,16 @@ func runCalls(ctx context.Context, o Options, r *Result) (func(), error) {
 		})
 	}
 	sleep(ctx, o.Warmup)
-	srv0, self0 := o.readServer(), readSelf()
+	srv0, redis0, self0 := o.readServer(), o.readRedis(), readSelf()
 	t0 := time.Now()
 	w.measuring.Store(true)
 	sleep(ctx, o.Duration)
 	w.stopped.Store(true)
 	r.Elapsed = time.Since(t0)
-	srv1, self1 := o.readServer(), readSelf()
+	srv1, redis1, self1 := o.readServer(), o.readRedis(), readSelf()
 	r.Calls, r.Errors, r.FirstError = w.calls.Load(), w.errors.Load(), w.firstErr
 	r.ServerCPU, r.ServerRSS = srv1.CPU-srv0.CPU, srv1.RSS
+	r.RedisCPU = redis1.CPU - redis0.CPU
 	r.LoadCPU = self1.CPU - self0.CPU
 	// Workers stop after their current call: calls in flight finish or fail
 	// when the connections close.
@@ -440,18 +454,28 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
+// readServer sums the readings of the server processes.
 func (o *Options) readServer() ProcSample {
-	if o.PID <= 0 {
+	var sum ProcSample
+	for _, pid := range o.PIDs {
+		s := readPID(pid)
+		sum.CPU += s.CPU
+		sum.RSS += s.RSS
+	}
+	return sum
+}
+
+func (o *Options) readRedis() ProcSample { return readPID(o.RedisPID) }
+
+func readPID(pid int) ProcSample {
+	if pid <= 0 {
 		return ProcSample{}
 	}
-	s, _ := ReadProc(strconv.Itoa(o.PID))
+	s, _ := ReadProc(strconv.Itoa(pid))
 	return s
 }
 
-func readSelf() ProcSample {
-	s, _ := ReadProc(strconv.Itoa(os.Getpid()))
-	return s
-}
+func readSelf() ProcSample { return readPID(os.Getpid()) }
 
 func sioCaller(a *Conn, mode Mode, agentName string, params json.RawMessage) caller {
 	event := smcp.EventToolCall
@@ -562,7 +586,7 @@ func runIdle(ctx context.Context, o Options, r *Result) (func(), error) {
 	self0 := readSelf()
 	t0 := time.Now()
 	for i := range o.Conns {
-		c, err := o.dial(ctx, nil)
+		c, err := o.dial(ctx, o.URL, nil)
 		if err != nil {
 			return closeAll, fmt.Errorf("connection %d: %w", i, err)
 		}

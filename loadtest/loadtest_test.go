@@ -75,7 +75,7 @@ func TestFloorRelaysToolCall(t *testing.T) {
 	defer cancel()
 	o := Options{URL: srv.URL, Path: "/socket.io/"}
 	comp := new(*Conn)
-	c, err := o.dial(ctx, echoComputer(comp))
+	c, err := o.dial(ctx, o.URL, echoComputer(comp))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestFloorRelaysToolCall(t *testing.T) {
 	if err := join(ctx, c, smcp.RoleComputer, "pc", "o"); err != nil {
 		t.Fatal(err)
 	}
-	a, err := o.dial(ctx, nil)
+	a, err := o.dial(ctx, o.URL, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

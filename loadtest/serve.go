@@ -31,16 +31,26 @@ const (
 	ProfilePath = "/debug/pprof/"
 )
 
-// Serve serves a gateway (insecure, for benchmarks) or a floor relay on ln
-// until ctx ends, with the runtime stats and pprof endpoints mounted.
-func Serve(ctx context.Context, kind string, ln net.Listener, log *slog.Logger) error {
+// Node makes a gateway one node of a cluster: its Redis URL and node id
+// (gateway.Config.Redis and NodeID). The zero Node is a single gateway.
+type Node struct {
+	Redis, ID string
+}
+
+// Serve serves a gateway (insecure, for benchmarks; a cluster node when
+// node.Redis is set) or a floor relay on ln until ctx ends, with the runtime
+// stats and pprof endpoints mounted.
+func Serve(ctx context.Context, kind string, node Node, ln net.Listener, log *slog.Logger) error {
+	if node.Redis != "" && kind != KindGateway {
+		return fmt.Errorf("loadtest: only a %s joins a cluster", KindGateway)
+	}
 	switch kind {
 	case KindGateway:
 		// One agent socket carries up to ~20k events/s here, far beyond the
 		// per-connection limit meant for production: the limiter stays on
 		// (its cost is measured) with a rate no run reaches.
 		g, err := gateway.New(gateway.Config{Auth: core.AllowAll{}, Logger: log,
-			SIO: sio.Config{EventsPerSecond: 1e7, MaxConnsPerAddr: -1}})
+			SIO: sio.Config{EventsPerSecond: 1e7, MaxConnsPerAddr: -1}, Redis: node.Redis, NodeID: node.ID})
 		if err != nil {
 			return err
 		}
@@ -80,29 +90,43 @@ func mountDebug(mux *http.ServeMux) {
 	mux.HandleFunc(ProfilePath+"profile", pprof.Profile)
 }
 
-// StatsClient reads RuntimeStats from a server started by Serve.
-func StatsClient(base string) func(ctx context.Context, gc bool) (RuntimeStats, error) {
+// StatsClient reads RuntimeStats from servers started by Serve, summed.
+func StatsClient(bases ...string) func(ctx context.Context, gc bool) (RuntimeStats, error) {
 	return func(ctx context.Context, gc bool) (RuntimeStats, error) {
-		u := base + StatsPath
-		if gc {
-			u += "?gc=1"
+		var sum RuntimeStats
+		for _, base := range bases {
+			s, err := readStats(ctx, base, gc)
+			if err != nil {
+				return sum, err
+			}
+			sum.Goroutines += s.Goroutines
+			sum.HeapInuse += s.HeapInuse
+			sum.HeapAlloc += s.HeapAlloc
 		}
-		var s RuntimeStats
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		if err != nil {
-			return s, err
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return s, fmt.Errorf("loadtest: server stats: %w", err)
-		}
-		defer res.Body.Close()
-		if res.StatusCode != http.StatusOK {
-			b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
-			return s, fmt.Errorf("loadtest: server stats: %s: %s", res.Status, b)
-		}
-		return s, json.NewDecoder(res.Body).Decode(&s)
+		return sum, nil
 	}
+}
+
+func readStats(ctx context.Context, base string, gc bool) (RuntimeStats, error) {
+	u := base + StatsPath
+	if gc {
+		u += "?gc=1"
+	}
+	var s RuntimeStats
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return s, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return s, fmt.Errorf("loadtest: server stats: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+		return s, fmt.Errorf("loadtest: server stats: %s: %s", res.Status, b)
+	}
+	return s, json.NewDecoder(res.Body).Decode(&s)
 }
 
 // FetchProfile writes the server's CPU profile over the next d to w.

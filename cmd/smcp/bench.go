@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,6 +39,8 @@ type benchConfig struct {
 	pid        int
 	apiKey     string
 	compare    string
+	redisURL   string
+	redisPID   int
 	profileDir string
 	jsonOut    bool
 	finderDocs int
@@ -69,6 +73,11 @@ errors, and the server's CPU per call and RSS (from /proc). Without --gateway
 the gateway is spawned as a child process (so /proc figures are its own);
 --compare floor also spawns the floor relay (the same Socket.IO stack doing
 nothing but join and forward) and prints the gateway's cost as ratios to it.
+--compare cluster (mode sio) also spawns two gateway nodes sharing a Redis
+(--redis, or a redis-server started on a free loopback port), agents on one
+node and computers on the other so that every call crosses nodes, and prints
+the cluster's figures as ratios to the single gateway; its CPU and RSS are
+both nodes', redis-server's CPU is reported apart.
 
 modes: sio (client:tool_call), connect (CallTool, Connect protocol),
 grpc (CallTool, gRPC), finder (client:get_finder over a computer with
@@ -91,7 +100,8 @@ flags:
 	fs.StringVar(&c.path, "path", "/socket.io/", "Engine.IO path of the gateway")
 	fs.IntVar(&c.pid, "pid", 0, "pid of the --gateway process, for CPU and RSS from /proc")
 	fs.StringVar(&c.apiKey, "api-key", "", "API key for --gateway (default $SMCP_API_KEY)")
-	fs.StringVar(&c.compare, "compare", "", `"floor": also run the floor relay (Socket.IO modes) and print ratios`)
+	fs.StringVar(&c.compare, "compare", "", `"floor": also run the floor relay (Socket.IO modes) and print ratios; "cluster": also run two gateway nodes sharing a Redis (mode sio)`)
+	fs.StringVar(&c.redisURL, "redis", "", "Redis URL for --compare cluster (default: start redis-server on a free loopback port)")
 	fs.StringVar(&c.profileDir, "profile", "", "directory for CPU profiles of spawned servers over each measured window")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the results as JSON")
 	fs.IntVar(&c.finderDocs, "finder-docs", 10000, "documents in the computer's Finder (mode finder), over 10 MCP servers")
@@ -120,8 +130,10 @@ flags:
 		c.offices = append(c.offices, n)
 	}
 	switch {
-	case c.compare != "" && c.compare != loadtest.KindFloor:
-		return fmt.Errorf("--compare: only %q is supported", loadtest.KindFloor)
+	case c.compare != "" && c.compare != loadtest.KindFloor && c.compare != serverCluster:
+		return fmt.Errorf("--compare: %q or %q", loadtest.KindFloor, serverCluster)
+	case c.redisURL != "" && c.compare != serverCluster:
+		return errors.New("--redis goes with --compare cluster")
 	case c.inFlight <= 0 || c.duration <= 0 || c.warmup < 0 || c.conns <= 0 || c.repeat <= 0:
 		return errors.New("--inflight, --duration, --conns and --repeat must be positive, --warmup not negative")
 	case c.gatewayURL != "" && c.profileDir != "":
@@ -155,6 +167,10 @@ flags:
 
 const modeStartup loadtest.Mode = "startup"
 
+// serverCluster is the server of the rows measured through two gateway
+// nodes sharing a Redis.
+const serverCluster = "cluster"
+
 // benchRow is one measured configuration.
 type benchRow struct {
 	Server string `json:"server"`
@@ -162,7 +178,7 @@ type benchRow struct {
 	// Startup mode: computer start-up with one and with N servers.
 	StartupOne, StartupAll time.Duration `json:",omitempty"`
 	StartupN               int           `json:",omitempty"`
-	Profile                string        `json:",omitempty"`
+	Profiles               []string      `json:",omitempty"`
 	Err                    string        `json:",omitempty"`
 }
 
@@ -180,6 +196,14 @@ type benchReport struct {
 }
 
 func (c *benchConfig) run(ctx context.Context, rep *benchReport) error {
+	if c.compare == serverCluster && c.redisURL == "" && slices.Contains(c.modes, loadtest.ModeSIO) {
+		redis, err := startRedis(ctx)
+		if err != nil {
+			return err
+		}
+		defer redis.stop()
+		c.redisURL, c.redisPID = redis.url, redis.pid
+	}
 	for _, mode := range c.modes {
 		if mode == modeStartup {
 			for range c.repeat {
@@ -196,8 +220,11 @@ func (c *benchConfig) run(ctx context.Context, rep *benchReport) error {
 			offices = []int{0}
 		}
 		servers := []string{loadtest.KindGateway}
-		if c.compare == loadtest.KindFloor && (mode == loadtest.ModeSIO || mode == loadtest.ModeIdle) {
+		switch {
+		case c.compare == loadtest.KindFloor && (mode == loadtest.ModeSIO || mode == loadtest.ModeIdle):
 			servers = []string{loadtest.KindFloor, loadtest.KindGateway}
+		case c.compare == serverCluster && mode == loadtest.ModeSIO:
+			servers = []string{loadtest.KindGateway, serverCluster}
 		}
 		for _, n := range offices {
 			for range c.repeat {
@@ -218,22 +245,39 @@ func (c *benchConfig) one(ctx context.Context, kind string, mode loadtest.Mode, 
 	row := benchRow{Server: kind}
 	o := loadtest.Options{
 		URL: c.gatewayURL, Path: c.path, Mode: mode, Offices: offices, InFlight: c.inFlight,
-		Warmup: c.warmup, Duration: c.duration, ParamBytes: c.params, Conns: c.conns, APIKey: c.apiKey, PID: c.pid,
+		Warmup: c.warmup, Duration: c.duration, ParamBytes: c.params, Conns: c.conns, APIKey: c.apiKey, PIDs: []int{c.pid},
 	}
 	if mode == loadtest.ModeFinder {
 		o.Finder = loadtest.FinderSetup(10, max(1, c.finderDocs/10), slog.New(slog.DiscardHandler))
 	}
-	if c.gatewayURL == "" || kind == loadtest.KindFloor {
-		child, err := spawnServer(ctx, kind)
+	if c.gatewayURL == "" || kind != loadtest.KindGateway {
+		servers, err := c.spawn(ctx, kind)
+		defer func() {
+			for _, s := range servers {
+				s.stop()
+			}
+		}()
 		if err != nil {
 			return row, err
 		}
-		defer child.stop()
-		o.URL, o.Path, o.PID, o.APIKey = child.url, "/socket.io/", child.pid, ""
-		o.Stats = loadtest.StatsClient(child.url)
-		if c.profileDir != "" && mode != loadtest.ModeIdle {
-			row.Profile = filepath.Join(c.profileDir, fmt.Sprintf("%s-%s-%d-%s.pprof", kind, mode, offices, time.Now().Format("150405")))
-			go c.profile(ctx, child.url, row.Profile)
+		// Agents connect to the first server, computers to the last.
+		o.URL, o.ComputerURL, o.Path, o.PIDs, o.APIKey = servers[0].url, servers[len(servers)-1].url, "/socket.io/", nil, ""
+		var urls []string
+		for i, s := range servers {
+			o.PIDs = append(o.PIDs, s.pid)
+			urls = append(urls, s.url)
+			if c.profileDir != "" && mode != loadtest.ModeIdle {
+				name := fmt.Sprintf("%s-%s-%d-%s", kind, mode, offices, time.Now().Format("150405"))
+				if len(servers) > 1 {
+					name += "-n" + strconv.Itoa(i)
+				}
+				row.Profiles = append(row.Profiles, filepath.Join(c.profileDir, name+".pprof"))
+				go c.profile(ctx, s.url, row.Profiles[i])
+			}
+		}
+		o.Stats = loadtest.StatsClient(urls...)
+		if kind == serverCluster {
+			o.RedisPID = c.redisPID
 		}
 	}
 	res, err := loadtest.Run(ctx, o)
@@ -283,31 +327,68 @@ func (c *benchConfig) startup(ctx context.Context) (benchRow, error) {
 	return row, nil
 }
 
-type child struct {
-	cmd *exec.Cmd
-	url string
-	pid int
+// spawn starts the servers of one row: the server of kind, or for the
+// cluster two gateway nodes sharing c.redisURL. On error, the servers
+// already started are returned with it, to be stopped.
+func (c *benchConfig) spawn(ctx context.Context, kind string) ([]*child, error) {
+	if kind != serverCluster {
+		s, err := spawnServer(ctx, kind)
+		if err != nil {
+			return nil, err
+		}
+		return []*child{s}, nil
+	}
+	// Node ids unique to the row: a node of an earlier row that left
+	// entries in Redis is never taken for alive.
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	var nodes []*child
+	for i := range 2 {
+		s, err := spawnServer(ctx, loadtest.KindGateway, "-redis", c.redisURL, "-node-id", fmt.Sprintf("bench-%s-%d", run, i))
+		if err != nil {
+			return nodes, fmt.Errorf("cluster node %d: %w", i, err)
+		}
+		nodes = append(nodes, s)
+	}
+	return nodes, nil
 }
 
-// spawnServer re-executes this binary as `smcp bench serve -kind kind` and
-// reads the address it listens on from its first line of output.
-func spawnServer(ctx context.Context, kind string) (*child, error) {
+// child is a process the bench started and stops.
+type child struct {
+	cmd  *exec.Cmd
+	url  string
+	pid  int
+	done chan struct{} // closed when the process has exited
+}
+
+// startChild starts cmd as a child that must not outlive an interrupted
+// bench.
+func startChild(cmd *exec.Cmd) (*child, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ch := &child{cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(ch.done) }()
+	return ch, nil
+}
+
+// spawnServer re-executes this binary as `smcp bench serve -kind kind args`
+// and reads the address it listens on from its first line of output.
+func spawnServer(ctx context.Context, kind string, args ...string) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, "bench", "serve", "-kind", kind)
+	cmd := exec.Command(exe, append([]string{"bench", "serve", "-kind", kind}, args...)...)
 	cmd.Stderr = os.Stderr
-	// The server must not outlive an interrupted bench.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	ch, err := startChild(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("spawn %s: %w", kind, err)
 	}
-	ch := &child{cmd: cmd, pid: cmd.Process.Pid}
 	line := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
@@ -337,13 +418,56 @@ func spawnServer(ctx context.Context, kind string) (*child, error) {
 
 func (c *child) stop() {
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = c.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-c.done:
 	case <-time.After(15 * time.Second):
 		_ = c.cmd.Process.Kill()
-		<-done
+		<-c.done
+	}
+}
+
+// startRedis starts a redis-server without persistence on a free loopback
+// port, for the cluster rows.
+func startRedis(ctx context.Context) (*child, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, errors.New("--compare cluster needs Redis: redis-server is not installed (install it, or pass --redis URL)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := ln.Addr().(*net.TCPAddr)
+	_ = ln.Close()
+	var log bytes.Buffer
+	cmd := exec.Command(bin, "--port", strconv.Itoa(addr.Port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--loglevel", "warning")
+	cmd.Stdout, cmd.Stderr = &log, &log
+	ch, err := startChild(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("start redis-server: %w", err)
+	}
+	ch.url = "redis://" + addr.String() + "/0"
+	// Ready once it accepts connections.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		conn, err := net.DialTimeout("tcp", addr.String(), time.Second)
+		if err == nil {
+			_ = conn.Close()
+			return ch, nil
+		}
+		select {
+		case <-ch.done:
+			return nil, fmt.Errorf("redis-server on port %d exited: %s", addr.Port, bytes.TrimSpace(log.Bytes()))
+		case <-ctx.Done():
+			ch.stop()
+			return nil, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			ch.stop()
+			return nil, fmt.Errorf("redis-server on port %d: not accepting connections after 10 s", addr.Port)
+		}
 	}
 }
 
@@ -353,6 +477,9 @@ func benchServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("smcp bench serve", flag.ContinueOnError)
 	kind := fs.String("kind", loadtest.KindGateway, "gateway or floor")
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
+	var node loadtest.Node
+	fs.StringVar(&node.Redis, "redis", "", "Redis URL: serve as one node of a cluster (gateway only)")
+	fs.StringVar(&node.ID, "node-id", "", "cluster node id")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -362,7 +489,7 @@ func benchServe(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("LISTEN http://%s\n", ln.Addr())
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return loadtest.Serve(ctx, *kind, ln, log)
+	return loadtest.Serve(ctx, *kind, node, ln, log)
 }
 
 // benchMCP is the hidden stdio MCP server of the start-up mode.
@@ -410,6 +537,10 @@ func (r *benchReport) print(w io.Writer) {
 		if row.FirstError != "" {
 			fmt.Fprintf(w, "%s %s offices=%d: first error: %s\n", row.Server, row.Mode, row.Offices, row.FirstError)
 		}
+		if row.Result != nil && row.RedisCPU > 0 && row.Calls > 0 {
+			fmt.Fprintf(w, "%s %s offices=%d: redis-server CPU/call %s µs (not in srv CPU/call)\n",
+				row.Server, row.Mode, row.Offices, us(row.RedisCPU/time.Duration(row.Calls)))
+		}
 	}
 	idle := false
 	for _, row := range r.Rows {
@@ -436,15 +567,15 @@ func (r *benchReport) print(w io.Writer) {
 		if row.Err != "" {
 			fmt.Fprintf(w, "error: %s %s offices=%d: %s\n", row.Server, row.Mode, row.Offices, row.Err)
 		}
-		if row.Profile != "" {
-			fmt.Fprintf(w, "profile: %s\n", row.Profile)
+		for _, p := range row.Profiles {
+			fmt.Fprintf(w, "profile: %s\n", p)
 		}
 	}
 }
 
-// printRatios compares each gateway row with the floor row of the same
-// mode, offices and repetition, and the RPC rows with the gateway's
-// Socket.IO row of the same offices and repetition.
+// printRatios compares each gateway row with the floor and the cluster rows
+// of the same mode, offices and repetition, and the RPC rows with the
+// gateway's Socket.IO row of the same offices and repetition.
 func (r *benchReport) printRatios(w io.Writer) {
 	// nth returns the n-th (0-based) measured row of server, mode and offices.
 	nth := func(server string, mode loadtest.Mode, offices, n int) *benchRow {
@@ -486,9 +617,18 @@ func (r *benchReport) printRatios(w io.Writer) {
 			continue
 		}
 		if f := nth(loadtest.KindFloor, g.Mode, g.Offices, n); f != nil && f.Calls > 0 {
+			cpu, cps, p99 := ratios(g, f)
 			line("%s offices=%d: gateway/floor CPU per call %.2f (goal <= 1.25), calls/s %.2f (goal >= 0.85), p99 %.2f",
-				g.Mode, g.Offices, float64(g.CPUPerCall())/float64(max(1, f.CPUPerCall())),
-				g.CallsPerSec()/f.CallsPerSec(), float64(g.Latency.P99)/float64(max(1, f.Latency.P99)))
+				g.Mode, g.Offices, cpu, cps, p99)
+		}
+		if cl := nth(serverCluster, g.Mode, g.Offices, n); cl != nil && cl.Calls > 0 {
+			cpu, cps, p99 := ratios(cl, g)
+			redis := ""
+			if cl.RedisCPU > 0 {
+				redis = fmt.Sprintf(", %.2f with redis-server", float64(cl.CPUPerCall()+cl.RedisCPU/time.Duration(cl.Calls))/float64(max(1, g.CPUPerCall())))
+			}
+			line("%s offices=%d: cluster/gateway calls/s %.2f, p99 %.2f, CPU per call %.2f (both nodes%s)",
+				g.Mode, g.Offices, cps, p99, cpu, redis)
 		}
 		if g.Mode == loadtest.ModeConnect || g.Mode == loadtest.ModeGRPC {
 			if s := nth(loadtest.KindGateway, loadtest.ModeSIO, g.Offices, n); s != nil && s.Calls > 0 {
@@ -497,4 +637,10 @@ func (r *benchReport) printRatios(w io.Writer) {
 			}
 		}
 	}
+}
+
+// ratios are a's CPU per call, calls/s and p99 latency over b's.
+func ratios(a, b *benchRow) (cpu, callsPerSec, p99 float64) {
+	return float64(a.CPUPerCall()) / float64(max(1, b.CPUPerCall())), a.CallsPerSec() / b.CallsPerSec(),
+		float64(a.Latency.P99) / float64(max(1, b.Latency.P99))
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -66,11 +68,55 @@ func TestBenchSmoke(t *testing.T) {
 	}
 }
 
+// TestBenchCluster runs a tiny `smcp bench --compare cluster`: a
+// redis-server and two gateway nodes spawned by the bench, the agent on one
+// node and the computer on the other, and checks that calls crossed nodes.
+func TestBenchCluster(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("redis-server is not installed")
+		}
+		t.Skip("redis-server is not installed")
+	}
+	t.Setenv("SMCP_TEST_MAIN", "argv")
+	var out bytes.Buffer
+	err := benchMain(t.Context(), []string{
+		"-mode", "sio", "-offices", "1", "-compare", "cluster", "-warmup", "1s", "-duration", "1s", "-json",
+	}, &out)
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out.String())
+	}
+	var rep benchReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
+	}
+	servers := map[string]*benchRow{}
+	for i, row := range rep.Rows {
+		servers[row.Server] = &rep.Rows[i]
+	}
+	if g := servers["gateway"]; g == nil || g.Calls <= 0 || g.Errors != 0 {
+		t.Errorf("gateway row: %+v", g)
+	}
+	cl := servers[serverCluster]
+	if cl == nil || cl.Result == nil {
+		t.Fatalf("no cluster row: %s", out.String())
+	}
+	if cl.Calls <= 0 || cl.Errors != 0 || cl.ServerCPU <= 0 || cl.ServerRSS <= 0 {
+		t.Errorf("cluster row: %+v", cl.Result)
+	}
+	var text bytes.Buffer
+	rep.print(&text)
+	if !strings.Contains(text.String(), "cluster/gateway calls/s") {
+		t.Errorf("text report lacks the cluster ratios:\n%s", text.String())
+	}
+}
+
 func TestBenchFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-mode", "nope"},
 		{"-offices", "0"},
 		{"-compare", "python"},
+		{"-redis", "redis://127.0.0.1:1/0"},
 		{"-duration", "0s"},
 		{"-gateway", "http://127.0.0.1:1", "-profile", t.TempDir()},
 	} {
