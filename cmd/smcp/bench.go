@@ -267,11 +267,12 @@ func (c *benchConfig) one(ctx context.Context, kind string, mode loadtest.Mode, 
 		// Agents connect to the first server, computers to the last.
 		o.URL, o.ComputerURL, o.Path, o.PIDs, o.APIKey = servers[0].url, servers[len(servers)-1].url, "/socket.io/", nil, ""
 		var urls []string
+		stamp := time.Now().Format("150405")
 		for i, s := range servers {
 			o.PIDs = append(o.PIDs, s.pid)
 			urls = append(urls, s.url)
 			if c.profileDir != "" && mode != loadtest.ModeIdle {
-				name := fmt.Sprintf("%s-%s-%d-%s", kind, mode, offices, time.Now().Format("150405"))
+				name := fmt.Sprintf("%s-%s-%d-%s", kind, mode, offices, stamp)
 				if len(servers) > 1 {
 					name += "-n" + strconv.Itoa(i)
 				}
