@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -242,7 +243,9 @@ func (c *benchConfig) run(ctx context.Context, rep *benchReport) error {
 }
 
 func (c *benchConfig) one(ctx context.Context, kind string, mode loadtest.Mode, offices int) (benchRow, error) {
-	row := benchRow{Server: kind}
+	// A row that fails before measuring keeps its mode and offices, for
+	// the report's error line.
+	row := benchRow{Server: kind, Result: &loadtest.Result{Mode: mode, Offices: offices}}
 	o := loadtest.Options{
 		URL: c.gatewayURL, Path: c.path, Mode: mode, Offices: offices, InFlight: c.inFlight,
 		Warmup: c.warmup, Duration: c.duration, ParamBytes: c.params, Conns: c.conns, APIKey: c.apiKey, PIDs: []int{c.pid},
@@ -258,16 +261,18 @@ func (c *benchConfig) one(ctx context.Context, kind string, mode loadtest.Mode, 
 			}
 		}()
 		if err != nil {
+			row.Err = err.Error()
 			return row, err
 		}
 		// Agents connect to the first server, computers to the last.
 		o.URL, o.ComputerURL, o.Path, o.PIDs, o.APIKey = servers[0].url, servers[len(servers)-1].url, "/socket.io/", nil, ""
 		var urls []string
+		stamp := time.Now().Format("150405")
 		for i, s := range servers {
 			o.PIDs = append(o.PIDs, s.pid)
 			urls = append(urls, s.url)
 			if c.profileDir != "" && mode != loadtest.ModeIdle {
-				name := fmt.Sprintf("%s-%s-%d-%s", kind, mode, offices, time.Now().Format("150405"))
+				name := fmt.Sprintf("%s-%s-%d-%s", kind, mode, offices, stamp)
 				if len(servers) > 1 {
 					name += "-n" + strconv.Itoa(i)
 				}
@@ -281,7 +286,9 @@ func (c *benchConfig) one(ctx context.Context, kind string, mode loadtest.Mode, 
 		}
 	}
 	res, err := loadtest.Run(ctx, o)
-	row.Result = res
+	if res != nil {
+		row.Result = res
+	}
 	if err != nil {
 		row.Err = err.Error()
 	}
@@ -401,7 +408,11 @@ func spawnServer(ctx context.Context, kind string, args ...string) (*child, erro
 	select {
 	case l, ok := <-line:
 		u, found := strings.CutPrefix(l, "LISTEN ")
-		if !ok || !found {
+		if !ok {
+			ch.stop()
+			return nil, fmt.Errorf("spawn %s: exited before announcing its address (its stderr is above)", kind)
+		}
+		if !found {
 			ch.stop()
 			return nil, fmt.Errorf("spawn %s: no address announced (got %q)", kind, l)
 		}
@@ -471,8 +482,8 @@ func startRedis(ctx context.Context) (*child, error) {
 	}
 }
 
-// benchServe is the hidden child: a gateway or floor relay on a loopback
-// port, announced on stdout as "LISTEN <url>".
+// benchServe is the hidden child: a gateway (or a cluster node) or floor
+// relay on a loopback port, announced on stdout as "LISTEN <url>".
 func benchServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("smcp bench serve", flag.ContinueOnError)
 	kind := fs.String("kind", loadtest.KindGateway, "gateway or floor")
@@ -487,9 +498,20 @@ func benchServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("LISTEN http://%s\n", ln.Addr())
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return loadtest.Serve(ctx, *kind, node, ln, log)
+	return loadtest.Serve(ctx, *kind, node, &announcing{Listener: ln}, log)
+}
+
+// announcing prints "LISTEN <url>" at its first Accept: once the server is
+// built (a cluster node has reached Redis) and serving.
+type announcing struct {
+	net.Listener
+	once sync.Once
+}
+
+func (l *announcing) Accept() (net.Conn, error) {
+	l.once.Do(func() { fmt.Printf("LISTEN http://%s\n", l.Addr()) })
+	return l.Listener.Accept()
 }
 
 // benchMCP is the hidden stdio MCP server of the start-up mode.
@@ -513,7 +535,7 @@ func (r *benchReport) print(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	calls := false
 	for _, row := range r.Rows {
-		if row.Result == nil || row.Mode == loadtest.ModeIdle || row.Mode == modeStartup {
+		if row.Result == nil || row.Mode == loadtest.ModeIdle || row.Mode == modeStartup || (row.Err != "" && row.Calls == 0) {
 			continue
 		}
 		if !calls {
@@ -531,13 +553,16 @@ func (r *benchReport) print(w io.Writer) {
 	}
 	_ = tw.Flush()
 	for _, row := range r.Rows {
-		if row.Result != nil && row.Mode == loadtest.ModeFinder && row.AtComputer > 0 {
+		if row.Result == nil {
+			continue
+		}
+		if row.Mode == loadtest.ModeFinder && row.AtComputer > 0 {
 			fmt.Fprintf(w, "finder: get_finder inside the computer (no network), median of 200: %s ms\n", ms(row.AtComputer))
 		}
 		if row.FirstError != "" {
 			fmt.Fprintf(w, "%s %s offices=%d: first error: %s\n", row.Server, row.Mode, row.Offices, row.FirstError)
 		}
-		if row.Result != nil && row.RedisCPU > 0 && row.Calls > 0 {
+		if row.RedisCPU > 0 && row.Calls > 0 {
 			fmt.Fprintf(w, "%s %s offices=%d: redis-server CPU/call %s µs (not in srv CPU/call)\n",
 				row.Server, row.Mode, row.Offices, us(row.RedisCPU/time.Duration(row.Calls)))
 		}
