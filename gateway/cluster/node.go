@@ -115,7 +115,11 @@ func (n *Node) reapNode(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	n.log.Warn("reaping dead node", "node", id, "members", len(recs))
+	level := slog.LevelWarn
+	if len(recs) == 0 {
+		level = slog.LevelInfo
+	}
+	n.log.Log(ctx, level, "reaping dead node", "node", id, "members", len(recs))
 	for _, rec := range recs {
 		m, err := decode(rec)
 		if err != nil {
@@ -133,10 +137,18 @@ func (n *Node) reapNode(ctx context.Context, id string) error {
 	return n.rdb.SRem(ctx, nodesKey(), id).Err()
 }
 
-// Stop withdraws the node's heartbeat. Members it still holds (sessions
-// that did not close in time) are reaped by the other nodes.
+// Stop withdraws the node's heartbeat, and the node itself when it holds
+// no members. Members it still holds (sessions that did not close in time)
+// are reaped by the other nodes.
 func (n *Node) Stop(ctx context.Context) error {
 	if err := n.rdb.Del(ctx, aliveKey(n.id)).Err(); err != nil {
+		return fmt.Errorf("cluster: withdraw node %s: %w", n.id, err)
+	}
+	held, err := n.rdb.SCard(ctx, membersKey(n.id)).Result()
+	if err == nil && held == 0 {
+		err = n.rdb.SRem(ctx, nodesKey(), n.id).Err()
+	}
+	if err != nil {
 		return fmt.Errorf("cluster: withdraw node %s: %w", n.id, err)
 	}
 	return nil
