@@ -25,31 +25,9 @@ import (
 )
 
 func runGateway(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("smcp gateway", flag.ContinueOnError)
-	configFile := fs.String("config", "", "YAML configuration file (see gateway.example.yaml); flags given on the command line override it")
-	c := defaultGatewayConfig()
-	c.register(fs)
-	if err := fs.Parse(args); err != nil {
+	c, err := parseGatewayConfig(args)
+	if err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if *configFile != "" {
-		// The file fills the configuration, then the flags that were set
-		// on the command line are applied again on top of it.
-		if err := c.load(*configFile); err != nil {
-			return err
-		}
-		var err error
-		fs.Visit(func(f *flag.Flag) {
-			if err == nil && f.Name != "config" {
-				err = fs.Set(f.Name, f.Value.String())
-			}
-		})
-		if err != nil {
-			return err
-		}
 	}
 
 	var level slog.Level
@@ -85,6 +63,35 @@ func runGateway(ctx context.Context, args []string) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	return g.Serve(ctx, ln)
+}
+
+// parseGatewayConfig reads the flags and the --config file: the file fills
+// the configuration, and the flags given on the command line win over it.
+func parseGatewayConfig(args []string) (*gatewayConfig, error) {
+	fs := flag.NewFlagSet("smcp gateway", flag.ContinueOnError)
+	configFile := fs.String("config", "", "YAML configuration file (see docs/gateway.example.yaml); flags given on the command line override it")
+	c := defaultGatewayConfig()
+	c.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *configFile == "" {
+		return c, nil
+	}
+	given := map[string]string{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = f.Value.String() })
+	if err := c.load(*configFile); err != nil {
+		return nil, err
+	}
+	for name, value := range given {
+		if err := fs.Set(name, value); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // gatewayConfig is the whole configuration of `smcp gateway`: each field is
