@@ -65,8 +65,11 @@ type (
 		specificResponseChannel string
 
 		// Internal state management.
-		requests             *types.Map[string, *RedisRequest]
-		ackRequests          *types.Map[string, *AckRequest]
+		requests    *types.Map[string, *RedisRequest]
+		ackRequests *types.Map[string, *AckRequest]
+		// lastServerCount is the last ServerCount answer (patched: see
+		// registerAckRequest); 0 while unknown.
+		lastServerCount      atomic.Int64
 		redisListeners       *types.Map[string, *rds.PubSub]
 		friendlyErrorHandler func(...any)
 
@@ -687,22 +690,23 @@ func (r *redisAdapter) BroadcastWithAck(packet *parser.Packet, opts *socket.Broa
 	r.Adapter.BroadcastWithAck(packet, opts, clientCountCallback, ack)
 }
 
-// registerAckRequest registers a broadcast with ack. Patched:
-// upstream kept it (its callbacks, and through them the broadcast's
+// registerAckRequest registers a broadcast with ack. Patched: upstream
+// kept the registration (its callbacks, and through them the broadcast's
 // state) until the timeout, with a utils.SetTimeout goroutine, whatever
 // happened: memory grew with calls per second times the timeout (~5 KiB
-// per cross-node call, 70-100 MiB under load). It is now dropped as soon
-// as the acks received cover the client count announced so far, else at
-// the timeout (time.AfterFunc). A node whose count arrives after that
-// point has its acks ignored: this copy serves requests to one socket
-// (the gateway's cross-node calls), where the single ack ends the
-// broadcast anyway.
+// per cross-node call, 70-100 MiB after a few seconds of load, and without
+// bound for long tool-call timeouts). It is now dropped as soon as every
+// other node has sent its client count (ServerCount - 1 of them, the count
+// the broadcast operator waits for) and the acks cover those counts; else
+// at the timeout (time.AfterFunc).
 func (r *redisAdapter) registerAckRequest(requestId string, timeout time.Duration, clientCountCallback func(uint64), ack socket.Ack) {
 	var mu sync.Mutex
+	var counts int64
 	var expected, acked uint64
 	var drop *time.Timer
 	settled := func() {
-		if expected > 0 && acked >= expected {
+		servers := r.lastServerCount.Load()
+		if servers > 0 && counts >= servers-1 && acked >= expected {
 			drop.Stop()
 			r.ackRequests.Delete(requestId)
 		}
@@ -712,6 +716,7 @@ func (r *redisAdapter) registerAckRequest(requestId string, timeout time.Duratio
 			clientCountCallback(n)
 			mu.Lock()
 			defer mu.Unlock()
+			counts++
 			expected += n
 			settled()
 		},
@@ -968,6 +973,7 @@ func (r *redisAdapter) ServerCount() int64 {
 		return 0
 	}
 	if count, ok := result[r.requestChannel]; ok {
+		r.lastServerCount.Store(count)
 		return count
 	}
 	return 0
