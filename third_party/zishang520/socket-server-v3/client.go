@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/zishang520/socket.io/parsers/socket/v3/parser"
 	"github.com/zishang520/socket.io/servers/engine/v3"
@@ -24,7 +25,7 @@ type Client struct {
 	decoder        parser.Decoder
 	sockets        *types.Map[SocketId, *Socket]
 	nsps           *types.Map[string, *Socket]
-	connectTimeout atomic.Pointer[utils.Timer]
+	connectTimeout atomic.Pointer[time.Timer] // patched: time.AfterFunc, see ../PATCHED.md
 
 	mu sync.Mutex
 }
@@ -75,14 +76,14 @@ func (c *Client) setup() {
 	_ = c.conn.On("error", c.onerror)
 	_ = c.conn.Once("close", c.onclose)
 
-	c.connectTimeout.Store(utils.SetTimeout(func() {
+	c.connectTimeout.Store(time.AfterFunc(c.server._connectTimeout, func() {
 		if c.nsps.Len() == 0 {
 			client_log.Debug("no namespace joined yet, close the client")
 			c.close()
 		} else {
 			client_log.Debug("the client has already joined a namespace, nothing to do")
 		}
-	}, c.server._connectTimeout))
+	}))
 }
 
 // connect connects a client to a namespace with optional auth parameters.
@@ -115,7 +116,7 @@ func (c *Client) doConnect(name string, auth map[string]any) {
 		c.sockets.Store(socket.Id(), socket)
 		c.nsps.Store(nsp.Name(), socket)
 		if connectTimeout := c.connectTimeout.Load(); connectTimeout != nil {
-			utils.ClearTimeout(connectTimeout)
+			connectTimeout.Stop()
 			c.connectTimeout.Store(nil)
 		}
 	})
@@ -249,7 +250,7 @@ func (c *Client) destroy() {
 	c.decoder.RemoveListener("decoded", c.ondecoded)
 
 	if connectTimeout := c.connectTimeout.Load(); connectTimeout != nil {
-		utils.ClearTimeout(connectTimeout)
+		connectTimeout.Stop()
 		c.connectTimeout.Store(nil)
 	}
 }
