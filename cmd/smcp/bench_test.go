@@ -18,20 +18,9 @@ import (
 // measured something in each row. No figure is asserted: speed is measured,
 // not tested.
 func TestBenchSmoke(t *testing.T) {
-	t.Setenv("SMCP_TEST_MAIN", "argv")
-	var out bytes.Buffer
-	err := benchMain(t.Context(), []string{
-		"-mode", "sio,connect,grpc,idle,startup", "-offices", "2", "-compare", "floor",
+	rep, _ := benchJSON(t, "-mode", "sio,connect,grpc,idle,startup", "-offices", "2", "-compare", "floor",
 		"-warmup", "100ms", "-duration", "600ms", "-conns", "20",
-		"-startup-servers", "3", "-startup-delay", "50ms", "-json",
-	}, &out)
-	if err != nil {
-		t.Fatalf("bench: %v\n%s", err, out.String())
-	}
-	var rep benchReport
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
-	}
+		"-startup-servers", "3", "-startup-delay", "50ms", "-json")
 	seen := map[string]bool{}
 	for _, row := range rep.Rows {
 		key := row.Server + "/" + string(row.Mode)
@@ -78,18 +67,7 @@ func TestBenchCluster(t *testing.T) {
 		}
 		t.Skip("redis-server is not installed")
 	}
-	t.Setenv("SMCP_TEST_MAIN", "argv")
-	var out bytes.Buffer
-	err := benchMain(t.Context(), []string{
-		"-mode", "sio", "-offices", "1", "-compare", "cluster", "-warmup", "1s", "-duration", "1s", "-json",
-	}, &out)
-	if err != nil {
-		t.Fatalf("bench: %v\n%s", err, out.String())
-	}
-	var rep benchReport
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
-	}
+	rep, out := benchJSON(t, "-mode", "sio", "-offices", "1", "-compare", "cluster", "-warmup", "1s", "-duration", "1s", "-json")
 	servers := map[string]*benchRow{}
 	for i, row := range rep.Rows {
 		servers[row.Server] = &rep.Rows[i]
@@ -99,7 +77,7 @@ func TestBenchCluster(t *testing.T) {
 	}
 	cl := servers[serverCluster]
 	if cl == nil || cl.Result == nil {
-		t.Fatalf("no cluster row: %s", out.String())
+		t.Fatalf("no cluster row: %s", out)
 	}
 	if cl.Calls <= 0 || cl.Errors != 0 || cl.ServerCPU <= 0 || cl.ServerRSS <= 0 {
 		t.Errorf("cluster row: %+v", cl.Result)
@@ -124,4 +102,20 @@ func TestBenchFlags(t *testing.T) {
 			t.Errorf("%q accepted", args)
 		}
 	}
+}
+
+// benchJSON runs `smcp bench` with args (the test binary plays the spawned
+// servers) and returns its JSON report and raw output.
+func benchJSON(t *testing.T, args ...string) (benchReport, string) {
+	t.Helper()
+	t.Setenv("SMCP_TEST_MAIN", "argv")
+	var out bytes.Buffer
+	if err := benchMain(t.Context(), args, &out); err != nil {
+		t.Fatalf("bench: %v\n%s", err, out.String())
+	}
+	var rep benchReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
+	}
+	return rep, out.String()
 }

@@ -62,12 +62,7 @@ func (s *Server) Request(sid, event string, payload json.RawMessage, deadline ti
 			done(nil, err)
 			return
 		}
-		b, err := json.Marshal(args[0])
-		if err != nil {
-			done(nil, fmt.Errorf("encode answer: %w", err))
-			return
-		}
-		done(b, nil)
+		doneWithJSON(args[0], done)
 	})
 }
 

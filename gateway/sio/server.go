@@ -447,11 +447,16 @@ func (c *conn) Request(event string, payload json.RawMessage, done func(json.Raw
 			done(json.RawMessage("null"), nil)
 			return
 		}
-		b, err := json.Marshal(args[0])
-		if err != nil {
-			done(nil, fmt.Errorf("encode answer: %w", err))
-			return
-		}
-		done(b, nil)
+		doneWithJSON(args[0], done)
 	})
+}
+
+// doneWithJSON hands done an ack's first argument as JSON.
+func doneWithJSON(arg any, done func(json.RawMessage, error)) {
+	b, err := json.Marshal(arg)
+	if err != nil {
+		done(nil, fmt.Errorf("encode answer: %w", err))
+		return
+	}
+	done(b, nil)
 }
