@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
 	"github.com/alicebob/miniredis/v2"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/internal/connecttest"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -99,7 +99,7 @@ func TestClusterListRoomAndNotifications(t *testing.T) {
 	// A WatchOffice stream on node 0 of an office whose members are all
 	// elsewhere, acting as the office's agent (who joins on node 2).
 	api := smcpv1connect.NewAgentServiceClient(http.DefaultClient, nodes[0].URL,
-		connect.WithInterceptors(withHeader{rpc.AgentHeader, "alice"}))
+		connecttest.Headers(rpc.AgentHeader, "alice"))
 	stream, err := api.WatchOffice(ctxT(t), &smcpv1.WatchOfficeRequest{OfficeId: "o"})
 	if err != nil {
 		t.Fatal(err)

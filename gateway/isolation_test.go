@@ -14,6 +14,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/internal/connecttest"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -183,7 +184,7 @@ func TestRoomIsolationEveryPath(t *testing.T) {
 
 	// RPC, every procedure, with office B's key naming office A, and with
 	// office B's own office naming office A's computer.
-	rpcB := smcpv1connect.NewAgentServiceClient(http.DefaultClient, g.URL, connect.WithInterceptors(keyHeader(keyB)))
+	rpcB := smcpv1connect.NewAgentServiceClient(http.DefaultClient, g.URL, connecttest.Headers("x-api-key", keyB))
 	type rpcCase struct {
 		name string
 		call func(office, computer string) error
@@ -286,29 +287,4 @@ func TestRoomIsolationEveryPath(t *testing.T) {
 	if got := notesAlice.drain(); len(got) != 0 {
 		t.Fatalf("alice was notified of office B's traffic: %v", got)
 	}
-}
-
-// withHeader sends a request header with every RPC, unary and streaming.
-type withHeader struct{ name, value string }
-
-// keyHeader sends an API key.
-func keyHeader(key string) withHeader { return withHeader{"x-api-key", key} }
-
-func (h withHeader) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
-	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		req.Header().Set(h.name, h.value)
-		return next(ctx, req)
-	}
-}
-
-func (h withHeader) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
-	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
-		conn := next(ctx, spec)
-		conn.RequestHeader().Set(h.name, h.value)
-		return conn
-	}
-}
-
-func (h withHeader) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return next
 }

@@ -26,6 +26,7 @@ import (
 
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/internal/connecttest"
 	"github.com/smcpgw/smcp-gateway/internal/nodetest"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -107,7 +108,7 @@ func TestDemo(t *testing.T) {
 	}
 	base := calls["GetFinder"][0].base
 	client := smcpv1connect.NewAgentServiceClient(h2cClient(t), base, connect.WithGRPC(),
-		connect.WithInterceptors(headerInterceptor(calls["GetFinder"][0].headers)))
+		connecttest.Headers(calls["GetFinder"][0].headers...))
 
 	finder := callFromBanner(t, calls["GetFinder"][0], &smcpv1.GetFinderRequest{}, client.GetFinder)
 	if finder.GetTotalCount() != 7 || len(finder.GetDocuments()) != 7 {
@@ -383,33 +384,6 @@ func h2cClient(t *testing.T) *http.Client {
 	tr := &http.Transport{Protocols: p}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr}
-}
-
-type headerInterceptor []string
-
-func (h headerInterceptor) set(hd http.Header) {
-	for i := 0; i+1 < len(h); i += 2 {
-		hd.Set(h[i], h[i+1])
-	}
-}
-
-func (h headerInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
-	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		h.set(req.Header())
-		return next(ctx, req)
-	}
-}
-
-func (h headerInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
-	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
-		conn := next(ctx, spec)
-		h.set(conn.RequestHeader())
-		return conn
-	}
-}
-
-func (h headerInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return next
 }
 
 // copyExamples copies examples/docs into a fresh folder.

@@ -17,6 +17,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/internal/connecttest"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -92,43 +93,11 @@ var protocols = []protocol{
 	{name: "grpc-web", opts: []connect.ClientOption{connect.WithGRPCWeb()}, http: h1Client},
 }
 
-// withHeaders sets request headers on every call, unary and streaming.
-func withHeaders(kv ...string) connect.ClientOption {
-	return connect.WithInterceptors(headerInterceptor(kv))
-}
-
-type headerInterceptor []string
-
-func (h headerInterceptor) set(hd http.Header) {
-	for i := 0; i+1 < len(h); i += 2 {
-		hd.Set(h[i], h[i+1])
-	}
-}
-
-func (h headerInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
-	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		h.set(req.Header())
-		return next(ctx, req)
-	}
-}
-
-func (h headerInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
-	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
-		c := next(ctx, spec)
-		h.set(c.RequestHeader())
-		return c
-	}
-}
-
-func (h headerInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return next
-}
-
 func newClient(t testing.TB, g *gateway.Running, p protocol, headers ...string) smcpv1connect.AgentServiceClient {
 	t.Helper()
 	hc := p.http()
 	t.Cleanup(hc.CloseIdleConnections)
-	opts := append([]connect.ClientOption{withHeaders(headers...)}, p.opts...)
+	opts := append([]connect.ClientOption{connecttest.Headers(headers...)}, p.opts...)
 	return smcpv1connect.NewAgentServiceClient(hc, g.URL, opts...)
 }
 

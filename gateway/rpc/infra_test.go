@@ -23,6 +23,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/internal/connecttest"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -41,7 +42,7 @@ func TestWatchSlowReaderIsDropped(t *testing.T) {
 	p.SetUnencryptedHTTP2(true)
 	tiny := &http.Client{Transport: &http.Transport{Protocols: p, HTTP2: &http.HTTP2Config{MaxReceiveBufferPerStream: 64}}}
 	t.Cleanup(tiny.CloseIdleConnections)
-	slow := smcpv1connect.NewAgentServiceClient(tiny, g.URL, connect.WithGRPC(), withHeaders("x-api-key", keyAgent))
+	slow := smcpv1connect.NewAgentServiceClient(tiny, g.URL, connect.WithGRPC(), connecttest.Headers("x-api-key", keyAgent))
 	stream, err := slow.WatchOffice(ctx, &smcpv1.WatchOfficeRequest{OfficeId: officeA})
 	if err != nil {
 		t.Fatal(err)
@@ -180,7 +181,7 @@ func TestCORS(t *testing.T) {
 
 	// A browser-style gRPC-Web call sees the gRPC status headers.
 	cl := smcpv1connect.NewAgentServiceClient(http.DefaultClient, g.URL, connect.WithGRPCWeb(),
-		withHeaders("origin", "https://app.example", "x-api-key", keyAgent))
+		connecttest.Headers("origin", "https://app.example", "x-api-key", keyAgent))
 	stream, err := cl.WatchOffice(testContext(t), &smcpv1.WatchOfficeRequest{OfficeId: officeA})
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +217,7 @@ func TestTLS(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			hc := &http.Client{Transport: &http.Transport{Protocols: c.proto, TLSClientConfig: &tls.Config{RootCAs: pool}}}
 			t.Cleanup(hc.CloseIdleConnections)
-			cl := smcpv1connect.NewAgentServiceClient(hc, g.URL, append(c.opts, withHeaders("x-api-key", keyAgent))...)
+			cl := smcpv1connect.NewAgentServiceClient(hc, g.URL, append(c.opts, connecttest.Headers("x-api-key", keyAgent))...)
 			res, err := cl.ListRoom(testContext(t), &smcpv1.ListRoomRequest{OfficeId: officeA})
 			if err != nil {
 				t.Fatalf("ListRoom over TLS: %v", err)
