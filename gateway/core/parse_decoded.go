@@ -42,18 +42,11 @@ func ParseDecoded(event string, v map[string]any, payload json.RawMessage) (*Req
 	if !ok {
 		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: timeout must be an integer", event)
 	}
-	switch {
-	case r.Agent == "":
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: agent is required", event)
-	case r.ReqID == "":
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: req_id is required", event)
-	case r.Computer == "":
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: computer is required", event)
-	case toolName == "":
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: tool_name is required", event)
-	case timeout < MinToolCallTimeout || timeout > MaxToolCallTimeout:
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: timeout must be an integer in %d..%d seconds",
-			event, MinToolCallTimeout, MaxToolCallTimeout)
+	if err := r.checkIDs(); err != nil {
+		return nil, err
+	}
+	if err := checkToolCall(event, toolName, timeout); err != nil {
+		return nil, err
 	}
 	r.Timeout = timeout
 	return r, nil

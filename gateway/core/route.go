@@ -91,22 +91,13 @@ func ParseRequest(event string, payload []byte) (*Request, error) {
 // per Connect call).
 func NewRequest(event string, m RequestMessage, payload []byte) (*Request, error) {
 	r := &Request{Event: event, Agent: m.GetAgent(), ReqID: m.GetReqId(), Computer: m.GetComputer(), Payload: payload}
-	switch {
-	case r.Agent == "":
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: agent is required", event)
-	case r.ReqID == "":
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: req_id is required", event)
-	case r.Computer == "":
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: computer is required", event)
+	if err := r.checkIDs(); err != nil {
+		return nil, err
 	}
 	switch m := m.(type) {
 	case *smcpv1.ToolCallReq:
-		if m.GetToolName() == "" {
-			return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: tool_name is required", event)
-		}
-		if m.GetTimeout() < MinToolCallTimeout || m.GetTimeout() > MaxToolCallTimeout {
-			return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: timeout must be an integer in %d..%d seconds",
-				event, MinToolCallTimeout, MaxToolCallTimeout)
+		if err := checkToolCall(event, m.GetToolName(), m.GetTimeout()); err != nil {
+			return nil, err
 		}
 		r.Timeout = m.GetTimeout()
 	case *smcpv1.ReadResourceReq:
@@ -115,6 +106,31 @@ func NewRequest(event string, m RequestMessage, payload []byte) (*Request, error
 		}
 	}
 	return r, nil
+}
+
+// checkIDs checks the fields every client: request carries.
+func (r *Request) checkIDs() error {
+	switch {
+	case r.Agent == "":
+		return smcp.Errorf(smcp.CodeBadRequest, "%s: agent is required", r.Event)
+	case r.ReqID == "":
+		return smcp.Errorf(smcp.CodeBadRequest, "%s: req_id is required", r.Event)
+	case r.Computer == "":
+		return smcp.Errorf(smcp.CodeBadRequest, "%s: computer is required", r.Event)
+	}
+	return nil
+}
+
+// checkToolCall checks what a tool call carries beyond the IDs.
+func checkToolCall(event, toolName string, timeout int32) error {
+	switch {
+	case toolName == "":
+		return smcp.Errorf(smcp.CodeBadRequest, "%s: tool_name is required", event)
+	case timeout < MinToolCallTimeout || timeout > MaxToolCallTimeout:
+		return smcp.Errorf(smcp.CodeBadRequest, "%s: timeout must be an integer in %d..%d seconds",
+			event, MinToolCallTimeout, MaxToolCallTimeout)
+	}
+	return nil
 }
 
 // Deadline is how long the gateway waits for the computer's answer to r.
