@@ -1,35 +1,20 @@
 package computer_test
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/smcpgw/smcp-gateway/computer/internal/testmcp"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 var fixtureBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "testmcp")
-	if err != nil {
-		panic(err)
-	}
-	fixtureBin = filepath.Join(dir, "testmcp")
-	out, err := exec.Command("go", "build", "-o", fixtureBin, "github.com/smcpgw/smcp-gateway/computer/internal/testmcp/cmd/testmcp").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build testmcp: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testmcp.RunWithBinary(m, &fixtureBin) }
 
 // TestKilledStdioServerComesBack kills an MCP server's process in the middle
 // of a tool call: the call fails at once, the server is restarted, its tools

@@ -210,23 +210,6 @@ func copyDocs(t *testing.T) string {
 	return dst
 }
 
-// writeFile replaces path atomically (a hidden temporary file, then a
-// rename), so that the watcher never sees it half written: one edit is one
-// change, and the notifications a test counts are exactly those of the edit.
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp := filepath.Join(filepath.Dir(path), ".tmp-"+filepath.Base(path))
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // refOf finds the doc_ref of the document served from rel.
 func refOf(t *testing.T, srv *Server, rel string) string {
 	t.Helper()

@@ -16,6 +16,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/docserver/dpe"
 	"github.com/smcpgw/smcp-gateway/docserver/formats"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/internal/testfiles"
 	"github.com/smcpgw/smcp-gateway/smcp/dpeuri"
 )
 
@@ -119,7 +120,7 @@ func TestQueryParameters(t *testing.T) {
 		fmt.Fprintf(&b, "# Section %d\n\nParagraph %d.\n\n", i, i)
 	}
 	b.WriteString("# Mixed\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n- x\n- y\n\n```\ncode\n```\n")
-	writeFile(t, filepath.Join(root, "long.md"), b.String())
+	testfiles.Write(t, filepath.Join(root, "long.md"), b.String())
 	srv, c := startServer(t, root, Options{}, false)
 	ref := refOf(t, srv, "long.md")
 	doc := "dpe://" + host + "/" + ref
@@ -440,7 +441,7 @@ func TestCompletion(t *testing.T) {
 	for i := range 150 {
 		fmt.Fprintf(&b, "Paragraph number %d.\n\n", i)
 	}
-	writeFile(t, filepath.Join(big, "many.txt"), b.String())
+	testfiles.Write(t, filepath.Join(big, "many.txt"), b.String())
 	srv2, c2 := startServer(t, big, Options{}, false)
 	res, err := c2.cs.Complete(context.Background(), &mcp.CompleteParams{
 		Ref:      &mcp.CompleteReference{Type: "ref/resource", URI: elemTmpl},
@@ -464,7 +465,7 @@ func TestLongTable(t *testing.T) {
 	for i := range 450 {
 		fmt.Fprintf(&b, "%d,%d\n", i, i*i)
 	}
-	writeFile(t, filepath.Join(root, "squares.csv"), b.String())
+	testfiles.Write(t, filepath.Join(root, "squares.csv"), b.String())
 	srv, c := startServer(t, root, Options{Formats: formatsOptions(1000)}, false)
 	doc := dpe.DocURI(host, refOf(t, srv, "squares.csv"))
 

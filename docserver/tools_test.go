@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/smcpgw/smcp-gateway/internal/testfiles"
 )
 
 // callTool calls a tool through the client and decodes its structured
@@ -366,7 +368,7 @@ func TestSearchFollowsWatcher(t *testing.T) {
 	c.subscribe(catalog)
 	c.subscribe(catalog + "/" + report)
 
-	writeFile(t, filepath.Join(root, "quarterly-report.md"), "# Q3 2026 Operations Report\n\n## Outlook\n\nThe zebracorn project starts in October.\n")
+	testfiles.Write(t, filepath.Join(root, "quarterly-report.md"), "# Q3 2026 Operations Report\n\n## Outlook\n\nThe zebracorn project starts in October.\n")
 	c.updatesUntil(catalog + "/" + report)
 	out, text := c.search(map[string]any{"query": "zebracorn"})
 	if out.TotalHits != 1 || out.Hits[0].DocRef != report || out.Hits[0].Snippet != "The zebracorn project starts in October." {
@@ -376,7 +378,7 @@ func TestSearchFollowsWatcher(t *testing.T) {
 		t.Errorf("old content still found: %+v", old)
 	}
 
-	writeFile(t, filepath.Join(root, "new", "plan.txt"), "Zebracorn launch plan.\n")
+	testfiles.Write(t, filepath.Join(root, "new", "plan.txt"), "Zebracorn launch plan.\n")
 	c.updatesUntil(catalog)
 	plan := refOf(t, srv, "new/plan.txt")
 	out, text = c.search(map[string]any{"query": "zebracorn"})

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/smcpgw/smcp-gateway/docserver/dpe"
+	"github.com/smcpgw/smcp-gateway/internal/testfiles"
 )
 
 // TestWatcher edits, adds and removes files under a watched root and checks
@@ -36,7 +37,7 @@ func TestWatcher(t *testing.T) {
 	c.subscribe(status)
 
 	t.Run("edit a subscribed document", func(t *testing.T) {
-		writeFile(t, filepath.Join(root, "quarterly-report.md"), "# Rewritten\n\nNew body.\n")
+		testfiles.Write(t, filepath.Join(root, "quarterly-report.md"), "# Rewritten\n\nNew body.\n")
 		got := c.updatesUntil(status)
 		if !slices.Equal(got, []string{reportURI, status}) {
 			t.Fatalf("updates %v, want %s then the status window", got, reportURI)
@@ -49,7 +50,7 @@ func TestWatcher(t *testing.T) {
 	})
 
 	t.Run("a subscription to a page variant is notified", func(t *testing.T) {
-		writeFile(t, filepath.Join(root, "meeting-notes.txt"), "Short notes.\n")
+		testfiles.Write(t, filepath.Join(root, "meeting-notes.txt"), "Short notes.\n")
 		got := c.updatesUntil(status)
 		if !slices.Equal(got, []string{notesPageURI, status}) {
 			t.Fatalf("updates %v, want %s then the status window", got, notesPageURI)
@@ -57,7 +58,7 @@ func TestWatcher(t *testing.T) {
 	})
 
 	t.Run("unsubscribed documents are not announced", func(t *testing.T) {
-		writeFile(t, filepath.Join(root, "archive", "2025-summary.md"), "# 2025\n\nChanged.\n")
+		testfiles.Write(t, filepath.Join(root, "archive", "2025-summary.md"), "# 2025\n\nChanged.\n")
 		got := c.updatesUntil(status)
 		if !slices.Equal(got, []string{status}) {
 			t.Fatalf("updates %v, want only the status window", got)
@@ -66,7 +67,7 @@ func TestWatcher(t *testing.T) {
 
 	t.Run("add a file", func(t *testing.T) {
 		drain(c.listChanged)
-		writeFile(t, filepath.Join(root, "new", "added.md"), "# Added later\n\nHello.\n")
+		testfiles.Write(t, filepath.Join(root, "new", "added.md"), "# Added later\n\nHello.\n")
 		c.waitListChanged()
 		c.updatesUntil(status)
 		ref := refOf(t, srv, "new/added.md")
@@ -110,7 +111,7 @@ func TestWatcher(t *testing.T) {
 
 	t.Run("a file that stops parsing is withdrawn and shown", func(t *testing.T) {
 		drain(c.listChanged)
-		writeFile(t, filepath.Join(root, "inventory.json"), `{"broken": `)
+		testfiles.Write(t, filepath.Join(root, "inventory.json"), `{"broken": `)
 		c.updatesUntil(status)
 		c.waitListChanged()
 		text, _ := c.readText(status)
@@ -164,15 +165,15 @@ func TestWatchOnce(t *testing.T) {
 func TestRobustness(t *testing.T) {
 	root := t.TempDir()
 	outside := t.TempDir()
-	writeFile(t, filepath.Join(root, "good.md"), "# Good\n\nFine.\n")
-	writeFile(t, filepath.Join(root, "broken.pdf"), "%PDF-1.4\nthis is not a PDF body\n")
-	writeFile(t, filepath.Join(root, "broken.xlsx"), "PK\x03\x04 not a zip")
-	writeFile(t, filepath.Join(root, "broken.json"), "[1, 2,")
-	writeFile(t, filepath.Join(root, "binary.txt"), "abc\x00def")
-	writeFile(t, filepath.Join(root, "big.csv"), strings.Repeat("a,b\n", 1000))
-	writeFile(t, filepath.Join(root, ".hidden", "secret.md"), "# Hidden\n")
-	writeFile(t, filepath.Join(outside, "secret.md"), "# Outside the root\n")
-	writeFile(t, filepath.Join(root, "notes.docx"), "unsupported")
+	testfiles.Write(t, filepath.Join(root, "good.md"), "# Good\n\nFine.\n")
+	testfiles.Write(t, filepath.Join(root, "broken.pdf"), "%PDF-1.4\nthis is not a PDF body\n")
+	testfiles.Write(t, filepath.Join(root, "broken.xlsx"), "PK\x03\x04 not a zip")
+	testfiles.Write(t, filepath.Join(root, "broken.json"), "[1, 2,")
+	testfiles.Write(t, filepath.Join(root, "binary.txt"), "abc\x00def")
+	testfiles.Write(t, filepath.Join(root, "big.csv"), strings.Repeat("a,b\n", 1000))
+	testfiles.Write(t, filepath.Join(root, ".hidden", "secret.md"), "# Hidden\n")
+	testfiles.Write(t, filepath.Join(outside, "secret.md"), "# Outside the root\n")
+	testfiles.Write(t, filepath.Join(root, "notes.docx"), "unsupported")
 	if err := os.Symlink(filepath.Join(outside, "secret.md"), filepath.Join(root, "escape.md")); err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +256,7 @@ func TestSubscriptionsPruned(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	writeFile(t, filepath.Join(root, "meeting-notes.txt"), "Changed.\n")
+	testfiles.Write(t, filepath.Join(root, "meeting-notes.txt"), "Changed.\n")
 	c.updatesUntil(srv.StatusURI())
 	if got := srv.subscribedURIs(); !slices.Equal(got, []string{srv.StatusURI()}) {
 		t.Errorf("subscribed URIs after the session ended: %v", got)
@@ -275,14 +276,14 @@ func countSessions(srv *Server) int {
 func TestWatchBusyFile(t *testing.T) {
 	root := t.TempDir()
 	log := filepath.Join(root, "busy.txt")
-	writeFile(t, log, "start\n")
+	testfiles.Write(t, log, "start\n")
 	srv, c := startServer(t, root, Options{Debounce: 200 * time.Millisecond}, true)
 	uri := dpe.DocURI(host, refOf(t, srv, "busy.txt"))
 	c.subscribe(uri)
 	// One change seen end to end: the watcher is running and its first
 	// rescan is behind us.
 	c.subscribe(srv.StatusURI())
-	writeFile(t, filepath.Join(root, "other.txt"), "other\n")
+	testfiles.Write(t, filepath.Join(root, "other.txt"), "other\n")
 	c.updatesUntil(srv.StatusURI())
 
 	stop := make(chan struct{})
@@ -349,7 +350,7 @@ func TestNewestProtocolSubscription(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	writeFile(t, filepath.Join(root, "meeting-notes.txt"), "New notes.\n")
+	testfiles.Write(t, filepath.Join(root, "meeting-notes.txt"), "New notes.\n")
 	select {
 	case got := <-updated:
 		if got != uri {

@@ -38,15 +38,7 @@ func TestComputerCommand(t *testing.T) {
 	t.Setenv("A2C_SMCP_LABEL", "from-env")
 	t.Setenv("SMCP_API_KEY", "k-1")
 
-	keys, err := core.NewKeyRing(core.Key{ID: "test", Key: "k-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw, err := gateway.Start(gateway.Config{Auth: keys}, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = gw.Stop() }()
+	gw := startKeyedGateway(t, "k-1")
 
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -137,7 +129,23 @@ func TestComputerCommandFlags(t *testing.T) {
 }
 
 func TestComputerCommandRefusedKey(t *testing.T) {
-	keys, err := core.NewKeyRing(core.Key{ID: "test", Key: "right"})
+	gw := startKeyedGateway(t, "right")
+	cfg := filepath.Join(t.TempDir(), "mcp.yaml")
+	if err := os.WriteFile(cfg, []byte("mcpServers: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := runComputer(ctx, []string{"--config", cfg, "--gateway", gw.URL, "--office", "o", "--api-key", "wrong", "--log-level", "error"})
+	if err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("wrong key: %v", err)
+	}
+}
+
+// startKeyedGateway serves a gateway accepting only key until the test ends.
+func startKeyedGateway(t *testing.T, key string) *gateway.Running {
+	t.Helper()
+	keys, err := core.NewKeyRing(core.Key{ID: "test", Key: key})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,15 +153,6 @@ func TestComputerCommandRefusedKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = gw.Stop() }()
-	cfg := filepath.Join(t.TempDir(), "mcp.yaml")
-	if err := os.WriteFile(cfg, []byte("mcpServers: {}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	err = runComputer(ctx, []string{"--config", cfg, "--gateway", gw.URL, "--office", "o", "--api-key", "wrong", "--log-level", "error"})
-	if err == nil || !strings.Contains(err.Error(), "401") {
-		t.Fatalf("wrong key: %v", err)
-	}
+	t.Cleanup(func() { _ = gw.Stop() })
+	return gw
 }

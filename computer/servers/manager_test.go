@@ -3,15 +3,12 @@ package servers_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,21 +25,7 @@ import (
 
 var fixtureBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "testmcp")
-	if err != nil {
-		panic(err)
-	}
-	fixtureBin = filepath.Join(dir, "testmcp")
-	out, err := exec.Command("go", "build", "-o", fixtureBin, "github.com/smcpgw/smcp-gateway/computer/internal/testmcp/cmd/testmcp").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build testmcp: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testmcp.RunWithBinary(m, &fixtureBin) }
 
 // recorder collects manager events.
 type recorder struct {

@@ -52,6 +52,18 @@ func TestRefusals(t *testing.T) {
 			return err
 		}
 	}
+	watch := func(officeID string) call {
+		return func(ctx context.Context, cl smcpv1connect.AgentServiceClient) error {
+			stream, err := cl.WatchOffice(ctx, &smcpv1.WatchOfficeRequest{OfficeId: officeID})
+			if err != nil {
+				return err
+			}
+			defer stream.Close()
+			for stream.Receive() {
+			}
+			return stream.Err()
+		}
+	}
 	cases := []struct {
 		name     string
 		headers  []string
@@ -86,26 +98,8 @@ func TestRefusals(t *testing.T) {
 			_, err := cl.CancelToolCall(ctx, &smcpv1.CancelToolCallRequest{OfficeId: officeA})
 			return err
 		}, connect.CodeInvalidArgument, smcp.CodeBadRequest},
-		{"watch office not allowed", []string{"x-api-key", keyOfficeB}, func(ctx context.Context, cl smcpv1connect.AgentServiceClient) error {
-			stream, err := cl.WatchOffice(ctx, &smcpv1.WatchOfficeRequest{OfficeId: officeA})
-			if err != nil {
-				return err
-			}
-			defer stream.Close()
-			for stream.Receive() {
-			}
-			return stream.Err()
-		}, connect.CodePermissionDenied, smcp.CodeForbidden},
-		{"watch office held on Socket.IO", []string{"x-api-key", keyAgent}, func(ctx context.Context, cl smcpv1connect.AgentServiceClient) error {
-			stream, err := cl.WatchOffice(ctx, &smcpv1.WatchOfficeRequest{OfficeId: officeB})
-			if err != nil {
-				return err
-			}
-			defer stream.Close()
-			for stream.Receive() {
-			}
-			return stream.Err()
-		}, connect.CodePermissionDenied, smcp.CodeForbidden},
+		{"watch office not allowed", []string{"x-api-key", keyOfficeB}, watch(officeA), connect.CodePermissionDenied, smcp.CodeForbidden},
+		{"watch office held on Socket.IO", []string{"x-api-key", keyAgent}, watch(officeB), connect.CodePermissionDenied, smcp.CodeForbidden},
 	}
 	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) {

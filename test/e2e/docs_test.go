@@ -28,6 +28,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/internal/testfiles"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -53,8 +54,8 @@ const waitFor = 30 * time.Second
 // file removed travel the same way.
 func TestDocumentChangeReachesAgents(t *testing.T) {
 	root := t.TempDir()
-	writeFile(t, filepath.Join(root, "plan.md"), "---\ntitle: Launch plan\n---\n\n# Launch plan\n\nWe launch in March.\n\n## Risks\n\nNone known.\n")
-	writeFile(t, filepath.Join(root, "notes.txt"), "Kick-off notes.\n")
+	testfiles.Write(t, filepath.Join(root, "plan.md"), "---\ntitle: Launch plan\n---\n\n# Launch plan\n\nWe launch in March.\n\n## Risks\n\nNone known.\n")
+	testfiles.Write(t, filepath.Join(root, "notes.txt"), "Kick-off notes.\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
@@ -224,7 +225,7 @@ func TestDocumentChangeReachesAgents(t *testing.T) {
 
 	// Edit: a new title and new text.
 	drain()
-	writeFile(t, filepath.Join(root, "plan.md"), "---\ntitle: Launch plan v2\n---\n\n# Launch plan v2\n\nWe launch in May.\n\n## Risks\n\nSupplier delays.\n")
+	testfiles.Write(t, filepath.Join(root, "plan.md"), "---\ntitle: Launch plan v2\n---\n\n# Launch plan v2\n\nWe launch in May.\n\n## Risks\n\nSupplier delays.\n")
 	changed("edit")
 	after := finderBoth()
 	edited := after["Launch plan v2"]
@@ -241,7 +242,7 @@ func TestDocumentChangeReachesAgents(t *testing.T) {
 
 	// A new file appears; an old one goes.
 	drain()
-	writeFile(t, filepath.Join(root, "sub", "budget.csv"), "item,cost\nservers,1200\n")
+	testfiles.Write(t, filepath.Join(root, "sub", "budget.csv"), "item,cost\nservers,1200\n")
 	changed("add")
 	if got := finderBoth(); len(got) != 3 || got["budget"] == nil {
 		t.Fatalf("Finder after adding budget.csv: %v", got)
@@ -286,21 +287,6 @@ func waitSIO(t *testing.T, notes <-chan agent.Notification, what string) {
 		case <-deadline:
 			t.Fatalf("%s: no notify:update_finder reached the Socket.IO agent", what)
 		}
-	}
-}
-
-// writeFile replaces path atomically, so the watcher sees one change.
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tmp := filepath.Join(filepath.Dir(path), ".tmp-"+filepath.Base(path))
-	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/internal/testfiles"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -66,7 +67,7 @@ func TestSecretsStayOutOfLogsAndAnswers(t *testing.T) {
 	defer cancel()
 
 	root := t.TempDir()
-	writeFile(t, filepath.Join(root, "plan.md"), "# Launch plan\n\nWe launch in March.\n")
+	testfiles.Write(t, filepath.Join(root, "plan.md"), "# Launch plan\n\nWe launch in March.\n")
 	docs, err := docserver.New(docserver.Options{Root: root, Host: host, Logger: log})
 	if err != nil {
 		t.Fatal(err)
