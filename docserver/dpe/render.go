@@ -188,13 +188,7 @@ func (e *Element) markdown(b *strings.Builder) {
 	case Table:
 		markdownTable(b, c)
 	case List:
-		for i, item := range c.Items {
-			marker := "- "
-			if c.Ordered {
-				marker = strconv.Itoa(max(c.Start, 1)+i) + ". "
-			}
-			b.WriteString(marker + indentRest(item, strings.Repeat(" ", len(marker))) + "\n")
-		}
+		writeList(b, c)
 	case Code:
 		fence := "```"
 		for strings.Contains(c.Code, fence) {
@@ -237,13 +231,7 @@ func (e *Element) text(b *strings.Builder) {
 			b.WriteString(strings.Join(r, "\t") + "\n")
 		}
 	case List:
-		for i, item := range c.Items {
-			marker := "- "
-			if c.Ordered {
-				marker = strconv.Itoa(max(c.Start, 1)+i) + ". "
-			}
-			b.WriteString(marker + indentRest(item, strings.Repeat(" ", len(marker))) + "\n")
-		}
+		writeList(b, c)
 	case Code:
 		fmt.Fprintf(b, "%s\n", strings.TrimRight(c.Code, "\n"))
 	case Image:
@@ -319,4 +307,16 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return strconv.Itoa(n) + " " + word + "s"
+}
+
+// writeList writes a list's items, one per line, as Markdown and plain text
+// both show it.
+func writeList(b *strings.Builder, c List) {
+	for i, item := range c.Items {
+		marker := "- "
+		if c.Ordered {
+			marker = strconv.Itoa(max(c.Start, 1)+i) + ". "
+		}
+		b.WriteString(marker + indentRest(item, strings.Repeat(" ", len(marker))) + "\n")
+	}
 }
