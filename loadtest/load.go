@@ -83,6 +83,7 @@ type RuntimeStats struct {
 	Goroutines int    `json:"goroutines"`
 	HeapInuse  uint64 `json:"heap_inuse"`
 	HeapAlloc  uint64 `json:"heap_alloc"`
+	StackInuse uint64 `json:"stack_inuse"`
 }
 
 // Result of a run.
@@ -113,6 +114,7 @@ type Result struct {
 	RSSBefore          int64
 	GoroutinesPerConn  float64
 	HeapPerConn        float64
+	StackPerConn       float64
 	RSSPerConn         float64
 	GoroutinesStart    int
 	GoroutinesLoaded   int
@@ -609,6 +611,7 @@ func runIdle(ctx context.Context, o Options, r *Result) (func(), error) {
 			r.GoroutinesLoaded = s.Goroutines
 			r.GoroutinesPerConn = float64(s.Goroutines-statsBefore.Goroutines) / float64(o.Conns)
 			r.HeapPerConn = (float64(s.HeapInuse) - float64(statsBefore.HeapInuse)) / float64(o.Conns)
+			r.StackPerConn = (float64(s.StackInuse) - float64(statsBefore.StackInuse)) / float64(o.Conns)
 		}
 	}
 	for _, c := range conns {

@@ -84,7 +84,7 @@ func mountDebug(mux *http.ServeMux) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(RuntimeStats{Goroutines: runtime.NumGoroutine(), HeapInuse: ms.HeapInuse, HeapAlloc: ms.HeapAlloc})
+		_ = json.NewEncoder(w).Encode(RuntimeStats{Goroutines: runtime.NumGoroutine(), HeapInuse: ms.HeapInuse, HeapAlloc: ms.HeapAlloc, StackInuse: ms.StackInuse})
 	})
 	mux.HandleFunc(ProfilePath, pprof.Index)
 	mux.HandleFunc(ProfilePath+"profile", pprof.Profile)
@@ -102,6 +102,7 @@ func StatsClient(bases ...string) func(ctx context.Context, gc bool) (RuntimeSta
 			sum.Goroutines += s.Goroutines
 			sum.HeapInuse += s.HeapInuse
 			sum.HeapAlloc += s.HeapAlloc
+			sum.StackInuse += s.StackInuse
 		}
 		return sum, nil
 	}

@@ -574,10 +574,10 @@ func (r *benchReport) print(w io.Writer) {
 		}
 		if !idle {
 			fmt.Fprintln(w)
-			fmt.Fprintln(tw, "server\tidle conns\tRSS KiB/conn\theap KiB/conn\tgoroutines/conn\tsrv CPU ms (idle window)\tgoroutines start/loaded/end\tload avg\t")
+			fmt.Fprintln(tw, "server\tidle conns\tRSS KiB/conn\theap KiB/conn\tstack KiB/conn\tgoroutines/conn\tsrv CPU ms (idle window)\tgoroutines start/loaded/end\tload avg\t")
 			idle = true
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.2f\t%s\t%d/%d/%d\t%s\t\n", row.Server, row.Conns, row.RSSPerConn/1024, row.HeapPerConn/1024,
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.1f\t%.1f\t%.2f\t%s\t%d/%d/%d\t%s\t\n", row.Server, row.Conns, row.RSSPerConn/1024, row.HeapPerConn/1024, row.StackPerConn/1024,
 			row.GoroutinesPerConn, ms(row.ServerCPU), row.GoroutinesStart, row.GoroutinesLoaded, row.GoroutinesEnd, row.LoadAvg)
 	}
 	_ = tw.Flush()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"sync"
 
 	"github.com/gorilla/websocket"
 	"github.com/quic-go/webtransport-go"
@@ -31,11 +32,15 @@ type server struct {
 	BaseServer
 
 	httpServer *types.HttpServer
+
+	// Patched: WebSocket write buffers are borrowed per message instead of
+	// kept per connection (an idle connection holds none).
+	wsWriteBuffers websocket.BufferPool
 }
 
 // new server.
 func MakeServer() Server {
-	s := &server{BaseServer: MakeBaseServer()}
+	s := &server{BaseServer: MakeBaseServer(), wsWriteBuffers: &sync.Pool{}}
 
 	s.Prototype(s)
 
@@ -119,11 +124,12 @@ func (s *server) HandleUpgrade(ctx *types.HttpContext) {
 		wsc := &types.WebSocketConn{EventEmitter: types.NewEventEmitter()}
 
 		ws := &websocket.Upgrader{
-			// Patched: 0 makes gorilla reuse the 4 KiB buffers net/http
-			// hijacks (they stay referenced by the kept request anyway)
-			// instead of allocating 2 KiB more per connection.
+			// Patched: a read buffer size of 0 makes gorilla reuse the 4 KiB
+			// reader net/http hijacks instead of allocating another; writes
+			// borrow their buffer from a pool shared by all connections.
 			ReadBufferSize:    0,
 			WriteBufferSize:   0,
+			WriteBufferPool:   s.wsWriteBuffers,
 			EnableCompression: s.Opts().PerMessageDeflate() != nil,
 			Error: func(_ http.ResponseWriter, _ *http.Request, _ int, reason error) {
 				if websocket.IsUnexpectedCloseError(reason) {
@@ -145,7 +151,7 @@ func (s *server) HandleUpgrade(ctx *types.HttpContext) {
 		} else {
 			conn.SetReadLimit(s.Opts().MaxHttpBufferSize())
 			wsc.Conn = conn
-			s.onWebSocket(ctx, wsc)
+			s.onWebSocket(upgraded(ctx), wsc)
 		}
 	}
 
@@ -157,6 +163,23 @@ func (s *server) HandleUpgrade(ctx *types.HttpContext) {
 		}
 	})
 }
+
+// upgraded returns the context an upgraded connection keeps for its
+// lifetime (patched): the same request, for the handshake's headers, query
+// and address, but not net/http's response writer, which refers to the
+// hijacked connection's state (a 4 KiB write buffer among it) and would keep
+// it alive as long as the WebSocket.
+func upgraded(ctx *types.HttpContext) *types.HttpContext {
+	return types.NewHttpContext(hijackedResponse{header: ctx.ResponseHeaders().All()}, ctx.Request())
+}
+
+// hijackedResponse stands for the response of an upgraded request: its
+// headers were sent with the 101 answer, nothing can be written any more.
+type hijackedResponse struct{ header http.Header }
+
+func (r hijackedResponse) Header() http.Header     { return r.header }
+func (hijackedResponse) Write([]byte) (int, error) { return 0, http.ErrHijacked }
+func (hijackedResponse) WriteHeader(int)           {}
 
 // Called upon a ws.io connection.
 func (s *server) onWebSocket(ctx *types.HttpContext, wsc *types.WebSocketConn) {
