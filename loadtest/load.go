@@ -29,10 +29,10 @@ type Mode string
 const (
 	// ModeSIO: client:tool_call over Socket.IO, agent → server → computer → back.
 	ModeSIO Mode = "sio"
-	// ModeConnect: CallTool over the Connect protocol (HTTP/1.1), to a
-	// Socket.IO computer.
+	// ModeConnect: CallTool over the Connect protocol (HTTP/1.1, binary
+	// proto), to a Socket.IO computer.
 	ModeConnect Mode = "connect"
-	// ModeGRPC: CallTool over gRPC (h2c).
+	// ModeGRPC: CallTool over gRPC (h2c), with the connect-go client.
 	ModeGRPC Mode = "grpc"
 	// ModeFinder: client:get_finder over Socket.IO to a real computer whose
 	// cache holds the documents of its MCP servers (see FinderSetup).
@@ -307,12 +307,10 @@ func runCalls(ctx context.Context, o Options, r *Result) (func(), error) {
 	callers := make([]caller, o.Offices)
 	params := Params(o.ParamBytes)
 	var httpClient *http.Client
-	if o.Mode == ModeConnect || o.Mode == ModeGRPC {
+	if o.Mode == ModeGRPC {
 		tr := &http.Transport{MaxIdleConnsPerHost: o.Offices * o.InFlight, DisableCompression: true}
-		if o.Mode == ModeGRPC {
-			tr.Protocols = new(http.Protocols)
-			tr.Protocols.SetUnencryptedHTTP2(true)
-		}
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetUnencryptedHTTP2(true)
 		httpClient = &http.Client{Transport: tr}
 		closers = append(closers, tr.CloseIdleConnections)
 	}
@@ -352,8 +350,15 @@ func runCalls(ctx context.Context, o Options, r *Result) (func(), error) {
 				return closeAll, err
 			}
 			callers[i] = sioCaller(a, o.Mode, agentName, params)
-		case ModeConnect, ModeGRPC:
-			c, err := rpcCaller(o, httpClient, agentName, office(i), params)
+		case ModeConnect:
+			c, err := newConnectCaller(o, agentName, office(i), params)
+			if err != nil {
+				return closeAll, err
+			}
+			closers = append(closers, c.close)
+			callers[i] = c.call
+		case ModeGRPC:
+			c, err := grpcCaller(o, httpClient, agentName, office(i), params)
 			if err != nil {
 				return closeAll, err
 			}
@@ -523,12 +528,9 @@ func checkAnswer(mode Mode, ans []byte) error {
 	return nil
 }
 
-func rpcCaller(o Options, hc *http.Client, agentName, officeID string, params json.RawMessage) (caller, error) {
-	var opts []connect.ClientOption
-	if o.Mode == ModeGRPC {
-		opts = append(opts, connect.WithGRPC())
-	}
-	opts = append(opts, connect.WithInterceptors(headers{"x-smcp-agent": agentName, "x-api-key": o.APIKey}))
+// grpcCaller calls CallTool with the connect-go client over gRPC (h2c).
+func grpcCaller(o Options, hc *http.Client, agentName, officeID string, params json.RawMessage) (caller, error) {
+	opts := []connect.ClientOption{connect.WithGRPC(), connect.WithInterceptors(headers{"x-smcp-agent": agentName, "x-api-key": o.APIKey})}
 	client := smcpv1connect.NewAgentServiceClient(hc, o.URL, opts...)
 	st := &structpb.Struct{}
 	if err := st.UnmarshalJSON(params); err != nil {

@@ -41,6 +41,9 @@ func marshal(m proto.Message) ([]byte, error) {
 	case *smcpv1.GetToolsRet:
 		return marshalOptions.Marshal(completeTools(m))
 	case *smcpv1.ToolCallReq:
+		if b, err := marshalToolCallReq(m); err == nil {
+			return b, nil
+		}
 		return marshalOptions.Marshal(fillUnset(m, callRequired))
 	case *smcpv1.DPEElementDetail:
 		return marshalOptions.Marshal(fillUnset(m, elementRequired))
@@ -69,18 +72,35 @@ func unmarshal(b []byte, m proto.Message) error {
 	switch m := m.(type) {
 	case *smcpv1.OfficeAck:
 		return unmarshalOfficeAck(b, m)
-	case *smcpv1.CallToolResult:
-		b, err := renameTopLevel(b, "_meta", "meta")
-		if err != nil {
-			return err
+	case *smcpv1.ToolCallReq:
+		proto.Reset(m)
+		if unmarshalToolCallReq(b, m) == nil {
+			return nil
 		}
-		return unmarshalOptions.Unmarshal(b, m)
+		proto.Reset(m)
+	case *smcpv1.CallToolResult:
+		proto.Reset(m)
+		if unmarshalCallToolResult(b, m) == nil {
+			return nil
+		}
+		proto.Reset(m)
+		return unmarshalCallToolResultSlow(b, m)
 	case *smcpv1.Error:
 		return unmarshalError(b, m)
 	case *smcpv1.MCPServerConfig:
 		return unmarshalServerConfig(b, m)
 	case *smcpv1.GetComputerConfigRet:
 		return unmarshalConfigRet(b, m)
+	}
+	return unmarshalOptions.Unmarshal(b, m)
+}
+
+// unmarshalCallToolResultSlow is the protojson path for a CallToolResult:
+// "_meta" is renamed to the proto's "meta" first.
+func unmarshalCallToolResultSlow(b []byte, m *smcpv1.CallToolResult) error {
+	b, err := renameTopLevel(b, "_meta", "meta")
+	if err != nil {
+		return err
 	}
 	return unmarshalOptions.Unmarshal(b, m)
 }

@@ -1,0 +1,679 @@
+package smcp
+
+import (
+	"errors"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+)
+
+// The messages of every tool call (ToolCallReq, CallToolResult) carry
+// google.protobuf.Struct values, which protojson encodes and decodes through
+// reflection at ~10 µs a message: with the HTTP work it made a Connect
+// CallTool cost 1.7x a Socket.IO one at the gateway. The fast paths below
+// write and read those two messages directly. They only take inputs whose
+// meaning is plain; anything else (null fields, duplicate or alternate keys,
+// escapes they do not decode, numbers out of range, deep nesting) returns
+// errSlow and the caller runs protojson, which decides and words the error.
+// FuzzFastPaths checks that both ways agree on every input.
+
+var errSlow = errors.New("smcp: input outside the fast path")
+
+// maxFastDepth bounds the nesting the fast reader follows; deeper values go
+// to protojson (whose limit is 10,000).
+const maxFastDepth = 64
+
+// appendJSONString appends s as a JSON string. Invalid UTF-8 is left to
+// protojson, which rejects it.
+func appendJSONString(b []byte, s string) ([]byte, error) {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			default:
+				const hex = "0123456789abcdef"
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			return nil, errSlow
+		}
+		i += size
+	}
+	return append(append(b, s[start:]...), '"'), nil
+}
+
+// appendJSONNumber formats like encoding/json and protojson (ES6 number
+// form); NaN and infinities have no JSON form.
+func appendJSONNumber(b []byte, f float64) ([]byte, error) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil, errSlow
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// 1e-07 -> 1e-7, as the other encoders write it.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, nil
+}
+
+func appendValue(b []byte, v *structpb.Value, depth int) ([]byte, error) {
+	if depth > maxFastDepth {
+		return nil, errSlow
+	}
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_NullValue:
+		return append(b, "null"...), nil
+	case *structpb.Value_BoolValue:
+		return strconv.AppendBool(b, k.BoolValue), nil
+	case *structpb.Value_NumberValue:
+		return appendJSONNumber(b, k.NumberValue)
+	case *structpb.Value_StringValue:
+		return appendJSONString(b, k.StringValue)
+	case *structpb.Value_StructValue:
+		return appendStruct(b, k.StructValue, depth+1)
+	case *structpb.Value_ListValue:
+		b = append(b, '[')
+		var err error
+		for i, e := range k.ListValue.GetValues() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendValue(b, e, depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return append(b, ']'), nil
+	}
+	return nil, errSlow // no kind set: protojson reports it
+}
+
+// appendStruct writes the keys in sorted order, as protojson does, so that
+// equal messages encode to equal bytes.
+func appendStruct(b []byte, s *structpb.Struct, depth int) ([]byte, error) {
+	if depth > maxFastDepth {
+		return nil, errSlow
+	}
+	fields := s.GetFields()
+	b = append(b, '{')
+	var err error
+	for i, k := range slices.Sorted(maps.Keys(fields)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = appendJSONString(b, k); err != nil {
+			return nil, err
+		}
+		b = append(b, ':')
+		if b, err = appendValue(b, fields[k], depth); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// marshalToolCallReq is the wire form of marshal's protojson path for a
+// ToolCallReq (every field emitted, params {} when unset).
+func marshalToolCallReq(m *smcpv1.ToolCallReq) ([]byte, error) {
+	b := make([]byte, 0, 128)
+	var err error
+	for _, f := range [...]struct{ key, val string }{
+		{`{"agent":`, m.GetAgent()}, {`,"req_id":`, m.GetReqId()},
+		{`,"computer":`, m.GetComputer()}, {`,"tool_name":`, m.GetToolName()},
+	} {
+		b = append(b, f.key...)
+		if b, err = appendJSONString(b, f.val); err != nil {
+			return nil, err
+		}
+	}
+	b = append(b, `,"params":`...)
+	if b, err = appendStruct(b, m.GetParams(), 0); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"timeout":`...)
+	b = strconv.AppendInt(b, int64(m.GetTimeout()), 10)
+	return append(b, '}'), nil
+}
+
+// jsonReader reads the JSON the fast paths accept, from b at i.
+type jsonReader struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+func (r *jsonReader) space() {
+	for r.i < len(r.b) {
+		switch r.b[r.i] {
+		case ' ', '\t', '\n', '\r':
+			r.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next byte after white space, 0 at the end.
+func (r *jsonReader) peek() byte {
+	r.space()
+	if r.i < len(r.b) {
+		return r.b[r.i]
+	}
+	return 0
+}
+
+func (r *jsonReader) expect(c byte) error {
+	if r.peek() != c {
+		return errSlow
+	}
+	r.i++
+	return nil
+}
+
+func (r *jsonReader) literal(word string) error {
+	if len(r.b)-r.i < len(word) || string(r.b[r.i:r.i+len(word)]) != word {
+		return errSlow
+	}
+	r.i += len(word)
+	return nil
+}
+
+// end checks that nothing but white space follows.
+func (r *jsonReader) end() error {
+	if r.peek() != 0 || r.i != len(r.b) {
+		return errSlow
+	}
+	return nil
+}
+
+// str reads a string; the caller has seen its opening quote.
+func (r *jsonReader) str() (string, error) {
+	r.i++
+	start := r.i
+	for r.i < len(r.b) {
+		c := r.b[r.i]
+		switch {
+		case c == '"':
+			s := string(r.b[start:r.i])
+			r.i++
+			return s, nil
+		case c == '\\':
+			return r.escapedStr(start)
+		case c < 0x20:
+			return "", errSlow
+		case c < utf8.RuneSelf:
+			r.i++
+		default:
+			ch, size := utf8.DecodeRune(r.b[r.i:])
+			if ch == utf8.RuneError && size == 1 {
+				return "", errSlow
+			}
+			r.i += size
+		}
+	}
+	return "", errSlow
+}
+
+// escapedStr finishes a string holding escapes, from start (after the
+// opening quote) with r.i at the first backslash.
+func (r *jsonReader) escapedStr(start int) (string, error) {
+	out := append([]byte(nil), r.b[start:r.i]...)
+	for r.i < len(r.b) {
+		c := r.b[r.i]
+		switch {
+		case c == '"':
+			r.i++
+			return string(out), nil
+		case c == '\\':
+			if r.i+1 >= len(r.b) {
+				return "", errSlow
+			}
+			e := r.b[r.i+1]
+			r.i += 2
+			switch e {
+			case '"', '\\', '/':
+				out = append(out, e)
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				ch, ok := r.hex4()
+				if !ok {
+					return "", errSlow
+				}
+				if utf16.IsSurrogate(ch) {
+					// Only a well-formed pair; lone halves go to protojson.
+					if r.i+1 >= len(r.b) || r.b[r.i] != '\\' || r.b[r.i+1] != 'u' {
+						return "", errSlow
+					}
+					r.i += 2
+					lo, ok := r.hex4()
+					if !ok {
+						return "", errSlow
+					}
+					if ch = utf16.DecodeRune(ch, lo); ch == utf8.RuneError {
+						return "", errSlow
+					}
+				}
+				out = utf8.AppendRune(out, ch)
+			default:
+				return "", errSlow
+			}
+		case c < 0x20:
+			return "", errSlow
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			r.i++
+		default:
+			ch, size := utf8.DecodeRune(r.b[r.i:])
+			if ch == utf8.RuneError && size == 1 {
+				return "", errSlow
+			}
+			out = append(out, r.b[r.i:r.i+size]...)
+			r.i += size
+		}
+	}
+	return "", errSlow
+}
+
+func (r *jsonReader) hex4() (rune, bool) {
+	if len(r.b)-r.i < 4 {
+		return 0, false
+	}
+	var v rune
+	for _, c := range r.b[r.i : r.i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	r.i += 4
+	return v, true
+}
+
+// numberLiteral reads a number in JSON's grammar and returns its text.
+func (r *jsonReader) numberLiteral() ([]byte, error) {
+	r.space()
+	start := r.i
+	digits := func() int {
+		n := 0
+		for r.i < len(r.b) && r.b[r.i] >= '0' && r.b[r.i] <= '9' {
+			r.i++
+			n++
+		}
+		return n
+	}
+	if r.i < len(r.b) && r.b[r.i] == '-' {
+		r.i++
+	}
+	first := r.i
+	if n := digits(); n == 0 || (n > 1 && r.b[first] == '0') {
+		return nil, errSlow
+	}
+	if r.i < len(r.b) && r.b[r.i] == '.' {
+		r.i++
+		if digits() == 0 {
+			return nil, errSlow
+		}
+	}
+	if r.i < len(r.b) && (r.b[r.i] == 'e' || r.b[r.i] == 'E') {
+		r.i++
+		if r.i < len(r.b) && (r.b[r.i] == '+' || r.b[r.i] == '-') {
+			r.i++
+		}
+		if digits() == 0 {
+			return nil, errSlow
+		}
+	}
+	return r.b[start:r.i], nil
+}
+
+func (r *jsonReader) value() (*structpb.Value, error) {
+	switch c := r.peek(); {
+	case c == '"':
+		s, err := r.str()
+		if err != nil {
+			return nil, err
+		}
+		return structpb.NewStringValue(s), nil
+	case c == '{':
+		s, err := r.structValue()
+		if err != nil {
+			return nil, err
+		}
+		return structpb.NewStructValue(s), nil
+	case c == '[':
+		l, err := r.list()
+		if err != nil {
+			return nil, err
+		}
+		return structpb.NewListValue(l), nil
+	case c == 't':
+		return structpb.NewBoolValue(true), r.literal("true")
+	case c == 'f':
+		return structpb.NewBoolValue(false), r.literal("false")
+	case c == 'n':
+		return structpb.NewNullValue(), r.literal("null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		lit, err := r.numberLiteral()
+		if err != nil {
+			return nil, err
+		}
+		f, err := strconv.ParseFloat(string(lit), 64)
+		if err != nil {
+			return nil, errSlow
+		}
+		return structpb.NewNumberValue(f), nil
+	}
+	return nil, errSlow
+}
+
+// object calls field for each key of an object, with r before its value;
+// field must read the value.
+func (r *jsonReader) object(field func(key string) error) error {
+	if r.depth++; r.depth > maxFastDepth {
+		return errSlow
+	}
+	defer func() { r.depth-- }()
+	if err := r.expect('{'); err != nil {
+		return err
+	}
+	if r.peek() == '}' {
+		r.i++
+		return nil
+	}
+	for {
+		if r.peek() != '"' {
+			return errSlow
+		}
+		key, err := r.str()
+		if err != nil {
+			return err
+		}
+		if err := r.expect(':'); err != nil {
+			return err
+		}
+		if err := field(key); err != nil {
+			return err
+		}
+		switch r.peek() {
+		case ',':
+			r.i++
+		case '}':
+			r.i++
+			return nil
+		default:
+			return errSlow
+		}
+	}
+}
+
+func (r *jsonReader) structValue() (*structpb.Struct, error) {
+	s := &structpb.Struct{Fields: map[string]*structpb.Value{}}
+	err := r.object(func(key string) error {
+		if _, dup := s.Fields[key]; dup {
+			return errSlow
+		}
+		v, err := r.value()
+		s.Fields[key] = v
+		return err
+	})
+	return s, err
+}
+
+func (r *jsonReader) list() (*structpb.ListValue, error) {
+	if r.depth++; r.depth > maxFastDepth {
+		return nil, errSlow
+	}
+	defer func() { r.depth-- }()
+	r.i++ // '['
+	l := &structpb.ListValue{}
+	if r.peek() == ']' {
+		r.i++
+		return l, nil
+	}
+	for {
+		v, err := r.value()
+		if err != nil {
+			return nil, err
+		}
+		l.Values = append(l.Values, v)
+		switch r.peek() {
+		case ',':
+			r.i++
+		case ']':
+			r.i++
+			return l, nil
+		default:
+			return nil, errSlow
+		}
+	}
+}
+
+// skip reads a value of a key the message does not have; protojson
+// (DiscardUnknown) still requires it to be valid JSON.
+func (r *jsonReader) skip() error {
+	_, err := r.value()
+	return err
+}
+
+// unknownKey reports whether key names no field of d under any spelling
+// protojson accepts (JSON name or proto name): only those are skipped.
+func unknownKey(d protoreflect.MessageDescriptor, key string) bool {
+	f := d.Fields()
+	return f.ByJSONName(key) == nil && f.ByTextName(key) == nil
+}
+
+// seen tracks the keys of a message read so far: a repeated key is
+// protojson's to reject.
+type seen uint32
+
+func (s *seen) add(bit uint) error {
+	if *s&(1<<bit) != 0 {
+		return errSlow
+	}
+	*s |= 1 << bit
+	return nil
+}
+
+func unmarshalToolCallReq(b []byte, m *smcpv1.ToolCallReq) error {
+	r := jsonReader{b: b}
+	var got seen
+	str := func(bit uint, dst *string) error {
+		if err := got.add(bit); err != nil {
+			return err
+		}
+		if r.peek() != '"' {
+			return errSlow
+		}
+		s, err := r.str()
+		*dst = s
+		return err
+	}
+	err := r.object(func(key string) error {
+		switch key {
+		case "agent":
+			return str(0, &m.Agent)
+		case "req_id":
+			return str(1, &m.ReqId)
+		case "computer":
+			return str(2, &m.Computer)
+		case "tool_name":
+			return str(3, &m.ToolName)
+		case "params":
+			if err := got.add(4); err != nil {
+				return err
+			}
+			if r.peek() != '{' {
+				return errSlow
+			}
+			s, err := r.structValue()
+			m.Params = s
+			return err
+		case "timeout":
+			if err := got.add(5); err != nil {
+				return err
+			}
+			lit, err := r.numberLiteral()
+			if err != nil {
+				return err
+			}
+			n, err := strconv.ParseInt(string(lit), 10, 32)
+			if err != nil {
+				return errSlow // 30.0, 3e1, out of range: protojson's call
+			}
+			m.Timeout = int32(n)
+			return nil
+		}
+		if !unknownKey(m.ProtoReflect().Descriptor(), key) {
+			return errSlow
+		}
+		return r.skip()
+	})
+	if err != nil {
+		return err
+	}
+	return r.end()
+}
+
+// unmarshalCallToolResult reads the answer of a tool call, "_meta" taken for
+// "meta" unless both are present (then "meta" wins), as renameTopLevel does.
+func unmarshalCallToolResult(b []byte, m *smcpv1.CallToolResult) error {
+	r := jsonReader{b: b}
+	var got seen
+	var underscoreMeta *structpb.Struct
+	meta := func(bit uint, dst **structpb.Struct) error {
+		if err := got.add(bit); err != nil {
+			return err
+		}
+		if r.peek() != '{' {
+			return errSlow
+		}
+		s, err := r.structValue()
+		*dst = s
+		return err
+	}
+	err := r.object(func(key string) error {
+		switch key {
+		case "content":
+			if err := got.add(0); err != nil {
+				return err
+			}
+			if err := r.expect('['); err != nil {
+				return err
+			}
+			if r.peek() == ']' {
+				r.i++
+				return nil
+			}
+			for {
+				if r.peek() != '{' {
+					return errSlow
+				}
+				s, err := r.structValue()
+				if err != nil {
+					return err
+				}
+				m.Content = append(m.Content, s)
+				switch r.peek() {
+				case ',':
+					r.i++
+				case ']':
+					r.i++
+					return nil
+				default:
+					return errSlow
+				}
+			}
+		case "isError":
+			if err := got.add(1); err != nil {
+				return err
+			}
+			switch r.peek() {
+			case 't':
+				m.IsError = new(true)
+				return r.literal("true")
+			case 'f':
+				m.IsError = new(false)
+				return r.literal("false")
+			}
+			return errSlow
+		case "structuredContent":
+			if err := got.add(2); err != nil {
+				return err
+			}
+			if r.peek() == 'n' {
+				return errSlow
+			}
+			v, err := r.value()
+			m.StructuredContent = v
+			return err
+		case "meta":
+			return meta(3, &m.Meta)
+		case "_meta":
+			return meta(4, &underscoreMeta)
+		}
+		if !unknownKey(m.ProtoReflect().Descriptor(), key) {
+			return errSlow
+		}
+		return r.skip()
+	})
+	if err != nil {
+		return err
+	}
+	if m.Meta == nil {
+		m.Meta = underscoreMeta
+	}
+	return r.end()
+}
