@@ -2,9 +2,11 @@ package loadtest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +16,7 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -82,7 +85,7 @@ func (cc *connectCaller) call(ctx context.Context, seq uint64) error {
 	if err != nil {
 		return err
 	}
-	res, reuse, err := cc.roundTrip(ctx, c, seq)
+	toolError, reuse, err := cc.roundTrip(ctx, c, seq)
 	if reuse {
 		cc.idle <- c
 	} else {
@@ -91,8 +94,8 @@ func (cc *connectCaller) call(ctx context.Context, seq uint64) error {
 	if err != nil {
 		return err
 	}
-	if res.GetResult().GetIsError() {
-		return fmt.Errorf("tool error: %v", res.GetResult())
+	if toolError {
+		return errors.New("loadtest: the echo tool answered with an error")
 	}
 	return nil
 }
@@ -132,44 +135,123 @@ func (cc *connectCaller) conn(ctx context.Context) (*httpConn, error) {
 }
 
 // roundTrip makes one call on c; reuse says whether c can carry another.
-func (cc *connectCaller) roundTrip(ctx context.Context, c *httpConn, seq uint64) (res *smcpv1.CallToolResponse, reuse bool, err error) {
+func (cc *connectCaller) roundTrip(ctx context.Context, c *httpConn, seq uint64) (toolError, reuse bool, err error) {
 	deadline := time.Now().Add(cc.callLimit)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
 	if err := c.SetDeadline(deadline); err != nil {
-		return nil, false, err
+		return false, false, err
 	}
 	c.body, err = proto.MarshalOptions{}.MarshalAppend(c.body[:0], &smcpv1.CallToolRequest{
 		OfficeId: cc.officeID, Computer: "pc", ToolName: "echo", Params: cc.params, Timeout: 30,
 		ReqId: strconv.FormatUint(seq, 10),
 	})
 	if err != nil {
-		return nil, false, err
+		return false, false, err
 	}
 	c.req = append(append(c.req[:0], cc.head...), strconv.Itoa(len(c.body))...)
 	c.req = append(append(c.req, "\r\n\r\n"...), c.body...)
 	if _, err := c.Write(c.req); err != nil {
-		return nil, false, fmt.Errorf("loadtest: write request: %w", err)
+		return false, false, fmt.Errorf("loadtest: write request: %w", err)
 	}
-	hr, err := http.ReadResponse(c.br, nil)
+	status, n, closing, err := readResponseHead(c.br)
 	if err != nil {
-		return nil, false, fmt.Errorf("loadtest: read response: %w", err)
+		return false, false, fmt.Errorf("loadtest: read response: %w", err)
 	}
-	if hr.ContentLength < 0 || hr.ContentLength > 1<<20 {
-		return nil, false, fmt.Errorf("loadtest: response without a usable Content-Length (%d)", hr.ContentLength)
-	}
-	n := int(hr.ContentLength)
 	c.body = slices.Grow(c.body[:0], n)[:n]
-	if _, err := io.ReadFull(hr.Body, c.body); err != nil {
-		return nil, false, fmt.Errorf("loadtest: read response body: %w", err)
+	if _, err := io.ReadFull(c.br, c.body); err != nil {
+		return false, false, fmt.Errorf("loadtest: read response body: %w", err)
 	}
-	if hr.StatusCode != http.StatusOK {
-		return nil, !hr.Close, fmt.Errorf("loadtest: CallTool: %s: %s", hr.Status, c.body)
+	if status != http.StatusOK {
+		return false, !closing, fmt.Errorf("loadtest: CallTool: HTTP %d: %s", status, c.body)
 	}
-	res = &smcpv1.CallToolResponse{}
-	if err := proto.Unmarshal(c.body, res); err != nil {
-		return nil, false, fmt.Errorf("loadtest: decode response: %w", err)
+	toolError, err = isToolError(c.body)
+	return toolError, !closing, err
+}
+
+// readResponseHead reads an HTTP/1.1 response head: its status, body length
+// (Connect unary answers always carry Content-Length) and whether the server
+// closes the connection after it.
+func readResponseHead(br *bufio.Reader) (status, length int, closing bool, err error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return 0, 0, false, err
 	}
-	return res, !hr.Close, nil
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) {
+		return 0, 0, false, fmt.Errorf("bad status line %q", line)
+	}
+	if status, err = strconv.Atoi(string(line[9:12])); err != nil {
+		return 0, 0, false, fmt.Errorf("bad status line %q", line)
+	}
+	length = -1
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return 0, 0, false, err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			break
+		}
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			return 0, 0, false, fmt.Errorf("bad header line %q", line)
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if length, err = strconv.Atoi(string(value)); err != nil || length < 0 || length > 1<<20 {
+				return 0, 0, false, fmt.Errorf("bad Content-Length %q", value)
+			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			return 0, 0, false, fmt.Errorf("unexpected Transfer-Encoding %q", value)
+		case bytes.EqualFold(name, []byte("Connection")):
+			closing = bytes.EqualFold(value, []byte("close"))
+		}
+	}
+	if length < 0 {
+		return 0, 0, false, errors.New("response without Content-Length")
+	}
+	return status, length, closing, nil
+}
+
+// isToolError reads CallToolResponse.result.is_error from the binary
+// response without decoding the rest (the Socket.IO load client looks for
+// "isError":false in the answer the same way).
+func isToolError(b []byte) (bool, error) {
+	result, err := protoField(b, 1) // CallToolResponse.result
+	if err != nil || result == nil {
+		return false, fmt.Errorf("loadtest: response without a result: %v", err)
+	}
+	isError, err := protoField(result, 2) // CallToolResult.is_error
+	if err != nil {
+		return false, fmt.Errorf("loadtest: decode response: %w", err)
+	}
+	return len(isError) == 1 && isError[0] != 0, nil
+}
+
+// protoField returns the raw value (the bytes of a length-delimited field,
+// the varint's bytes otherwise) of the last occurrence of field num in b.
+func protoField(b []byte, num protowire.Number) ([]byte, error) {
+	var found []byte
+	for len(b) > 0 {
+		n, typ, tagLen := protowire.ConsumeTag(b)
+		if tagLen < 0 {
+			return nil, protowire.ParseError(tagLen)
+		}
+		valLen := protowire.ConsumeFieldValue(n, typ, b[tagLen:])
+		if valLen < 0 {
+			return nil, protowire.ParseError(valLen)
+		}
+		if n == num {
+			found = b[tagLen : tagLen+valLen]
+			if typ == protowire.BytesType {
+				v, _ := protowire.ConsumeBytes(found)
+				found = v
+			}
+		}
+		b = b[tagLen+valLen:]
+	}
+	return found, nil
 }
