@@ -1,0 +1,3 @@
+package version
+
+const VERSION = "v3.0.2"
