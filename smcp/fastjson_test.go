@@ -2,6 +2,7 @@ package smcp
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
 	"os"
@@ -194,4 +195,67 @@ func FuzzFastPaths(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind uint8, b []byte) {
 		fastPathCases[int(kind)%len(fastPathCases)].agree(t, b)
 	})
+}
+
+// decodedAgrees checks MarshalDecoded against encoding/json on the value
+// encoding/json decodes from b; it reports whether the direct writer took it.
+func decodedAgrees(t *testing.T, b []byte) (direct bool) {
+	t.Helper()
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return false
+	}
+	want, werr := json.Marshal(v)
+	got, gerr := MarshalDecoded(v)
+	if (werr == nil) != (gerr == nil) {
+		t.Fatalf("MarshalDecoded error %v, encoding/json %v", gerr, werr)
+	}
+	if werr == nil && !bytes.Equal(canonical(t, got), canonical(t, want)) {
+		t.Fatalf("encodings of %q differ:\ngot  %s\nwant %s", b, got, want)
+	}
+	_, err := appendDecoded(nil, v, 0)
+	return err == nil
+}
+
+func TestMarshalDecoded(t *testing.T) {
+	direct := []string{
+		`{"agent":"a","params":{"b":[1,2.5,-1e-7,1e21,true,false,null,{}],"s":"<&>\u2028\"\\\n\u0001é😀"},"z":[]}`,
+		`[]`, `"x"`, `0`, `null`,
+	}
+	for _, in := range direct {
+		if !decodedAgrees(t, []byte(in)) {
+			t.Errorf("%s did not take the direct writer", in)
+		}
+	}
+	for name, v := range map[string]any{
+		"NaN":         math.NaN(),
+		"int":         3,
+		"invalid key": map[string]any{"\xff": 1},
+		"deep":        deepList(100),
+	} {
+		t.Run(name, func(t *testing.T) {
+			want, werr := json.Marshal(v)
+			got, gerr := MarshalDecoded(v)
+			if (werr == nil) != (gerr == nil) || string(got) != string(want) {
+				t.Fatalf("MarshalDecoded = %s, %v; encoding/json = %s, %v", got, gerr, want, werr)
+			}
+		})
+	}
+}
+
+func deepList(n int) any {
+	var v any = "leaf"
+	for range n {
+		v = []any{v}
+	}
+	return v
+}
+
+func FuzzMarshalDecoded(f *testing.F) {
+	for _, c := range fastPathCases {
+		for _, b := range c.fixtures(f) {
+			f.Add(b)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) { decodedAgrees(t, b) })
 }

@@ -65,7 +65,7 @@ func (h *handler) raw(payload any) (json.RawMessage, error) {
 	if _, ok := payload.(map[string]any); !ok {
 		return nil, smcp.Errorf(smcp.CodeBadRequest, "payload must be a JSON object")
 	}
-	b, err := json.Marshal(payload)
+	b, err := smcp.MarshalDecoded(payload)
 	if err != nil {
 		return nil, smcp.Errorf(smcp.CodeBadRequest, "payload does not encode as JSON: %v", err)
 	}

@@ -453,7 +453,7 @@ func (c *conn) Request(event string, payload json.RawMessage, done func(json.Raw
 
 // doneWithJSON hands done an ack's first argument as JSON.
 func doneWithJSON(arg any, done func(json.RawMessage, error)) {
-	b, err := json.Marshal(arg)
+	b, err := smcp.MarshalDecoded(arg)
 	if err != nil {
 		done(nil, fmt.Errorf("encode answer: %w", err))
 		return
