@@ -108,7 +108,7 @@ func unmarshalCallToolResultSlow(b []byte, m *smcpv1.CallToolResult) error {
 // FromWire decodes a value as delivered by a Socket.IO library (maps, slices,
 // float64 numbers) into m by re-encoding it as JSON.
 func FromWire(v any, m proto.Message) error {
-	b, err := json.Marshal(v)
+	b, err := MarshalDecoded(v)
 	if err != nil {
 		return fmt.Errorf("smcp: decode %s: %w", m.ProtoReflect().Descriptor().Name(), err)
 	}
