@@ -2,6 +2,7 @@
 package transports
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -99,18 +100,16 @@ func (w *websocket) message() {
 
 		switch mt {
 		case ws.BinaryMessage:
-			read := types.NewBytesBuffer(nil)
-			if _, err := read.ReadFrom(message); err != nil {
+			if b, err := readMessage(message); err != nil {
 				w._error(err)
 			} else {
-				w.onMessage(read)
+				w.onMessage(types.NewBytesBuffer(b))
 			}
 		case ws.TextMessage:
-			read := types.NewStringBuffer(nil)
-			if _, err := read.ReadFrom(message); err != nil {
+			if b, err := readMessage(message); err != nil {
 				w._error(err)
 			} else {
-				w.onMessage(read)
+				w.onMessage(types.NewStringBuffer(b))
 			}
 		case ws.CloseMessage:
 			w.socket.Emit("close")
@@ -125,6 +124,22 @@ func (w *websocket) message() {
 			_ = c.Close()
 		}
 	}
+}
+
+// scratch holds message reads; messages are then copied at their size.
+var scratch = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// readMessage reads a message into a slice of its exact size (patched:
+// reading into a growing buffer allocated 1.5 KiB for a 300-byte message).
+func readMessage(r io.Reader) ([]byte, error) {
+	s := scratch.Get().(*bytes.Buffer)
+	s.Reset()
+	_, err := s.ReadFrom(r)
+	b := bytes.Clone(s.Bytes())
+	if s.Cap() <= 64<<10 { // large messages are rare: don't keep their buffers
+		scratch.Put(s)
+	}
+	return b, err
 }
 
 func (w *websocket) onMessage(data types.BufferInterface) {
