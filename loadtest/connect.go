@@ -35,8 +35,8 @@ type connectCaller struct {
 	addr      string
 	tls       *tls.Config
 	head      []byte // request line and fixed headers, up to Content-Length
-	officeID  string
-	params    *structpb.Struct
+	fixed     []byte // CallToolRequest without req_id, encoded once
+	reqID     protowire.Number
 	idle      chan *httpConn
 	callLimit time.Duration
 }
@@ -53,8 +53,7 @@ func newConnectCaller(o Options, agentName, officeID string, params json.RawMess
 	if err != nil {
 		return nil, fmt.Errorf("loadtest: gateway URL: %w", err)
 	}
-	cc := &connectCaller{addr: u.Host, officeID: officeID, params: &structpb.Struct{},
-		idle: make(chan *httpConn, o.InFlight), callLimit: 30 * time.Second}
+	cc := &connectCaller{addr: u.Host, idle: make(chan *httpConn, o.InFlight), callLimit: 30 * time.Second}
 	switch u.Scheme {
 	case "http":
 	case "https":
@@ -65,9 +64,17 @@ func newConnectCaller(o Options, agentName, officeID string, params json.RawMess
 	if u.Port() == "" {
 		cc.addr = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
 	}
-	if err := cc.params.UnmarshalJSON(params); err != nil {
+	st := &structpb.Struct{}
+	if err := st.UnmarshalJSON(params); err != nil {
 		return nil, err
 	}
+	// Like the Socket.IO client's payload, the request is encoded once and
+	// completed per call with its req_id (fields may come in any order).
+	fixed := &smcpv1.CallToolRequest{OfficeId: officeID, Computer: "pc", ToolName: "echo", Params: st, Timeout: 30}
+	if cc.fixed, err = proto.Marshal(fixed); err != nil {
+		return nil, err
+	}
+	cc.reqID = fixed.ProtoReflect().Descriptor().Fields().ByName("req_id").Number()
 	head := "POST " + u.Path + smcpv1connect.AgentServiceCallToolProcedure + " HTTP/1.1\r\n" +
 		"Host: " + u.Host + "\r\n" +
 		"Content-Type: application/proto\r\n" +
@@ -143,13 +150,9 @@ func (cc *connectCaller) roundTrip(ctx context.Context, c *httpConn, seq uint64)
 	if err := c.SetDeadline(deadline); err != nil {
 		return false, false, err
 	}
-	c.body, err = proto.MarshalOptions{}.MarshalAppend(c.body[:0], &smcpv1.CallToolRequest{
-		OfficeId: cc.officeID, Computer: "pc", ToolName: "echo", Params: cc.params, Timeout: 30,
-		ReqId: strconv.FormatUint(seq, 10),
-	})
-	if err != nil {
-		return false, false, err
-	}
+	c.body = append(c.body[:0], cc.fixed...)
+	c.body = protowire.AppendTag(c.body, cc.reqID, protowire.BytesType)
+	c.body = protowire.AppendString(c.body, strconv.FormatUint(seq, 10))
 	c.req = append(append(c.req[:0], cc.head...), strconv.Itoa(len(c.body))...)
 	c.req = append(append(c.req, "\r\n\r\n"...), c.body...)
 	if _, err := c.Write(c.req); err != nil {

@@ -205,8 +205,30 @@ func (c *benchConfig) run(ctx context.Context, rep *benchReport) error {
 		defer redis.stop()
 		c.redisURL, c.redisPID = redis.url, redis.pid
 	}
+	// Call modes run side by side: for each office count and repetition,
+	// every mode and server in turn, so that the rows a ratio compares are
+	// measured next to each other in time (the speed of a shared machine
+	// drifts over minutes).
+	var callModes []loadtest.Mode
 	for _, mode := range c.modes {
-		if mode == modeStartup {
+		if mode != modeStartup && mode != loadtest.ModeIdle {
+			callModes = append(callModes, mode)
+		}
+	}
+	if len(callModes) > 0 {
+		for _, n := range c.offices {
+			for range c.repeat {
+				for _, mode := range callModes {
+					if err := c.rows(ctx, rep, mode, n); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	for _, mode := range c.modes {
+		switch mode {
+		case modeStartup:
 			for range c.repeat {
 				row, err := c.startup(ctx)
 				rep.Rows = append(rep.Rows, row)
@@ -214,29 +236,32 @@ func (c *benchConfig) run(ctx context.Context, rep *benchReport) error {
 					return err
 				}
 			}
-			continue
-		}
-		offices := c.offices
-		if mode == loadtest.ModeIdle {
-			offices = []int{0}
-		}
-		servers := []string{loadtest.KindGateway}
-		switch {
-		case c.compare == loadtest.KindFloor && (mode == loadtest.ModeSIO || mode == loadtest.ModeIdle):
-			servers = []string{loadtest.KindFloor, loadtest.KindGateway}
-		case c.compare == serverCluster && mode == loadtest.ModeSIO:
-			servers = []string{loadtest.KindGateway, serverCluster}
-		}
-		for _, n := range offices {
+		case loadtest.ModeIdle:
 			for range c.repeat {
-				for _, kind := range servers {
-					row, err := c.one(ctx, kind, mode, n)
-					rep.Rows = append(rep.Rows, row)
-					if err != nil {
-						return fmt.Errorf("%s %s offices=%d: %w", kind, mode, n, err)
-					}
+				if err := c.rows(ctx, rep, mode, 0); err != nil {
+					return err
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// rows measures mode at offices on the gateway and on what it is compared
+// with, one row each.
+func (c *benchConfig) rows(ctx context.Context, rep *benchReport, mode loadtest.Mode, offices int) error {
+	servers := []string{loadtest.KindGateway}
+	switch {
+	case c.compare == loadtest.KindFloor && (mode == loadtest.ModeSIO || mode == loadtest.ModeIdle):
+		servers = []string{loadtest.KindFloor, loadtest.KindGateway}
+	case c.compare == serverCluster && mode == loadtest.ModeSIO:
+		servers = []string{loadtest.KindGateway, serverCluster}
+	}
+	for _, kind := range servers {
+		row, err := c.one(ctx, kind, mode, offices)
+		rep.Rows = append(rep.Rows, row)
+		if err != nil {
+			return fmt.Errorf("%s %s offices=%d: %w", kind, mode, offices, err)
 		}
 	}
 	return nil
