@@ -215,13 +215,11 @@ func (c *benchConfig) run(ctx context.Context, rep *benchReport) error {
 			callModes = append(callModes, mode)
 		}
 	}
-	if len(callModes) > 0 {
-		for _, n := range c.offices {
-			for range c.repeat {
-				for _, mode := range callModes {
-					if err := c.rows(ctx, rep, mode, n); err != nil {
-						return err
-					}
+	for _, n := range c.offices {
+		for range c.repeat {
+			for _, mode := range callModes {
+				if err := c.rows(ctx, rep, mode, n); err != nil {
+					return err
 				}
 			}
 		}
