@@ -96,4 +96,5 @@ replace github.com/zishang520/socket.io/clients/socket/v3 => ./third_party/zisha
 replace github.com/zishang520/socket.io/adapters/redis/v3 => ./third_party/zishang520/redis-adapter-v3
 
 replace github.com/zishang520/socket.io/clients/engine/v3 => ./third_party/zishang520/engine-client-v3
+
 replace github.com/zishang520/socket.io/v3 => ./third_party/zishang520/socket.io-v3
