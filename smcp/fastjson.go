@@ -112,17 +112,7 @@ func appendValue(b []byte, v *structpb.Value, depth int) ([]byte, error) {
 	case *structpb.Value_StructValue:
 		return appendStruct(b, k.StructValue, depth+1)
 	case *structpb.Value_ListValue:
-		b = append(b, '[')
-		var err error
-		for i, e := range k.ListValue.GetValues() {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = appendValue(b, e, depth+1); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, ']'), nil
+		return appendArray(b, k.ListValue.GetValues(), depth+1, appendValue)
 	}
 	return nil, errSlow // no kind set: protojson reports it
 }
@@ -133,10 +123,15 @@ func appendStruct(b []byte, s *structpb.Struct, depth int) ([]byte, error) {
 	if depth > maxFastDepth {
 		return nil, errSlow
 	}
-	fields := s.GetFields()
+	return appendObject(b, s.GetFields(), depth, appendValue)
+}
+
+// appendObject writes m with its keys in sorted order, each value by
+// value at depth.
+func appendObject[V any](b []byte, m map[string]V, depth int, value func([]byte, V, int) ([]byte, error)) ([]byte, error) {
 	b = append(b, '{')
 	var err error
-	for i, k := range slices.Sorted(maps.Keys(fields)) {
+	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -144,11 +139,26 @@ func appendStruct(b []byte, s *structpb.Struct, depth int) ([]byte, error) {
 			return nil, err
 		}
 		b = append(b, ':')
-		if b, err = appendValue(b, fields[k], depth); err != nil {
+		if b, err = value(b, m[k], depth); err != nil {
 			return nil, err
 		}
 	}
 	return append(b, '}'), nil
+}
+
+// appendArray writes s, each element by value at depth.
+func appendArray[V any](b []byte, s []V, depth int, value func([]byte, V, int) ([]byte, error)) ([]byte, error) {
+	b = append(b, '[')
+	var err error
+	for i, e := range s {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if b, err = value(b, e, depth); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, ']'), nil
 }
 
 // marshalToolCallReq is the wire form of marshal's protojson path for a
@@ -473,33 +483,44 @@ func (r *jsonReader) structValue() (*structpb.Struct, error) {
 	return s, err
 }
 
-func (r *jsonReader) list() (*structpb.ListValue, error) {
+// array calls elem for each element of an array, with r before it; elem
+// must read the element.
+func (r *jsonReader) array(elem func() error) error {
 	if r.depth++; r.depth > maxFastDepth {
-		return nil, errSlow
+		return errSlow
 	}
 	defer func() { r.depth-- }()
-	r.i++ // '['
-	l := &structpb.ListValue{}
+	if err := r.expect('['); err != nil {
+		return err
+	}
 	if r.peek() == ']' {
 		r.i++
-		return l, nil
+		return nil
 	}
 	for {
-		v, err := r.value()
-		if err != nil {
-			return nil, err
+		if err := elem(); err != nil {
+			return err
 		}
-		l.Values = append(l.Values, v)
 		switch r.peek() {
 		case ',':
 			r.i++
 		case ']':
 			r.i++
-			return l, nil
+			return nil
 		default:
-			return nil, errSlow
+			return errSlow
 		}
 	}
+}
+
+func (r *jsonReader) list() (*structpb.ListValue, error) {
+	l := &structpb.ListValue{}
+	err := r.array(func() error {
+		v, err := r.value()
+		l.Values = append(l.Values, v)
+		return err
+	})
+	return l, err
 }
 
 // skip reads a value of a key the message does not have; protojson
@@ -611,32 +632,14 @@ func unmarshalCallToolResult(b []byte, m *smcpv1.CallToolResult) error {
 			if err := got.add(0); err != nil {
 				return err
 			}
-			if err := r.expect('['); err != nil {
-				return err
-			}
-			if r.peek() == ']' {
-				r.i++
-				return nil
-			}
-			for {
+			return r.array(func() error {
 				if r.peek() != '{' {
 					return errSlow
 				}
 				s, err := r.structValue()
-				if err != nil {
-					return err
-				}
 				m.Content = append(m.Content, s)
-				switch r.peek() {
-				case ',':
-					r.i++
-				case ']':
-					r.i++
-					return nil
-				default:
-					return errSlow
-				}
-			}
+				return err
+			})
 		case "isError":
 			if err := got.add(1); err != nil {
 				return err
@@ -696,7 +699,6 @@ func appendDecoded(b []byte, v any, depth int) ([]byte, error) {
 	if depth > maxFastDepth {
 		return nil, errSlow
 	}
-	var err error
 	switch x := v.(type) {
 	case nil:
 		return append(b, "null"...), nil
@@ -707,31 +709,9 @@ func appendDecoded(b []byte, v any, depth int) ([]byte, error) {
 	case bool:
 		return strconv.AppendBool(b, x), nil
 	case map[string]any:
-		b = append(b, '{')
-		for i, k := range slices.Sorted(maps.Keys(x)) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = appendJSONString(b, k); err != nil {
-				return nil, err
-			}
-			b = append(b, ':')
-			if b, err = appendDecoded(b, x[k], depth+1); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, '}'), nil
+		return appendObject(b, x, depth+1, appendDecoded)
 	case []any:
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = appendDecoded(b, e, depth+1); err != nil {
-				return nil, err
-			}
-		}
-		return append(b, ']'), nil
+		return appendArray(b, x, depth+1, appendDecoded)
 	}
 	return nil, errSlow
 }
