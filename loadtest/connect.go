@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -38,6 +39,8 @@ type connectCaller struct {
 	fixed     []byte // CallToolRequest without req_id, encoded once
 	reqID     protowire.Number
 	idle      chan *httpConn
+	mu        sync.Mutex // orders put after close
+	closed    bool
 	callLimit time.Duration
 }
 
@@ -94,7 +97,7 @@ func (cc *connectCaller) call(ctx context.Context, seq uint64) error {
 	}
 	toolError, reuse, err := cc.roundTrip(ctx, c, seq)
 	if reuse {
-		cc.idle <- c
+		cc.put(c)
 	} else {
 		_ = c.Close()
 	}
@@ -107,8 +110,22 @@ func (cc *connectCaller) call(ctx context.Context, seq uint64) error {
 	return nil
 }
 
-// close closes the idle connections; calls in flight close theirs.
+// put returns c to the pool, or closes it once the caller is closed.
+func (cc *connectCaller) put(c *httpConn) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.closed {
+		_ = c.Close()
+		return
+	}
+	cc.idle <- c // never blocks: at most one connection per worker
+}
+
+// close closes the idle connections, and those calls in flight return.
 func (cc *connectCaller) close() {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	cc.closed = true
 	for {
 		select {
 		case c := <-cc.idle:
