@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -86,7 +87,12 @@ var allNotifications = []string{
 // on both front ends, and nothing of it reaches a member of office A.
 func TestRoomIsolationEveryPath(t *testing.T) {
 	g := isolatedGateway(t)
-	ctx := ctxT(t)
+	// One deadline for the whole walk (~10 dials, ~70 requests), as a hang
+	// guard: under -race on a loaded machine a client's first connection
+	// attempt sometimes gets no answer and the client retries after its
+	// 2 s attempt timeout, and two such dials used up ctxT's 5 s.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 
 	// Office A: agent alice and computer pc-a, with a real computer that
 	// records every request it gets.
