@@ -38,8 +38,7 @@ type Options struct {
 	APIKey       string
 	APIKeyHeader string
 	KeyInAuth    bool
-	// ConnectTimeout bounds each connection attempt (default 2 s: the library
-	// does not report a refused dial and waits the whole timeout).
+	// ConnectTimeout bounds each connection attempt (default 2 s).
 	ConnectTimeout time.Duration
 	// NoReconnect disables automatic reconnection once connected (Dial itself
 	// retries until its ctx ends or the gateway refuses).
@@ -98,8 +97,7 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 	mopts := socket.DefaultManagerOptions()
 	mopts.SetPath(o.Path)
 	mopts.SetAutoConnect(false)
-	// The first attempt is bounded by dialOnce's own timer; see there.
-	mopts.SetTimeout(firstAttemptTimeout)
+	mopts.SetTimeout(o.ConnectTimeout)
 	mopts.SetReconnection(!o.NoReconnect)
 	mopts.SetReconnectionDelay(float64(o.ReconnectDelay.Milliseconds()))
 	mopts.SetReconnectionDelayMax(5000)
@@ -139,17 +137,8 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 
 var errAttemptTimeout = errors.New("no namespace connect in time")
 
-// firstAttemptTimeout is the library's own timeout for the first attempt.
-// Its timer can outlive a fast handshake (it is registered after the engine
-// may already be open) and then closes a healthy connection when it fires;
-// so the first attempt gets a timer too long to matter, and reconnects get
-// ConnectTimeout (they need it: a refused dial is not reported).
-const firstAttemptTimeout = 24 * time.Hour
-
-// dialOnce makes one connection attempt bounded by ConnectTimeout. Attempts
-// are retried from scratch because the library loses a fast loopback
-// handshake now and then: the client may miss its engine's "open" event, and
-// the server may drop a CONNECT packet that arrives before it listens.
+// dialOnce makes one connection attempt bounded by ConnectTimeout: the
+// library's timer covers the engine only, not the namespace connect.
 func dialOnce(ctx context.Context, o Options, mopts *socket.ManagerOptions, sopts *socket.SocketOptions) (*Client, error) {
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &Client{opts: o, log: o.Logger, ctx: cctx, cancel: cancel, notes: make(chan note, 256)}
@@ -210,7 +199,6 @@ func dialOnce(ctx context.Context, o Options, mopts *socket.ManagerOptions, sopt
 		if err != nil {
 			return fail(err)
 		}
-		c.manager.SetTimeout(o.ConnectTimeout)
 		return c, nil
 	case <-timer.C:
 		return fail(fmt.Errorf("sioclient: connect %s: %w", o.URL, errAttemptTimeout))

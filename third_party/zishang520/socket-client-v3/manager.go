@@ -287,7 +287,11 @@ func (m *Manager) Open(fn func(error)) *Manager {
 	if m.taskQueue.Load() == nil {
 		m.taskQueue.Store(queue.New())
 	}
-	socket := engine.NewSocket(m.uri, m.opts)
+	// Made first and constructed (which dials) only after the listeners
+	// below are in place: the engine reads on its own goroutine from the
+	// moment the dial returns, and emits "error" for a refused dial
+	// synchronously; upstream's NewSocket lost either event now and then.
+	socket := engine.MakeSocket()
 	m.engine.Store(&socket)
 	m._readyState.Store(ReadyStateOpening)
 	m.skipReconnect.Store(false)
@@ -334,6 +338,8 @@ func (m *Manager) Open(fn func(error)) *Manager {
 	}
 
 	m.subs.Push(openSubDestroy, errorSub)
+
+	socket.Construct(m.uri, m.opts)
 
 	return m
 }
