@@ -33,7 +33,7 @@ breaking:
 	else echo "buf breaking: no previous commit with proto/, skipped"; fi
 
 unit:
-	$(GO) test $(GOTEST_FLAGS) ./... github.com/zishang520/socket.io/v3/pkg/types
+	$(GO) test $(GOTEST_FLAGS) ./... github.com/zishang520/socket.io/v3/pkg/types github.com/zishang520/socket.io/v3/pkg/utils
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -360,6 +360,12 @@ func (s *socket) MaybeUpgrade(transport transports.Transport) {
 
 	// we force a polling cycle to ensure a fast upgrade
 	check = func() {
+		// smcp-gateway patch: under flushMu, as flush checks Writable and
+		// sends under it too. Upstream checked and sent unlocked, so the
+		// NOOP and a flush could both see one pending poll as writable;
+		// the second write then found no poll and failed the transport.
+		s.flushMu.Lock()
+		defer s.flushMu.Unlock()
 		if transports.POLLING == s.Transport().Name() && s.Transport().Writable() {
 			socketLog.Debug("writing a noop packet to polling for fast upgrade")
 			s.Transport().Send([]*packet.Packet{{Type: packet.NOOP}})

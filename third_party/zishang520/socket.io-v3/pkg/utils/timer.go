@@ -2,16 +2,37 @@ package utils
 
 import (
 	"runtime"
+	"sync"
 	"time"
 )
 
+// Patched (see third_party/zishang520/PATCHED.md): a Timer is stopped by
+// closing its stop channel, once. Upstream sent on an unbuffered channel
+// without blocking, which nobody received when the timer's goroutine had not
+// reached its select yet (a timeout cleared right after it was set: a fast
+// ack, a fast upgrade): that goroutine then waited forever. It also sent only
+// when time.Timer.Stop reported an active timer, so an interval cleared while
+// its tick was being handled was never stopped.
 type Timer struct {
-	timer  *time.Timer
-	sleep  time.Duration
-	fn     func()
-	stopCh chan struct{}
+	timer *time.Timer
+	sleep time.Duration
+	fn    func()
+	stop  *stopSignal
 }
 
+type stopSignal struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (s *stopSignal) close() { s.once.Do(func() { close(s.ch) }) }
+
+func newTimer(sleep time.Duration) *Timer {
+	return &Timer{timer: time.NewTimer(sleep), sleep: sleep, stop: &stopSignal{ch: make(chan struct{})}}
+}
+
+// Refresh restarts a running timer. A stopped timer stays stopped (upstream
+// could revive it).
 func (t *Timer) Refresh() *Timer {
 	defer t.timer.Reset(t.sleep)
 
@@ -24,34 +45,20 @@ func (t *Timer) Refresh() *Timer {
 }
 
 func (t *Timer) Unref() {
-	stopCh := t.stopCh
+	stop := t.stop
 	runtime.AddCleanup(t, func(timer *time.Timer) {
-		if timer.Stop() {
-			close(stopCh)
-		}
+		timer.Stop()
+		stop.close()
 	}, t.timer)
 }
 
 func SetTimeout(fn func(), sleep time.Duration) *Timer {
-	timer := &Timer{
-		timer:  time.NewTimer(sleep),
-		sleep:  sleep,
-		stopCh: make(chan struct{}),
-	}
+	timer := newTimer(sleep)
 	timer.fn = func() {
-		defer func() {
-			// Ensure channel is drained to prevent leaks
-			select {
-			case <-timer.stopCh:
-			default:
-			}
-		}()
-
 		select {
 		case <-timer.timer.C:
 			fn()
-		case <-timer.stopCh:
-			return
+		case <-timer.stop.ch:
 		}
 	}
 	// Idempotent repeated calls
@@ -66,38 +73,21 @@ func ClearTimeout(timer *Timer) {
 }
 
 func (t *Timer) Stop() {
-	if t.timer.Stop() {
-		// Use non-blocking send to avoid goroutine leak if no reader
-		select {
-		case t.stopCh <- struct{}{}:
-		default:
-			// Channel is full or no reader, timer already stopped
-		}
-	}
+	t.timer.Stop()
+	t.stop.close()
 }
 
 func SetInterval(fn func(), sleep time.Duration) *Timer {
-	timer := &Timer{
-		timer:  time.NewTimer(sleep),
-		sleep:  sleep,
-		stopCh: make(chan struct{}),
-	}
+	timer := newTimer(sleep)
 	timer.fn = func() {
-		defer func() {
-			// Ensure channel is drained to prevent leaks
-			select {
-			case <-timer.stopCh:
-			default:
-			}
-		}()
-
 		for {
 			select {
 			case <-timer.timer.C:
 				timer.timer.Reset(timer.sleep)
 				// Idempotent repeated calls
 				go fn()
-			case <-timer.stopCh:
+			case <-timer.stop.ch:
+				timer.timer.Stop()
 				return
 			}
 		}
