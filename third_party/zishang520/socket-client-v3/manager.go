@@ -289,8 +289,9 @@ func (m *Manager) Open(fn func(error)) *Manager {
 	}
 	// Made first and constructed (which dials) only after the listeners
 	// below are in place: the engine reads on its own goroutine from the
-	// moment the dial returns, and emits "error" for a refused dial
-	// synchronously; upstream's NewSocket lost either event now and then.
+	// moment the dial returns ("open" was lost now and then), and emits
+	// "error" for a refused dial synchronously (always lost) with upstream's
+	// NewSocket.
 	socket := engine.MakeSocket()
 	m.engine.Store(&socket)
 	m._readyState.Store(ReadyStateOpening)
