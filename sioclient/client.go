@@ -100,7 +100,7 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 	mopts.SetTimeout(o.ConnectTimeout)
 	mopts.SetReconnection(!o.NoReconnect)
 	mopts.SetReconnectionDelay(float64(o.ReconnectDelay.Milliseconds()))
-	mopts.SetReconnectionDelayMax(5000)
+	mopts.SetReconnectionDelayMax(float64(maxReconnectDelay.Milliseconds()))
 	// WebSocket only, and explicitly: the library otherwise picks the first
 	// transport at random, and its polling transport (v3.0.1) stalls after
 	// the first POST. Browsers and Node clients use polling fine.
@@ -118,7 +118,7 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 		}
 	}
 
-	for {
+	for delay := o.ReconnectDelay; ; delay = min(2*delay, maxReconnectDelay) {
 		c, err := dialOnce(ctx, o, mopts, sopts)
 		if err == nil {
 			return c, nil
@@ -128,7 +128,7 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 		}
 		o.Logger.Debug("connect attempt failed, retrying", "url", o.URL, "err", err)
 		select {
-		case <-time.After(o.ReconnectDelay):
+		case <-time.After(delay):
 		case <-ctx.Done():
 			return nil, fmt.Errorf("sioclient: connect %s: %w (last attempt: %v)", o.URL, ctx.Err(), err)
 		}
@@ -136,6 +136,10 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 }
 
 var errAttemptTimeout = errors.New("no namespace connect in time")
+
+// maxReconnectDelay caps the backoff between attempts, Dial's and the
+// library's reconnects alike.
+const maxReconnectDelay = 5 * time.Second
 
 // dialOnce makes one connection attempt bounded by ConnectTimeout: the
 // library's timer covers the engine only, not the namespace connect.
