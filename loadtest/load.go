@@ -304,16 +304,6 @@ func runCalls(ctx context.Context, o Options, r *Result) (func(), error) {
 			c()
 		}
 	}
-	callers := make([]caller, o.Offices)
-	params := Params(o.ParamBytes)
-	var httpClient *http.Client
-	if o.Mode == ModeGRPC {
-		tr := &http.Transport{MaxIdleConnsPerHost: o.Offices * o.InFlight, DisableCompression: true}
-		tr.Protocols = new(http.Protocols)
-		tr.Protocols.SetUnencryptedHTTP2(true)
-		httpClient = &http.Client{Transport: tr}
-		closers = append(closers, tr.CloseIdleConnections)
-	}
 	var probe func() time.Duration
 	if o.Mode == ModeFinder {
 		stop, p, err := o.Finder(ctx, o.ComputerURL, o.Offices)
@@ -325,71 +315,137 @@ func runCalls(ctx context.Context, o Options, r *Result) (func(), error) {
 		}
 		probe = p
 	}
+	callers, err := dialCallers(ctx, o, 0, &closers)
+	if err != nil {
+		return closeAll, err
+	}
+	w := &window{}
+	var seq atomic.Uint64
+	wait := drive(ctx, o, callers, w, &seq, func() bool { return !w.stopped.Load() })
+	sleep(ctx, o.Warmup)
+	srv0, redis0, self0 := o.readServer(), o.readRedis(), readSelf()
+	t0 := time.Now()
+	w.measuring.Store(true)
+	sleep(ctx, o.Duration)
+	w.measuring.Store(false)
+	w.stopped.Store(true)
+	r.Elapsed = time.Since(t0)
+	srv1, redis1, self1 := o.readServer(), o.readRedis(), readSelf()
+	r.Calls, r.Errors, r.FirstError = w.calls.Load(), w.errors.Load(), w.firstErr
+	r.ServerCPU, r.ServerRSS = srv1.CPU-srv0.CPU, srv1.RSS
+	r.RedisCPU = redis1.CPU - redis0.CPU
+	r.LoadCPU = self1.CPU - self0.CPU
+	samples, ok := wait(10 * time.Second)
+	if !ok {
+		closeAll()
+		closers = nil
+		samples, _ = wait(0)
+	}
+	if o.Stats != nil {
+		if s, err := o.Stats(ctx, false); err == nil {
+			r.GoroutinesLoaded = s.Goroutines
+		}
+	}
+	if probe != nil {
+		const n = 200
+		times := make([]time.Duration, n)
+		for i := range times {
+			times[i] = probe()
+		}
+		r.AtComputer = Summarise(times).P50
+	}
+	r.Latency = Summarise(samples)
+	if err := ctx.Err(); err != nil {
+		return closeAll, err
+	}
+	return closeAll, nil
+}
+
+// dialCallers connects o.Offices offices, numbered from base (an echo
+// computer and the o.Mode agent each; the computers of ModeFinder are set up
+// by the caller), and makes one call per office: the route exists before any
+// clock starts.
+func dialCallers(ctx context.Context, o Options, base int, closers *[]func()) ([]caller, error) {
+	callers := make([]caller, o.Offices)
+	params := Params(o.ParamBytes)
+	var httpClient *http.Client
+	if o.Mode == ModeGRPC {
+		tr := &http.Transport{MaxIdleConnsPerHost: o.Offices * o.InFlight, DisableCompression: true}
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetUnencryptedHTTP2(true)
+		httpClient = &http.Client{Transport: tr}
+		*closers = append(*closers, tr.CloseIdleConnections)
+	}
 	for i := range o.Offices {
+		officeID := office(base + i)
 		if o.Mode != ModeFinder {
 			comp := new(*Conn)
 			c, err := o.dial(ctx, o.ComputerURL, echoComputer(comp))
 			if err != nil {
-				return closeAll, err
+				return nil, err
 			}
 			*comp = c
-			closers = append(closers, func() { _ = c.Close() })
-			if err := join(ctx, c, smcp.RoleComputer, "pc", office(i)); err != nil {
-				return closeAll, err
+			*closers = append(*closers, func() { _ = c.Close() })
+			if err := join(ctx, c, smcp.RoleComputer, "pc", officeID); err != nil {
+				return nil, err
 			}
 		}
-		agentName := "agent-" + strconv.Itoa(i)
+		agentName := "agent-" + strconv.Itoa(base+i)
 		switch o.Mode {
 		case ModeSIO, ModeFinder:
 			a, err := o.dial(ctx, o.URL, nil)
 			if err != nil {
-				return closeAll, err
+				return nil, err
 			}
-			closers = append(closers, func() { _ = a.Close() })
-			if err := join(ctx, a, smcp.RoleAgent, agentName, office(i)); err != nil {
-				return closeAll, err
+			*closers = append(*closers, func() { _ = a.Close() })
+			if err := join(ctx, a, smcp.RoleAgent, agentName, officeID); err != nil {
+				return nil, err
 			}
 			callers[i] = sioCaller(a, o.Mode, agentName, params)
 		case ModeConnect:
-			c, err := newConnectCaller(o, agentName, office(i), params)
+			c, err := newConnectCaller(o, agentName, officeID, params)
 			if err != nil {
-				return closeAll, err
+				return nil, err
 			}
-			closers = append(closers, c.close)
+			*closers = append(*closers, c.close)
 			callers[i] = c.call
 		case ModeGRPC:
-			c, err := grpcCaller(o, httpClient, agentName, office(i), params)
+			c, err := grpcCaller(o, httpClient, agentName, officeID, params)
 			if err != nil {
-				return closeAll, err
+				return nil, err
 			}
 			callers[i] = c
 		default:
-			return closeAll, fmt.Errorf("loadtest: unknown mode %q", o.Mode)
+			return nil, fmt.Errorf("loadtest: unknown mode %q", o.Mode)
 		}
 	}
-	// One call per office before the clock starts: the route exists.
 	for i, call := range callers {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := call(cctx, 0)
 		cancel()
 		if err != nil {
-			return closeAll, fmt.Errorf("office %d: first call: %w", i, err)
+			return nil, fmt.Errorf("office %d: first call: %w", i, err)
 		}
 	}
+	return callers, nil
+}
 
-	w := &window{}
+// drive runs o.InFlight workers per caller, each calling in a loop while
+// proceed (which may block) returns true, and recording what ends while w
+// is measuring. wait returns the latencies once every worker has stopped,
+// or false if that takes longer than d.
+func drive(ctx context.Context, o Options, callers []caller, w *window, seq *atomic.Uint64, proceed func() bool) (wait func(d time.Duration) ([]time.Duration, bool)) {
 	var wg sync.WaitGroup
-	samples := make([][]time.Duration, o.Offices*o.InFlight)
-	var seq atomic.Uint64
-	for i := range o.Offices * o.InFlight {
+	samples := make([][]time.Duration, len(callers)*o.InFlight)
+	for i := range samples {
 		call := callers[i/o.InFlight]
 		wg.Go(func() {
 			buf := make([]time.Duration, 0, 4096)
 			defer func() { samples[i] = buf }()
-			for !w.stopped.Load() && ctx.Err() == nil {
+			for proceed() && ctx.Err() == nil {
 				t0 := time.Now()
 				err := call(ctx, seq.Add(1))
-				if !w.measuring.Load() || w.stopped.Load() {
+				if !w.measuring.Load() {
 					if err != nil {
 						time.Sleep(10 * time.Millisecond)
 					}
@@ -407,51 +463,23 @@ func runCalls(ctx context.Context, o Options, r *Result) (func(), error) {
 			}
 		})
 	}
-	sleep(ctx, o.Warmup)
-	srv0, redis0, self0 := o.readServer(), o.readRedis(), readSelf()
-	t0 := time.Now()
-	w.measuring.Store(true)
-	sleep(ctx, o.Duration)
-	w.stopped.Store(true)
-	r.Elapsed = time.Since(t0)
-	srv1, redis1, self1 := o.readServer(), o.readRedis(), readSelf()
-	r.Calls, r.Errors, r.FirstError = w.calls.Load(), w.errors.Load(), w.firstErr
-	r.ServerCPU, r.ServerRSS = srv1.CPU-srv0.CPU, srv1.RSS
-	r.RedisCPU = redis1.CPU - redis0.CPU
-	r.LoadCPU = self1.CPU - self0.CPU
-	// Workers stop after their current call: calls in flight finish or fail
-	// when the connections close.
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		closeAll()
-		closers = nil
+	return func(d time.Duration) ([]time.Duration, bool) {
+		if d > 0 {
+			select {
+			case <-done:
+			case <-time.After(d):
+				return nil, false
+			}
+		}
 		<-done
-	}
-	if o.Stats != nil {
-		if s, err := o.Stats(ctx, false); err == nil {
-			r.GoroutinesLoaded = s.Goroutines
+		var all []time.Duration
+		for _, s := range samples {
+			all = append(all, s...)
 		}
+		return all, true
 	}
-	if probe != nil {
-		const n = 200
-		times := make([]time.Duration, n)
-		for i := range times {
-			times[i] = probe()
-		}
-		r.AtComputer = Summarise(times).P50
-	}
-	var all []time.Duration
-	for _, s := range samples {
-		all = append(all, s...)
-	}
-	r.Latency = Summarise(all)
-	if err := ctx.Err(); err != nil {
-		return closeAll, err
-	}
-	return closeAll, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {
@@ -624,4 +652,137 @@ func runIdle(ctx context.Context, o Options, r *Result) (func(), error) {
 		}
 	}
 	return closeAll, ctx.Err()
+}
+
+// turnSettle is how long a mode runs unmeasured at the start of its turn,
+// while the calls of the previous turn drain.
+const turnSettle = 500 * time.Millisecond
+
+// RunTurns measures call modes against one server in turns: every mode's
+// clients stay connected (offices of their own) and the measured time is cut
+// into turns slices per mode, taken in rotation, each after turnSettle
+// unmeasured. A run of modes one after the other puts each on whatever the
+// machine's speed is during its minutes; on a shared machine that drifts by
+// a quarter, which is larger than the differences being measured. In turns,
+// the drift falls on every mode alike. o.Duration is each mode's measured
+// time in total, o.Warmup is shared among the modes.
+func RunTurns(ctx context.Context, o Options, modes []Mode, turns int) ([]*Result, error) {
+	if turns < 1 {
+		return nil, errors.New("loadtest: turns must be at least 1")
+	}
+	for _, m := range modes {
+		if m != ModeSIO && m != ModeConnect && m != ModeGRPC {
+			return nil, fmt.Errorf("loadtest: mode %q cannot run in turns (sio, connect, grpc can)", m)
+		}
+	}
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	results := make([]*Result, len(modes))
+	for k, m := range modes {
+		results[k] = &Result{Mode: m, Offices: o.Offices, InFlight: o.InFlight}
+	}
+	if o.Stats != nil {
+		st, err := o.Stats(ctx, true)
+		if err != nil {
+			return results, err
+		}
+		for _, r := range results {
+			r.GoroutinesStart, r.HeapStart = st.Goroutines, st.HeapInuse
+		}
+	}
+	var closers []func()
+	defer func() {
+		for _, c := range closers {
+			c()
+		}
+	}()
+	var (
+		mu      sync.Mutex
+		turn    = sync.NewCond(&mu)
+		active  = -1
+		stopped bool
+	)
+	setTurn := func(k int, stop bool) {
+		mu.Lock()
+		active, stopped = k, stop
+		mu.Unlock()
+		turn.Broadcast()
+	}
+	windows := make([]*window, len(modes))
+	waits := make([]func(time.Duration) ([]time.Duration, bool), len(modes))
+	var seq atomic.Uint64
+	for k, m := range modes {
+		om := o
+		om.Mode = m
+		callers, err := dialCallers(ctx, om, k*o.Offices, &closers)
+		if err != nil {
+			setTurn(-1, true)
+			return results, fmt.Errorf("%s: %w", m, err)
+		}
+		windows[k] = &window{}
+		waits[k] = drive(ctx, om, callers, windows[k], &seq, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			for active != k && !stopped {
+				turn.Wait()
+			}
+			return !stopped
+		})
+	}
+	for k := range modes {
+		setTurn(k, false)
+		sleep(ctx, o.Warmup/time.Duration(len(modes)))
+	}
+	slice := o.Duration / time.Duration(turns)
+	for range turns {
+		for k, r := range results {
+			setTurn(k, false)
+			sleep(ctx, turnSettle)
+			srv0, self0 := o.readServer(), readSelf()
+			t0 := time.Now()
+			windows[k].measuring.Store(true)
+			sleep(ctx, slice)
+			windows[k].measuring.Store(false)
+			r.Elapsed += time.Since(t0)
+			srv1, self1 := o.readServer(), readSelf()
+			r.ServerCPU += srv1.CPU - srv0.CPU
+			r.ServerRSS = max(r.ServerRSS, srv1.RSS)
+			r.LoadCPU += self1.CPU - self0.CPU
+		}
+	}
+	setTurn(-1, true)
+	loaded := 0
+	for k, r := range results {
+		samples, ok := waits[k](10 * time.Second)
+		if !ok {
+			return results, fmt.Errorf("%s: calls still running 10 s after the last turn", r.Mode)
+		}
+		w := windows[k]
+		r.Calls, r.Errors, r.FirstError = w.calls.Load(), w.errors.Load(), w.firstErr
+		r.Latency = Summarise(samples)
+	}
+	if o.Stats != nil {
+		if st, err := o.Stats(ctx, false); err == nil {
+			loaded = st.Goroutines
+		}
+	}
+	for _, c := range closers {
+		c()
+	}
+	closers = nil
+	avg := LoadAvg()
+	for _, r := range results {
+		r.GoroutinesLoaded, r.LoadAvg = loaded, avg
+	}
+	if err := ctx.Err(); err != nil {
+		return results, err
+	}
+	if o.Stats != nil {
+		settle(ctx, o, results[0])
+		for _, r := range results[1:] {
+			r.GoroutinesEnd, r.HeapEnd = results[0].GoroutinesEnd, results[0].HeapEnd
+		}
+	}
+	return results, nil
 }

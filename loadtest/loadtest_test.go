@@ -104,3 +104,19 @@ func TestFloorRelaysToolCall(t *testing.T) {
 		t.Errorf("unknown computer answered %s", ans)
 	}
 }
+
+func TestRunTurnsRefuses(t *testing.T) {
+	o := Options{URL: "http://127.0.0.1:1", Duration: time.Second}
+	for _, tc := range []struct {
+		modes []Mode
+		turns int
+	}{
+		{[]Mode{ModeSIO, ModeConnect}, 0},
+		{[]Mode{ModeSIO, ModeFinder}, 2},
+		{[]Mode{ModeIdle}, 2},
+	} {
+		if _, err := RunTurns(t.Context(), o, tc.modes, tc.turns); err == nil {
+			t.Errorf("%v in %d turns accepted", tc.modes, tc.turns)
+		}
+	}
+}

@@ -48,6 +48,7 @@ type benchConfig struct {
 	startupN   int
 	startupDly time.Duration
 	repeat     int
+	turns      int
 }
 
 func runBench(ctx context.Context, args []string) error {
@@ -79,6 +80,10 @@ nothing but join and forward) and prints the gateway's cost as ratios to it.
 node and computers on the other so that every call crosses nodes, and prints
 the cluster's figures as ratios to the single gateway; its CPU and RSS are
 both nodes', redis-server's CPU is reported apart.
+--turns N measures the gateway's sio, connect and grpc modes against one
+gateway in rotation, each mode's --duration cut into N turns, so that the
+machine's speed drifting over minutes falls on every mode alike (comparison
+rows are measured before, one after the other).
 
 modes: sio (client:tool_call), connect (CallTool, Connect protocol),
 grpc (CallTool, gRPC), finder (client:get_finder over a computer with
@@ -109,6 +114,7 @@ flags:
 	fs.IntVar(&c.startupN, "startup-servers", 10, "stdio MCP servers of the computer (mode startup)")
 	fs.DurationVar(&c.startupDly, "startup-delay", 300*time.Millisecond, "start-up work of each stdio MCP server (mode startup)")
 	fs.IntVar(&c.repeat, "repeat", 1, "run each configuration this many times")
+	fs.IntVar(&c.turns, "turns", 0, "measure the gateway's sio, connect and grpc modes in rotation, each --duration cut into this many turns (0: one after the other)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -139,6 +145,8 @@ flags:
 		return errors.New("--inflight, --duration, --conns and --repeat must be positive, --warmup not negative")
 	case c.gatewayURL != "" && c.profileDir != "":
 		return errors.New("--profile needs a spawned gateway (no --gateway)")
+	case c.turns < 0 || c.turns > 0 && c.profileDir != "":
+		return errors.New("--turns must not be negative, and a profile would mix the modes in turns")
 	}
 	if c.apiKey == "" {
 		c.apiKey = os.Getenv("SMCP_API_KEY")
@@ -181,6 +189,8 @@ type benchRow struct {
 	StartupN               int           `json:",omitempty"`
 	Profiles               []string      `json:",omitempty"`
 	Err                    string        `json:",omitempty"`
+	// Turns > 0: measured in rotation with the other modes of its group.
+	Turns int `json:",omitempty"`
 }
 
 type benchReport struct {
@@ -217,10 +227,8 @@ func (c *benchConfig) run(ctx context.Context, rep *benchReport) error {
 	}
 	for _, n := range c.offices {
 		for range c.repeat {
-			for _, mode := range callModes {
-				if err := c.rows(ctx, rep, mode, n); err != nil {
-					return err
-				}
+			if err := c.callRows(ctx, rep, callModes, n); err != nil {
+				return err
 			}
 		}
 	}
@@ -236,7 +244,7 @@ func (c *benchConfig) run(ctx context.Context, rep *benchReport) error {
 			}
 		case loadtest.ModeIdle:
 			for range c.repeat {
-				if err := c.rows(ctx, rep, mode, 0); err != nil {
+				if err := c.rows(ctx, rep, mode, 0, false); err != nil {
 					return err
 				}
 			}
@@ -245,9 +253,54 @@ func (c *benchConfig) run(ctx context.Context, rep *benchReport) error {
 	return nil
 }
 
+// callRows measures the call modes at offices one after the other, or with
+// --turns, the gateway's sio, connect and grpc modes in rotation (after
+// their comparison rows, one after the other).
+func (c *benchConfig) callRows(ctx context.Context, rep *benchReport, modes []loadtest.Mode, offices int) error {
+	var inTurns []loadtest.Mode
+	for _, mode := range modes {
+		if c.turns > 0 && (mode == loadtest.ModeSIO || mode == loadtest.ModeConnect || mode == loadtest.ModeGRPC) {
+			inTurns = append(inTurns, mode)
+			if err := c.rows(ctx, rep, mode, offices, true); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := c.rows(ctx, rep, mode, offices, false); err != nil {
+			return err
+		}
+	}
+	if len(inTurns) == 0 {
+		return nil
+	}
+	rows := make([]benchRow, len(inTurns))
+	for k, mode := range inTurns {
+		rows[k] = benchRow{Server: loadtest.KindGateway, Turns: c.turns, Result: &loadtest.Result{Mode: mode, Offices: offices}}
+	}
+	o, stop, err := c.target(ctx, loadtest.KindGateway, inTurns[0], offices, nil)
+	defer stop()
+	if err == nil {
+		var res []*loadtest.Result
+		res, err = loadtest.RunTurns(ctx, o, inTurns, c.turns)
+		for k, r := range res {
+			rows[k].Result = r
+		}
+	}
+	if err != nil {
+		for k := range rows {
+			rows[k].Err = err.Error()
+		}
+	}
+	rep.Rows = append(rep.Rows, rows...)
+	if err != nil {
+		return fmt.Errorf("gateway in turns offices=%d: %w", offices, err)
+	}
+	return nil
+}
+
 // rows measures mode at offices on the gateway and on what it is compared
-// with, one row each.
-func (c *benchConfig) rows(ctx context.Context, rep *benchReport, mode loadtest.Mode, offices int) error {
+// with, one row each (only the comparison rows with onlyCompared).
+func (c *benchConfig) rows(ctx context.Context, rep *benchReport, mode loadtest.Mode, offices int, onlyCompared bool) error {
 	servers := []string{loadtest.KindGateway}
 	switch {
 	case c.compare == loadtest.KindFloor && (mode == loadtest.ModeSIO || mode == loadtest.ModeIdle):
@@ -256,6 +309,9 @@ func (c *benchConfig) rows(ctx context.Context, rep *benchReport, mode loadtest.
 		servers = []string{loadtest.KindGateway, serverCluster}
 	}
 	for _, kind := range servers {
+		if onlyCompared && kind == loadtest.KindGateway {
+			continue
+		}
 		row, err := c.one(ctx, kind, mode, offices)
 		rep.Rows = append(rep.Rows, row)
 		if err != nil {
@@ -269,44 +325,11 @@ func (c *benchConfig) one(ctx context.Context, kind string, mode loadtest.Mode, 
 	// A row that fails before measuring keeps its mode and offices, for
 	// the report's error line.
 	row := benchRow{Server: kind, Result: &loadtest.Result{Mode: mode, Offices: offices}}
-	o := loadtest.Options{
-		URL: c.gatewayURL, Path: c.path, Mode: mode, Offices: offices, InFlight: c.inFlight,
-		Warmup: c.warmup, Duration: c.duration, ParamBytes: c.params, Conns: c.conns, APIKey: c.apiKey, PIDs: []int{c.pid},
-	}
-	if mode == loadtest.ModeFinder {
-		o.Finder = loadtest.FinderSetup(10, max(1, c.finderDocs/10), slog.New(slog.DiscardHandler))
-	}
-	if c.gatewayURL == "" || kind != loadtest.KindGateway {
-		servers, err := c.spawn(ctx, kind)
-		defer func() {
-			for _, s := range servers {
-				s.stop()
-			}
-		}()
-		if err != nil {
-			row.Err = err.Error()
-			return row, err
-		}
-		// Agents connect to the first server, computers to the last.
-		o.URL, o.ComputerURL, o.Path, o.PIDs, o.APIKey = servers[0].url, servers[len(servers)-1].url, "/socket.io/", nil, ""
-		var urls []string
-		stamp := time.Now().Format("150405")
-		for i, s := range servers {
-			o.PIDs = append(o.PIDs, s.pid)
-			urls = append(urls, s.url)
-			if c.profileDir != "" && mode != loadtest.ModeIdle {
-				name := fmt.Sprintf("%s-%s-%d-%s", kind, mode, offices, stamp)
-				if len(servers) > 1 {
-					name += "-n" + strconv.Itoa(i)
-				}
-				row.Profiles = append(row.Profiles, filepath.Join(c.profileDir, name+".pprof"))
-				go c.profile(ctx, s.url, row.Profiles[i])
-			}
-		}
-		o.Stats = loadtest.StatsClient(urls...)
-		if kind == serverCluster {
-			o.RedisPID = c.redisPID
-		}
+	o, stop, err := c.target(ctx, kind, mode, offices, &row.Profiles)
+	defer stop()
+	if err != nil {
+		row.Err = err.Error()
+		return row, err
 	}
 	res, err := loadtest.Run(ctx, o)
 	if res != nil {
@@ -318,7 +341,52 @@ func (c *benchConfig) one(ctx context.Context, kind string, mode loadtest.Mode, 
 	return row, err
 }
 
-// profile records the server's CPU over the measured window.
+// target returns the load options for a server of kind, spawned unless it
+// is the --gateway one, and the function that stops it. With profiles, the
+// spawned servers are profiled over the run and the files listed there.
+func (c *benchConfig) target(ctx context.Context, kind string, mode loadtest.Mode, offices int, profiles *[]string) (loadtest.Options, func(), error) {
+	o := loadtest.Options{
+		URL: c.gatewayURL, Path: c.path, Mode: mode, Offices: offices, InFlight: c.inFlight,
+		Warmup: c.warmup, Duration: c.duration, ParamBytes: c.params, Conns: c.conns, APIKey: c.apiKey, PIDs: []int{c.pid},
+	}
+	if mode == loadtest.ModeFinder {
+		o.Finder = loadtest.FinderSetup(10, max(1, c.finderDocs/10), slog.New(slog.DiscardHandler))
+	}
+	if c.gatewayURL != "" && kind == loadtest.KindGateway {
+		return o, func() {}, nil
+	}
+	servers, err := c.spawn(ctx, kind)
+	stop := func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}
+	if err != nil {
+		return o, stop, err
+	}
+	// Agents connect to the first server, computers to the last.
+	o.URL, o.ComputerURL, o.Path, o.PIDs, o.APIKey = servers[0].url, servers[len(servers)-1].url, "/socket.io/", nil, ""
+	var urls []string
+	stamp := time.Now().Format("150405")
+	for i, s := range servers {
+		o.PIDs = append(o.PIDs, s.pid)
+		urls = append(urls, s.url)
+		if c.profileDir != "" && profiles != nil && mode != loadtest.ModeIdle {
+			name := fmt.Sprintf("%s-%s-%d-%s", kind, mode, offices, stamp)
+			if len(servers) > 1 {
+				name += "-n" + strconv.Itoa(i)
+			}
+			*profiles = append(*profiles, filepath.Join(c.profileDir, name+".pprof"))
+			go c.profile(ctx, s.url, (*profiles)[i])
+		}
+	}
+	o.Stats = loadtest.StatsClient(urls...)
+	if kind == serverCluster {
+		o.RedisPID = c.redisPID
+	}
+	return o, stop, nil
+}
+
 func (c *benchConfig) profile(ctx context.Context, url, path string) {
 	time.Sleep(c.warmup)
 	f, err := os.Create(path)
@@ -565,12 +633,16 @@ func (r *benchReport) print(w io.Writer) {
 			fmt.Fprintln(tw, "server\tmode\toffices\tcalls/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\terrors\tsrv CPU/call µs\tsrv RSS MiB\tload CPU/call µs\tgoroutines start/loaded/end\theap MiB start/end\tload avg\t")
 			calls = true
 		}
+		server := row.Server
+		if row.Turns > 0 {
+			server += fmt.Sprintf(" (%d turns)", row.Turns)
+		}
 		lc := time.Duration(0)
 		if row.Calls > 0 {
 			lc = row.LoadCPU / time.Duration(row.Calls)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%.1f\t%s\t%d/%d/%d\t%.1f/%.1f\t%s\t\n",
-			row.Server, row.Mode, row.Offices, row.CallsPerSec(), ms(row.Latency.P50), ms(row.Latency.P90), ms(row.Latency.P99), ms(row.Latency.Max),
+			server, row.Mode, row.Offices, row.CallsPerSec(), ms(row.Latency.P50), ms(row.Latency.P90), ms(row.Latency.P99), ms(row.Latency.Max),
 			row.Errors, us(row.CPUPerCall()), float64(row.ServerRSS)/(1<<20), us(lc),
 			row.GoroutinesStart, row.GoroutinesLoaded, row.GoroutinesEnd, float64(row.HeapStart)/(1<<20), float64(row.HeapEnd)/(1<<20), row.LoadAvg)
 	}
@@ -680,8 +752,12 @@ func (r *benchReport) printRatios(w io.Writer) {
 		}
 		if g.Mode == loadtest.ModeConnect || g.Mode == loadtest.ModeGRPC {
 			if s := nth(loadtest.KindGateway, loadtest.ModeSIO, g.Offices, n); s != nil && s.Calls > 0 {
-				line("%s offices=%d: calls/s / Socket.IO calls/s %.2f (goal >= 0.75), CPU per call / Socket.IO %.2f",
-					g.Mode, g.Offices, g.CallsPerSec()/s.CallsPerSec(), float64(g.CPUPerCall())/float64(max(1, s.CPUPerCall())))
+				how := ""
+				if g.Turns > 0 && s.Turns > 0 {
+					how = ", in turns"
+				}
+				line("%s offices=%d%s: calls/s / Socket.IO calls/s %.2f (goal >= 0.75), CPU per call / Socket.IO %.2f",
+					g.Mode, g.Offices, how, g.CallsPerSec()/s.CallsPerSec(), float64(g.CPUPerCall())/float64(max(1, s.CPUPerCall())))
 			}
 		}
 	}

@@ -89,6 +89,37 @@ func TestBenchCluster(t *testing.T) {
 	}
 }
 
+// TestBenchTurns measures sio, connect and grpc in rotation against one
+// spawned gateway (with the floor's sio row before them) and checks that
+// each mode got its calls, in turns, with the ratios printed.
+func TestBenchTurns(t *testing.T) {
+	rep, out := benchJSON(t, "-mode", "sio,connect,grpc", "-offices", "2", "-compare", "floor", "-turns", "3",
+		"-warmup", "300ms", "-duration", "900ms", "-json")
+	seen := map[string]bool{}
+	for _, row := range rep.Rows {
+		key := row.Server + "/" + string(row.Mode)
+		seen[key] = true
+		if row.Calls <= 0 || row.Errors != 0 || row.ServerCPU <= 0 || row.LoadCPU <= 0 || row.Elapsed < 900*time.Millisecond {
+			t.Errorf("%s: %+v", key, row.Result)
+		}
+		if inTurns := row.Server == loadtest.KindGateway; inTurns != (row.Turns == 3) {
+			t.Errorf("%s: turns %d", key, row.Turns)
+		}
+	}
+	for _, want := range []string{"floor/sio", "gateway/sio", "gateway/connect", "gateway/grpc"} {
+		if !seen[want] {
+			t.Errorf("no %s row in the report: %s", want, out)
+		}
+	}
+	var text bytes.Buffer
+	rep.print(&text)
+	for _, want := range []string{"gateway (3 turns)", "connect offices=2, in turns: calls/s / Socket.IO", "gateway/floor CPU per call"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
 func TestBenchFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-mode", "nope"},
@@ -97,6 +128,8 @@ func TestBenchFlags(t *testing.T) {
 		{"-redis", "redis://127.0.0.1:1/0"},
 		{"-duration", "0s"},
 		{"-gateway", "http://127.0.0.1:1", "-profile", t.TempDir()},
+		{"-turns", "-1"},
+		{"-turns", "2", "-profile", t.TempDir()},
 	} {
 		if err := benchMain(t.Context(), args, &bytes.Buffer{}); err == nil {
 			t.Errorf("%q accepted", args)
