@@ -658,45 +658,44 @@ func runIdle(ctx context.Context, o Options, r *Result) (func(), error) {
 // while the calls of the previous turn drain.
 const turnSettle = 500 * time.Millisecond
 
-// RunTurns measures call modes against one server in turns: every mode's
-// clients stay connected (offices of their own) and the measured time is cut
-// into turns slices per mode, taken in rotation, each after turnSettle
-// unmeasured. A run of modes one after the other puts each on whatever the
-// machine's speed is during its minutes; on a shared machine that drifts by
-// a quarter, which is larger than the differences being measured. In turns,
-// the drift falls on every mode alike. o.Duration is each mode's measured
-// time in total, o.Warmup is shared among the modes.
-func RunTurns(ctx context.Context, o Options, modes []Mode, turns int) ([]*Result, error) {
-	if turns < 1 {
-		return nil, errors.New("loadtest: turns must be at least 1")
+// RunTurns measures runs (each a call mode against a server) in turns:
+// every run's clients stay connected (offices of their own) and the measured
+// time is cut into turns slices per run, taken in rotation, each after
+// turnSettle unmeasured. Runs made one after the other put each on whatever
+// the machine's speed is during its minutes; on a shared machine that drifts
+// by a quarter, more than the differences being measured. In turns the drift
+// falls on every run alike. The first run's Warmup is shared among the runs
+// and its Duration is each run's measured time in total.
+func RunTurns(ctx context.Context, runs []Options, turns int) ([]*Result, error) {
+	if turns < 1 || len(runs) == 0 {
+		return nil, errors.New("loadtest: turns needs at least one run and one turn")
 	}
-	for _, m := range modes {
-		if m != ModeSIO && m != ModeConnect && m != ModeGRPC {
-			return nil, fmt.Errorf("loadtest: mode %q cannot run in turns (sio, connect, grpc can)", m)
+	results := make([]*Result, len(runs))
+	for k := range runs {
+		o := &runs[k]
+		if o.Mode != ModeSIO && o.Mode != ModeConnect && o.Mode != ModeGRPC {
+			return nil, fmt.Errorf("loadtest: mode %q cannot run in turns (sio, connect, grpc can)", o.Mode)
 		}
-	}
-	if err := o.defaults(); err != nil {
-		return nil, err
-	}
-	results := make([]*Result, len(modes))
-	for k, m := range modes {
-		results[k] = &Result{Mode: m, Offices: o.Offices, InFlight: o.InFlight}
-	}
-	if o.Stats != nil {
-		st, err := o.Stats(ctx, true)
-		if err != nil {
-			return results, err
+		if err := o.defaults(); err != nil {
+			return nil, err
 		}
-		for _, r := range results {
-			r.GoroutinesStart, r.HeapStart = st.Goroutines, st.HeapInuse
+		results[k] = &Result{Mode: o.Mode, Offices: o.Offices, InFlight: o.InFlight}
+		if o.Stats != nil {
+			st, err := o.Stats(ctx, true)
+			if err != nil {
+				return results, err
+			}
+			results[k].GoroutinesStart, results[k].HeapStart = st.Goroutines, st.HeapInuse
 		}
 	}
 	var closers []func()
-	defer func() {
+	closeAll := func() {
 		for _, c := range closers {
 			c()
 		}
-	}()
+		closers = nil
+	}
+	defer closeAll()
 	var (
 		mu      sync.Mutex
 		turn    = sync.NewCond(&mu)
@@ -709,19 +708,19 @@ func RunTurns(ctx context.Context, o Options, modes []Mode, turns int) ([]*Resul
 		mu.Unlock()
 		turn.Broadcast()
 	}
-	windows := make([]*window, len(modes))
-	waits := make([]func(time.Duration) ([]time.Duration, bool), len(modes))
+	windows := make([]*window, len(runs))
+	waits := make([]func(time.Duration) ([]time.Duration, bool), len(runs))
 	var seq atomic.Uint64
-	for k, m := range modes {
-		om := o
-		om.Mode = m
-		callers, err := dialCallers(ctx, om, k*o.Offices, &closers)
+	base := 0
+	for k, o := range runs {
+		callers, err := dialCallers(ctx, o, base, &closers)
+		base += o.Offices
 		if err != nil {
 			setTurn(-1, true)
-			return results, fmt.Errorf("%s: %w", m, err)
+			return results, fmt.Errorf("%s: %w", o.Mode, err)
 		}
 		windows[k] = &window{}
-		waits[k] = drive(ctx, om, callers, windows[k], &seq, func() bool {
+		waits[k] = drive(ctx, o, callers, windows[k], &seq, func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			for active != k && !stopped {
@@ -730,13 +729,14 @@ func RunTurns(ctx context.Context, o Options, modes []Mode, turns int) ([]*Resul
 			return !stopped
 		})
 	}
-	for k := range modes {
+	for k := range runs {
 		setTurn(k, false)
-		sleep(ctx, o.Warmup/time.Duration(len(modes)))
+		sleep(ctx, runs[0].Warmup/time.Duration(len(runs)))
 	}
-	slice := o.Duration / time.Duration(turns)
+	slice := runs[0].Duration / time.Duration(turns)
 	for range turns {
 		for k, r := range results {
+			o := &runs[k]
 			setTurn(k, false)
 			sleep(ctx, turnSettle)
 			srv0, self0 := o.readServer(), readSelf()
@@ -752,7 +752,6 @@ func RunTurns(ctx context.Context, o Options, modes []Mode, turns int) ([]*Resul
 		}
 	}
 	setTurn(-1, true)
-	loaded := 0
 	for k, r := range results {
 		samples, ok := waits[k](10 * time.Second)
 		if !ok {
@@ -761,28 +760,19 @@ func RunTurns(ctx context.Context, o Options, modes []Mode, turns int) ([]*Resul
 		w := windows[k]
 		r.Calls, r.Errors, r.FirstError = w.calls.Load(), w.errors.Load(), w.firstErr
 		r.Latency = Summarise(samples)
-	}
-	if o.Stats != nil {
-		if st, err := o.Stats(ctx, false); err == nil {
-			loaded = st.Goroutines
+		if o := runs[k]; o.Stats != nil {
+			if st, err := o.Stats(ctx, false); err == nil {
+				r.GoroutinesLoaded = st.Goroutines
+			}
 		}
 	}
-	for _, c := range closers {
-		c()
-	}
-	closers = nil
+	closeAll()
 	avg := LoadAvg()
-	for _, r := range results {
-		r.GoroutinesLoaded, r.LoadAvg = loaded, avg
-	}
-	if err := ctx.Err(); err != nil {
-		return results, err
-	}
-	if o.Stats != nil {
-		settle(ctx, o, results[0])
-		for _, r := range results[1:] {
-			r.GoroutinesEnd, r.HeapEnd = results[0].GoroutinesEnd, results[0].HeapEnd
+	for k, r := range results {
+		r.LoadAvg = avg
+		if runs[k].Stats != nil && ctx.Err() == nil {
+			settle(ctx, runs[k], r)
 		}
 	}
-	return results, nil
+	return results, ctx.Err()
 }

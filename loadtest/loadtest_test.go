@@ -106,17 +106,18 @@ func TestFloorRelaysToolCall(t *testing.T) {
 }
 
 func TestRunTurnsRefuses(t *testing.T) {
-	o := Options{URL: "http://127.0.0.1:1", Duration: time.Second}
+	run := func(m Mode) Options { return Options{URL: "http://127.0.0.1:1", Mode: m, Duration: time.Second} }
 	for _, tc := range []struct {
-		modes []Mode
+		runs  []Options
 		turns int
 	}{
-		{[]Mode{ModeSIO, ModeConnect}, 0},
-		{[]Mode{ModeSIO, ModeFinder}, 2},
-		{[]Mode{ModeIdle}, 2},
+		{[]Options{run(ModeSIO), run(ModeConnect)}, 0},
+		{nil, 2},
+		{[]Options{run(ModeSIO), run(ModeFinder)}, 2},
+		{[]Options{run(ModeIdle)}, 2},
 	} {
-		if _, err := RunTurns(t.Context(), o, tc.modes, tc.turns); err == nil {
-			t.Errorf("%v in %d turns accepted", tc.modes, tc.turns)
+		if _, err := RunTurns(t.Context(), tc.runs, tc.turns); err == nil {
+			t.Errorf("%d runs in %d turns accepted", len(tc.runs), tc.turns)
 		}
 	}
 }

@@ -80,10 +80,10 @@ nothing but join and forward) and prints the gateway's cost as ratios to it.
 node and computers on the other so that every call crosses nodes, and prints
 the cluster's figures as ratios to the single gateway; its CPU and RSS are
 both nodes', redis-server's CPU is reported apart.
---turns N measures the gateway's sio, connect and grpc modes against one
-gateway in rotation, each mode's --duration cut into N turns, so that the
-machine's speed drifting over minutes falls on every mode alike (comparison
-rows are measured before, one after the other).
+--turns N measures the sio, connect and grpc rows (on the gateway and on the
+--compare servers) in rotation instead of one after the other: every row's
+clients stay connected, and each row's --duration is cut into N turns, so that
+the machine's speed drifting over minutes falls on every row alike.
 
 modes: sio (client:tool_call), connect (CallTool, Connect protocol),
 grpc (CallTool, gRPC), finder (client:get_finder over a computer with
@@ -114,7 +114,7 @@ flags:
 	fs.IntVar(&c.startupN, "startup-servers", 10, "stdio MCP servers of the computer (mode startup)")
 	fs.DurationVar(&c.startupDly, "startup-delay", 300*time.Millisecond, "start-up work of each stdio MCP server (mode startup)")
 	fs.IntVar(&c.repeat, "repeat", 1, "run each configuration this many times")
-	fs.IntVar(&c.turns, "turns", 0, "measure the gateway's sio, connect and grpc modes in rotation, each --duration cut into this many turns (0: one after the other)")
+	fs.IntVar(&c.turns, "turns", 0, "measure the sio, connect and grpc rows in rotation, each --duration cut into this many turns (0: one after the other)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -244,7 +244,7 @@ func (c *benchConfig) run(ctx context.Context, rep *benchReport) error {
 			}
 		case loadtest.ModeIdle:
 			for range c.repeat {
-				if err := c.rows(ctx, rep, mode, 0, false); err != nil {
+				if err := c.rows(ctx, rep, mode, 0); err != nil {
 					return err
 				}
 			}
@@ -254,34 +254,43 @@ func (c *benchConfig) run(ctx context.Context, rep *benchReport) error {
 }
 
 // callRows measures the call modes at offices one after the other, or with
-// --turns, the gateway's sio, connect and grpc modes in rotation (after
-// their comparison rows, one after the other).
+// --turns, the sio, connect and grpc rows (gateway and comparison servers
+// alike) in rotation.
 func (c *benchConfig) callRows(ctx context.Context, rep *benchReport, modes []loadtest.Mode, offices int) error {
 	var inTurns []loadtest.Mode
 	for _, mode := range modes {
 		if c.turns > 0 && (mode == loadtest.ModeSIO || mode == loadtest.ModeConnect || mode == loadtest.ModeGRPC) {
 			inTurns = append(inTurns, mode)
-			if err := c.rows(ctx, rep, mode, offices, true); err != nil {
-				return err
-			}
 			continue
 		}
-		if err := c.rows(ctx, rep, mode, offices, false); err != nil {
+		if err := c.rows(ctx, rep, mode, offices); err != nil {
 			return err
 		}
 	}
 	if len(inTurns) == 0 {
 		return nil
 	}
-	rows := make([]benchRow, len(inTurns))
-	for k, mode := range inTurns {
-		rows[k] = benchRow{Server: loadtest.KindGateway, Turns: c.turns, Result: &loadtest.Result{Mode: mode, Offices: offices}}
+	var rows []benchRow
+	var runs []loadtest.Options
+	targets := map[string]loadtest.Options{}
+	var err error
+	for _, mode := range inTurns {
+		for _, kind := range c.servers(mode) {
+			rows = append(rows, benchRow{Server: kind, Turns: c.turns, Result: &loadtest.Result{Mode: mode, Offices: offices}})
+			o, ok := targets[kind]
+			if !ok && err == nil {
+				var stop func()
+				o, stop, err = c.target(ctx, kind, mode, offices, nil)
+				defer stop()
+				targets[kind] = o
+			}
+			o.Mode = mode
+			runs = append(runs, o)
+		}
 	}
-	o, stop, err := c.target(ctx, loadtest.KindGateway, inTurns[0], offices, nil)
-	defer stop()
 	if err == nil {
 		var res []*loadtest.Result
-		res, err = loadtest.RunTurns(ctx, o, inTurns, c.turns)
+		res, err = loadtest.RunTurns(ctx, runs, c.turns)
 		for k, r := range res {
 			rows[k].Result = r
 		}
@@ -293,25 +302,26 @@ func (c *benchConfig) callRows(ctx context.Context, rep *benchReport, modes []lo
 	}
 	rep.Rows = append(rep.Rows, rows...)
 	if err != nil {
-		return fmt.Errorf("gateway in turns offices=%d: %w", offices, err)
+		return fmt.Errorf("in turns, offices=%d: %w", offices, err)
 	}
 	return nil
 }
 
-// rows measures mode at offices on the gateway and on what it is compared
-// with, one row each (only the comparison rows with onlyCompared).
-func (c *benchConfig) rows(ctx context.Context, rep *benchReport, mode loadtest.Mode, offices int, onlyCompared bool) error {
-	servers := []string{loadtest.KindGateway}
+// servers are the kinds of server mode is measured on: the gateway and
+// what it is compared with.
+func (c *benchConfig) servers(mode loadtest.Mode) []string {
 	switch {
 	case c.compare == loadtest.KindFloor && (mode == loadtest.ModeSIO || mode == loadtest.ModeIdle):
-		servers = []string{loadtest.KindFloor, loadtest.KindGateway}
+		return []string{loadtest.KindFloor, loadtest.KindGateway}
 	case c.compare == serverCluster && mode == loadtest.ModeSIO:
-		servers = []string{loadtest.KindGateway, serverCluster}
+		return []string{loadtest.KindGateway, serverCluster}
 	}
-	for _, kind := range servers {
-		if onlyCompared && kind == loadtest.KindGateway {
-			continue
-		}
+	return []string{loadtest.KindGateway}
+}
+
+// rows measures mode at offices on each of its servers, one row each.
+func (c *benchConfig) rows(ctx context.Context, rep *benchReport, mode loadtest.Mode, offices int) error {
+	for _, kind := range c.servers(mode) {
 		row, err := c.one(ctx, kind, mode, offices)
 		rep.Rows = append(rep.Rows, row)
 		if err != nil {
@@ -738,8 +748,8 @@ func (r *benchReport) printRatios(w io.Writer) {
 		}
 		if f := nth(loadtest.KindFloor, g.Mode, g.Offices, n); f != nil && f.Calls > 0 {
 			cpu, cps, p99 := ratios(g, f)
-			line("%s offices=%d: gateway/floor CPU per call %.2f (goal <= 1.25), calls/s %.2f (goal >= 0.85), p99 %.2f",
-				g.Mode, g.Offices, cpu, cps, p99)
+			line("%s offices=%d%s: gateway/floor CPU per call %.2f (goal <= 1.25), calls/s %.2f (goal >= 0.85), p99 %.2f",
+				g.Mode, g.Offices, inTurns(g, f), cpu, cps, p99)
 		}
 		if cl := nth(serverCluster, g.Mode, g.Offices, n); cl != nil && cl.Calls > 0 {
 			cpu, cps, p99 := ratios(cl, g)
@@ -747,20 +757,24 @@ func (r *benchReport) printRatios(w io.Writer) {
 			if cl.RedisCPU > 0 {
 				redis = fmt.Sprintf(", %.2f with redis-server", float64(cl.CPUPerCall()+cl.RedisCPU/time.Duration(cl.Calls))/float64(max(1, g.CPUPerCall())))
 			}
-			line("%s offices=%d: cluster/gateway calls/s %.2f, p99 %.2f, CPU per call %.2f (both nodes%s)",
-				g.Mode, g.Offices, cps, p99, cpu, redis)
+			line("%s offices=%d%s: cluster/gateway calls/s %.2f, p99 %.2f, CPU per call %.2f (both nodes%s)",
+				g.Mode, g.Offices, inTurns(g, cl), cps, p99, cpu, redis)
 		}
 		if g.Mode == loadtest.ModeConnect || g.Mode == loadtest.ModeGRPC {
 			if s := nth(loadtest.KindGateway, loadtest.ModeSIO, g.Offices, n); s != nil && s.Calls > 0 {
-				how := ""
-				if g.Turns > 0 && s.Turns > 0 {
-					how = ", in turns"
-				}
 				line("%s offices=%d%s: calls/s / Socket.IO calls/s %.2f (goal >= 0.75), CPU per call / Socket.IO %.2f",
-					g.Mode, g.Offices, how, g.CallsPerSec()/s.CallsPerSec(), float64(g.CPUPerCall())/float64(max(1, s.CPUPerCall())))
+					g.Mode, g.Offices, inTurns(g, s), g.CallsPerSec()/s.CallsPerSec(), float64(g.CPUPerCall())/float64(max(1, s.CPUPerCall())))
 			}
 		}
 	}
+}
+
+// inTurns marks a ratio of two rows measured in the same rotation.
+func inTurns(a, b *benchRow) string {
+	if a.Turns > 0 && b.Turns > 0 {
+		return ", in turns"
+	}
+	return ""
 }
 
 // ratios are a's CPU per call, calls/s and p99 latency over b's.
