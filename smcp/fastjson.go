@@ -470,6 +470,15 @@ func (r *jsonReader) object(field func(key string) error) error {
 	}
 }
 
+// structObject reads an object as a Struct; null or any other value is
+// protojson's call.
+func (r *jsonReader) structObject() (*structpb.Struct, error) {
+	if r.peek() != '{' {
+		return nil, errSlow
+	}
+	return r.structValue()
+}
+
 func (r *jsonReader) structValue() (*structpb.Struct, error) {
 	s := &structpb.Struct{Fields: map[string]*structpb.Value{}}
 	err := r.object(func(key string) error {
@@ -577,10 +586,7 @@ func unmarshalToolCallReq(b []byte, m *smcpv1.ToolCallReq) error {
 			if err := got.add(4); err != nil {
 				return err
 			}
-			if r.peek() != '{' {
-				return errSlow
-			}
-			s, err := r.structValue()
+			s, err := r.structObject()
 			m.Params = s
 			return err
 		case "timeout":
@@ -619,10 +625,7 @@ func unmarshalCallToolResult(b []byte, m *smcpv1.CallToolResult) error {
 		if err := got.add(bit); err != nil {
 			return err
 		}
-		if r.peek() != '{' {
-			return errSlow
-		}
-		s, err := r.structValue()
+		s, err := r.structObject()
 		*dst = s
 		return err
 	}
@@ -633,10 +636,7 @@ func unmarshalCallToolResult(b []byte, m *smcpv1.CallToolResult) error {
 				return err
 			}
 			return r.array(func() error {
-				if r.peek() != '{' {
-					return errSlow
-				}
-				s, err := r.structValue()
+				s, err := r.structObject()
 				m.Content = append(m.Content, s)
 				return err
 			})
