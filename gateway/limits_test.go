@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
@@ -47,6 +48,10 @@ type polling struct {
 	url string
 }
 
+// pollingClient bounds each request: a poll the gateway never answers fails
+// the test in seconds instead of at the test binary's 10 min timeout.
+var pollingClient = &http.Client{Timeout: 10 * time.Second}
+
 func dialPolling(t *testing.T, base string) *polling {
 	t.Helper()
 	p := &polling{url: base + "/socket.io/?EIO=4&transport=polling"}
@@ -67,7 +72,7 @@ func dialPolling(t *testing.T, base string) *polling {
 
 func (p *polling) get(t *testing.T) string {
 	t.Helper()
-	resp, err := http.Get(p.url)
+	resp, err := pollingClient.Get(p.url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +83,7 @@ func (p *polling) get(t *testing.T) string {
 
 func (p *polling) post(t *testing.T, body string) {
 	t.Helper()
-	resp, err := http.Post(p.url, "text/plain;charset=UTF-8", strings.NewReader(body))
+	resp, err := pollingClient.Post(p.url, "text/plain;charset=UTF-8", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,12 @@ func (p *polling) onPollRequest(ctx *types.HttpContext) {
 
 	ctx.Cleanup = func() {
 		ctx.RemoveListener("close", onClose)
-		p.req.Store(nil)
+		// smcp-gateway patch: only if it is still this poll. Cleanup runs
+		// twice (in DoWrite, and again when the context closes after the
+		// write), and the second run can come after the client already got
+		// the answer and sent its next poll: upstream's Store(nil) then
+		// dropped that poll, which hung until the client gave up.
+		p.req.CompareAndSwap(ctx, nil)
 	}
 
 	_ = ctx.Once("close", onClose)
@@ -181,7 +186,7 @@ func (p *polling) onDataRequest(ctx *types.HttpContext) {
 
 	cleanup = func() {
 		ctx.RemoveListener("close", onClose)
-		p.dataCtx.Store(nil)
+		p.dataCtx.CompareAndSwap(ctx, nil) // as in onPollRequest
 	}
 
 	_ = ctx.Once("close", onClose)
