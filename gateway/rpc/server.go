@@ -24,6 +24,7 @@ import (
 	"github.com/rs/cors"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 )
 
@@ -155,4 +156,18 @@ func (s *Server) corsWrapper() func(http.Handler) http.Handler {
 		ExposedHeaders: connectcors.ExposedHeaders(),
 		MaxAge:         7200,
 	}).Handler
+}
+
+// UnaryPaths are the request paths of the AgentService's unary procedures,
+// the calls a one-request HTTP/1.1 lane can serve (gateway/fastlane).
+func UnaryPaths() []string {
+	var out []string
+	methods := smcpv1.File_smcp_v1_service_proto.Services().ByName("AgentService").Methods()
+	for i := range methods.Len() {
+		m := methods.Get(i)
+		if !m.IsStreamingClient() && !m.IsStreamingServer() {
+			out = append(out, "/"+smcpv1connect.AgentServiceName+"/"+string(m.Name()))
+		}
+	}
+	return out
 }
