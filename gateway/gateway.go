@@ -19,6 +19,7 @@ import (
 
 	"connectrpc.com/connect"
 	"connectrpc.com/otelconnect"
+	"github.com/prometheus/client_golang/prometheus"
 	goredis "github.com/redis/go-redis/v9"
 	redisv3 "github.com/zishang520/socket.io/adapters/redis/v3"
 	redisadapter "github.com/zishang520/socket.io/adapters/redis/v3/adapter"
@@ -78,6 +79,7 @@ type Gateway struct {
 	Metrics *metrics.Metrics
 	mux     *http.ServeMux
 	serving atomic.Bool
+	lane    atomic.Pointer[fastlane.Lane]
 	cfg     Config
 	log     *slog.Logger
 	// Cluster only.
@@ -176,9 +178,22 @@ func New(cfg Config) (*Gateway, error) {
 		}
 	})
 	if m != nil {
+		m.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "smcp_fastlane_calls_total",
+			Help: "Connect unary calls answered by the HTTP/1.1 fast lane (the others are net/http's).",
+		}, func() float64 { return float64(g.FastLaneCalls()) }))
 		g.mux.Handle("GET /metrics", m.Handler())
 	}
 	return g, nil
+}
+
+// FastLaneCalls is how many calls the fast lane has answered (see
+// Config.NoFastLane).
+func (g *Gateway) FastLaneCalls() uint64 {
+	if l := g.lane.Load(); l != nil {
+		return l.Served()
+	}
+	return 0
 }
 
 // tracerName is the instrumentation scope of the Socket.IO spans.
@@ -237,6 +252,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 			Paths: rpc.UnaryPaths(), Handler: g.mux, ReadHeaderTimeout: srv.ReadHeaderTimeout,
 			Logger: g.log.With("component", "fastlane"),
 		})
+		g.lane.Store(lane)
 		go func() { _ = lane.Serve() }()
 		ln = lane.Handoff()
 	}

@@ -75,7 +75,12 @@ type computer struct {
 
 func dialComputer(t testing.TB, url, name, office string) *computer {
 	t.Helper()
-	c, err := sioclient.Dial(ctxT(t), sioclient.Options{URL: url, Logger: testLogger})
+	return dialComputerWithKey(t, url, "", name, office)
+}
+
+func dialComputerWithKey(t testing.TB, url, key, name, office string) *computer {
+	t.Helper()
+	c, err := sioclient.Dial(ctxT(t), sioclient.Options{URL: url, APIKey: key, Logger: testLogger})
 	if err != nil {
 		t.Fatal(err)
 	}

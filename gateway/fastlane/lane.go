@@ -78,8 +78,12 @@ type Lane struct {
 	closing bool
 	idle    chan struct{} // signalled when a connection leaves
 
-	dated atomic.Pointer[dated]
+	dated  atomic.Pointer[dated]
+	served atomic.Uint64
 }
+
+// Served is how many calls the lane has answered.
+func (l *Lane) Served() uint64 { return l.served.Load() }
 
 // dated is the Date header of answers within one second.
 type dated struct {
@@ -342,6 +346,7 @@ func (c *conn) call(h head) bool {
 	if !w.stop() || !ok {
 		return false
 	}
+	c.lane.served.Add(1) // before the answer, so that a client that has it sees the count
 	err := c.writeAnswer(&c.w)
 	if c.out.Cap() > keepBufferBytes {
 		c.out = bytes.Buffer{} // one large answer must not stay with the connection
