@@ -24,7 +24,7 @@ type head struct {
 // non-ASCII, control bytes). So net/http answers every unusual request
 // itself, errors included, and the two never disagree on where a request
 // ends.
-func parseHead(b []byte, paths map[string]bool, maxBody int) (h head, ok bool) {
+func parseHead(b []byte, paths map[string]string, maxBody int) (h head, ok bool) {
 	line, rest, found := bytes.Cut(b, crlf)
 	if !found {
 		return h, false
@@ -34,31 +34,45 @@ func parseHead(b []byte, paths map[string]bool, maxBody int) (h head, ok bool) {
 		return h, false
 	}
 	target, found = bytes.CutSuffix(target, []byte(" HTTP/1.1"))
-	if !found || !paths[string(target)] {
+	if h.path = paths[string(target)]; !found || h.path == "" {
 		return h, false
 	}
-	h.path = string(target)
+	// One string holds every value: a head costs one allocation for them.
+	text := string(rest)
+	values := make([]string, 0, 8)
 	h.header = make(http.Header, 8)
 	h.length = -1
 	hosts, types := 0, 0
-	for {
-		line, rest, found = bytes.Cut(rest, crlf)
-		if !found {
+	for at := 0; ; {
+		n := bytes.Index(rest[at:], crlf)
+		if n < 0 {
 			return h, false
 		}
+		line, start := rest[at:at+n], at
+		at += n + 2
 		if len(line) == 0 {
+			if at != len(rest) {
+				return h, false
+			}
 			break
 		}
-		name, value, found := bytes.Cut(line, []byte(":"))
-		if !found || !validName(name) {
+		colon := bytes.IndexByte(line, ':')
+		if colon < 0 || !validName(line[:colon]) {
 			return h, false
 		}
-		value = bytes.Trim(value, " \t")
+		i, j := colon+1, len(line)
+		for i < j && (line[i] == ' ' || line[i] == '\t') {
+			i++
+		}
+		for j > i && (line[j-1] == ' ' || line[j-1] == '\t') {
+			j--
+		}
+		value := line[i:j]
 		if !validValue(value) {
 			return h, false
 		}
-		key := textproto.CanonicalMIMEHeaderKey(string(name))
-		v := string(value)
+		key := canonicalKey(line[:colon])
+		v := text[start+i : start+j]
 		switch key {
 		case "Host":
 			hosts++
@@ -85,12 +99,36 @@ func parseHead(b []byte, paths map[string]bool, maxBody int) (h head, ok bool) {
 		case "Transfer-Encoding", "Expect", "Upgrade", "Trailer", "Te":
 			return h, false
 		}
-		h.header[key] = append(h.header[key], v)
+		if prev, ok := h.header[key]; ok {
+			h.header[key] = append(prev, v)
+			continue
+		}
+		values = append(values, v)
+		h.header[key] = values[len(values)-1 : len(values) : len(values)]
 	}
-	if len(rest) != 0 || hosts != 1 || types != 1 || h.length < 0 {
+	if hosts != 1 || types != 1 || h.length < 0 {
 		return h, false
 	}
 	return h, true
+}
+
+// canonicalKey is textproto.CanonicalMIMEHeaderKey of a valid name, without
+// an allocation for the names Connect clients send.
+func canonicalKey(name []byte) string {
+	for _, k := range commonKeys {
+		if len(name) == len(k) && bytes.EqualFold(name, []byte(k)) {
+			return k
+		}
+	}
+	return textproto.CanonicalMIMEHeaderKey(string(name))
+}
+
+// commonKeys are canonical (TestCommonKeysAreCanonical).
+var commonKeys = [...]string{
+	"Host", "Content-Type", "Content-Length", "Content-Encoding", "Accept-Encoding", "Accept",
+	"Connect-Protocol-Version", "Connect-Timeout-Ms", "Connect-Content-Encoding",
+	"Connect-Accept-Encoding", "User-Agent", "Authorization", "X-Api-Key", "X-Smcp-Agent",
+	"Connection", "Traceparent", "Tracestate",
 }
 
 var crlf = []byte("\r\n")

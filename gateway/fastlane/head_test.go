@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"net/http"
+	"net/textproto"
 	"reflect"
 	"strings"
 	"testing"
 )
 
-var testPaths = map[string]bool{"/svc/Call": true}
+var testPaths = map[string]string{"/svc/Call": "/svc/Call"}
 
 const okHead = "POST /svc/Call HTTP/1.1\r\nHost: gw\r\nContent-Type: application/proto\r\nContent-Length: 3\r\nX-Api-Key: k\r\n\r\n"
 
@@ -93,4 +94,15 @@ func FuzzParseHead(f *testing.F) {
 			t.Fatalf("headers: net/http %v, lane %v", req.Header, h.header)
 		}
 	})
+}
+
+func TestCommonKeysAreCanonical(t *testing.T) {
+	for _, k := range commonKeys {
+		if c := textproto.CanonicalMIMEHeaderKey(k); c != k {
+			t.Errorf("%q is not canonical (%q)", k, c)
+		}
+		if got := canonicalKey([]byte(strings.ToLower(k))); got != k {
+			t.Errorf("canonicalKey(%q) = %q", strings.ToLower(k), got)
+		}
+	}
 }

@@ -69,7 +69,7 @@ type Options struct {
 type Lane struct {
 	ln      net.Listener
 	opts    Options
-	paths   map[string]bool
+	paths   map[string]string // a path to itself: lookups return it without allocating
 	handoff *handoffListener
 	log     *slog.Logger
 
@@ -114,9 +114,9 @@ func New(ln net.Listener, opts Options) *Lane {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	paths := make(map[string]bool, len(opts.Paths))
+	paths := make(map[string]string, len(opts.Paths))
 	for _, p := range opts.Paths {
-		paths[p] = true
+		paths[p] = p
 	}
 	l := &Lane{ln: ln, opts: opts, paths: paths, log: opts.Logger,
 		conns: map[*conn]struct{}{}, idle: make(chan struct{}, 1)}
@@ -228,6 +228,12 @@ type conn struct {
 	out    bytes.Buffer // the current answer's body, reused
 	wbuf   []byte       // the current answer, reused
 	w      responseWriter
+	reader bodyReader
+
+	// The watch of a call that runs long (see call); its timer is reused.
+	watchTimer  *time.Timer
+	watchDone   chan bool // true: the client has gone
+	watchCancel context.CancelFunc
 
 	mu     sync.Mutex
 	active bool // a request is being read or served
@@ -334,16 +340,17 @@ func (c *conn) call(h head) bool {
 	if c.w.header == nil {
 		c.w.header = make(http.Header, 4)
 	}
+	c.reader.Reset(c.body)
 	req := &http.Request{
 		Method: http.MethodPost, URL: &url.URL{Path: h.path}, RequestURI: h.path,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h.header, Host: h.host, ContentLength: int64(h.length),
-		Body: io.NopCloser(bytes.NewReader(c.body)), RemoteAddr: c.remote,
+		Body: &c.reader, RemoteAddr: c.remote,
 	}
 	req = req.WithContext(ctx)
-	w := newWatch(c, cancel)
+	c.startWatch(cancel)
 	ok := c.run(&c.w, req)
-	if !w.stop() || !ok {
+	if !c.stopWatch() || !ok {
 		return false
 	}
 	c.lane.served.Add(1) // before the answer, so that a client that has it sees the count
@@ -358,40 +365,42 @@ func (c *conn) call(h head) bool {
 // for the client going away.
 const watchAfter = 50 * time.Millisecond
 
-// watch reads the connection of a call that runs long, to cancel it when
-// the client goes away. A pipelined request stays in the buffer.
-type watch struct {
-	c      *conn
-	timer  *time.Timer
-	done   chan struct{}
-	gone   bool // the client closed the connection
-	cancel context.CancelFunc
-}
-
-func newWatch(c *conn, cancel context.CancelFunc) *watch {
-	w := &watch{c: c, cancel: cancel, done: make(chan struct{})}
-	w.timer = time.AfterFunc(watchAfter, w.run)
-	return w
-}
-
-func (w *watch) run() {
-	defer close(w.done)
-	if _, err := w.c.br.Peek(1); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-		w.gone = true
-		w.cancel()
+func (c *conn) startWatch(cancel context.CancelFunc) {
+	c.mu.Lock()
+	c.watchCancel = cancel
+	c.mu.Unlock()
+	if c.watchTimer == nil {
+		c.watchDone = make(chan bool, 1)
+		c.watchTimer = time.AfterFunc(watchAfter, c.watch)
+		return
 	}
+	c.watchTimer.Reset(watchAfter)
 }
 
-// stop ends the watch; false if the client has gone.
-func (w *watch) stop() bool {
-	if w.timer.Stop() {
+// watch reads the connection of a call that runs long, to cancel the call
+// when the client goes away. A pipelined request stays in the buffer.
+func (c *conn) watch() {
+	_, err := c.br.Peek(1)
+	gone := err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
+	if gone {
+		c.mu.Lock()
+		cancel := c.watchCancel
+		c.mu.Unlock()
+		cancel()
+	}
+	c.watchDone <- gone
+}
+
+// stopWatch ends the watch; false if the client has gone.
+func (c *conn) stopWatch() bool {
+	if c.watchTimer.Stop() {
 		return true
 	}
 	// The read may be blocked: make it return now, as net/http's
 	// abortPendingRead does.
-	_ = w.c.c.SetReadDeadline(time.Unix(1, 0))
-	<-w.done
-	return !w.gone && w.c.c.SetReadDeadline(time.Time{}) == nil
+	_ = c.c.SetReadDeadline(time.Unix(1, 0))
+	gone := <-c.watchDone
+	return !gone && c.c.SetReadDeadline(time.Time{}) == nil
 }
 
 // run calls the handler; false if it panicked (net/http closes the
@@ -521,6 +530,11 @@ func (c *conn) handOff() {
 		_ = c.c.Close()
 	}
 }
+
+// bodyReader is a request body read from memory.
+type bodyReader struct{ bytes.Reader }
+
+func (*bodyReader) Close() error { return nil }
 
 // responseWriter collects the answer; the lane writes it when the handler
 // returns, with its length.

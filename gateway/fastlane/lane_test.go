@@ -359,3 +359,38 @@ func TestLaneLargeAnswer(t *testing.T) {
 		t.Fatalf("next answer %q", body)
 	}
 }
+
+// Calls that outlive watchAfter are watched; ending the watch must leave the
+// connection as it was: the next call on it, sent after the answer or
+// pipelined while the call runs, is answered.
+func TestLaneSlowCallsKeepTheConnection(t *testing.T) {
+	s := startServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(3 * watchAfter)
+		b, _ := io.ReadAll(r.Body)
+		_, _ = w.Write(b)
+	}))
+	c, br := rawConn(t, s.addr)
+	for _, body := range []string{"one", "two"} {
+		if _, err := io.WriteString(c, call("/svc/Call", body)); err != nil {
+			t.Fatal(err)
+		}
+		if _, got := readAnswer(t, br); got != body {
+			t.Fatalf("got %q, want %q", got, body)
+		}
+	}
+	if _, err := io.WriteString(c, call("/svc/Call", "three")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * watchAfter) // the first call is being watched
+	if _, err := io.WriteString(c, call("/svc/Call", "four")); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"three", "four"} {
+		if _, got := readAnswer(t, br); got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	}
+	if got := s.lane.Served(); got != 4 {
+		t.Fatalf("lane served %d calls, want 4", got)
+	}
+}
