@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/textproto"
 	"strconv"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // head is a request head the lane takes: a plain HTTP/1.1 POST of a Connect
@@ -75,6 +77,9 @@ func parseHead(b []byte, paths map[string]string, maxBody int) (h head, ok bool)
 		v := text[start+i : start+j]
 		switch key {
 		case "Host":
+			if !httpguts.ValidHostHeader(v) {
+				return h, false // net/http answers 400
+			}
 			hosts++
 			h.host = v
 			continue // net/http keeps Host in Request.Host only

@@ -394,3 +394,16 @@ func TestLaneSlowCallsKeepTheConnection(t *testing.T) {
 		t.Fatalf("lane served %d calls, want 4", got)
 	}
 }
+
+// A head that never completes does not hold its connection past the header
+// timeout (2 s here).
+func TestLaneSlowHeadIsDropped(t *testing.T) {
+	s := startServer(t, echo())
+	c, br := rawConn(t, s.addr)
+	if _, err := io.WriteString(c, "POST /svc/Call HTTP/1.1\r\nHost: gw\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("want the connection closed by the gateway, got %v", err)
+	}
+}
