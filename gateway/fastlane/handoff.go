@@ -9,7 +9,6 @@ import (
 // gives up.
 type handoffListener struct {
 	net.Listener
-	lane  *Lane
 	conns chan net.Conn
 	done  chan struct{}
 	once  sync.Once
@@ -56,6 +55,9 @@ func (c *prefixConn) Read(p []byte) (int, error) {
 	if len(c.prefix) > 0 {
 		n := copy(p, c.prefix)
 		c.prefix = c.prefix[n:]
+		if len(c.prefix) == 0 {
+			c.prefix = nil // the connection may live long: do not keep the array
+		}
 		return n, nil
 	}
 	return c.Conn.Read(p)

@@ -43,9 +43,9 @@ const (
 	// bufferSize bounds a head the lane takes; larger heads go to net/http
 	// (whose limit is 1 MiB).
 	bufferSize = 4 << 10
-	// keepBufferBytes is the largest answer buffer a connection keeps for
-	// its next call.
-	keepBufferBytes = 64 << 10
+	// keepBufferBytes is the largest request or answer buffer a connection
+	// keeps for its next call: one large call must not stay with it.
+	keepBufferBytes = 16 << 10
 )
 
 // Options configure a Lane.
@@ -120,7 +120,7 @@ func New(ln net.Listener, opts Options) *Lane {
 	}
 	l := &Lane{ln: ln, opts: opts, paths: paths, log: opts.Logger,
 		conns: map[*conn]struct{}{}, idle: make(chan struct{}, 1)}
-	l.handoff = &handoffListener{Listener: ln, conns: make(chan net.Conn), done: make(chan struct{}), lane: l}
+	l.handoff = &handoffListener{Listener: ln, conns: make(chan net.Conn), done: make(chan struct{})}
 	return l
 }
 
@@ -135,9 +135,10 @@ func (l *Lane) Serve() error {
 	for {
 		c, err := l.ln.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				// Out of file descriptors and the like: back off as net/http does.
+			// Out of file descriptors and the like: back off and retry, as
+			// net/http does (it asks the same deprecated question).
+			var ne interface{ Temporary() bool }
+			if errors.As(err, &ne) && ne.Temporary() {
 				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
 				l.log.Warn("accept", "err", err, "retry_in", delay.String())
 				time.Sleep(delay)
@@ -147,7 +148,7 @@ func (l *Lane) Serve() error {
 		}
 		delay = 0
 		lc := &conn{lane: l, c: c, br: bufio.NewReaderSize(c, bufferSize)}
-		if !l.track(lc, true) {
+		if !l.track(lc) {
 			_ = c.Close()
 			continue
 		}
@@ -194,22 +195,25 @@ func (l *Lane) Close() {
 	}
 }
 
-func (l *Lane) track(c *conn, add bool) bool {
+// track adds a new connection; false once the lane is closing.
+func (l *Lane) track(c *conn) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if add {
-		if l.closing {
-			return false
-		}
-		l.conns[c] = struct{}{}
-		return true
+	if l.closing {
+		return false
 	}
+	l.conns[c] = struct{}{}
+	return true
+}
+
+func (l *Lane) untrack(c *conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	delete(l.conns, c)
 	select {
 	case l.idle <- struct{}{}:
 	default:
 	}
-	return true
 }
 
 func (l *Lane) shuttingDown() bool {
@@ -243,7 +247,7 @@ type conn struct {
 // serve reads and answers requests until the connection ends or goes to
 // net/http.
 func (c *conn) serve() {
-	defer c.lane.track(c, false)
+	defer c.lane.untrack(c)
 	c.remote = c.c.RemoteAddr().String()
 	for first := true; ; first = false {
 		if !first {
@@ -285,7 +289,7 @@ func (c *conn) readRequest() (h head, ok bool, err error) {
 		return h, ok, err
 	}
 	_, _ = c.br.Discard(n)
-	if cap(c.body) < h.length {
+	if cap(c.body) < h.length || cap(c.body) > keepBufferBytes {
 		c.body = make([]byte, h.length)
 	}
 	c.body = c.body[:h.length]
@@ -356,7 +360,7 @@ func (c *conn) call(h head) bool {
 	c.lane.served.Add(1) // before the answer, so that a client that has it sees the count
 	err := c.writeAnswer(&c.w)
 	if c.out.Cap() > keepBufferBytes {
-		c.out = bytes.Buffer{} // one large answer must not stay with the connection
+		c.out = bytes.Buffer{}
 	}
 	return err == nil
 }
