@@ -51,7 +51,7 @@ type Config struct {
 	TLS *tls.Config
 	// NoFastLane makes net/http serve every request. By default, on a
 	// cleartext listener, plain HTTP/1.1 Connect unary calls are served by
-	// gateway/fastlane (same handlers, a third less CPU per call).
+	// gateway/fastlane (same handlers, about 15 % less gateway CPU per call).
 	NoFastLane bool
 	// Metrics serves Prometheus metrics at /metrics.
 	Metrics bool
@@ -278,13 +278,11 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	shut := make(chan error, 1)
 	go func() { shut <- srv.Shutdown(grace) }()
 	laneShut := make(chan error, 1)
-	go func() {
-		if lane != nil {
-			laneShut <- lane.Shutdown(grace)
-			return
-		}
+	if lane != nil {
+		go func() { laneShut <- lane.Shutdown(grace) }()
+	} else {
 		laneShut <- nil
-	}()
+	}
 	if err := g.SIO.Drain(grace); err != nil {
 		g.log.Warn("shutdown grace ended with calls in flight", "err", err)
 	}
