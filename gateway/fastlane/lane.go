@@ -57,7 +57,9 @@ type Options struct {
 	// serves, so that both give the same answers.
 	Handler http.Handler
 	// MaxBodyBytes bounds a body the lane reads into memory (default 64 KiB);
-	// larger requests go to net/http, which streams them.
+	// larger requests go to net/http, which streams them. The lane reads a
+	// body before the handler runs, so before the handler's API-key gate:
+	// an unauthenticated caller costs at most this much reading.
 	MaxBodyBytes int
 	// ReadHeaderTimeout bounds reading a request's head and body (default 10 s).
 	ReadHeaderTimeout time.Duration
