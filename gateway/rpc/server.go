@@ -4,7 +4,8 @@
 // gateway/core like the Socket.IO one, on the same listener.
 //
 // Every RPC is a stateless agent call: the caller is authenticated from its
-// API key before the request body is read, then acts as an agent (the key's
+// API key before the request body is read (on the gateway's HTTP/1.1 fast
+// lane, a body of at most 64 KiB has been read already), then acts as an agent (the key's
 // fixed name, else the x-smcp-agent header, else Options.DefaultAgent) in the
 // office named by the request, for the length of the call (core.Hub.ActAsAgent).
 // WatchOffice holds the office the same way for as long as the stream is open.
