@@ -75,9 +75,12 @@ type Lane struct {
 	handoff *handoffListener
 	log     *slog.Logger
 
-	mu      sync.Mutex
-	conns   map[*conn]struct{}
-	closing bool
+	mu    sync.Mutex
+	conns map[*conn]struct{}
+	// closing is set under mu (track reads it there) and read without it
+	// on every call (shuttingDown), so the calls of all connections do not
+	// meet on mu.
+	closing atomic.Bool
 	idle    chan struct{} // signalled when a connection leaves
 
 	dated  atomic.Pointer[dated]
@@ -163,7 +166,7 @@ func (l *Lane) Serve() error {
 // closes them). Connections handed to net/http are its Shutdown's.
 func (l *Lane) Shutdown(ctx context.Context) error {
 	l.mu.Lock()
-	l.closing = true
+	l.closing.Store(true)
 	l.mu.Unlock()
 	_ = l.handoff.Close()
 	for {
@@ -191,7 +194,7 @@ func (l *Lane) Close() {
 	_ = l.handoff.Close()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.closing = true
+	l.closing.Store(true)
 	for c := range l.conns {
 		_ = c.c.Close()
 	}
@@ -201,7 +204,7 @@ func (l *Lane) Close() {
 func (l *Lane) track(c *conn) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closing {
+	if l.closing.Load() {
 		return false
 	}
 	l.conns[c] = struct{}{}
@@ -218,11 +221,7 @@ func (l *Lane) untrack(c *conn) {
 	}
 }
 
-func (l *Lane) shuttingDown() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.closing
-}
+func (l *Lane) shuttingDown() bool { return l.closing.Load() }
 
 // conn is one connection while the lane holds it.
 type conn struct {
