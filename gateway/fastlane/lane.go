@@ -153,6 +153,7 @@ func (l *Lane) Serve() error {
 		}
 		delay = 0
 		lc := &conn{lane: l, c: c, br: bufio.NewReaderSize(c, bufferSize)}
+		lc.w = responseWriter{header: make(http.Header, 4), body: &lc.out}
 		if !l.track(lc) {
 			_ = c.Close()
 			continue
@@ -341,10 +342,7 @@ func (c *conn) call(h head) bool {
 	defer cancel()
 	c.out.Reset()
 	clear(c.w.header)
-	c.w = responseWriter{header: c.w.header, body: &c.out}
-	if c.w.header == nil {
-		c.w.header = make(http.Header, 4)
-	}
+	c.w.status = 0
 	c.reader.Reset(c.body)
 	req := &http.Request{
 		Method: http.MethodPost, URL: &url.URL{Path: h.path}, RequestURI: h.path,
@@ -361,7 +359,7 @@ func (c *conn) call(h head) bool {
 	c.lane.served.Add(1) // before the answer, so that a client that has it sees the count
 	err := c.writeAnswer(&c.w)
 	if c.out.Cap() > keepBufferBytes {
-		c.out = bytes.Buffer{}
+		c.out = bytes.Buffer{} // c.w.body points at c.out: the buffer is replaced in place
 	}
 	return err == nil
 }
@@ -430,7 +428,7 @@ func (c *conn) writeAnswer(w *responseWriter) error {
 	if status == 0 {
 		status = http.StatusOK
 	}
-	body := c.out.Bytes()
+	body := w.body.Bytes()
 	hdr := w.header
 	delete(hdr, "Transfer-Encoding")
 	hdr["Content-Length"] = []string{strconv.Itoa(len(body))}
