@@ -170,7 +170,7 @@ func rawConn(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
 	return c, bufio.NewReader(c)
 }
 
-func call(path, body string) string {
+func rawCall(path, body string) string {
 	return fmt.Sprintf("POST %s HTTP/1.1\r\nHost: gw\r\nContent-Type: application/proto\r\nContent-Length: %d\r\n\r\n%s", path, len(body), body)
 }
 
@@ -186,7 +186,7 @@ func readAnswer(t *testing.T, br *bufio.Reader) (*http.Response, string) {
 func TestLanePipelinedAnswersInOrder(t *testing.T) {
 	s := startServer(t, echo())
 	c, br := rawConn(t, s.addr)
-	if _, err := io.WriteString(c, call("/svc/Call", "one")+call("/svc/Call", "two")+call("/other", "three")); err != nil {
+	if _, err := io.WriteString(c, rawCall("/svc/Call", "one")+rawCall("/svc/Call", "two")+rawCall("/other", "three")); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"POST /svc/Call one", "POST /svc/Call two", "POST /other three"} {
@@ -239,7 +239,7 @@ func TestLaneCancelsCallWhenClientLeaves(t *testing.T) {
 		}
 	}))
 	c, _ := rawConn(t, s.addr)
-	if _, err := io.WriteString(c, call("/svc/Call", "x")); err != nil {
+	if _, err := io.WriteString(c, rawCall("/svc/Call", "x")); err != nil {
 		t.Fatal(err)
 	}
 	<-started
@@ -259,7 +259,7 @@ func TestLaneHandlerPanic(t *testing.T) {
 		_, _ = io.WriteString(w, "fine")
 	}))
 	c, br := rawConn(t, s.addr)
-	req := strings.Replace(call("/svc/Call", "x"), "Host: gw\r\n", "Host: gw\r\nX-Panic: 1\r\n", 1)
+	req := strings.Replace(rawCall("/svc/Call", "x"), "Host: gw\r\n", "Host: gw\r\nX-Panic: 1\r\n", 1)
 	if _, err := io.WriteString(c, req); err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestLaneHandlerPanic(t *testing.T) {
 		t.Fatal("an answer after a panic")
 	}
 	c2, br2 := rawConn(t, s.addr)
-	if _, err := io.WriteString(c2, call("/svc/Call", "x")); err != nil {
+	if _, err := io.WriteString(c2, rawCall("/svc/Call", "x")); err != nil {
 		t.Fatal(err)
 	}
 	if _, body := readAnswer(t, br2); body != "fine" {
@@ -283,7 +283,7 @@ func TestLaneAnswerHeaderInjection(t *testing.T) {
 		w.WriteHeader(http.StatusTeapot)
 	}))
 	c, br := rawConn(t, s.addr)
-	if _, err := io.WriteString(c, call("/svc/Call", "x")); err != nil {
+	if _, err := io.WriteString(c, rawCall("/svc/Call", "x")); err != nil {
 		t.Fatal(err)
 	}
 	resp, _ := readAnswer(t, br)
@@ -305,12 +305,12 @@ func TestLaneShutdown(t *testing.T) {
 		_, _ = io.WriteString(w, "done")
 	}))
 	idle, idleBr := rawConn(t, s.addr)
-	if _, err := io.WriteString(idle, call("/svc/Call", "x")); err != nil {
+	if _, err := io.WriteString(idle, rawCall("/svc/Call", "x")); err != nil {
 		t.Fatal(err)
 	}
 	readAnswer(t, idleBr)
 	busy, busyBr := rawConn(t, s.addr)
-	if _, err := io.WriteString(busy, strings.Replace(call("/svc/Call", "x"), "Host: gw\r\n", "Host: gw\r\nX-Slow: 1\r\n", 1)); err != nil {
+	if _, err := io.WriteString(busy, strings.Replace(rawCall("/svc/Call", "x"), "Host: gw\r\n", "Host: gw\r\nX-Slow: 1\r\n", 1)); err != nil {
 		t.Fatal(err)
 	}
 	<-started
@@ -349,7 +349,7 @@ func TestLaneLargeAnswer(t *testing.T) {
 		_, _ = w.Write(b)
 	}))
 	c, br := rawConn(t, s.addr)
-	if _, err := io.WriteString(c, call("/svc/Call", "big")+call("/svc/Call", "small")); err != nil {
+	if _, err := io.WriteString(c, rawCall("/svc/Call", "big")+rawCall("/svc/Call", "small")); err != nil {
 		t.Fatal(err)
 	}
 	if resp, body := readAnswer(t, br); body != big || resp.ContentLength != int64(len(big)) {
@@ -371,18 +371,18 @@ func TestLaneSlowCallsKeepTheConnection(t *testing.T) {
 	}))
 	c, br := rawConn(t, s.addr)
 	for _, body := range []string{"one", "two"} {
-		if _, err := io.WriteString(c, call("/svc/Call", body)); err != nil {
+		if _, err := io.WriteString(c, rawCall("/svc/Call", body)); err != nil {
 			t.Fatal(err)
 		}
 		if _, got := readAnswer(t, br); got != body {
 			t.Fatalf("got %q, want %q", got, body)
 		}
 	}
-	if _, err := io.WriteString(c, call("/svc/Call", "three")); err != nil {
+	if _, err := io.WriteString(c, rawCall("/svc/Call", "three")); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * watchAfter) // the first call is being watched
-	if _, err := io.WriteString(c, call("/svc/Call", "four")); err != nil {
+	if _, err := io.WriteString(c, rawCall("/svc/Call", "four")); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"three", "four"} {
