@@ -391,7 +391,10 @@ func (c *Client) Handle(event string, h Handler) {
 		}
 		go func() {
 			out, err := h(c.ctx, payload)
-			if ack == nil {
+			if ack == nil || c.ctx.Err() != nil {
+				// Closed: Close cancelled the handler, and its answer would
+				// race the disconnect, telling the server a call was done
+				// when the client left before finishing it.
 				return
 			}
 			if err != nil {
