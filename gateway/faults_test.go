@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -67,8 +68,12 @@ func TestRPCUnavailableThenRecovers(t *testing.T) {
 	addr := strings.TrimPrefix(g1.URL, "http://")
 	dialComputer(t, g1.URL, "pc", "o")
 	cl := smcpv1connect.NewAgentServiceClient(http.DefaultClient, g1.URL)
-	ctx := ctxT(t)
+	// A deadline per call: the computer's re-join after the restart can take
+	// its reconnect backoff (up to 5 s), and one context for the whole test
+	// would end before eventually's wait does.
 	get := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
 		_, err := cl.GetTools(ctx, &smcpv1.GetToolsRequest{OfficeId: "o", Computer: "pc"})
 		return err
 	}
