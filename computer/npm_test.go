@@ -2,6 +2,8 @@ package computer_test
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/smcpgw/smcp-gateway/computer/config"
 	"github.com/smcpgw/smcp-gateway/internal/nodetest"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -123,5 +126,54 @@ func TestNPMServerEverything(t *testing.T) {
 	}
 	if got := h.call(smcp.EventReadResource, map[string]any{"uri": "demo://resource/static/document/architecture.md"}); got["code"] != 400.0 {
 		t.Fatalf("demo:// read: %v", got)
+	}
+}
+
+// TestNPMServerEnvironment asks a third-party server (server-everything's
+// get-env tool prints its process.env) what environment it was started
+// with: the default set, the opted-in names and the configuration's env;
+// never the gateway API key or an input value, even when opted in by a
+// case variant, nor any other variable of the computer.
+func TestNPMServerEnvironment(t *testing.T) {
+	entry := everythingServer(t)
+	t.Setenv("SMCP_API_KEY", "gateway-secret-1")
+	t.Setenv("A2C_SMCP_TOKEN", "input-secret-2")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "cloud-secret-3")
+	t.Setenv("OPTED_IN", "shared-4")
+	t.Setenv("LC_TIME", "C")
+	t.Setenv("TZ", "UTC")
+	h := newComputer(t, map[string]map[string]any{
+		"everything": {"command": "node", "args": []any{entry, "stdio"},
+			"env": map[string]any{"FROM_CONFIG": "five", "TZ": "Europe/Paris"}, "inherit_env": []any{"OPTED_IN"}},
+	})
+	res := h.call(smcp.EventToolCall, map[string]any{"tool_name": "get-env", "params": map[string]any{}, "timeout": 20})
+	if res["isError"] != false {
+		t.Fatalf("get-env: %v", res)
+	}
+	var env map[string]string
+	if err := json.Unmarshal([]byte(resultText(t, res)), &env); err != nil {
+		t.Fatalf("get-env text: %v", err)
+	}
+	for k, v := range env {
+		if strings.Contains(v, "secret") {
+			t.Errorf("the MCP server sees %s=%s", k, v)
+		}
+	}
+	want := map[string]string{"PATH": os.Getenv("PATH"), "OPTED_IN": "shared-4", "FROM_CONFIG": "five", "TZ": "Europe/Paris", "LC_TIME": "C"}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("%s = %q, want %q", k, env[k], v)
+		}
+	}
+	if len(env) > 20 {
+		t.Errorf("the MCP server sees %d variables: %v", len(env), slices.Sorted(maps.Keys(env)))
+	}
+
+	// Asking for the computer's own variables is refused at load, loudly.
+	for _, name := range []string{"SMCP_API_KEY", "smcp_api_key", "A2C_SMCP_TOKEN"} {
+		_, err := config.NewServer("x", map[string]any{"command": "node", "inherit_env": []any{name}})
+		if err == nil || !strings.Contains(err.Error(), "never passed to MCP servers") {
+			t.Errorf("inherit_env %s: %v", name, err)
+		}
 	}
 }

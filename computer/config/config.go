@@ -259,7 +259,7 @@ func normalizeServer(name string, obj map[string]any) (map[string]any, error) {
 	switch {
 	case hasCommand && (t == "" || t == TypeStdio):
 		out["type"] = TypeStdio
-		move("command", "args", "env", "cwd", "encoding", "encoding_error_handler")
+		move("command", "args", "env", "inherit_env", "cwd", "encoding", "encoding_error_handler")
 		if _, ok := out["envFile"]; ok {
 			return nil, fmt.Errorf("server %q: envFile is not supported; put the variables in env", name)
 		}

@@ -7,8 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
+
+// ComputerSecretEnv reports whether an environment variable belongs to the
+// computer itself: SMCP_* (the gateway API key, SMCP_API_KEY, and the
+// command line's other settings) and A2C_SMCP_* (input values, often
+// passwords). Such variables never reach an MCP server from the computer's
+// environment, even when a configuration asks for them.
+func ComputerSecretEnv(name string) bool {
+	n := strings.ToUpper(name)
+	return strings.HasPrefix(n, "SMCP_") || strings.HasPrefix(n, "A2C_SMCP_")
+}
 
 // ToolMeta is the per-tool configuration (PROTOCOL.md §5).
 type ToolMeta struct {
@@ -37,9 +48,13 @@ type Resolved struct {
 
 // StdioParams starts a server as a child process.
 type StdioParams struct {
-	Command              string     `json:"command"`
-	Args                 StringList `json:"args"`
-	Env                  StringMap  `json:"env"`
+	Command string     `json:"command"`
+	Args    StringList `json:"args"`
+	Env     StringMap  `json:"env"`
+	// InheritEnv names variables of the computer's environment the server
+	// gets on top of the default set (PATH, HOME, locale...): a child
+	// process does not see the rest of the computer's environment.
+	InheritEnv           StringList `json:"inherit_env,omitempty"`
 	Cwd                  *string    `json:"cwd"`
 	Encoding             string     `json:"encoding"`
 	EncodingErrorHandler string     `json:"encoding_error_handler"`
@@ -161,6 +176,15 @@ func decodeServer(obj map[string]any) (*Resolved, error) {
 		}
 		if res.Stdio.Command == "" {
 			return nil, fmt.Errorf("server %q: stdio needs a command", name)
+		}
+		for _, v := range res.Stdio.InheritEnv {
+			if ComputerSecretEnv(v) {
+				return nil, fmt.Errorf("server %q: inherit_env: %s is the computer's own (the gateway API key and input values live under SMCP_ and A2C_SMCP_) and is never passed to MCP servers; "+
+					"give the server a value of its own in env", name, v)
+			}
+			if v == "" || strings.ContainsAny(v, "=\x00") {
+				return nil, fmt.Errorf("server %q: inherit_env: %q is not a variable name", name, v)
+			}
 		}
 	case TypeSSE:
 		res.SSE = &SSEParams{}

@@ -26,10 +26,10 @@ func newTransport(c *config.Resolved, log *slog.Logger) (mcp.Transport, func(), 
 			log.Warn("only UTF-8 is supported on stdio pipes; ignoring encoding", "encoding", p.Encoding)
 		}
 		cmd := exec.Command(p.Command, p.Args...)
-		cmd.Env = os.Environ()
-		for k, v := range p.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
+		// Not the computer's whole environment: it holds the gateway's API
+		// key, and any agent can read a server's environment back through
+		// a tool that shows it.
+		cmd.Env = childEnv(p, os.Environ())
 		if p.Cwd != nil && *p.Cwd != "" {
 			cmd.Dir = *p.Cwd
 		}
