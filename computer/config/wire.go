@@ -7,8 +7,8 @@ const Redacted = "***"
 
 // Wire returns the configuration as client:get_config answers it:
 // {servers: {name: MCPServerConfig}, inputs: [MCPServerInput]}, with
-// placeholders unrendered, env and header values and password defaults
-// replaced by Redacted.
+// placeholders unrendered, env and header values, password defaults and
+// the secrets of URLs and command lines (see RedactURL) replaced by Redacted.
 func (c *Config) Wire() map[string]any {
 	servers := make(map[string]any, len(c.Servers))
 	for name, s := range c.Servers {
@@ -74,6 +74,12 @@ func (s *Server) Wire() map[string]any {
 		if _, ok := p[k]; !ok {
 			p[k] = def
 		}
+	}
+	if u, ok := p["url"].(string); ok {
+		p["url"] = RedactURL(u)
+	}
+	if args, ok := p["args"].([]any); ok {
+		redactArgs(args)
 	}
 	for _, k := range []string{"env", "headers"} {
 		if vals, ok := p[k].(map[string]any); ok {
