@@ -37,6 +37,7 @@ func (c *Computer) handleGetDesktop(ctx context.Context, req map[string]any) (an
 		server string
 		res    *mcp.Resource
 		index  int
+		shown  string // the URI without the 0.1-era query
 	}
 	var refs []ref
 	for _, s := range c.liveResources() {
@@ -45,8 +46,12 @@ func (c *Computer) handleGetDesktop(ctx context.Context, req map[string]any) (an
 			if !windowuri.IsWindow(r.URI) {
 				continue
 			}
-			if only == "" || r.URI == only {
-				refs = append(refs, ref{s.Name, r, idx})
+			shown := r.URI
+			if _, dropped, err := windowuri.Parse(r.URI); err == nil {
+				shown = r.URI[:len(r.URI)-len(dropped)]
+			}
+			if only == "" || shown == only || r.URI == only {
+				refs = append(refs, ref{s.Name, r, idx, shown})
 			}
 			idx++
 		}
@@ -56,25 +61,40 @@ func (c *Computer) handleGetDesktop(ctx context.Context, req map[string]any) (an
 	sem := make(chan struct{}, readParallelism)
 	for i, r := range refs {
 		w := &windows[i]
-		w.Server, w.URI, w.Index = r.server, r.res.URI, r.index
+		w.Server, w.URI, w.Index = r.server, r.shown, r.index
+		readURI := r.res.URI
+		legacy, problems := windowuri.ParseLegacy(r.res.URI[len(r.shown):])
+		for _, p := range problems {
+			c.log.Warn("window URI query ignored", "server", r.server, "uri", r.res.URI, "problem", p)
+		}
+		// annotations.priority and _meta.fullscreen first; the query form
+		// of SDK 0.1.x when they do not say (PROTOCOL.md §6). A priority
+		// of 0 is what an absent one decodes to.
 		if a := r.res.Annotations; a != nil {
 			w.Priority = a.Priority
 			if len(a.Audience) > 0 && !audienceHasAssistant(a.Audience) {
 				c.log.Warn("window audience does not include assistant; shown anyway", "server", r.server, "uri", r.res.URI)
 			}
 		}
-		fs, ok := organize.FullscreenFromMeta(r.res.Meta)
-		if !ok {
-			c.log.Warn("window _meta.fullscreen is not a bool; treated as false", "server", r.server, "uri", r.res.URI)
+		if w.Priority == 0 && legacy.HasPriority {
+			w.Priority = legacy.Priority
 		}
-		w.Fullscreen = fs
+		if _, has := r.res.Meta["fullscreen"]; has || !legacy.HasFullscreen {
+			fs, ok := organize.FullscreenFromMeta(r.res.Meta)
+			if !ok {
+				c.log.Warn("window _meta.fullscreen is not a bool; treated as false", "server", r.server, "uri", r.res.URI)
+			}
+			w.Fullscreen = fs
+		} else {
+			w.Fullscreen = legacy.Fullscreen
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			rctx, cancel := context.WithTimeout(ctx, readTimeout)
 			defer cancel()
-			res, err := c.servers.ReadResource(rctx, w.Server, w.URI)
+			res, err := c.servers.ReadResource(rctx, w.Server, readURI)
 			if err != nil {
 				c.log.Warn("window unreadable; not on the desktop", "server", w.Server, "uri", w.URI, "err", err)
 				return

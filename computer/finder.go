@@ -60,7 +60,7 @@ func (f *finderState) index() *organize.FinderIndex {
 func (c *Computer) syncFinder(server string, full bool) {
 	snap, ok := c.servers.Snapshot(server)
 	var listed []string
-	if ok && snap.Subscribable && snap.Resources != nil {
+	if ok && snap.ListsResources && snap.Resources != nil {
 		for _, r := range snap.Resources {
 			if u, err := dpeuri.Parse(r.URI); err == nil && u.Level() == dpeuri.LevelDocument {
 				listed = append(listed, r.URI)

@@ -26,7 +26,7 @@ func (c *Computer) handleReadResource(ctx context.Context, req map[string]any) (
 	}
 	var server string
 	switch {
-	case dpeuri.IsDPE(uri):
+	case dpeuri.ClaimsDPE(uri):
 		u, err := dpeuri.Parse(uri)
 		if err != nil {
 			return nil, err // 4204 with the failed rule
@@ -46,6 +46,7 @@ func (c *Computer) handleReadResource(ctx context.Context, req map[string]any) (
 			return nil, smcp.Errorf(smcp.CodeNotFound, "no MCP server serves window host %q", u.Host)
 		}
 		server = owner
+		uri = c.listedWindowURI(owner, uri)
 	default:
 		return nil, smcp.Errorf(smcp.CodeBadRequest, "client:read_resource reads dpe:// and window:// URIs only")
 	}
@@ -108,4 +109,27 @@ func mcpReadError(server, uri string, err error) error {
 		msg = msg[:i]
 	}
 	return smcp.Errorf(smcp.CodeInternal, "MCP server %q could not read %s: %s", server, uri, msg)
+}
+
+// listedWindowURI maps a window URI as agents see it to the URI its server
+// listed: an SDK 0.1.x server lists window://host/path?priority=..., the
+// Desktop shows it without the query, and the server is asked with its own.
+func (c *Computer) listedWindowURI(server, uri string) string {
+	snap, ok := c.servers.Snapshot(server)
+	if !ok {
+		return uri
+	}
+	match := ""
+	for _, r := range snap.Resources {
+		if r.URI == uri {
+			return uri
+		}
+		if match == "" && strings.HasPrefix(r.URI, uri) && strings.ContainsAny(r.URI[len(uri):len(uri)+1], "?#") {
+			match = r.URI
+		}
+	}
+	if match == "" {
+		return uri
+	}
+	return match
 }

@@ -20,11 +20,12 @@ const readTimeout = 10 * time.Second
 const readParallelism = 8
 
 // liveResources returns the listed resources of the servers that take part
-// in Desktop and Finder (connected, resources.subscribe), sorted by server.
+// in Desktop and Finder (connected, with the resources capability), sorted
+// by server.
 func (c *Computer) liveResources() []servers.Snapshot {
 	var out []servers.Snapshot
 	for _, s := range c.servers.Snapshots() {
-		if s.Subscribable && s.Resources != nil {
+		if s.ListsResources && s.Resources != nil {
 			out = append(out, s)
 		}
 	}

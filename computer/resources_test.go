@@ -33,15 +33,16 @@ func TestDesktop(t *testing.T) {
 	b := testmcp.New("b", testmcp.Options{})
 	b.SetWindow(testmcp.Window{URI: "window://b.host/one", Text: "b1", Priority: ptr(0.5)})
 	b.SetWindow(testmcp.Window{URI: "window://b.host/full", Text: "bfull", Fullscreen: true})
-	hidden := testmcp.New("hidden", testmcp.Options{NoSubscribe: true})
-	hidden.SetWindow(testmcp.Window{URI: "window://hidden/w", Text: "never"})
+	// A server without resources.subscribe takes part too (PROTOCOL.md §6).
+	plain := testmcp.New("plain", testmcp.Options{NoSubscribe: true})
+	plain.SetWindow(testmcp.Window{URI: "window://plain/w", Text: "listed"})
 	h := newComputer(t, map[string]map[string]any{
 		"a": {"url": fixture(t, a)}, "b": {"url": fixture(t, b), "forbidden_tools": []any{"echo", "add", "slow", "pid"}},
-		"hidden": {"url": fixture(t, hidden), "forbidden_tools": []any{"echo", "add", "slow", "pid"}},
+		"plain": {"url": fixture(t, plain), "forbidden_tools": []any{"echo", "add", "slow", "pid"}},
 	})
 
 	all := desktops(t, h.call(smcp.EventGetDesktop, map[string]any{"req_id": "d1"}))
-	want := []string{"window://a.host/high\n\nhigh", "window://a.host/low\n\nlow", "window://b.host/full\n\nbfull"}
+	want := []string{"window://a.host/high\n\nhigh", "window://a.host/low\n\nlow", "window://b.host/full\n\nbfull", "window://plain/w\n\nlisted"}
 	if !reflect.DeepEqual(all, want) {
 		t.Fatalf("desktop:\n%q\nwant\n%q", all, want)
 	}
@@ -67,6 +68,36 @@ func TestDesktop(t *testing.T) {
 	}
 	if got := h.call(smcp.EventReadResource, map[string]any{"uri": "window://b.host/one"}); got["contents"].([]any)[0].(map[string]any)["text"] != "b1" {
 		t.Fatalf("read window: %v", got)
+	}
+}
+
+// TestDesktopLegacyQuery: an SDK 0.1.x server without resources.subscribe
+// marks its windows in the URI's query; the Desktop reads priority and
+// fullscreen from it when annotations and _meta do not say, and shows the
+// URIs without it; reads by the shown URI reach the server's own.
+func TestDesktopLegacyQuery(t *testing.T) {
+	old := testmcp.New("old", testmcp.Options{NoSubscribe: true})
+	old.SetWindow(testmcp.Window{URI: "window://old/low?priority=10", Text: "low"})
+	old.SetWindow(testmcp.Window{URI: "window://old/high?priority=90&fullscreen=false", Text: "high"})
+	old.SetWindow(testmcp.Window{URI: "window://old/annotated?priority=1", Text: "annotated", Priority: ptr(0.5)})
+	full := testmcp.New("full", testmcp.Options{NoSubscribe: true})
+	full.SetWindow(testmcp.Window{URI: "window://full/a?priority=99", Text: "a"})
+	full.SetWindow(testmcp.Window{URI: "window://full/b?fullscreen=true", Text: "b"})
+	h := newComputer(t, map[string]map[string]any{
+		"old":  {"url": fixture(t, old), "forbidden_tools": []any{"echo", "add", "slow", "pid"}},
+		"full": {"url": fixture(t, full), "forbidden_tools": []any{"echo", "add", "slow", "pid"}},
+	})
+	got := desktops(t, h.call(smcp.EventGetDesktop, map[string]any{}))
+	want := []string{"window://full/b\n\nb", "window://old/high\n\nhigh", "window://old/annotated\n\nannotated", "window://old/low\n\nlow"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("desktop:\n%q\nwant\n%q", got, want)
+	}
+	if got := desktops(t, h.call(smcp.EventGetDesktop, map[string]any{"window": "window://old/low"})); !reflect.DeepEqual(got, want[3:]) {
+		t.Fatalf("window filter by the shown URI: %q", got)
+	}
+	res := h.call(smcp.EventReadResource, map[string]any{"uri": "window://old/high"})
+	if c, _ := res["contents"].([]any); len(c) != 1 || c[0].(map[string]any)["text"] != "high" {
+		t.Fatalf("read by the shown URI: %v", res)
 	}
 }
 
@@ -284,6 +315,12 @@ func TestReadResourceLevelsAndErrors(t *testing.T) {
 		{"dpe://a.docs/a-001/pages/x", 4204, "rule"},
 		{"dpe://other.host/doc", 4201, "host"},
 		{"window://nobody/w", 404, ""},
+		// Seed 000 rule 1 (scheme): a case variant or a malformed dpe URI
+		// is a 4204 from the computer, not a server's failure (500).
+		{"DPE://a.docs/a-001", 4204, "rule"},
+		{"Dpe://a.docs/a-001", 4204, "rule"},
+		{"dpe:a.docs/a-001", 4204, "rule"},
+		{"https://a.docs/a-001", 400, ""},
 	} {
 		ans := read(tc.uri)
 		if ans["code"] != tc.code {
@@ -293,6 +330,9 @@ func TestReadResourceLevelsAndErrors(t *testing.T) {
 		if tc.details != "" {
 			if d, _ := ans["details"].(map[string]any); d[tc.details] == nil {
 				t.Errorf("%s: details %v lack %q", tc.uri, ans["details"], tc.details)
+			}
+			if d, _ := ans["details"].(map[string]any); strings.HasPrefix(strings.ToLower(tc.uri), "dpe://") && !strings.HasPrefix(tc.uri, "dpe") && d["rule"] != "scheme" {
+				t.Errorf("%s: rule %v, want scheme", tc.uri, d["rule"])
 			}
 		}
 	}

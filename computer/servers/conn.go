@@ -39,10 +39,15 @@ type Snapshot struct {
 	Config *config.Resolved
 	// Tools as listed by the server.
 	Tools []*mcp.Tool
-	// Subscribable reports whether the server declares resources.subscribe,
-	// which makes it take part in Desktop and Finder.
+	// ListsResources reports whether the server declares the resources
+	// capability, which makes it take part in Desktop and Finder
+	// (PROTOCOL.md §6).
+	ListsResources bool
+	// Subscribable reports whether the server also declares
+	// resources.subscribe: only then are its windows and documents
+	// subscribed to, and only then do they change live.
 	Subscribable bool
-	// Resources as listed by the server (only when Subscribable).
+	// Resources as listed by the server (only when ListsResources).
 	Resources []*mcp.Resource
 	// Restarts counts the sessions started after the first one.
 	Restarts int
@@ -66,6 +71,7 @@ type conn struct {
 	resolved     *config.Resolved
 	session      *mcp.ClientSession
 	tools        []*mcp.Tool
+	lists        bool
 	subscribable bool
 	resources    []*mcp.Resource
 	subscribed   map[string]bool
@@ -116,7 +122,7 @@ func (c *conn) snapshot() Snapshot {
 	defer c.mu.Unlock()
 	return Snapshot{
 		Name: c.cfg.Name, State: c.state, Err: c.err, Config: c.resolved,
-		Tools: c.tools, Subscribable: c.subscribable, Resources: c.resources,
+		Tools: c.tools, ListsResources: c.lists, Subscribable: c.subscribable, Resources: c.resources,
 		Restarts: c.restarts,
 	}
 }
@@ -231,9 +237,16 @@ func (c *conn) session1(res *config.Resolved) error {
 	caps := cs.InitializeResult().Capabilities
 	c.mu.Lock()
 	c.session = cs
-	c.subscribable = caps != nil && caps.Resources != nil && caps.Resources.Subscribe
+	c.lists = caps != nil && caps.Resources != nil
+	c.subscribable = c.lists && caps.Resources.Subscribe
 	c.subscribed = map[string]bool{}
 	c.mu.Unlock()
+	switch {
+	case caps == nil || caps.Resources == nil:
+		c.log.Info("mcp server has no resources capability: it has no windows on the Desktop and no documents in the Finder")
+	case !caps.Resources.Subscribe:
+		c.log.Info("mcp server lists resources without resources.subscribe: its windows and documents are shown, without live updates")
+	}
 	// Notifications that arrived for an earlier session are stale now.
 	c.pendMu.Lock()
 	c.toolsDirty, c.resDirty, c.updatedURIs = false, false, nil
@@ -333,9 +346,9 @@ func subscribedScheme(uri string) bool {
 
 func (c *conn) refreshResources(ctx context.Context, cs *mcp.ClientSession) error {
 	c.mu.Lock()
-	subscribable := c.subscribable
+	lists, subscribable := c.lists, c.subscribable
 	c.mu.Unlock()
-	if !subscribable {
+	if !lists {
 		return nil
 	}
 	var list []*mcp.Resource
@@ -347,7 +360,7 @@ func (c *conn) refreshResources(ctx context.Context, cs *mcp.ClientSession) erro
 	}
 	want := map[string]bool{}
 	for _, r := range list {
-		if subscribedScheme(r.URI) {
+		if subscribable && subscribedScheme(r.URI) {
 			want[r.URI] = true
 		}
 	}

@@ -184,7 +184,10 @@ func TestSSEServer(t *testing.T) {
 	}
 }
 
-func TestServerWithoutSubscribeHasNoResources(t *testing.T) {
+// TestServerWithoutSubscribeListsResources: a server with the resources
+// capability but no resources.subscribe is listed (PROTOCOL.md §6) and
+// not subscribed to.
+func TestServerWithoutSubscribeListsResources(t *testing.T) {
 	f := testmcp.New("plain", testmcp.Options{NoSubscribe: true})
 	f.SetWindow(testmcp.Window{URI: "window://plain/w", Text: "x"})
 	srv := serve(t, f)
@@ -193,7 +196,7 @@ func TestServerWithoutSubscribeHasNoResources(t *testing.T) {
 	_ = m.Set(server(t, "plain", map[string]any{"url": srv.URL}))
 	rec.wait(t, servers.Connected, "plain")
 	snap, _ := m.Snapshot("plain")
-	if snap.Subscribable || len(snap.Resources) != 0 || len(snap.Tools) != 4 {
+	if snap.Subscribable || !snap.ListsResources || len(snap.Resources) != 1 || len(snap.Tools) != 4 {
 		t.Fatalf("snapshot: %+v", snap)
 	}
 }

@@ -164,6 +164,14 @@ func intOr(p *int, def int) int {
 // validating the rest. Change detection uses it to pick dpe:// resources.
 func IsDPE(raw string) bool { return urisyntax.HasScheme(raw, Scheme) }
 
+// ClaimsDPE reports whether raw names the dpe scheme, in any letter case and
+// however malformed the rest ("DPE://h", "dpe:h"): a reader judges such a
+// URI with Parse, which answers 4204 with the failed rule, rather than
+// refusing it as some other scheme.
+func ClaimsDPE(raw string) bool {
+	return len(raw) >= len(Scheme)+1 && strings.EqualFold(raw[:len(Scheme)], Scheme) && raw[len(Scheme)] == ':'
+}
+
 // Valid reports whether Parse accepts raw.
 func Valid(raw string) bool {
 	_, err := Parse(raw)
@@ -178,8 +186,11 @@ func Parse(raw string) (URI, error) {
 	if colon < 0 {
 		return URI{}, invalid(raw, RuleScheme, "scheme must be %q, found no scheme", Scheme)
 	}
-	if !strings.EqualFold(raw[:colon], Scheme) {
-		return URI{}, invalid(raw, RuleScheme, "scheme must be %q, got %q", Scheme, raw[:colon])
+	if raw[:colon] != Scheme {
+		// Seed 000 rule 1 names the scheme "dpe", and every dpe URI this
+		// package builds is lower case: a "DPE://" URI would reach a
+		// server that does not know it (and fail there, as a 500).
+		return URI{}, invalid(raw, RuleScheme, "scheme must be %q (lower case), got %q", Scheme, raw[:colon])
 	}
 	rest, ok := strings.CutPrefix(raw[colon+1:], "//")
 	if !ok {

@@ -44,7 +44,7 @@ func TestRules(t *testing.T) {
 		ok   string
 		bad  []string
 	}{
-		{RuleScheme, "DPE://h/d", []string{"http://h/d", "window://h/d", "h/d", "", "dpex://h", "://h"}},
+		{RuleScheme, "dpe://h/d", []string{"DPE://h/d", "Dpe://h", "http://h/d", "window://h/d", "h/d", "", "dpex://h", "://h"}},
 		{RuleHost, "dpe://h", []string{"dpe://", "dpe:///doc", "dpe:h/d", "dpe:", "dpe://%zz/d", "dpe://?format=json", "dpe://%FF/d"}},
 		{RuleSubPath, "dpe://h/d/pages/0", []string{
 			"dpe://h/d/pages/-1", "dpe://h/d/pages/x", "dpe://h/d/pages/", "dpe://h/d/pages/1.5",

@@ -4,12 +4,17 @@
 //	window://{host}/{segment}/{segment}...
 //
 // A window URI is a pure identifier: it carries no metadata and no query.
+// SDK 0.1.x servers still write priority and fullscreen in a query: Parse
+// drops it and ParseLegacy reads it.
 // Segments are percent-encoded, so "c%2Fd" is the single segment "c/d".
 package windowuri
 
 import (
 	"errors"
 	"fmt"
+	"math"
+	"net/url"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -126,4 +131,59 @@ func (u URI) String() string {
 		urisyntax.WriteEscaped(&b, seg, urisyntax.SegmentSafe)
 	}
 	return b.String()
+}
+
+// Legacy is the window metadata SDK 0.1.x and the Rust SDK put in the
+// URI's query: window://host/path?priority=0..100&fullscreen=true.
+// PROTOCOL.md §6 reads it when the resource's annotations and _meta do not
+// say, and shows the URI without the query.
+type Legacy struct {
+	// Priority is the query's priority divided by 100 (so 0..1 like
+	// annotations.priority); HasPriority says it was there and valid.
+	Priority    float64
+	HasPriority bool
+	// Fullscreen is the query's fullscreen; HasFullscreen says it was
+	// there and valid.
+	Fullscreen    bool
+	HasFullscreen bool
+}
+
+// ParseLegacy reads the query Parse dropped ("?priority=80&fullscreen=1",
+// a '#' fragment ignored). Unknown parameters are ignored; a malformed
+// value is left out of the result and described in problems, so that the
+// caller can log it and fall back to the default.
+func ParseLegacy(dropped string) (l Legacy, problems []string) {
+	q, ok := strings.CutPrefix(dropped, "?")
+	if !ok {
+		return l, nil
+	}
+	q, _, _ = strings.Cut(q, "#")
+	for part := range strings.SplitSeq(q, "&") {
+		k, v, _ := strings.Cut(part, "=")
+		if dk, err := url.QueryUnescape(k); err == nil {
+			k = dk
+		}
+		if dv, err := url.QueryUnescape(v); err == nil {
+			v = dv
+		}
+		switch strings.ToLower(k) {
+		case "priority":
+			p, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil || math.IsNaN(p) || p < 0 || p > 100 {
+				problems = append(problems, fmt.Sprintf("priority %q is not a number in 0..100", v))
+				continue
+			}
+			l.Priority, l.HasPriority = p/100, true
+		case "fullscreen":
+			switch strings.ToLower(strings.TrimSpace(v)) {
+			case "true", "1", "yes", "on":
+				l.Fullscreen, l.HasFullscreen = true, true
+			case "false", "0", "no", "off":
+				l.Fullscreen, l.HasFullscreen = false, true
+			default:
+				problems = append(problems, fmt.Sprintf("fullscreen %q is not a boolean", v))
+			}
+		}
+	}
+	return l, problems
 }

@@ -120,3 +120,29 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(roundTrip)
 }
+
+func TestParseLegacy(t *testing.T) {
+	for _, c := range []struct {
+		dropped  string
+		want     Legacy
+		problems int
+	}{
+		{"", Legacy{}, 0},
+		{"?priority=80&fullscreen=true", Legacy{Priority: 0.8, HasPriority: true, Fullscreen: true, HasFullscreen: true}, 0},
+		{"?fullscreen=0", Legacy{HasFullscreen: true}, 0},
+		{"?priority=100#frag", Legacy{Priority: 1, HasPriority: true}, 0},
+		{"?other=x&priority=0", Legacy{HasPriority: true}, 0},
+		{"?priority=250&fullscreen=maybe", Legacy{}, 2},
+		{"?priority=abc", Legacy{}, 1},
+		{"#priority=50", Legacy{}, 0},
+	} {
+		got, problems := ParseLegacy(c.dropped)
+		if got != c.want || len(problems) != c.problems {
+			t.Errorf("ParseLegacy(%q) = %+v %q, want %+v and %d problems", c.dropped, got, problems, c.want, c.problems)
+		}
+	}
+	_, dropped, err := Parse("window://ide/editor?priority=60&fullscreen=false")
+	if l, _ := ParseLegacy(dropped); err != nil || !l.HasPriority || l.Priority != 0.6 || !l.HasFullscreen {
+		t.Fatalf("from Parse: %q %v %+v", dropped, err, l)
+	}
+}
