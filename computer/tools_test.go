@@ -362,3 +362,56 @@ func TestApplyConfig(t *testing.T) {
 		t.Fatalf("servers after apply: %v", names)
 	}
 }
+
+// TestResultJQ: a server's result_jq rewrites each result of its tools,
+// marks it with meta.a2c_jq_transformed, and a program that fails gives an
+// isError result naming result_jq; vrl is refused at load.
+func TestResultJQ(t *testing.T) {
+	f := testmcp.New("a", testmcp.Options{})
+	g := testmcp.New("g", testmcp.Options{})
+	url := fixture(t, f)
+	h := newComputer(t, map[string]map[string]any{
+		// A value: shown as text (and as structuredContent when an object).
+		"calc": {"url": url, "forbidden_tools": []any{"echo", "slow", "pid"},
+			"result_jq": `{doubled: (.structuredContent.sum * 2), was_error: .isError}`},
+		// A CallToolResult: taken as the result; $server and $tool are set.
+		"talk": {"url": url, "forbidden_tools": []any{"add", "slow", "pid"},
+			"tool_meta": map[string]any{"echo": map[string]any{"alias": "talk_echo"}},
+			"result_jq": `{content: [{type: "text", text: ("[" + $server + "/" + $tool + "] " + .content[0].text)}]}`},
+		// A failing program.
+		"bad": {"url": fixture(t, g), "forbidden_tools": []any{"add", "slow", "pid"},
+			"tool_meta": map[string]any{"echo": map[string]any{"alias": "bad_echo"}},
+			"result_jq": `.content[0].text | error("no " + .)`},
+	})
+	res := h.call(smcp.EventToolCall, map[string]any{"tool_name": "add", "params": map[string]any{"a": 20, "b": 1}})
+	meta, _ := res["meta"].(map[string]any)
+	if res["isError"] != false || resultText(t, res) != `{"doubled":42,"was_error":false}` || meta[smcp.MetaJQTransformed] != true {
+		t.Fatalf("add through result_jq: %v", res)
+	}
+	if sc, _ := res["structuredContent"].(map[string]any); sc["doubled"] != 42.0 {
+		t.Fatalf("structuredContent: %v", res)
+	}
+	res = h.call(smcp.EventToolCall, map[string]any{"tool_name": "talk_echo", "params": map[string]any{"text": "hi"}})
+	if res["isError"] != false || resultText(t, res) != "[talk/echo] a: hi" {
+		t.Fatalf("echo through result_jq: %v", res)
+	}
+	res = h.call(smcp.EventToolCall, map[string]any{"tool_name": "bad_echo", "params": map[string]any{"text": "way"}})
+	meta, _ = res["meta"].(map[string]any)
+	if text := resultText(t, res); res["isError"] != true || !strings.Contains(text, "result_jq") || !strings.Contains(text, "no g: way") || meta[smcp.MetaJQTransformed] != nil {
+		t.Fatalf("failing result_jq: %v", res)
+	}
+
+	for obj, want := range map[string]string{
+		`{"url": "http://x", "vrl": ".x = 1"}`:   "vrl is not supported",
+		`{"url": "http://x", "result_jq": ".["}`: "result_jq",
+	} {
+		var m map[string]any
+		_ = json.Unmarshal([]byte(obj), &m)
+		if _, err := config.NewServer("s", m); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error with %q", obj, err, want)
+		}
+	}
+	if _, err := config.NewServer("s", map[string]any{"url": "http://x", "vrl": nil}); err != nil {
+		t.Errorf("vrl: null: %v", err)
+	}
+}

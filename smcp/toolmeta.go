@@ -20,6 +20,7 @@ const (
 	MetaCancelled      = "a2c_cancelled"       // result: the agent cancelled the call
 	MetaCancelReason   = "a2c_cancel_reason"   // result: why it was cancelled
 	MetaErrorCode      = "a2c_error_code"      // result: protocol error code behind isError
+	MetaJQTransformed  = "a2c_jq_transformed"  // result: the server's result_jq rewrote it (the Python SDK's a2c_vrl_transformed, for jq)
 
 	// CancelReasonAgent is the a2c_cancel_reason of a cancellation that came
 	// from notify:tool_call_cancel.

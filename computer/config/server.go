@@ -9,7 +9,24 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/itchyny/gojq"
 )
+
+// CompileResultJQ compiles a result_jq program. Its input is the tool's
+// CallToolResult as JSON; $server and $tool name the call's MCP server and
+// tool.
+func CompileResultJQ(program string) (*gojq.Code, error) {
+	q, err := gojq.Parse(program)
+	if err != nil {
+		return nil, fmt.Errorf("result_jq: %w", err)
+	}
+	code, err := gojq.Compile(q, gojq.WithVariables([]string{"$server", "$tool"}))
+	if err != nil {
+		return nil, fmt.Errorf("result_jq: %w", err)
+	}
+	return code, nil
+}
 
 // ComputerSecretEnv reports whether an environment variable belongs to the
 // computer itself: SMCP_* (the gateway API key, SMCP_API_KEY, and the
@@ -38,7 +55,15 @@ type Resolved struct {
 	ForbiddenTools  []string            `json:"forbidden_tools"`
 	ToolMeta        map[string]ToolMeta `json:"tool_meta"`
 	DefaultToolMeta *ToolMeta           `json:"default_tool_meta,omitempty"`
-	VRL             *string             `json:"vrl,omitempty"`
+	// VRL is the Python SDK's result transform (Vector Remap Language).
+	// There is no VRL runtime in Go: a non-empty one fails the
+	// configuration at load; see ResultJQ.
+	VRL *string `json:"vrl,omitempty"`
+	// ResultJQ is a jq program applied to the CallToolResult of each of
+	// the server's tools (see computer/README.md); ResultJQCode is it
+	// compiled, when set.
+	ResultJQ     *string    `json:"result_jq,omitempty"`
+	ResultJQCode *gojq.Code `json:"-"`
 
 	// Exactly one is set, by Type.
 	Stdio      *StdioParams      `json:"-"`
@@ -160,6 +185,17 @@ func decodeServer(obj map[string]any) (*Resolved, error) {
 		return nil, fmt.Errorf("server %q: %w", name, err)
 	}
 	res := s.Resolved
+	if res.VRL != nil && strings.TrimSpace(*res.VRL) != "" {
+		return nil, fmt.Errorf("server %q: vrl is not supported: this computer has no VRL runtime (VRL exists only in Rust); "+
+			"transform tool results with result_jq, a jq program (see computer/README.md), or remove vrl", name)
+	}
+	if res.ResultJQ != nil && strings.TrimSpace(*res.ResultJQ) != "" {
+		code, err := CompileResultJQ(*res.ResultJQ)
+		if err != nil {
+			return nil, fmt.Errorf("server %q: %w", name, err)
+		}
+		res.ResultJQCode = code
+	}
 	strict := func(v any) error {
 		d := json.NewDecoder(bytes.NewReader(s.Params))
 		d.DisallowUnknownFields()

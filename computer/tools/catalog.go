@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/itchyny/gojq"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/smcpgw/smcp-gateway/computer/config"
@@ -36,6 +37,9 @@ type Entry struct {
 	// Meta is the effective ToolMeta; nil when neither default_tool_meta nor
 	// the tool's own entry sets anything.
 	Meta *smcpv1.ToolMeta
+	// ResultJQ is the server's compiled result_jq, applied to every result
+	// of the tool (nil: none).
+	ResultJQ *gojq.Code
 }
 
 // Clash is a listed name that more than one tool would take.
@@ -70,7 +74,8 @@ func Build(servers []ServerTools, log *slog.Logger) *Catalog {
 				continue
 			}
 			own := s.Config.ToolMeta[t.Name]
-			e := &Entry{Name: t.Name, Server: s.Server, Tool: t, Meta: smcp.EffectiveToolMeta(toProto(s.Config.DefaultToolMeta), toProto(&own))}
+			e := &Entry{Name: t.Name, Server: s.Server, Tool: t, Meta: smcp.EffectiveToolMeta(toProto(s.Config.DefaultToolMeta), toProto(&own)),
+				ResultJQ: s.Config.ResultJQCode}
 			if alias := e.Meta.GetAlias(); alias != "" {
 				e.Name = alias
 			}

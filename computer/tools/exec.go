@@ -198,18 +198,27 @@ func (x *Executor) Execute(ctx context.Context, c Call) map[string]any {
 		return errorResult(fmt.Sprintf("tool %q on MCP server %q failed: %v", c.Name, e.Server, err), meta)
 	}
 	log.Debug("tool call done", "server", e.Server, "elapsed", time.Since(start), "is_error", res.IsError)
-	return resultWire(res, meta)
-}
-
-// resultWire turns the MCP result into the wire CallToolResult. MCP's own
-// _meta and the a2c markers both go under "meta".
-func resultWire(res *mcp.CallToolResult, markers map[string]any) map[string]any {
 	b, err := json.Marshal(res)
 	if err != nil {
-		return errorResult("cannot encode the tool result: "+err.Error(), markers)
+		return errorResult("cannot encode the tool result: "+err.Error(), meta)
 	}
 	var out map[string]any
 	_ = json.Unmarshal(b, &out)
+	out["isError"] = res.IsError
+	if e.ResultJQ != nil {
+		if out, err = applyJQ(cctx, e.ResultJQ, out, e.Server, e.Tool.Name); err != nil {
+			log.Warn("result_jq failed", "server", e.Server, "err", err)
+			return errorResult(fmt.Sprintf("the result_jq of MCP server %q failed on the result of tool %q: %v", e.Server, e.Tool.Name, err), meta)
+		}
+		meta[smcp.MetaJQTransformed] = true
+	}
+	return resultWire(out, meta)
+}
+
+// resultWire finishes a CallToolResult (JSON as the MCP server sent it, or
+// as result_jq made it) for the wire: MCP's own _meta and the a2c markers
+// both go under "meta".
+func resultWire(out map[string]any, markers map[string]any) map[string]any {
 	meta, _ := out["_meta"].(map[string]any)
 	delete(out, "_meta")
 	if meta == nil {
@@ -224,7 +233,6 @@ func resultWire(res *mcp.CallToolResult, markers map[string]any) map[string]any 
 	if _, ok := out["content"]; !ok || out["content"] == nil {
 		out["content"] = []any{}
 	}
-	out["isError"] = res.IsError
 	return out
 }
 
