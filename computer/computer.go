@@ -40,7 +40,6 @@ import (
 	"github.com/smcpgw/smcp-gateway/computer/config"
 	"github.com/smcpgw/smcp-gateway/computer/servers"
 	"github.com/smcpgw/smcp-gateway/computer/tools"
-	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 // Options configure a Computer.
@@ -91,6 +90,11 @@ type Computer struct {
 
 	linkMu sync.Mutex
 	link   Emitter
+
+	reloadMu     sync.Mutex // one ApplyConfigContext at a time
+	holdMu       sync.Mutex
+	holding      int  // reloads in progress: update_tool_list waits
+	heldToolList bool // an update_tool_list waits for the end of a reload
 
 	closeOnce sync.Once
 }
@@ -256,10 +260,10 @@ func (c *Computer) onServerEvent(ev servers.Event) {
 	switch ev.Kind {
 	case servers.ToolsChanged:
 		c.rebuildTools()
-		c.notify(smcp.EventUpdateToolList)
+		c.notifyToolList()
 	case servers.Connected, servers.Disconnected, servers.Removed:
 		if c.rebuildTools() {
-			c.notify(smcp.EventUpdateToolList)
+			c.notifyToolList()
 		}
 		c.resourcesChanged(ev.Server, ev.Kind)
 	case servers.ResourcesChanged:

@@ -1,13 +1,16 @@
 package computer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"reflect"
 	"sort"
+	"time"
 
 	"github.com/smcpgw/smcp-gateway/computer/config"
+	"github.com/smcpgw/smcp-gateway/computer/servers"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -15,6 +18,14 @@ import (
 // computer runs; a changed server restarts. Agents are told with
 // server:update_config (and server:update_tool_list once its tools change).
 func (c *Computer) SetServer(s *config.Server) error {
+	if err := c.setServer(s); err != nil {
+		return err
+	}
+	c.notify(smcp.EventUpdateConfig)
+	return nil
+}
+
+func (c *Computer) setServer(s *config.Server) error {
 	c.cfgMu.Lock()
 	next := &config.Config{Servers: maps.Clone(c.cfg.Servers), Inputs: c.cfg.Inputs}
 	next.Servers[s.Name] = s
@@ -25,12 +36,19 @@ func (c *Computer) SetServer(s *config.Server) error {
 		return err
 	}
 	c.log.Info("server configuration set", "server", s.Name, "disabled", s.Disabled())
-	c.notify(smcp.EventUpdateConfig)
 	return nil
 }
 
 // RemoveServer stops an MCP server and removes it from the configuration.
 func (c *Computer) RemoveServer(name string) error {
+	if err := c.removeServer(name); err != nil {
+		return err
+	}
+	c.notify(smcp.EventUpdateConfig)
+	return nil
+}
+
+func (c *Computer) removeServer(name string) error {
 	c.cfgMu.Lock()
 	if _, ok := c.cfg.Servers[name]; !ok {
 		c.cfgMu.Unlock()
@@ -42,7 +60,6 @@ func (c *Computer) RemoveServer(name string) error {
 	c.cfgMu.Unlock()
 	c.servers.Remove(name)
 	c.log.Info("server removed", "server", name)
-	c.notify(smcp.EventUpdateConfig)
 	return nil
 }
 
@@ -62,11 +79,37 @@ func (c *Computer) setDisabled(name string, disabled bool) error {
 	return c.SetServer(s.WithDisabled(disabled))
 }
 
-// ApplyConfig moves the running computer to cfg: servers missing from cfg
-// are removed, new and changed ones (re)started, unchanged ones left alone.
-// Inputs are read once, when the computer is made: changed inputs need a
-// restart (they are logged and otherwise ignored).
+// reloadWait bounds how long ApplyConfig waits for restarted servers
+// before it announces the new configuration anyway.
+const reloadWait = 30 * time.Second
+
+// ApplyConfig is ApplyConfigContext bounded by 30 s.
 func (c *Computer) ApplyConfig(cfg *config.Config) error {
+	ctx, cancel := context.WithTimeout(context.Background(), reloadWait)
+	defer cancel()
+	return c.ApplyConfigContext(ctx, cfg)
+}
+
+// ApplyConfigContext moves the running computer to cfg: servers missing
+// from cfg are removed, new and changed ones (re)started, unchanged ones
+// left alone. It returns once the new configuration is serving — every
+// started server connected or failed once — or ctx ends, and only then
+// tells agents, with one server:update_config followed by
+// server:update_tool_list when the tools changed meanwhile: an agent that
+// refetches on update_config (SDK 0.1.x ignores update_tool_list) must not
+// see a half-started configuration. Inputs are read once, when the
+// computer is made: changed inputs need a restart (they are logged and
+// otherwise ignored).
+func (c *Computer) ApplyConfigContext(ctx context.Context, cfg *config.Config) error {
+	c.reloadMu.Lock()
+	defer c.reloadMu.Unlock()
+	c.holdToolList()
+	released := false
+	defer func() {
+		if !released { // a panic in between must not hold the list forever
+			c.releaseToolList()
+		}
+	}()
 	c.cfgMu.Lock()
 	old := c.cfg
 	c.cfgMu.Unlock()
@@ -74,9 +117,11 @@ func (c *Computer) ApplyConfig(cfg *config.Config) error {
 		c.log.Warn("inputs changed in the configuration; they take effect at the next start")
 	}
 	var errs []error
+	changed := 0
 	for name := range old.Servers {
 		if _, keep := cfg.Servers[name]; !keep {
-			errs = append(errs, c.RemoveServer(name))
+			errs = append(errs, c.removeServer(name))
+			changed++
 		}
 	}
 	names := make([]string, 0, len(cfg.Servers))
@@ -84,12 +129,83 @@ func (c *Computer) ApplyConfig(cfg *config.Config) error {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	var started []string
 	for _, name := range names {
 		s := cfg.Servers[name]
 		if prev, ok := old.Servers[name]; ok && reflect.DeepEqual(prev.Raw(), s.Raw()) {
 			continue
 		}
-		errs = append(errs, c.SetServer(s))
+		changed++
+		if err := c.setServer(s); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		started = append(started, name)
+	}
+	if err := c.waitServing(ctx, started); err != nil {
+		c.log.Warn("reload: announcing the configuration before every server is up", "err", err)
+	}
+	released = true
+	toolsChanged := c.releaseToolList()
+	if changed > 0 {
+		c.notify(smcp.EventUpdateConfig)
+	}
+	if toolsChanged {
+		c.notify(smcp.EventUpdateToolList)
 	}
 	return errors.Join(errs...)
+}
+
+// waitServing waits until each named server has connected or failed once
+// (a disabled or removed one counts as done).
+func (c *Computer) waitServing(ctx context.Context, names []string) error {
+	for {
+		var pending []string
+		for _, n := range names {
+			if s, ok := c.servers.Snapshot(n); ok && s.State == servers.StateStarting && s.Restarts == 0 {
+				pending = append(pending, n)
+			}
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("MCP servers %v still starting: %w", pending, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// holdToolList makes server:update_tool_list wait (see
+// ApplyConfigContext); releaseToolList ends the hold and reports whether
+// one was held back.
+func (c *Computer) holdToolList() {
+	c.holdMu.Lock()
+	c.holding++
+	c.holdMu.Unlock()
+}
+
+func (c *Computer) releaseToolList() (held bool) {
+	c.holdMu.Lock()
+	defer c.holdMu.Unlock()
+	c.holding--
+	if c.holding > 0 {
+		return false
+	}
+	held, c.heldToolList = c.heldToolList, false
+	return held
+}
+
+// notifyToolList emits server:update_tool_list, or keeps it for the end
+// of a reload.
+func (c *Computer) notifyToolList() {
+	c.holdMu.Lock()
+	if c.holding > 0 {
+		c.heldToolList = true
+		c.holdMu.Unlock()
+		return
+	}
+	c.holdMu.Unlock()
+	c.notify(smcp.EventUpdateToolList)
 }

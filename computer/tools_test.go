@@ -3,7 +3,11 @@ package computer_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -413,5 +417,65 @@ func TestResultJQ(t *testing.T) {
 	}
 	if _, err := config.NewServer("s", map[string]any{"url": "http://x", "vrl": nil}); err != nil {
 		t.Errorf("vrl: null: %v", err)
+	}
+}
+
+// TestApplyConfigAnnouncesWhenServing: a reload that adds a slow server
+// tells agents (update_config, then update_tool_list) only once that server
+// is up, so that an agent refetching its tools on update_config (SDK 0.1.x)
+// sees them all.
+func TestApplyConfigAnnouncesWhenServing(t *testing.T) {
+	a := testmcp.New("a", testmcp.Options{})
+	b := testmcp.New("b", testmcp.Options{})
+	bh := b.HTTPHandler()
+	slowB := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			time.Sleep(300 * time.Millisecond) // a server that takes its time to start
+		}
+		bh.ServeHTTP(w, r)
+	}))
+	t.Cleanup(slowB.Close)
+	aMoved := fixture(t, a) // before the computer: cleanups run last first
+	var self atomic.Pointer[computer.Computer]
+	toolsAtConfig := make(chan map[string]map[string]any, 4)
+	h := newComputer(t, map[string]map[string]any{"a": {"url": fixture(t, a)}}, func(o *computer.Options) {
+		record := o.OnUpdate
+		o.OnUpdate = func(ev string) {
+			if c := self.Load(); c != nil && ev == smcp.EventUpdateConfig {
+				ans := roundTrip(t, c.Handle(context.Background(), smcp.EventGetTools, map[string]any{"computer": "pc", "req_id": "r"}))
+				toolsAtConfig <- toolNames(t, ans)
+			}
+			record(ev)
+		}
+	})
+	self.Store(h.c)
+	h.upd.drain()
+	cfg, err := config.Parse([]byte(`{"mcpServers": {"a": {"url": "`+aMoved+`"},
+		"b": {"url": "`+slowB.URL+`", "tool_meta": {"echo": {"alias": "b_echo"}}, "forbidden_tools": ["add", "slow", "pid"]}}}`), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "a" changes too (its URL): it restarts under the reload.
+	if err := h.c.ApplyConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case names := <-toolsAtConfig:
+		if names["b_echo"] == nil || names["echo"] == nil {
+			t.Fatalf("update_config announced a configuration that is not serving yet: tools %v", names)
+		}
+	default:
+		t.Fatal("no update_config when ApplyConfig returned")
+	}
+	var order []string
+	for len(h.upd.ch) > 0 {
+		order = append(order, <-h.upd.ch)
+	}
+	first := slices.IndexFunc(order, func(ev string) bool { return ev == smcp.EventUpdateConfig || ev == smcp.EventUpdateToolList })
+	if first < 0 || order[first] != smcp.EventUpdateConfig || !slices.Contains(order, smcp.EventUpdateToolList) {
+		t.Fatalf("events of the reload: %v (want update_config first, then update_tool_list)", order)
+	}
+	if n := h.upd.count(smcp.EventUpdateToolList); n != 1 {
+		t.Fatalf("update_tool_list sent %d times in one reload: %v", n, order)
 	}
 }
