@@ -3,7 +3,9 @@ package computer_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,7 +13,9 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/agent"
 	"github.com/smcpgw/smcp-gateway/computer"
+	"github.com/smcpgw/smcp-gateway/computer/config"
 	"github.com/smcpgw/smcp-gateway/computer/internal/testmcp"
+	"github.com/smcpgw/smcp-gateway/computer/tools"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
@@ -397,5 +401,76 @@ func TestE2EGetConfig(t *testing.T) {
 	local := ret.GetServers()["local"]
 	if !local.GetDisabled() || local.GetStdio().GetArgs()[1] != "7" || local.GetStdio().GetEncoding() != "utf-8" {
 		t.Fatalf("local: %v", local)
+	}
+}
+
+// lockedBuffer is a log sink written by several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestRunLogsRefusedTools: a computer without a terminal under the default
+// --confirm=deny says once, when it starts, which tools it will refuse and
+// how to allow them.
+func TestRunLogsRefusedTools(t *testing.T) {
+	gw, err := gateway.Start(gateway.Config{Auth: core.AllowAll{}, Logger: quietLogger()}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gw.Stop() })
+	url := fixture(t, testmcp.New("a", testmcp.Options{}))
+	for _, policy := range []string{tools.ConfirmDeny, tools.ConfirmAuto} {
+		s, err := config.NewServer("a", map[string]any{"url": url, "tool_meta": map[string]any{"echo": map[string]any{"auto_apply": true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs lockedBuffer
+		c, err := computer.New(computer.Options{Name: "pc", Confirm: policy, Config: &config.Config{Servers: map[string]*config.Server{"a": s}},
+			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Run(ctx, computer.Gateway{URL: gw.URL, Office: "o-" + policy, Dial: sioclient.Options{Logger: quietLogger()}})
+		}()
+		deadline := time.Now().Add(15 * time.Second)
+		for !strings.Contains(logs.String(), "joined office") {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: computer did not join: %s", policy, logs.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		n := strings.Count(logs.String(), "need confirmation and will be refused")
+		switch policy {
+		case tools.ConfirmDeny:
+			line := logs.String()[strings.Index(logs.String(), "3 of 4 tools need confirmation"):]
+			line = line[:strings.IndexByte(line, '\n')]
+			if n != 1 || !strings.Contains(line, `tools="add, pid, slow"`) || !strings.Contains(line, "--confirm=auto") || !strings.Contains(line, "auto_apply: true") {
+				t.Fatalf("deny: %d lines; %s", n, line)
+			}
+		default:
+			if n != 0 {
+				t.Fatalf("auto: %d refusal lines", n)
+			}
+		}
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/smcpgw/smcp-gateway/computer/tools"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -118,6 +120,7 @@ func (c *Computer) Run(ctx context.Context, gw Gateway) error {
 	readyCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	_ = c.WaitReady(readyCtx)
 	cancel()
+	c.logRefusedTools()
 	l, err := c.Connect(ctx, gw)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -129,4 +132,40 @@ func (c *Computer) Run(ctx context.Context, gw Gateway) error {
 	<-ctx.Done()
 	c.log.Info("shutting down")
 	return nil
+}
+
+// maxLoggedTools bounds the tool names logRefusedTools writes out.
+const maxLoggedTools = 50
+
+// RefusedTools lists the tools (listed names) whose calls this computer
+// refuses without asking anyone: those without auto_apply, when there is
+// no ConfirmAsker (no terminal) and the policy is tools.ConfirmDeny.
+func (c *Computer) RefusedTools() []string {
+	if c.opts.ConfirmAsker != nil || c.opts.Confirm != tools.ConfirmDeny {
+		return nil
+	}
+	var names []string
+	for _, e := range c.catalog.Load().Entries() {
+		if !e.Meta.GetAutoApply() {
+			names = append(names, e.Name)
+		}
+	}
+	return names
+}
+
+// logRefusedTools says once, at start-up, which tools the safe default
+// will refuse: otherwise the first sign is an agent's failed call (an
+// mcpServers config has no auto_apply at all, so every tool is refused).
+func (c *Computer) logRefusedTools() {
+	names := c.RefusedTools()
+	if len(names) == 0 {
+		return
+	}
+	shown := names
+	if len(shown) > maxLoggedTools {
+		shown = append(shown[:maxLoggedTools:maxLoggedTools], fmt.Sprintf("... %d more", len(names)-maxLoggedTools))
+	}
+	c.log.Warn(fmt.Sprintf("%d of %d tools need confirmation and will be refused: there is no terminal to ask and the policy is --confirm=%s; "+
+		"to allow them, run with --confirm=%s, or set auto_apply: true in the server's tool_meta.<tool> (default_tool_meta for all its tools)",
+		len(names), len(c.catalog.Load().Entries()), tools.ConfirmDeny, tools.ConfirmAuto), "tools", strings.Join(shown, ", "))
 }
