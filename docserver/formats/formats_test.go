@@ -441,3 +441,32 @@ func TestPDFRunningHeadersAndFooters(t *testing.T) {
 		t.Errorf("two-page document got running lines: %q", got)
 	}
 }
+
+// TestMarkdownFrontMatterYAML: front matter is YAML, read by a YAML parser:
+// folded and literal scalars, quoting, comments, flow and block lists.
+func TestMarkdownFrontMatterYAML(t *testing.T) {
+	for _, tc := range []struct {
+		name, fm string
+		title    string
+		keywords []string
+		summary  string
+	}{
+		{"folded", "title: Plan\nsummary: >\n  Spending per\n  department.\nkeywords: [budget, \"2026\"]\n", "Plan", []string{"budget", "2026"}, "Spending per department."},
+		{"literal", "Title: 'It''s: quoted'\ndescription: |\n  line one\n  line two\ntags:\n  - a # a comment\n  - 'b, c'\n", "It's: quoted", []string{"a", "b, c"}, "line one line two"},
+		{"comma string", "keywords: x, y ,z\nabstract: \"a \\\"quoted\\\" word\"\n", "", []string{"x", "y", "z"}, `a "quoted" word`},
+		{"numbers and nulls", "title: 2026\nsummary: ~\nkeywords: [1, true, null]\n", "2026", []string{"1", "true"}, "First paragraph."},
+		{"not a mapping", "- just\n- a list\n", "", nil, "First paragraph."},
+		{"invalid YAML", "title: [unclosed\n", "", nil, "First paragraph."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := mustParse(t, "x.md", "---\n"+tc.fm+"---\nFirst paragraph.\n", Options{})
+			title := tc.title
+			if title == "" {
+				title = "x"
+			}
+			if doc.Title != title || !reflect.DeepEqual(doc.Keywords, tc.keywords) || doc.Summary != tc.summary {
+				t.Errorf("title %q keywords %q summary %q; want %q %q %q", doc.Title, doc.Keywords, doc.Summary, title, tc.keywords, tc.summary)
+			}
+		})
+	}
+}

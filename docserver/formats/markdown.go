@@ -12,6 +12,7 @@ import (
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+	"gopkg.in/yaml.v3"
 
 	"github.com/smcpgw/smcp-gateway/docserver/dpe"
 )
@@ -20,7 +21,7 @@ import (
 // sections: the smallest heading level that occurs at least twice splits the
 // document, and whatever comes before the first such heading (a title, an
 // introduction) is page 0. A document without a repeated heading level is one
-// page. Front matter (--- key: value ---) gives title, keywords and summary.
+// page. YAML front matter (---) gives title, keywords and summary.
 func parseMarkdown(name string, data []byte, _ Options) (*dpe.Document, error) {
 	s, err := textContent(data)
 	if err != nil {
@@ -345,9 +346,13 @@ type frontMatter struct {
 	summary  string
 }
 
-// splitFrontMatter separates a leading "---" block of "key: value" lines
-// (YAML's simple subset: scalars, [a, b] lists and "- item" lists). It returns
-// the body and the 1-based line number the body starts at.
+// splitFrontMatter separates a leading "---" block of YAML (closed by
+// "---" or "...") from the body, and reads title, summary (or description,
+// abstract) and keywords (or tags) from it with a YAML parser, so that
+// folded and literal scalars, quoting and both list forms mean what YAML
+// says. Keys are case-insensitive. A block that is not a YAML mapping gives
+// no metadata (the block is still not body text). It returns the body and
+// the 1-based line number the body starts at.
 func splitFrontMatter(s string) (frontMatter, []byte, int) {
 	var fm frontMatter
 	if !strings.HasPrefix(s, "---\n") {
@@ -356,7 +361,7 @@ func splitFrontMatter(s string) (frontMatter, []byte, int) {
 	lines := strings.Split(s, "\n")
 	end := -1
 	for i := 1; i < len(lines); i++ {
-		if l := lines[i]; l == "---" || l == "..." {
+		if l := strings.TrimRight(lines[i], " \t\r"); l == "---" || l == "..." {
 			end = i
 			break
 		}
@@ -364,36 +369,11 @@ func splitFrontMatter(s string) (frontMatter, []byte, int) {
 	if end < 0 {
 		return fm, []byte(s), 1
 	}
-	values := map[string][]string{}
-	var key string
-	for _, l := range lines[1:end] {
-		if item, ok := strings.CutPrefix(strings.TrimSpace(l), "- "); ok && key != "" {
-			values[key] = append(values[key], unquote(item))
-			continue
-		}
-		k, v, ok := strings.Cut(l, ":")
-		if !ok || strings.HasPrefix(l, " ") {
-			continue
-		}
-		key = strings.ToLower(strings.TrimSpace(k))
-		v = strings.TrimSpace(v)
-		switch {
-		case v == "":
-			values[key] = nil
-		case strings.HasPrefix(v, "[") && strings.HasSuffix(v, "]"):
-			for _, item := range strings.Split(v[1:len(v)-1], ",") {
-				if item = unquote(strings.TrimSpace(item)); item != "" {
-					values[key] = append(values[key], item)
-				}
-			}
-		default:
-			values[key] = []string{unquote(v)}
-		}
-	}
+	values := frontMatterValues(strings.Join(lines[1:end], "\n"))
 	first := func(keys ...string) string {
 		for _, k := range keys {
 			if v := values[k]; len(v) > 0 {
-				return v[0]
+				return strings.Join(strings.Fields(v[0]), " ")
 			}
 		}
 		return ""
@@ -405,21 +385,52 @@ func splitFrontMatter(s string) (frontMatter, []byte, int) {
 		fm.keywords = values["tags"]
 	}
 	if len(fm.keywords) == 1 && strings.Contains(fm.keywords[0], ",") {
-		var kws []string
-		for _, k := range strings.Split(fm.keywords[0], ",") {
-			if k = strings.TrimSpace(k); k != "" {
-				kws = append(kws, k)
-			}
-		}
-		fm.keywords = kws
+		// "keywords: a, b" is one YAML string; writers mean a list.
+		fm.keywords = strings.Split(fm.keywords[0], ",")
 	}
+	var kws []string
+	for _, k := range fm.keywords {
+		if k = strings.TrimSpace(k); k != "" {
+			kws = append(kws, k)
+		}
+	}
+	fm.keywords = kws
 	body := strings.Join(lines[end+1:], "\n")
 	return fm, []byte(body), end + 2
 }
 
-func unquote(s string) string {
-	if len(s) >= 2 && (s[0] == '"' && s[len(s)-1] == '"' || s[0] == '\'' && s[len(s)-1] == '\'') {
-		return s[1 : len(s)-1]
+// frontMatterValues reads the top-level keys of a YAML mapping as lists of
+// strings: a scalar is a one-element list (its text as YAML reads it, so a
+// folded "summary: >" block is its folded text), a sequence lists its
+// scalars. Nested mappings and aliases are ignored.
+func frontMatterValues(src string) map[string][]string {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(src), &doc); err != nil || len(doc.Content) == 0 {
+		return nil
 	}
-	return s
+	m := doc.Content[0]
+	if m.Kind != yaml.MappingNode {
+		return nil
+	}
+	values := map[string][]string{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			continue
+		}
+		key := strings.ToLower(strings.TrimSpace(k.Value))
+		switch v.Kind {
+		case yaml.ScalarNode:
+			if v.Tag != "!!null" {
+				values[key] = []string{v.Value}
+			}
+		case yaml.SequenceNode:
+			for _, item := range v.Content {
+				if item.Kind == yaml.ScalarNode && item.Tag != "!!null" {
+					values[key] = append(values[key], item.Value)
+				}
+			}
+		}
+	}
+	return values
 }
