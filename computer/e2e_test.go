@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/smcpgw/smcp-gateway/agent"
@@ -18,7 +20,10 @@ import (
 	"github.com/smcpgw/smcp-gateway/computer/tools"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/internal/connecttest"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -472,5 +477,44 @@ func TestRunLogsRefusedTools(t *testing.T) {
 				t.Fatalf("auto: %d refusal lines", n)
 			}
 		}
+	}
+}
+
+// TestGetFinderOfComputerWithoutFinder: a computer that answers
+// client:get_finder with nothing (an SDK 0.1.x computer has no handler;
+// python-socketio then acks with no value) gives the agent a clear "not
+// supported by this computer" (501; Unimplemented over Connect), not a 500
+// "malformed answer".
+func TestGetFinderOfComputerWithoutFinder(t *testing.T) {
+	gw, err := gateway.Start(gateway.Config{Auth: core.AllowAll{}, Logger: quietLogger()}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gw.Stop() })
+	old, err := sioclient.Dial(ctxT(t), sioclient.Options{URL: gw.URL, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(old.Close)
+	old.Handle(smcp.EventGetFinder, func(context.Context, json.RawMessage) (any, error) { return nil, nil })
+	if err := old.JoinOffice(ctxT(t), smcp.RoleComputer, "old-pc", "o"); err != nil {
+		t.Fatal(err)
+	}
+	ag, err := agent.Dial(ctxT(t), sioclient.Options{URL: gw.URL, Logger: quietLogger()}, "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ag.Close)
+	if err := ag.Join(ctxT(t), "o"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ag.GetFinder(ctxT(t), &smcpv1.GetFinderReq{Computer: "old-pc"})
+	if e, ok := smcp.AsError(err); !ok || e.Code != smcp.CodeNotSupported || !strings.Contains(e.Message, "not supported by this computer") {
+		t.Fatalf("Socket.IO agent: %v", err)
+	}
+	api := smcpv1connect.NewAgentServiceClient(http.DefaultClient, gw.URL, connecttest.Headers(rpc.AgentHeader, "bot"))
+	_, err = api.GetFinder(ctxT(t), &smcpv1.GetFinderRequest{OfficeId: "o", Computer: "old-pc"})
+	if connect.CodeOf(err) != connect.CodeUnimplemented || !strings.Contains(err.Error(), "not supported by this computer") {
+		t.Fatalf("Connect agent: %v (%v)", err, connect.CodeOf(err))
 	}
 }

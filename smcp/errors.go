@@ -10,12 +10,18 @@ import (
 
 // Protocol error codes (PROTOCOL.md §4).
 const (
-	CodeBadRequest       = 400
-	CodeUnauthenticated  = 401
-	CodeForbidden        = 403
-	CodeNotFound         = 404
-	CodeTimeout          = 408
-	CodeInternal         = 500
+	CodeBadRequest      = 400
+	CodeUnauthenticated = 401
+	CodeForbidden       = 403
+	CodeNotFound        = 404
+	CodeTimeout         = 408
+	CodeInternal        = 500
+	// CodeNotSupported: the computer answered a request with nothing (an
+	// empty ack, null) or with a bare value that is no answer at all —
+	// how a computer without a handler for the event (an SDK 0.1.x
+	// computer asked for its Finder) replies. A gateway extension: the
+	// request is valid, this computer does not serve it.
+	CodeNotSupported     = 501
 	CodeVersionMismatch  = 4008
 	CodeNotInOffice      = 4103
 	CodeDocumentNotFound = 4201

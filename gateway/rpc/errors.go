@@ -19,6 +19,7 @@ var codes = map[int]connect.Code{
 	smcp.CodeNotFound:         connect.CodeNotFound,
 	smcp.CodeTimeout:          connect.CodeDeadlineExceeded,
 	smcp.CodeInternal:         connect.CodeInternal,
+	smcp.CodeNotSupported:     connect.CodeUnimplemented,
 	smcp.CodeVersionMismatch:  connect.CodeFailedPrecondition,
 	smcp.CodeNotInOffice:      connect.CodeFailedPrecondition,
 	smcp.CodeDocumentNotFound: connect.CodeNotFound,
