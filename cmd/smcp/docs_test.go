@@ -28,6 +28,15 @@ import (
 // the test binary plays smcp. SMCP_TEST_ARGS is dropped before main runs,
 // so that it does not reach such grandchildren.
 func TestMain(m *testing.M) {
+	// `smcp demo` re-executes itself as `smcp docs ...` through its
+	// computer, which starts MCP servers with a minimal environment (no
+	// SMCP_* variables): a first argument that is not a test flag means the
+	// test binary plays smcp.
+	if len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-test.") && os.Getenv("SMCP_TEST_MAIN") == "" {
+		os.Args[0] = "smcp"
+		main()
+		os.Exit(0)
+	}
 	if os.Getenv("SMCP_TEST_MAIN") == "argv" { // re-executed by smcp bench: os.Args as given
 		main()
 		os.Exit(0)
