@@ -65,3 +65,26 @@ func TestWireRedactsURLSecrets(t *testing.T) {
 		t.Fatalf("Wire changed the configuration: %v", u)
 	}
 }
+
+// FuzzRedactURL: whatever the text, the password of a URL's userinfo and
+// the value of a token parameter do not survive, and redacting twice
+// changes nothing more.
+func FuzzRedactURL(f *testing.F) {
+	for _, s := range []string{"http://u:p@h/?token=t", "https://h/#access_token=x", "a://@", "x?&=&token=", "https://${input:a}:b@h"} {
+		f.Add(s, "s3cr3tvalue")
+	}
+	f.Fuzz(func(t *testing.T, u, secret string) {
+		once := RedactURL(u)
+		if twice := RedactURL(once); twice != once {
+			t.Fatalf("not idempotent: %q -> %q -> %q", u, once, twice)
+		}
+		if len(secret) < 4 || strings.ContainsAny(secret, "@/?#&=:${}%+ ") || strings.Contains(u, secret) {
+			return
+		}
+		for _, withSecret := range []string{"http://user:" + secret + "@" + u, "http://h/?token=" + secret + "&" + u} {
+			if got := RedactURL(withSecret); strings.Contains(got, secret) {
+				t.Fatalf("RedactURL(%q) = %q keeps the secret", withSecret, got)
+			}
+		}
+	})
+}

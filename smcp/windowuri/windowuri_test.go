@@ -146,3 +146,20 @@ func TestParseLegacy(t *testing.T) {
 		t.Fatalf("from Parse: %q %v %+v", dropped, err, l)
 	}
 }
+
+// FuzzParseLegacy: any query reads without panicking, and what it yields is
+// in range (priority 0..1).
+func FuzzParseLegacy(f *testing.F) {
+	for _, s := range []string{"?priority=80&fullscreen=true", "?priority=%31%30", "?fullscreen=maybe#x", "?priority=1e2", "?=&&priority", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		l, _ := ParseLegacy(q)
+		if l.HasPriority && !(l.Priority >= 0 && l.Priority <= 1) {
+			t.Fatalf("ParseLegacy(%q) priority %v", q, l.Priority)
+		}
+		if !l.HasFullscreen && l.Fullscreen {
+			t.Fatalf("ParseLegacy(%q): fullscreen without HasFullscreen", q)
+		}
+	})
+}
