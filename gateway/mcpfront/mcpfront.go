@@ -81,6 +81,10 @@ const (
 	maxAgentName = 128
 )
 
+// statelessProtocol is the first MCP version without sessions (SEP-2575),
+// which a stateful endpoint refuses with the versions it speaks.
+const statelessProtocol = "2026-07-28"
+
 // Options configure the front end. Zero fields take the defaults.
 type Options struct {
 	// APIKeyHeader carries the API key; "Authorization: Bearer <key>" is
@@ -226,8 +230,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.handler.ServeHTTP(w, r)
 		return
 	}
-	if r.Method != http.MethodPost {
-		s.handler.ServeHTTP(w, r) // the go-sdk's own answer (400 / 405)
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Protocol-Version") >= statelessProtocol {
+		// The go-sdk's own answer: 400 / 405, or for a stateless-protocol
+		// probe, the error listing the versions this endpoint negotiates
+		// (the client then initializes); neither needs the office.
+		s.handler.ServeHTTP(w, r)
 		return
 	}
 	sess, err := s.open(r.Context(), p, office, agent)
