@@ -225,20 +225,51 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 
 // toolResult decodes a CallToolResult as the computer (or the gateway, for a
 // timeout or a computer gone) made it. SMCP spells the result's metadata
-// "meta", MCP "_meta": both are read.
+// "meta", MCP "_meta": both are read. Results of plain text contents, the
+// common case, are decoded with encoding/json alone: the go-sdk's own
+// decoder allocates a 64 KiB buffer per value, which was the largest cost
+// per call of this front end.
 func toolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
+	var w struct {
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent"`
+		IsError           bool              `json:"isError"`
+		Meta              map[string]any    `json:"_meta"`
+		SMCPMeta          map[string]any    `json:"meta"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, mcpError(smcp.Errorf(smcp.CodeInternal, "malformed tool result: %v", err), false)
+	}
+	res := &mcp.CallToolResult{IsError: w.IsError, Meta: w.Meta, Content: make([]mcp.Content, 0, len(w.Content))}
+	if res.Meta == nil && len(w.SMCPMeta) > 0 {
+		res.Meta = w.SMCPMeta
+	}
+	if s := bytes.TrimSpace(w.StructuredContent); len(s) > 0 && !bytes.Equal(s, []byte("null")) {
+		res.StructuredContent = w.StructuredContent
+	}
+	for _, c := range w.Content {
+		var text struct {
+			Type string  `json:"type"`
+			Text *string `json:"text"`
+		}
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(c, &fields) != nil || len(fields) != 2 || json.Unmarshal(c, &text) != nil ||
+			text.Type != "text" || text.Text == nil {
+			return fullToolResult(raw, res.Meta)
+		}
+		res.Content = append(res.Content, &mcp.TextContent{Text: *text.Text})
+	}
+	return res, nil
+}
+
+// fullToolResult decodes a result with any kind of content (images, audio,
+// resources, annotations) with the go-sdk's own decoder.
+func fullToolResult(raw json.RawMessage, meta map[string]any) (*mcp.CallToolResult, error) {
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, mcpError(smcp.Errorf(smcp.CodeInternal, "malformed tool result: %v", err), false)
 	}
-	if res.Meta == nil {
-		var m struct {
-			Meta map[string]any `json:"meta"`
-		}
-		if json.Unmarshal(raw, &m) == nil && len(m.Meta) > 0 {
-			res.Meta = m.Meta
-		}
-	}
+	res.Meta = meta
 	if res.Content == nil {
 		res.Content = []mcp.Content{}
 	}
