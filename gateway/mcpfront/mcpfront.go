@@ -40,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -172,10 +173,6 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 		Logger:              opts.Logger,
 		SessionTimeout:      opts.SessionTimeout,
 		MaxRequestBodyBytes: opts.MaxRequestBytes,
-		// The gateway's own listener decides who may connect (loopback by
-		// default, TLS, API keys); the go-sdk's localhost Host check would
-		// refuse clients that reach a loopback gateway through a proxy.
-		DisableLocalhostProtection: true,
 	})
 	return s
 }
@@ -211,6 +208,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, smcp.Errorf(smcp.CodeNotFound, "no office in the path: use /mcp/{office_id}"))
 		return
 	}
+	if rebound(r) {
+		// The go-sdk refuses it too; refusing first takes no lease.
+		httpError(w, smcp.Errorf(smcp.CodeForbidden, "a loopback gateway answers only loopback host names"))
+		return
+	}
 	p, agent, err := s.caller(r)
 	if err != nil {
 		httpError(w, err)
@@ -244,6 +246,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess)))
 	s.started(sess)
+}
+
+// rebound reports a request that reached a loopback listener under another
+// host name: a web page using DNS rebinding to reach a local gateway.
+func rebound(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && local != nil && isLoopback(local.String()) && !isLoopback(r.Host)
+}
+
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 // caller authenticates the request and decides the agent name it acts as.

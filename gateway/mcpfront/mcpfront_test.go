@@ -414,3 +414,26 @@ func drain[T any](ch chan T) {
 		}
 	}
 }
+
+// A page of another site that resolves its own name to the loopback
+// gateway (DNS rebinding) is refused, even on an --insecure gateway.
+func TestDNSRebindingRefused(t *testing.T) {
+	g := startGateway(t, gateway.Config{})
+	req, _ := http.NewRequest(http.MethodPost, endpoint(g, "A"), strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Host = "attacker.example"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("x-api-key", keyA)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("status %d for Host attacker.example", resp.StatusCode)
+	}
+	if n := g.MCP.Sessions(); n != 0 {
+		t.Errorf("%d sessions opened for a refused request", n)
+	}
+}
