@@ -15,6 +15,8 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/agent"
 	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 )
 
@@ -435,5 +437,47 @@ func TestDNSRebindingRefused(t *testing.T) {
 	}
 	if n := g.MCP.Sessions(); n != 0 {
 		t.Errorf("%d sessions opened for a refused request", n)
+	}
+}
+
+// The office's in-flight bound and the request size bound hold for MCP
+// sessions: a call beyond the bound is an error with SMCP code 429, a body
+// beyond the size 413.
+func TestInFlightAndSizeLimits(t *testing.T) {
+	cfg := gateway.Config{Core: core.Config{MaxAgentInFlight: 1}, MCP: mcpfront.Options{MaxRequestBytes: 4096}}
+	o := newOffice(t, cfg)
+	cs := mustDial(t, o.g, "A", nil, "x-api-key", keyA)
+	ctx, cancel := context.WithCancel(ctxT(t))
+	defer cancel()
+	// The session's own refreshes (the computers' first update_* events)
+	// take the slot too: retry until the slow call holds it.
+	var done chan error
+	for started := false; !started; {
+		done = make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pc1__slow", Arguments: map[string]any{"tag": "hold", "seconds": 20}})
+			done <- err
+		}()
+		select {
+		case <-o.pc1.started:
+			started = true
+		case err := <-done:
+			t.Logf("slow call refused (%v); again", err)
+			time.Sleep(50 * time.Millisecond)
+		case <-time.After(waitFor):
+			t.Fatal("the slow call never started")
+		}
+	}
+	_, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "pc2__echo", Arguments: map[string]any{"text": "x"}})
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) || !strings.Contains(string(we.Data), `"code":429`) {
+		t.Errorf("a second call in flight: %v", fmtErr(err))
+	}
+	cancel()
+	<-done
+
+	_, err = cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "pc2__echo", Arguments: map[string]any{"text": strings.Repeat("x", 8192)}})
+	if err == nil || !strings.Contains(err.Error(), "413") && !strings.Contains(strings.ToLower(err.Error()), "too large") {
+		t.Errorf("an 8 KiB call with a 4 KiB limit: %v", fmtErr(err))
 	}
 }

@@ -58,7 +58,7 @@ func (x *session) syncResources(ctx context.Context, computer string, desktop, f
 	var hosts map[string]bool
 	pages := map[string]int{}
 	if desktop {
-		raw, err := x.request(ctx, smcp.EventGetDesktop, map[string]any{"computer": computer})
+		raw, err := x.syncRequest(ctx, smcp.EventGetDesktop, map[string]any{"computer": computer})
 		var ret struct {
 			Desktops []string `json:"desktops"`
 		}
@@ -144,7 +144,7 @@ func (x *session) finder(ctx context.Context, computer string) ([]wireDocument, 
 	var all []wireDocument
 	for offset := 0; len(all) < x.front.opts.MaxDocuments; {
 		limit := min(finderPage, x.front.opts.MaxDocuments-len(all))
-		raw, err := x.request(ctx, smcp.EventGetFinder, map[string]any{"computer": computer, "offset": offset, "limit": limit})
+		raw, err := x.syncRequest(ctx, smcp.EventGetFinder, map[string]any{"computer": computer, "offset": offset, "limit": limit})
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
@@ -275,6 +276,30 @@ func (x *session) request(ctx context.Context, event string, body map[string]any
 		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: %v", event, err)
 	}
 	return x.route(ctx, event, payload)
+}
+
+// syncRequest is request for the session's own reads (tools, desktop,
+// finder): a refusal because the agent has too many requests in flight (its
+// client's calls count too) is retried with backoff until ctx ends, so that
+// a busy office does not leave the session's lists stale.
+func (x *session) syncRequest(ctx context.Context, event string, body map[string]any) (json.RawMessage, error) {
+	wait := 20 * time.Millisecond
+	for {
+		raw, err := x.request(ctx, event, body)
+		e, ok := smcp.AsError(err)
+		if !ok || e.Code != core.CodeTooManyPending {
+			return raw, err
+		}
+		delete(body, "req_id")
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 // route sends an encoded client: event and returns the computer's answer.

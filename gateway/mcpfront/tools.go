@@ -40,7 +40,7 @@ type wireTool struct {
 // exactly them; the go-sdk tells the client (tools/list_changed) when
 // anything changed.
 func (x *session) syncTools(ctx context.Context, computer string) {
-	raw, err := x.request(ctx, smcp.EventGetTools, map[string]any{"computer": computer})
+	raw, err := x.syncRequest(ctx, smcp.EventGetTools, map[string]any{"computer": computer})
 	if err != nil {
 		x.log.Warn("list tools", "computer", computer, "err", err)
 		return
