@@ -37,7 +37,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -451,9 +450,6 @@ func (s *Server) Close() {
 	}
 	s.wg.Wait()
 }
-
-// errClosed ends the work of a session that closed.
-var errClosed = errors.New("mcpfront: session closed")
 
 func newReqID() string { return "mcp-" + rand.Text()[:16] }
 

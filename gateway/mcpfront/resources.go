@@ -170,7 +170,7 @@ func (x *session) finder(ctx context.Context, computer string) ([]wireDocument, 
 func (x *session) applyResourcesLocked(computer string, c *computerView, next map[string][]byte,
 	resource func(string) *mcp.Resource, desktop, finder bool) {
 	var gone []string
-	sweep := func(set map[string][]byte, scheme string) {
+	sweep := func(set map[string][]byte) {
 		for uri := range set {
 			if _, ok := next[uri]; !ok {
 				delete(set, uri)
@@ -182,10 +182,10 @@ func (x *session) applyResourcesLocked(computer string, c *computerView, next ma
 		}
 	}
 	if desktop {
-		sweep(c.windows, "window")
+		sweep(c.windows)
 	}
 	if finder {
-		sweep(c.documents, "dpe")
+		sweep(c.documents)
 	}
 	if len(gone) > 0 {
 		x.server.RemoveResources(gone...)
