@@ -481,3 +481,22 @@ func TestInFlightAndSizeLimits(t *testing.T) {
 		t.Errorf("an 8 KiB call with a 4 KiB limit: %v", fmtErr(err))
 	}
 }
+
+// A session whose client goes silent ends after SessionTimeout, and its
+// office is free for another agent.
+func TestIdleSessionFreesTheOffice(t *testing.T) {
+	g := startGateway(t, gateway.Config{MCP: mcpfront.Options{SessionTimeout: 300 * time.Millisecond}})
+	_ = mustDial(t, g, "A", &mcp.ClientOptions{}, "x-api-key", keyA, "x-smcp-agent", "quiet-one")
+	other, err := agent.Dial(ctxT(t), sioclient.Options{URL: g.URL, APIKey: keyA, Logger: quiet}, "next-one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.Join(ctxT(t), "A"); err == nil {
+		t.Fatal("joined while the MCP session held the office")
+	}
+	eventually(t, "the idle session to end", func() bool { return g.MCP.Sessions() == 0 })
+	if err := other.Join(ctxT(t), "A"); err != nil {
+		t.Errorf("the office is still held after the idle session ended: %v", err)
+	}
+}
