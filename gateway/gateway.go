@@ -189,6 +189,10 @@ func New(cfg Config) (*Gateway, error) {
 			Name: "smcp_fastlane_calls_total",
 			Help: "Connect unary calls answered by the HTTP/1.1 fast lane (the others are net/http's).",
 		}, func() float64 { return float64(g.FastLaneCalls()) }))
+		m.Registry().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "smcp_mcp_sessions",
+			Help: "Open MCP sessions at /mcp/{office_id}, each an agent of its office.",
+		}, func() float64 { return float64(g.MCP.Sessions()) }))
 		g.mux.Handle("GET /metrics", m.Handler())
 	}
 	return g, nil

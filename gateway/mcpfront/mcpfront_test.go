@@ -500,3 +500,18 @@ func TestIdleSessionFreesTheOffice(t *testing.T) {
 		t.Errorf("the office is still held after the idle session ended: %v", err)
 	}
 }
+
+// /metrics counts the open MCP sessions.
+func TestSessionsMetric(t *testing.T) {
+	g := startGateway(t, gateway.Config{Metrics: true})
+	_ = mustDial(t, g, "A", nil, "x-api-key", keyA)
+	resp, err := http.Get(g.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(b), "\nsmcp_mcp_sessions 1\n") {
+		t.Errorf("metrics lack smcp_mcp_sessions 1")
+	}
+}
