@@ -1,5 +1,6 @@
 // Package gateway assembles an SMCP gateway: one core.Hub, the Socket.IO front
-// end, the Connect / gRPC / gRPC-Web API (gateway/rpc), /healthz (liveness),
+// end, the Connect / gRPC / gRPC-Web API (gateway/rpc), every office as an MCP
+// server at /mcp/{office_id} (gateway/mcpfront), /healthz (liveness),
 // /readyz (readiness) and, when enabled, /metrics (Prometheus) on one
 // http.ServeMux, served with graceful shutdown.
 package gateway

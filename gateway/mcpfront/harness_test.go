@@ -192,6 +192,13 @@ func docsServer(t testing.TB) string {
 // The returned function makes it leave.
 func startComputer(t testing.TB, g *gateway.Running, key, office, name string, urls map[string]string) func() {
 	t.Helper()
+	return startComputerWith(t, g, key, office, name, urls, computer.Gateway{Dial: sioclient.Options{Logger: quiet}})
+}
+
+// startComputerWith is startComputer with the link's options (gw's URL,
+// office and key are filled in).
+func startComputerWith(t testing.TB, g *gateway.Running, key, office, name string, urls map[string]string, gw computer.Gateway) func() {
+	t.Helper()
 	servers := map[string]*config.Server{}
 	for n, u := range urls {
 		s, err := config.NewServer(n, map[string]any{"url": u})
@@ -212,8 +219,8 @@ func startComputer(t testing.TB, g *gateway.Running, key, office, name string, u
 	if err := pc.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
-	link, err := pc.Connect(ctx, computer.Gateway{URL: g.URL, Office: office, APIKey: key,
-		Dial: sioclient.Options{Logger: quiet}})
+	gw.URL, gw.Office, gw.APIKey = g.URL, office, key
+	link, err := pc.Connect(ctx, gw)
 	if err != nil {
 		t.Fatal(err)
 	}
