@@ -47,6 +47,7 @@ interop:
 deps-node:
 	cd test/interop && npm ci --no-audit --no-fund
 	cd test/connect-node && npm ci --no-audit --no-fund
+	cd gateway/mcpfront/testdata/node && npm ci --no-audit --no-fund
 
 # The load command against spawned gateway and floor relay (docs/BENCHMARKS.md).
 bench-load:

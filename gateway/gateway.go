@@ -1,5 +1,6 @@
 // Package gateway assembles an SMCP gateway: one core.Hub, the Socket.IO front
-// end, the Connect / gRPC / gRPC-Web API (gateway/rpc), /healthz (liveness),
+// end, the Connect / gRPC / gRPC-Web API (gateway/rpc), every office as an MCP
+// server at /mcp/{office_id} (gateway/mcpfront), /healthz (liveness),
 // /readyz (readiness) and, when enabled, /metrics (Prometheus) on one
 // http.ServeMux, served with graceful shutdown.
 package gateway
@@ -28,6 +29,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/fastlane"
+	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/gateway/metrics"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
@@ -45,6 +47,9 @@ type Config struct {
 	SIO  sio.Config
 	// RPC configures the typed API; its key header defaults to SIO's.
 	RPC rpc.Options
+	// MCP configures the MCP endpoint /mcp/{office_id}; its key header,
+	// default agent and per-session rate default to the RPC's and SIO's.
+	MCP mcpfront.Options
 	// ShutdownGrace bounds how long Serve waits for in-flight calls.
 	ShutdownGrace time.Duration
 	// TLS, when set, makes Serve speak HTTPS.
@@ -75,6 +80,7 @@ type Gateway struct {
 	Hub *core.Hub
 	SIO *sio.Server
 	RPC *rpc.Server
+	MCP *mcpfront.Server
 	// Metrics is nil unless Config.Metrics.
 	Metrics *metrics.Metrics
 	mux     *http.ServeMux
@@ -162,6 +168,8 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.RPC = rpc.New(hub, cfg.Auth, cfg.RPC)
 	g.RPC.Mount(g.mux)
+	g.MCP = mcpfront.New(hub, cfg.Auth, mcpOptions(cfg))
+	g.MCP.Mount(g.mux)
 	// Liveness: the process answers HTTP. Readiness: it serves and is not
 	// draining, so a load balancer stops sending new clients at shutdown.
 	g.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -182,9 +190,39 @@ func New(cfg Config) (*Gateway, error) {
 			Name: "smcp_fastlane_calls_total",
 			Help: "Connect unary calls answered by the HTTP/1.1 fast lane (the others are net/http's).",
 		}, func() float64 { return float64(g.FastLaneCalls()) }))
+		m.Registry().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "smcp_mcp_sessions",
+			Help: "Open MCP sessions at /mcp/{office_id}, each an agent of its office.",
+		}, func() float64 { return float64(g.MCP.Sessions()) }))
 		g.mux.Handle("GET /metrics", m.Handler())
 	}
 	return g, nil
+}
+
+// mcpOptions fills the MCP front end's identity and limits from the other
+// front ends' settings, so that one key header, one default agent and one
+// rate apply to every agent of the gateway.
+func mcpOptions(cfg Config) mcpfront.Options {
+	o := cfg.MCP
+	if o.APIKeyHeader == "" {
+		o.APIKeyHeader = cfg.RPC.APIKeyHeader
+	}
+	if o.DefaultAgent == "" {
+		o.DefaultAgent = cfg.RPC.DefaultAgent
+		if o.DefaultAgent == "" {
+			o.DefaultAgent = rpc.DefaultAgent
+		}
+	}
+	if o.EventsPerSecond == 0 {
+		o.EventsPerSecond, o.EventBurst = cfg.SIO.EventsPerSecond, cfg.SIO.EventBurst
+	}
+	if o.MaxRequestBytes == 0 {
+		o.MaxRequestBytes = int64(cfg.RPC.MaxRequestBytes)
+	}
+	if o.Logger == nil {
+		o.Logger = cfg.Logger.With("component", "mcp")
+	}
+	return o
 }
 
 // FastLaneCalls is how many calls the fast lane has answered (see
@@ -242,6 +280,8 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	srv.Protocols.SetUnencryptedHTTP2(true) // h2c for gRPC on the same port
 	// Watch streams never end on their own: end them as shutdown begins.
 	srv.RegisterOnShutdown(g.RPC.Close)
+	// MCP sessions hold their office and an open event stream: end them too.
+	srv.RegisterOnShutdown(g.MCP.Close)
 	var lane *fastlane.Lane
 	switch {
 	case g.cfg.TLS != nil:

@@ -96,6 +96,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("banner:\n%s", text)
 	}
 
+	checkMCPLine(t, text)
 	calls := map[string][]bufCurlLine{}
 	for line := range strings.SplitSeq(text, "\n") {
 		if strings.HasPrefix(line, "go tool -modfile=tools/go.mod buf curl ") {

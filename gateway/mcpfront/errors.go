@@ -1,0 +1,57 @@
+package mcpfront
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// JSON-RPC codes of the errors that have no code of their own in JSON-RPC
+// or MCP (the implementation-defined server error range).
+const (
+	codeServerError  = -32000
+	codeRequestTimed = -32001
+)
+
+// mcpError maps an error of the core or of a computer to a JSON-RPC error
+// whose data is the flat SMCP error ({code, message, details}), so that an
+// MCP client can tell a 4202 page out of range from a 4201 unknown document.
+// read selects MCP's resource-not-found code for the not-found family.
+// Context errors pass through: the go-sdk answers them itself.
+func mcpError(err error, read bool) error {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	e, ok := smcp.AsError(err)
+	if !ok {
+		// Never leak an internal error's text to the client.
+		e = smcp.Errorf(smcp.CodeInternal, "internal error")
+	}
+	var code int64
+	switch e.Code {
+	case smcp.CodeBadRequest, smcp.CodeInvalidDPEURI, smcp.CodePageOutOfRange:
+		code = jsonrpc.CodeInvalidParams
+	case smcp.CodeNotFound, smcp.CodeDocumentNotFound, smcp.CodeElementNotFound:
+		code = jsonrpc.CodeInvalidParams
+		if read {
+			code = mcp.CodeResourceNotFound
+		}
+	case smcp.CodeTimeout:
+		code = codeRequestTimed
+	case smcp.CodeInternal:
+		code = jsonrpc.CodeInternalError
+	default: // 401, 403, 4103, 429, computer gone
+		code = codeServerError
+	}
+	if errors.Is(err, core.ErrComputerGone) {
+		code = codeServerError
+	}
+	data, _ := json.Marshal(e.Wire())
+	return &jsonrpc.Error{Code: code, Message: e.Message, Data: data}
+}

@@ -1,0 +1,458 @@
+// Package mcpfront serves every office of a gateway as one MCP server, over
+// streamable HTTP at /mcp/{office_id} (the MCP go-sdk's server and its
+// StreamableHTTPHandler). It is the gateway's third front end beside the
+// Socket.IO one (gateway/sio) and the Connect API (gateway/rpc), and goes
+// through gateway/core like them: any MCP client (Claude Desktop, VS Code,
+// Cursor, agent kits) uses every computer of an office with no SMCP code.
+//
+// One MCP session is one agent of the office: the session holds an agent lease
+// (core.Hub.ActAsAgent) from its initialize to its end (DELETE, idle timeout,
+// gateway shutdown), so the exclusivity rules of RPC callers hold. Each session
+// has its own mcp.Server whose tools and resources mirror what its office
+// holds, kept current from the office's notifications (core.Hub.Watch): the
+// go-sdk then sends tools/list_changed and resources/list_changed to that
+// session alone, so no session ever sees another office.
+//
+// What the office offers, as MCP:
+//
+//   - tools: the union of the computers' tools, named "{computer}__{tool}"
+//     (the computer's alias-resolved names), schemas and annotations carried
+//     over; tools/call is a client:tool_call with the call's deadline, and an
+//     MCP cancellation (notifications/cancelled) becomes
+//     server:tool_call_cancel, which makes the computer cancel its own MCP call;
+//   - resources: desktop windows (window://) and finder documents (dpe://),
+//     one catalog resource per dpe:// host, the dpe:// URI templates;
+//     resources/read goes through the computer's read bridge at every level;
+//     subscriptions get resources/updated when the owning computer sends
+//     update_desktop / update_finder;
+//   - completion of the dpe:// template arguments doc_ref and page_index,
+//     from the finder the gateway already holds.
+//
+// What SMCP cannot carry, and so this front end does not offer: progress
+// notifications (SMCP has no progress event from a computer to an agent), and
+// the computers' own MCP completion (SMCP has no completion event).
+package mcpfront
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// Defaults of Options.
+const (
+	// Pattern is where Mount serves the endpoint (net/http ServeMux syntax).
+	Pattern             = "/mcp/{office_id}"
+	DefaultAPIKeyHeader = "x-api-key"
+	// AgentHeader names the agent of a caller whose key has no fixed name
+	// (the same header as the Connect API's).
+	AgentHeader  = "x-smcp-agent"
+	DefaultAgent = "mcp-agent"
+	// DefaultToolTimeout is a tools/call's SMCP timeout when the call carries
+	// no deadline of its own.
+	DefaultToolTimeout     = 60 * time.Second
+	DefaultMaxRequestBytes = 4 << 20
+	DefaultEventsPerSecond = 2000
+	DefaultEventBurst      = 4000
+	DefaultMaxSessions     = 1024
+	// DefaultSessionTimeout closes a session (and frees its office) after
+	// this long without a request from its client.
+	DefaultSessionTimeout = 30 * time.Minute
+	// DefaultMaxDocuments bounds the finder documents listed as resources per
+	// computer; the others stay readable by URI.
+	DefaultMaxDocuments = 1000
+	// syncTimeout bounds the reads that refresh one computer's tools or
+	// resources.
+	syncTimeout = 30 * time.Second
+	// maxAgentName bounds the AgentHeader value.
+	maxAgentName = 128
+)
+
+// statelessProtocol is the first MCP version without sessions (SEP-2575),
+// which a stateful endpoint refuses with the versions it speaks.
+const statelessProtocol = "2026-07-28"
+
+// Options configure the front end. Zero fields take the defaults.
+type Options struct {
+	// APIKeyHeader carries the API key; "Authorization: Bearer <key>" is
+	// always accepted too.
+	APIKeyHeader string
+	// DefaultAgent is the agent name of a key without a fixed name whose
+	// client sends no AgentHeader.
+	DefaultAgent string
+	// DefaultToolTimeout is the SMCP timeout of a call without a deadline.
+	DefaultToolTimeout time.Duration
+	// MaxRequestBytes bounds an HTTP request body (413 beyond).
+	MaxRequestBytes int64
+	// EventsPerSecond and EventBurst are each session's token bucket over
+	// its requests: beyond it a request gets an error with SMCP code 429.
+	// Negative EventsPerSecond: no limit.
+	EventsPerSecond float64
+	EventBurst      int
+	// MaxSessions bounds the open MCP sessions of the gateway (429 beyond).
+	MaxSessions int
+	// SessionTimeout closes a session idle that long.
+	SessionTimeout time.Duration
+	// MaxDocuments bounds the finder documents listed per computer.
+	MaxDocuments int
+	Logger       *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.APIKeyHeader == "" {
+		o.APIKeyHeader = DefaultAPIKeyHeader
+	}
+	if o.DefaultAgent == "" {
+		o.DefaultAgent = DefaultAgent
+	}
+	if o.DefaultToolTimeout <= 0 {
+		o.DefaultToolTimeout = DefaultToolTimeout
+	}
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if o.EventsPerSecond == 0 {
+		o.EventsPerSecond = DefaultEventsPerSecond
+	}
+	if o.EventBurst <= 0 {
+		o.EventBurst = max(DefaultEventBurst, int(2*o.EventsPerSecond))
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = DefaultSessionTimeout
+	}
+	if o.MaxDocuments <= 0 {
+		o.MaxDocuments = DefaultMaxDocuments
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Server is the MCP front end of one hub. It is an http.Handler for Pattern.
+type Server struct {
+	hub     *core.Hub
+	auth    core.Authenticator
+	opts    Options
+	log     *slog.Logger
+	handler *mcp.StreamableHTTPHandler
+	// base answers the handler's protocol-version checks on requests of
+	// sessions that exist already; it never has a session of its own.
+	base *mcp.Server
+
+	mu       sync.Mutex
+	closed   bool
+	sessions map[string]*session // by MCP session id
+	// wg counts every goroutine of every session, awaited by Close.
+	wg sync.WaitGroup
+}
+
+// New makes the MCP front end of hub, authenticating callers with auth.
+func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
+	opts = opts.withDefaults()
+	s := &Server{hub: hub, auth: auth, opts: opts, log: opts.Logger, sessions: map[string]*session{}}
+	s.base = mcp.NewServer(implementation(""), nil)
+	s.handler = mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
+		Logger:              opts.Logger,
+		SessionTimeout:      opts.SessionTimeout,
+		MaxRequestBodyBytes: opts.MaxRequestBytes,
+	})
+	return s
+}
+
+func implementation(office string) *mcp.Implementation {
+	name := "smcp-gateway"
+	if office != "" {
+		name += " office " + office
+	}
+	return &mcp.Implementation{Name: name, Title: name, Version: "0.2.0"}
+}
+
+// Mount serves the endpoint at Pattern on mux.
+func (s *Server) Mount(mux *http.ServeMux) { mux.Handle(Pattern, s) }
+
+type sessionKey struct{}
+
+// serverFor is the go-sdk's getServer: the new session's own server for the
+// request that opens it, the base server otherwise.
+func (s *Server) serverFor(r *http.Request) *mcp.Server {
+	if sess, ok := r.Context().Value(sessionKey{}).(*session); ok {
+		return sess.server
+	}
+	return s.base
+}
+
+// ServeHTTP authenticates the caller, checks that its key may act as an agent
+// of the office, opens a session on a POST without Mcp-Session-Id (the
+// initialize) and hands the request to the go-sdk.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	office := r.PathValue("office_id")
+	if strings.TrimSpace(office) == "" {
+		httpError(w, smcp.Errorf(smcp.CodeNotFound, "no office in the path: use /mcp/{office_id}"))
+		return
+	}
+	if rebound(r) {
+		// The go-sdk refuses it too; refusing first takes no lease.
+		httpError(w, smcp.Errorf(smcp.CodeForbidden, "a loopback gateway answers only loopback host names"))
+		return
+	}
+	p, agent, err := s.caller(r)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid != "" {
+		// A session answers only to the key and office that opened it; to
+		// anyone else it does not exist.
+		s.mu.Lock()
+		sess := s.sessions[sid]
+		s.mu.Unlock()
+		if sess != nil && (sess.office != office || sess.principal.ID != p.ID) {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		s.handler.ServeHTTP(w, r)
+		return
+	}
+	if r.Method != http.MethodPost || r.Header.Get("Mcp-Protocol-Version") >= statelessProtocol {
+		// The go-sdk's own answer: 400 / 405, or for a stateless-protocol
+		// probe, the error listing the versions this endpoint negotiates
+		// (the client then initializes); neither needs the office.
+		s.handler.ServeHTTP(w, r)
+		return
+	}
+	sess, err := s.open(r.Context(), p, office, agent)
+	if err != nil {
+		httpError(w, err)
+		return
+	}
+	s.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess)))
+	s.started(sess)
+}
+
+// rebound reports a request that reached a loopback listener under another
+// host name: a web page using DNS rebinding to reach a local gateway.
+func rebound(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && local != nil && isLoopback(local.String()) && !isLoopback(r.Host)
+}
+
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// caller authenticates the request and decides the agent name it acts as.
+func (s *Server) caller(r *http.Request) (*core.Principal, string, error) {
+	cred, err := credential(r.Header, s.opts.APIKeyHeader)
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := s.auth.Authenticate(r.Context(), cred)
+	if err != nil {
+		s.log.Info("mcp refused", "err", err)
+		return nil, "", err
+	}
+	office := r.PathValue("office_id")
+	switch {
+	case !p.AllowsRole(smcp.RoleAgent):
+		return nil, "", smcp.Errorf(smcp.CodeForbidden, "this key may not act as an agent")
+	case !p.AllowsOffice(office):
+		return nil, "", smcp.Errorf(smcp.CodeForbidden, "this key may not enter office %q", office)
+	}
+	agent, err := agentName(p, r.Header.Get(AgentHeader), s.opts.DefaultAgent)
+	if err != nil {
+		return nil, "", err
+	}
+	return p, agent, nil
+}
+
+// credential takes the API key from the key header or from
+// "Authorization: Bearer"; two different keys are refused.
+func credential(h http.Header, keyHeader string) (string, error) {
+	key := strings.TrimSpace(h.Get(keyHeader))
+	var bearer string
+	if a := h.Get("Authorization"); a != "" {
+		scheme, token, ok := strings.Cut(a, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return "", smcp.Errorf(smcp.CodeUnauthenticated, "Authorization must be \"Bearer <API key>\"")
+		}
+		bearer = strings.TrimSpace(token)
+	}
+	switch {
+	case key != "" && bearer != "" && key != bearer:
+		return "", smcp.Errorf(smcp.CodeUnauthenticated, "%s and Authorization carry different keys", keyHeader)
+	case key != "":
+		return key, nil
+	}
+	return bearer, nil
+}
+
+// agentName is the key's fixed name, else the header, else the default.
+func agentName(p *core.Principal, header, def string) (string, error) {
+	header = strings.TrimSpace(header)
+	if p.Name != "" {
+		if header != "" && header != p.Name {
+			return "", smcp.Errorf(smcp.CodeForbidden, "this key may only use the name %q", p.Name)
+		}
+		return p.Name, nil
+	}
+	if header == "" {
+		return def, nil
+	}
+	if len(header) > maxAgentName || strings.IndexFunc(header, unicode.IsControl) >= 0 {
+		return "", smcp.Errorf(smcp.CodeBadRequest, "%s must be at most %d printable characters", AgentHeader, maxAgentName)
+	}
+	return header, nil
+}
+
+// httpStatus maps the SMCP code of a refusal before any MCP session exists.
+var httpStatus = map[int]int{
+	smcp.CodeBadRequest:      http.StatusBadRequest,
+	smcp.CodeUnauthenticated: http.StatusUnauthorized,
+	smcp.CodeForbidden:       http.StatusForbidden,
+	smcp.CodeNotFound:        http.StatusNotFound,
+	core.CodeTooManyPending:  http.StatusTooManyRequests,
+	codeUnavailable:          http.StatusServiceUnavailable,
+}
+
+// codeUnavailable refuses new sessions while the front end closes.
+const codeUnavailable = 503
+
+// httpError answers a refusal as JSON: the flat SMCP error, with the HTTP
+// status of its code (401 carries a Bearer challenge, as MCP clients expect).
+func httpError(w http.ResponseWriter, err error) {
+	e, ok := smcp.AsError(err)
+	if !ok {
+		e = smcp.Errorf(smcp.CodeInternal, "internal error")
+	}
+	status, ok := httpStatus[e.Code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="smcp-gateway"`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(e.Wire())
+}
+
+// open makes the session of a new MCP client: its agent lease, its watch of
+// the office and its own mcp.Server holding the office's tools and
+// resources as they are now.
+func (s *Server) open(ctx context.Context, p *core.Principal, office, agent string) (*session, error) {
+	id := rand.Text()
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return nil, smcp.Errorf(codeUnavailable, "the gateway is shutting down")
+	case len(s.sessions) >= s.opts.MaxSessions:
+		s.mu.Unlock()
+		return nil, smcp.Errorf(core.CodeTooManyPending, "too many MCP sessions (%d)", s.opts.MaxSessions)
+	}
+	// Reserve the slot now so that concurrent opens respect MaxSessions.
+	s.sessions[id] = nil
+	s.mu.Unlock()
+	sess, err := newSession(ctx, s, id, p, office, agent)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		delete(s.sessions, id)
+		return nil, err
+	}
+	s.sessions[id] = sess
+	return sess, nil
+}
+
+// started is called once the request that opened sess is answered: when the
+// go-sdk kept an initialized session, sess lives until it ends; otherwise
+// (a failed initialize) sess ends now.
+func (s *Server) started(sess *session) {
+	var ss *mcp.ServerSession
+	for x := range sess.server.Sessions() {
+		ss = x
+	}
+	s.mu.Lock()
+	if ss == nil || ss.InitializeParams() == nil || s.closed {
+		s.mu.Unlock()
+		if ss != nil {
+			_ = ss.Close()
+		}
+		sess.close()
+		return
+	}
+	// Counted under the lock that Close takes before it waits.
+	s.wg.Add(2)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		_ = ss.Wait()
+		sess.close()
+	}()
+	sess.run()
+}
+
+// forget removes a closed session.
+func (s *Server) forget(id string) {
+	s.mu.Lock()
+	delete(s.sessions, id)
+	s.mu.Unlock()
+}
+
+// Sessions is how many MCP sessions are open.
+func (s *Server) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+// Close ends every session (each frees its office) and refuses new ones,
+// then waits for the sessions' goroutines. Requests in flight get their
+// answers cut; Close is meant for shutdown and is idempotent.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	var all []*session
+	for _, sess := range s.sessions {
+		if sess != nil {
+			all = append(all, sess)
+		}
+	}
+	s.mu.Unlock()
+	for _, sess := range all {
+		sess.close()
+	}
+	s.wg.Wait()
+}
+
+func newReqID() string { return "mcp-" + rand.Text()[:16] }
+
+func wrapf(err error, format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)
+}

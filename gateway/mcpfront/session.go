@@ -1,0 +1,365 @@
+package mcpfront
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// session is one MCP client: an agent of its office for as long as the MCP
+// session lasts, with its own mcp.Server mirroring the office.
+type session struct {
+	front     *Server
+	id        string
+	office    string
+	agent     string
+	principal *core.Principal
+	lease     *core.Session
+	server    *mcp.Server
+	limiter   *rate.Limiter // nil: no limit
+	log       *slog.Logger
+
+	// ctx ends when the session closes: it stops the pump and the reads of
+	// a refresh in progress.
+	ctx       context.Context
+	cancel    context.CancelFunc
+	closeOnce sync.Once
+
+	mu        sync.Mutex
+	watch     *core.Watcher
+	computers map[string]*computerView
+	// owners maps each listed resource URI to the computer that listed it
+	// (the first one, when two computers list the same URI).
+	owners map[string]string
+	// templates counts, per dpe:// host, the computers serving it.
+	templates map[string]int
+	subs      map[string]struct{}
+}
+
+// computerView is what a session has listed of one computer.
+type computerView struct {
+	tools     map[string][]byte // MCP tool name → its JSON, to skip unchanged tools
+	windows   map[string][]byte // window URI → resource JSON
+	documents map[string][]byte // dpe:// URI (documents and host catalogs) → resource JSON
+	hosts     map[string]bool
+	// pages maps "host/doc_ref" to the document's page count (completion).
+	pages map[string]int
+}
+
+func newComputerView() *computerView {
+	return &computerView{tools: map[string][]byte{}, windows: map[string][]byte{}, documents: map[string][]byte{},
+		hosts: map[string]bool{}, pages: map[string]int{}}
+}
+
+// newSession takes the office's agent lease and watch, builds the session's
+// server and lists every computer already in the office.
+func newSession(ctx context.Context, front *Server, id string, p *core.Principal, office, agent string) (*session, error) {
+	lease, err := front.hub.ActAsAgent(p, office, agent)
+	if err != nil {
+		return nil, err
+	}
+	watch, err := front.hub.Watch(p, office)
+	if err != nil {
+		lease.Close()
+		return nil, err
+	}
+	x := &session{
+		front: front, id: id, office: office, agent: agent, principal: p, lease: lease, watch: watch,
+		log:       front.log.With("office", office, "agent", agent, "mcp_session", id[:8]),
+		computers: map[string]*computerView{}, owners: map[string]string{}, templates: map[string]int{},
+		subs: map[string]struct{}{},
+	}
+	x.ctx, x.cancel = context.WithCancel(context.Background())
+	if o := front.opts; o.EventsPerSecond > 0 {
+		x.limiter = rate.NewLimiter(rate.Limit(o.EventsPerSecond), o.EventBurst)
+	}
+	x.server = mcp.NewServer(implementation(office), &mcp.ServerOptions{
+		Instructions: "The tools and resources of the computers in SMCP office " + office +
+			". Tool names are {computer}__{tool}. Documents are dpe:// resources read level by level: " +
+			"a host's catalog, a document (?depth=pages lists its pages), a page, an element; windows are window:// resources.",
+		Logger:       front.log,
+		GetSessionID: func() string { return id },
+		// Advertised even while the office is empty: its computers may come.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Completions: &mcp.CompletionCapabilities{},
+		},
+		SubscribeHandler:   x.subscribe,
+		UnsubscribeHandler: x.unsubscribe,
+		CompletionHandler:  x.complete,
+	})
+	x.server.AddReceivingMiddleware(x.middleware)
+	if err := x.syncAll(ctx); err != nil {
+		x.close()
+		return nil, err
+	}
+	return x, nil
+}
+
+// syncAll lists the office's computers and each one's tools and resources.
+// A computer that does not answer is logged and left without entries until
+// its next notification.
+func (x *session) syncAll(ctx context.Context) error {
+	members, err := x.lease.ListRoom(x.office)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, m := range members {
+		if m.GetRole() != smcp.RoleComputer {
+			continue
+		}
+		wg.Go(func() { x.syncComputer(ctx, m.GetName()) })
+	}
+	wg.Wait()
+	return nil
+}
+
+func (x *session) syncComputer(ctx context.Context, name string) {
+	x.syncTools(ctx, name)
+	x.syncResources(ctx, name, true, true)
+}
+
+// run starts the pump: the session follows its office until it closes. The
+// caller has counted the goroutine in front.wg.
+func (x *session) run() {
+	go func() {
+		defer x.front.wg.Done()
+		x.pump()
+	}()
+}
+
+// pump turns the office's notifications into changes of the session's
+// server, in the order the office saw them.
+func (x *session) pump() {
+	for {
+		x.mu.Lock()
+		w := x.watch
+		x.mu.Unlock()
+		if w == nil {
+			return
+		}
+		select {
+		case <-x.ctx.Done():
+			return
+		case n, ok := <-w.C():
+			if !ok {
+				if x.ctx.Err() != nil {
+					return
+				}
+				// The pump fell behind and the hub dropped the watch: watch
+				// again and list everything anew.
+				x.log.Warn("office watch overflowed; listing the office again", "err", w.Err())
+				if !x.rewatch() {
+					return
+				}
+				continue
+			}
+			x.handle(n)
+		}
+	}
+}
+
+func (x *session) rewatch() bool {
+	w, err := x.front.hub.Watch(x.principal, x.office)
+	if err != nil {
+		x.log.Error("re-watch office", "err", err)
+		x.close()
+		return false
+	}
+	x.mu.Lock()
+	if x.watch == nil { // closed meanwhile
+		x.mu.Unlock()
+		w.Close()
+		return false
+	}
+	x.watch = w
+	names := make([]string, 0, len(x.computers))
+	for n := range x.computers {
+		names = append(names, n)
+	}
+	x.mu.Unlock()
+	members, err := x.lease.ListRoom(x.office)
+	if err != nil {
+		x.log.Error("list office", "err", err)
+		return true
+	}
+	present := map[string]bool{}
+	for _, m := range members {
+		if m.GetRole() == smcp.RoleComputer {
+			present[m.GetName()] = true
+		}
+	}
+	for _, n := range names {
+		if !present[n] {
+			x.drop(n)
+		}
+	}
+	ctx, cancel := context.WithTimeout(x.ctx, syncTimeout)
+	defer cancel()
+	for n := range present {
+		x.syncComputer(ctx, n)
+	}
+	return true
+}
+
+// computerNamed is what every notification payload about a computer has.
+type computerNamed interface{ GetComputer() string }
+
+func (x *session) handle(n core.Notification) {
+	p, ok := n.Payload.(computerNamed)
+	if !ok {
+		return
+	}
+	name := p.GetComputer()
+	if name == "" {
+		return // an agent entering or leaving, a cancellation
+	}
+	ctx, cancel := context.WithTimeout(x.ctx, syncTimeout)
+	defer cancel()
+	switch n.Event {
+	case smcp.NotifyEnterOffice:
+		x.syncComputer(ctx, name)
+	case smcp.NotifyLeaveOffice:
+		x.drop(name)
+	case smcp.NotifyUpdateToolList, smcp.NotifyUpdateConfig:
+		x.syncTools(ctx, name)
+	case smcp.NotifyUpdateDesktop:
+		updated := x.subscribedOf(name, "window")
+		x.syncResources(ctx, name, true, false)
+		x.notifyUpdated(ctx, updated)
+	case smcp.NotifyUpdateFinder:
+		updated := x.subscribedOf(name, "dpe")
+		x.syncResources(ctx, name, false, true)
+		x.notifyUpdated(ctx, updated)
+	}
+}
+
+// drop removes every tool and resource of a computer that left.
+func (x *session) drop(name string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	c := x.computers[name]
+	if c == nil {
+		return
+	}
+	if len(c.tools) > 0 {
+		x.server.RemoveTools(slices.Collect(maps.Keys(c.tools))...)
+	}
+	x.applyResourcesLocked(name, c, map[string][]byte{}, nil, true, true)
+	delete(x.computers, name)
+}
+
+// request routes one client: event as this session's agent. body holds the
+// event's own fields; agent and req_id are added. A protocol error answered
+// by the computer is returned as *smcp.Error.
+func (x *session) request(ctx context.Context, event string, body map[string]any) (json.RawMessage, error) {
+	body["agent"] = x.agent
+	if _, ok := body["req_id"]; !ok {
+		body["req_id"] = newReqID()
+	}
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: %v", event, err)
+	}
+	return x.route(ctx, event, payload)
+}
+
+// syncRequest is request for the session's own reads (tools, desktop,
+// finder): a refusal because the agent has too many requests in flight (its
+// client's calls count too) is retried with backoff until ctx ends, so that
+// a busy office does not leave the session's lists stale.
+func (x *session) syncRequest(ctx context.Context, event string, body map[string]any) (json.RawMessage, error) {
+	wait := 20 * time.Millisecond
+	for {
+		raw, err := x.request(ctx, event, body)
+		e, ok := smcp.AsError(err)
+		if !ok || e.Code != core.CodeTooManyPending {
+			return raw, err
+		}
+		delete(body, "req_id")
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// route sends an encoded client: event and returns the computer's answer.
+func (x *session) route(ctx context.Context, event string, payload []byte) (json.RawMessage, error) {
+	r, err := core.ParseRequest(event, payload)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := x.lease.Route(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if e, ok := smcp.ErrorFromAck(raw); ok {
+		return nil, e
+	}
+	return raw, nil
+}
+
+// close ends the session: its office is free again for another agent.
+func (x *session) close() {
+	x.closeOnce.Do(func() {
+		x.cancel()
+		x.mu.Lock()
+		w := x.watch
+		x.watch = nil
+		x.mu.Unlock()
+		if w != nil {
+			w.Close()
+		}
+		// The MCP session ends with the lease: its client must initialize
+		// again rather than call as an agent it no longer is.
+		for ss := range x.server.Sessions() {
+			_ = ss.Close()
+		}
+		x.lease.Close()
+		x.front.forget(x.id)
+		x.log.Info("mcp session ended")
+	})
+}
+
+// allow applies the session's rate limit to one request.
+func (x *session) allow() bool { return x.limiter == nil || x.limiter.Allow() }
+
+// middleware applies the rate limit to requests (not to notifications, so
+// that a cancellation always gets through) and serves resources/read itself:
+// every dpe:// level and query, and window:// URIs, are routed by host and
+// document to the computer that serves them, whether or not they are listed.
+func (x *session) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if !isNotification(method) && method != "initialize" && !x.allow() {
+			return nil, mcpError(smcp.Errorf(core.CodeTooManyPending,
+				"rate limit of %g requests per second exceeded", x.front.opts.EventsPerSecond), false)
+		}
+		if rr, ok := req.(*mcp.ReadResourceRequest); ok && method == "resources/read" && rr.Params != nil {
+			return x.read(ctx, rr.Params.URI)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func isNotification(method string) bool {
+	return len(method) > len("notifications/") && method[:len("notifications/")] == "notifications/"
+}

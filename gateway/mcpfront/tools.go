@@ -1,0 +1,277 @@
+package mcpfront
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// Separator joins a computer's name and its tool's name into an MCP tool
+// name: "{computer}__{tool}".
+const Separator = "__"
+
+// annotationKey is the SMCPTool meta key holding the MCP tool annotations as
+// a JSON string.
+const annotationKey = "MCP_TOOL_ANNOTATION"
+
+// wireTool is an SMCPTool as a computer sends it; the schemas stay raw so
+// that they reach the MCP client byte for byte.
+type wireTool struct {
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	ParamsSchema json.RawMessage `json:"params_schema"`
+	ReturnSchema json.RawMessage `json:"return_schema"`
+	Meta         map[string]any  `json:"meta"`
+}
+
+// syncTools lists a computer's tools and makes the session's server hold
+// exactly them; the go-sdk tells the client (tools/list_changed) when
+// anything changed.
+func (x *session) syncTools(ctx context.Context, computer string) {
+	raw, err := x.syncRequest(ctx, smcp.EventGetTools, map[string]any{"computer": computer})
+	if err != nil {
+		x.log.Warn("list tools", "computer", computer, "err", err)
+		return
+	}
+	var ret struct {
+		Tools []wireTool `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &ret); err != nil {
+		x.log.Warn("list tools: malformed answer", "computer", computer, "err", err)
+		return
+	}
+	next := map[string]*mcp.Tool{}
+	for _, wt := range ret.Tools {
+		t, err := toMCPTool(computer, wt)
+		if err != nil {
+			x.log.Warn("tool not offered", "computer", computer, "tool", wt.Name, "err", err)
+			continue
+		}
+		next[t.Name] = t
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.ctx.Err() != nil {
+		return
+	}
+	c := x.computers[computer]
+	if c == nil {
+		c = newComputerView()
+		x.computers[computer] = c
+	}
+	var gone []string
+	for name := range c.tools {
+		if next[name] == nil {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		x.server.RemoveTools(gone...)
+		for _, name := range gone {
+			delete(c.tools, name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(next)) {
+		t := next[name]
+		b, _ := json.Marshal(t)
+		if old, ok := c.tools[name]; ok && bytes.Equal(old, b) {
+			continue
+		}
+		tool := strings.TrimPrefix(name, computer+Separator)
+		if err := addTool(x.server, t, x.callTool(computer, tool)); err != nil {
+			x.log.Warn("tool not offered", "computer", computer, "tool", tool, "err", err)
+			continue
+		}
+		c.tools[name] = b
+	}
+}
+
+// addTool adds t, turning the go-sdk's panics on a tool it cannot serve into
+// an error: a computer's malformed tool must not take the gateway down.
+func addTool(s *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("refused by the MCP server: %v", r)
+		}
+	}()
+	s.AddTool(t, h)
+	return nil
+}
+
+// toMCPTool converts an SMCPTool: name prefixed with the computer,
+// description, input and output schemas, annotations from the
+// MCP_TOOL_ANNOTATION meta key, the other meta keys as _meta.
+func toMCPTool(computer string, wt wireTool) (*mcp.Tool, error) {
+	if wt.Name == "" {
+		return nil, fmt.Errorf("tool without a name")
+	}
+	t := &mcp.Tool{Name: computer + Separator + wt.Name, Description: wt.Description}
+	in, err := objectSchema(wt.ParamsSchema)
+	if err != nil {
+		return nil, fmt.Errorf("params_schema: %w", err)
+	}
+	t.InputSchema = in
+	if out := bytes.TrimSpace(wt.ReturnSchema); len(out) > 0 && !bytes.Equal(out, []byte("null")) {
+		// MCP requires an object-typed output schema; another one is not
+		// carried, since clients would then refuse every result.
+		if s, err := objectSchema(out); err == nil && hasObjectType(out) {
+			t.OutputSchema = s
+		}
+	}
+	meta := mcp.Meta{"a2c_computer": computer, "a2c_tool": wt.Name}
+	for k, v := range wt.Meta {
+		if k == annotationKey {
+			s, ok := v.(string)
+			var a mcp.ToolAnnotations
+			if ok && json.Unmarshal([]byte(s), &a) == nil {
+				t.Annotations = &a
+				t.Title = a.Title
+			}
+			continue
+		}
+		meta[k] = v
+	}
+	t.Meta = meta
+	return t, nil
+}
+
+func hasObjectType(schema []byte) bool {
+	var m struct {
+		Type any `json:"type"`
+	}
+	return json.Unmarshal(schema, &m) == nil && m.Type == "object"
+}
+
+// objectSchema returns a JSON Schema object for an MCP inputSchema: a
+// missing schema accepts any object, a schema without "type" gets
+// "type":"object", another type is refused.
+func objectSchema(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return json.RawMessage(`{"type":"object"}`), nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	typ, ok := m["type"]
+	if !ok {
+		m["type"] = json.RawMessage(`"object"`)
+		b, err := json.Marshal(m)
+		return b, err
+	}
+	if !bytes.Equal(bytes.TrimSpace(typ), []byte(`"object"`)) {
+		return nil, fmt.Errorf("type is %s, not \"object\"", typ)
+	}
+	return raw, nil
+}
+
+// toolCall is the client:tool_call payload; Params stays the MCP client's
+// arguments, byte for byte.
+type toolCall struct {
+	Agent    string          `json:"agent"`
+	ReqID    string          `json:"req_id"`
+	Computer string          `json:"computer"`
+	ToolName string          `json:"tool_name"`
+	Params   json.RawMessage `json:"params"`
+	Timeout  int64           `json:"timeout"`
+}
+
+// callTool is the handler of one computer's tool: a client:tool_call whose
+// timeout is the call's own deadline (DefaultToolTimeout without one). When
+// the MCP client cancels the call (or goes away), the computer is told with
+// server:tool_call_cancel and cancels its own MCP call.
+func (x *session) callTool(computer, tool string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args := bytes.TrimSpace(req.Params.Arguments)
+		if len(args) == 0 || bytes.Equal(args, []byte("null")) {
+			args = []byte("{}")
+		}
+		timeout := x.front.opts.DefaultToolTimeout
+		if dl, ok := ctx.Deadline(); ok {
+			timeout = time.Until(dl)
+		}
+		secs := min(max(int64(math.Ceil(timeout.Seconds())), int64(core.MinToolCallTimeout)), int64(core.MaxToolCallTimeout))
+		call := toolCall{Agent: x.agent, ReqID: newReqID(), Computer: computer, ToolName: tool, Params: args, Timeout: secs}
+		payload, err := json.Marshal(call)
+		if err != nil {
+			return nil, mcpError(smcp.Errorf(smcp.CodeBadRequest, "arguments: %v", err), false)
+		}
+		raw, err := x.route(ctx, smcp.EventToolCall, payload)
+		if err != nil {
+			if ctx.Err() != nil {
+				if cerr := x.lease.CancelToolCall(&smcpv1.AgentCallData{Agent: x.agent, ReqId: call.ReqID}); cerr != nil {
+					x.log.Warn("cancel abandoned tool call", "computer", computer, "req_id", call.ReqID, "err", cerr)
+				}
+				return nil, ctx.Err()
+			}
+			return nil, mcpError(err, false)
+		}
+		return toolResult(raw)
+	}
+}
+
+// toolResult decodes a CallToolResult as the computer (or the gateway, for a
+// timeout or a computer gone) made it. SMCP spells the result's metadata
+// "meta", MCP "_meta": both are read. Results of plain text contents, the
+// common case, are decoded with encoding/json alone: the go-sdk's own
+// decoder allocates a 64 KiB buffer per value, which was the largest cost
+// per call of this front end.
+func toolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
+	var w struct {
+		Content           []json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent"`
+		IsError           bool              `json:"isError"`
+		Meta              map[string]any    `json:"_meta"`
+		SMCPMeta          map[string]any    `json:"meta"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, mcpError(smcp.Errorf(smcp.CodeInternal, "malformed tool result: %v", err), false)
+	}
+	res := &mcp.CallToolResult{IsError: w.IsError, Meta: w.Meta, Content: make([]mcp.Content, 0, len(w.Content))}
+	if res.Meta == nil && len(w.SMCPMeta) > 0 {
+		res.Meta = w.SMCPMeta
+	}
+	if s := bytes.TrimSpace(w.StructuredContent); len(s) > 0 && !bytes.Equal(s, []byte("null")) {
+		res.StructuredContent = w.StructuredContent
+	}
+	for _, c := range w.Content {
+		var text struct {
+			Type string  `json:"type"`
+			Text *string `json:"text"`
+		}
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(c, &fields) != nil || len(fields) != 2 || json.Unmarshal(c, &text) != nil ||
+			text.Type != "text" || text.Text == nil {
+			return fullToolResult(raw, res.Meta)
+		}
+		res.Content = append(res.Content, &mcp.TextContent{Text: *text.Text})
+	}
+	return res, nil
+}
+
+// fullToolResult decodes a result with any kind of content (images, audio,
+// resources, annotations) with the go-sdk's own decoder.
+func fullToolResult(raw json.RawMessage, meta map[string]any) (*mcp.CallToolResult, error) {
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, mcpError(smcp.Errorf(smcp.CodeInternal, "malformed tool result: %v", err), false)
+	}
+	res.Meta = meta
+	if res.Content == nil {
+		res.Content = []mcp.Content{}
+	}
+	return &res, nil
+}

@@ -1,0 +1,186 @@
+package mcpfront
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+func TestToMCPTool(t *testing.T) {
+	wt := wireTool{
+		Name: "search", Description: "Search.",
+		ParamsSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`),
+		ReturnSchema: json.RawMessage(`{"type":"object","properties":{"hits":{"type":"array"}}}`),
+		Meta: map[string]any{
+			annotationKey:   `{"title":"Search","readOnlyHint":true,"openWorldHint":false}`,
+			"a2c_tool_meta": `{"auto_apply":true}`,
+			"owner":         "docs",
+		},
+	}
+	tool, err := toMCPTool("pc-1", wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tool.Name != "pc-1__search" || tool.Title != "Search" || tool.Description != "Search." {
+		t.Errorf("tool %+v", tool)
+	}
+	if a := tool.Annotations; a == nil || !a.ReadOnlyHint || a.OpenWorldHint == nil || *a.OpenWorldHint {
+		t.Errorf("annotations %+v", a)
+	}
+	if string(tool.InputSchema.(json.RawMessage)) != string(wt.ParamsSchema) {
+		t.Errorf("input schema changed: %s", tool.InputSchema)
+	}
+	if string(tool.OutputSchema.(json.RawMessage)) != string(wt.ReturnSchema) {
+		t.Errorf("output schema changed: %s", tool.OutputSchema)
+	}
+	if _, ok := tool.Meta[annotationKey]; ok || tool.Meta["owner"] != "docs" || tool.Meta["a2c_computer"] != "pc-1" ||
+		tool.Meta["a2c_tool"] != "search" || tool.Meta["a2c_tool_meta"] == nil {
+		t.Errorf("meta %v", tool.Meta)
+	}
+
+	for _, c := range []struct {
+		params, ret string
+		wantIn      string // "" when refused
+		wantOut     bool
+	}{
+		{"", "null", `{"type":"object"}`, false},
+		{`{"properties":{}}`, `{"type":"string"}`, `{"properties":{},"type":"object"}`, false},
+		{`{"type":"array"}`, "", "", false},
+		{`[1]`, "", "", false},
+		{`{"type":"object"}`, `{"type":"object"}`, `{"type":"object"}`, true},
+	} {
+		tool, err := toMCPTool("pc", wireTool{Name: "t", ParamsSchema: json.RawMessage(c.params), ReturnSchema: json.RawMessage(c.ret)})
+		if c.wantIn == "" {
+			if err == nil {
+				t.Errorf("params %s accepted", c.params)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("params %s: %v", c.params, err)
+			continue
+		}
+		if got := string(tool.InputSchema.(json.RawMessage)); got != c.wantIn {
+			t.Errorf("params %s: input schema %s, want %s", c.params, got, c.wantIn)
+		}
+		if (tool.OutputSchema != nil) != c.wantOut {
+			t.Errorf("return %s: output schema %v", c.ret, tool.OutputSchema)
+		}
+	}
+	if _, err := toMCPTool("pc", wireTool{}); err == nil {
+		t.Error("a tool without a name was accepted")
+	}
+}
+
+// A malformed tool from a computer is refused with an error, never a panic.
+func TestAddToolRefusesWhatTheSDKWouldPanicOn(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil)
+	bad := &mcp.Tool{Name: "x", InputSchema: json.RawMessage(`{"type":"object","properties":{"h":{"type":"object","x-mcp-header":"X"}}}`)}
+	if err := addTool(s, bad, nil); err == nil {
+		t.Error("a tool the go-sdk refuses was added")
+	}
+}
+
+func TestToolResult(t *testing.T) {
+	// The gateway's own timeout result: SMCP's "meta" becomes "_meta".
+	res, err := toolResult(core.TimeoutResult())
+	if err != nil || !res.IsError || res.Meta["a2c_timeout"] != true || res.Content[0].(*mcp.TextContent).Text != "Tool call timeout" {
+		t.Errorf("timeout result: %v %+v", err, res)
+	}
+	res, err = toolResult(json.RawMessage(`{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"structuredContent":{"n":1},"_meta":{"k":"v"}}`))
+	if err != nil || len(res.Content) != 2 || res.IsError || res.Meta["k"] != "v" {
+		t.Fatalf("text result: %v %+v", err, res)
+	}
+	if b, _ := json.Marshal(res); !strings.Contains(string(b), `"structuredContent":{"n":1}`) {
+		t.Errorf("structured content lost: %s", b)
+	}
+	// Other contents take the go-sdk's decoder, annotations included.
+	res, err = toolResult(json.RawMessage(`{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"},{"type":"text","text":"t","annotations":{"priority":0.5}}],"meta":{"a2c_cancelled":true}}`))
+	if err != nil || len(res.Content) != 2 || res.Meta["a2c_cancelled"] != true {
+		t.Fatalf("image result: %v %+v", err, res)
+	}
+	if img, ok := res.Content[0].(*mcp.ImageContent); !ok || string(img.Data) != "hi" {
+		t.Errorf("image content %+v", res.Content[0])
+	}
+	if txt, ok := res.Content[1].(*mcp.TextContent); !ok || txt.Annotations == nil || txt.Annotations.Priority != 0.5 {
+		t.Errorf("annotated text %+v", res.Content[1])
+	}
+	if _, err := toolResult(json.RawMessage(`{"content":"nope"}`)); !hasSMCPCode(err, 500) {
+		t.Errorf("malformed result: %v", err)
+	}
+}
+
+func hasSMCPCode(err error, code int) bool {
+	var we *jsonrpc.Error
+	if !errors.As(err, &we) {
+		return false
+	}
+	var d struct {
+		Code int `json:"code"`
+	}
+	return json.Unmarshal(we.Data, &d) == nil && d.Code == code
+}
+
+func TestMCPError(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		read bool
+		code int64
+		smcp int
+	}{
+		{smcp.Errorf(smcp.CodePageOutOfRange, "page 9"), true, jsonrpc.CodeInvalidParams, 4202},
+		{smcp.Errorf(smcp.CodeDocumentNotFound, "no doc"), true, mcp.CodeResourceNotFound, 4201},
+		{smcp.Errorf(smcp.CodeNotFound, "computer not found in this office"), false, jsonrpc.CodeInvalidParams, 404},
+		{smcp.Errorf(smcp.CodeTimeout, "late"), false, codeRequestTimed, 408},
+		{smcp.Errorf(core.CodeTooManyPending, "busy"), false, codeServerError, 429},
+		{fmt.Errorf("wrapped: %w", smcp.Errorf(smcp.CodeForbidden, "no")), false, codeServerError, 403},
+		{errors.New("dial tcp 10.0.0.7:6379: secret detail"), false, jsonrpc.CodeInternalError, 500},
+	} {
+		err := mcpError(c.err, c.read)
+		var we *jsonrpc.Error
+		if !errors.As(err, &we) || we.Code != c.code || !hasSMCPCode(err, c.smcp) {
+			t.Errorf("%v: %v", c.err, fmtErr(err))
+		}
+		if strings.Contains(we.Message+string(we.Data), "10.0.0.7") {
+			t.Errorf("internal detail leaked: %s %s", we.Message, we.Data)
+		}
+	}
+}
+
+func fmtErr(err error) string {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return fmt.Sprintf("code %d message %q data %s", we.Code, we.Message, we.Data)
+	}
+	return fmt.Sprint(err)
+}
+
+func TestCredential(t *testing.T) {
+	for _, c := range []struct {
+		h    http.Header
+		want string
+		ok   bool
+	}{
+		{http.Header{"X-Api-Key": {"k"}}, "k", true},
+		{http.Header{"Authorization": {"Bearer k"}}, "k", true},
+		{http.Header{"Authorization": {"bearer  k "}}, "k", true},
+		{http.Header{"X-Api-Key": {"k"}, "Authorization": {"Bearer k"}}, "k", true},
+		{http.Header{"X-Api-Key": {"k"}, "Authorization": {"Bearer j"}}, "", false},
+		{http.Header{"Authorization": {"Basic k"}}, "", false},
+		{http.Header{}, "", true},
+	} {
+		got, err := credential(c.h, "x-api-key")
+		if got != c.want || (err == nil) != c.ok {
+			t.Errorf("%v: %q %v", c.h, got, err)
+		}
+	}
+}
