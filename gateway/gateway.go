@@ -19,7 +19,6 @@ import (
 
 	"connectrpc.com/connect"
 	"connectrpc.com/otelconnect"
-	"github.com/prometheus/client_golang/prometheus"
 	goredis "github.com/redis/go-redis/v9"
 	redisv3 "github.com/zishang520/socket.io/adapters/redis/v3"
 	redisadapter "github.com/zishang520/socket.io/adapters/redis/v3/adapter"
@@ -27,7 +26,6 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
-	"github.com/smcpgw/smcp-gateway/gateway/fastlane"
 	"github.com/smcpgw/smcp-gateway/gateway/metrics"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
@@ -49,10 +47,6 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// TLS, when set, makes Serve speak HTTPS.
 	TLS *tls.Config
-	// NoFastLane makes net/http serve every request. By default, on a
-	// cleartext listener, plain HTTP/1.1 Connect unary calls are served by
-	// gateway/fastlane (same handlers, about 15 % less gateway CPU per call).
-	NoFastLane bool
 	// Metrics serves Prometheus metrics at /metrics.
 	Metrics bool
 	// TracerProvider, when set, traces every RPC (otelconnect) and every
@@ -79,7 +73,6 @@ type Gateway struct {
 	Metrics *metrics.Metrics
 	mux     *http.ServeMux
 	serving atomic.Bool
-	lane    atomic.Pointer[fastlane.Lane]
 	cfg     Config
 	log     *slog.Logger
 	// Cluster only.
@@ -178,22 +171,9 @@ func New(cfg Config) (*Gateway, error) {
 		}
 	})
 	if m != nil {
-		m.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "smcp_fastlane_calls_total",
-			Help: "Connect unary calls answered by the HTTP/1.1 fast lane (the others are net/http's).",
-		}, func() float64 { return float64(g.FastLaneCalls()) }))
 		g.mux.Handle("GET /metrics", m.Handler())
 	}
 	return g, nil
-}
-
-// FastLaneCalls is how many calls the fast lane has answered (see
-// Config.NoFastLane).
-func (g *Gateway) FastLaneCalls() uint64 {
-	if l := g.lane.Load(); l != nil {
-		return l.Served()
-	}
-	return 0
 }
 
 // tracerName is the instrumentation scope of the Socket.IO spans.
@@ -242,19 +222,9 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	srv.Protocols.SetUnencryptedHTTP2(true) // h2c for gRPC on the same port
 	// Watch streams never end on their own: end them as shutdown begins.
 	srv.RegisterOnShutdown(g.RPC.Close)
-	var lane *fastlane.Lane
-	switch {
-	case g.cfg.TLS != nil:
+	if g.cfg.TLS != nil {
 		srv.TLSConfig = g.cfg.TLS
 		ln = tls.NewListener(ln, g.cfg.TLS)
-	case !g.cfg.NoFastLane:
-		lane = fastlane.New(ln, fastlane.Options{
-			Paths: rpc.UnaryPaths(), Handler: g.mux, ReadHeaderTimeout: srv.ReadHeaderTimeout,
-			Logger: g.log.With("component", "fastlane"),
-		})
-		g.lane.Store(lane)
-		go func() { _ = lane.Serve() }()
-		ln = lane.Handoff()
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -277,21 +247,12 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	shut := make(chan error, 1)
 	go func() { shut <- srv.Shutdown(grace) }()
-	laneShut := make(chan error, 1)
-	if lane != nil {
-		go func() { laneShut <- lane.Shutdown(grace) }()
-	} else {
-		laneShut <- nil
-	}
 	if err := g.SIO.Drain(grace); err != nil {
 		g.log.Warn("shutdown grace ended with calls in flight", "err", err)
 	}
 	g.SIO.Close()
 	if err := <-shut; err != nil {
 		_ = srv.Close()
-	}
-	if err := <-laneShut; err != nil {
-		g.log.Warn("shutdown grace ended with fast-lane calls in flight", "err", err)
 	}
 	if g.node != nil {
 		stopBeat()

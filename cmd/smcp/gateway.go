@@ -117,7 +117,6 @@ type gatewayConfig struct {
 	CORSOrigins     string        `yaml:"cors_origins"`
 	RPCAgent        string        `yaml:"rpc_agent"`
 	Metrics         bool          `yaml:"metrics"`
-	FastLane        bool          `yaml:"fast_lane"`
 	Redis           string        `yaml:"redis"`
 	NodeID          string        `yaml:"node_id"`
 	RedisTTL        time.Duration `yaml:"redis_ttl"`
@@ -133,7 +132,7 @@ func defaultGatewayConfig() *gatewayConfig {
 		MaxPending: core.DefaultMaxPending, MaxAgentCalls: core.DefaultMaxAgentInFlight,
 		EventsPerSecond: sio.DefaultEventsPerSecond, EventBurst: sio.DefaultEventBurst,
 		MaxConnsPerAddr: sio.DefaultMaxConnsPerAddr, ShutdownGrace: gateway.DefaultShutdownGrace,
-		RPCAgent: rpc.DefaultAgent, Metrics: true, FastLane: true, RedisTTL: cluster.DefaultHeartbeatTTL, LogLevel: "info",
+		RPCAgent: rpc.DefaultAgent, Metrics: true, RedisTTL: cluster.DefaultHeartbeatTTL, LogLevel: "info",
 	}
 }
 
@@ -158,7 +157,6 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.CORSOrigins, "cors-origins", c.CORSOrigins, "comma-separated browser origins allowed to call the Connect/gRPC-Web API (\"*\" for any)")
 	fs.StringVar(&c.RPCAgent, "rpc-agent", c.RPCAgent, "agent name of RPC callers whose key has no fixed name and who send no x-smcp-agent")
 	fs.BoolVar(&c.Metrics, "metrics", c.Metrics, "serve Prometheus metrics at /metrics")
-	fs.BoolVar(&c.FastLane, "fast-lane", c.FastLane, "serve plain HTTP/1.1 Connect unary calls without net/http's per-request cycle (cleartext only; false: net/http serves everything)")
 	fs.StringVar(&c.Redis, "redis", c.Redis, "Redis URL (redis://host:6379/0): run as one node of a cluster sharing offices through Redis")
 	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "this node's id in the cluster (default: random)")
 	fs.DurationVar(&c.RedisTTL, "redis-ttl", c.RedisTTL, "cluster: a node silent this long is dead and its sessions leave their offices")
@@ -216,7 +214,6 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		RPC:           rpc.Options{CORSOrigins: splitList(c.CORSOrigins), DefaultAgent: c.RPCAgent},
 		ShutdownGrace: c.ShutdownGrace,
 		TLS:           tlsConfig,
-		NoFastLane:    !c.FastLane,
 		Metrics:       c.Metrics,
 		Logger:        log,
 		Redis:         c.Redis,

@@ -4,8 +4,7 @@
 // gateway/core like the Socket.IO one, on the same listener.
 //
 // Every RPC is a stateless agent call: the caller is authenticated from its
-// API key before the request body is read (on the gateway's HTTP/1.1 fast
-// lane, a body of at most 64 KiB has been read already), then acts as an agent (the key's
+// API key before the request body is read, then acts as an agent (the key's
 // fixed name, else the x-smcp-agent header, else Options.DefaultAgent) in the
 // office named by the request, for the length of the call (core.Hub.ActAsAgent).
 // WatchOffice holds the office the same way for as long as the stream is open.
@@ -25,7 +24,6 @@ import (
 	"github.com/rs/cors"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
-	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 )
 
@@ -157,18 +155,4 @@ func (s *Server) corsWrapper() func(http.Handler) http.Handler {
 		ExposedHeaders: connectcors.ExposedHeaders(),
 		MaxAge:         7200,
 	}).Handler
-}
-
-// UnaryPaths are the request paths of the AgentService's unary procedures,
-// the calls a one-request HTTP/1.1 lane can serve (gateway/fastlane).
-func UnaryPaths() []string {
-	var out []string
-	methods := smcpv1.File_smcp_v1_service_proto.Services().ByName("AgentService").Methods()
-	for i := range methods.Len() {
-		m := methods.Get(i)
-		if !m.IsStreamingClient() && !m.IsStreamingServer() {
-			out = append(out, "/"+smcpv1connect.AgentServiceName+"/"+string(m.Name()))
-		}
-	}
-	return out
 }
