@@ -50,7 +50,7 @@ deps-node:
 
 # The load command against spawned gateway and floor relay (docs/BENCHMARKS.md).
 bench-load:
-	$(GO) run ./cmd/smcp bench -mode sio,connect -offices 1,10 -compare floor -turns 8
+	$(GO) run ./internal/cmd/bench -mode sio,connect,connect-h2c,grpc -offices 1,10 -compare floor -turns 8
 
 # Tool calls relayed agent -> gateway -> computer -> agent over loopback.
 bench-gateway:

@@ -28,10 +28,6 @@ import (
 // the test binary plays smcp. SMCP_TEST_ARGS is dropped before main runs,
 // so that it does not reach such grandchildren.
 func TestMain(m *testing.M) {
-	if os.Getenv("SMCP_TEST_MAIN") == "argv" { // re-executed by smcp bench: os.Args as given
-		main()
-		os.Exit(0)
-	}
 	if os.Getenv("SMCP_TEST_MAIN") == "1" {
 		args := os.Args[1:]
 		if env, ok := os.LookupEnv("SMCP_TEST_ARGS"); ok {
