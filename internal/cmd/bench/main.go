@@ -691,7 +691,7 @@ func (r *benchReport) printRatios(w io.Writer) {
 		}
 		if f := nth(loadtest.KindFloor, g.Mode, g.Offices, n); f != nil && f.Calls > 0 {
 			cpu, cps, p99 := ratios(g, f)
-			line("%s offices=%d%s: gateway/floor CPU per call %.2f (goal <= 1.25), calls/s %.2f (goal >= 0.85), p99 %.2f",
+			line("%s offices=%d%s: gateway/floor CPU per call %.2f (goal <= 1.1), calls/s %.2f (goal >= 0.85), p99 %.2f",
 				g.Mode, g.Offices, inTurns(g, f), cpu, cps, p99)
 		}
 		if cl := nth(serverCluster, g.Mode, g.Offices, n); cl != nil && cl.Calls > 0 {
