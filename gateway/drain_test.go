@@ -332,3 +332,52 @@ func (p *keyPolling) do(t *testing.T, method, body string) string {
 func (p *keyPolling) get(t *testing.T) string { return p.do(t, http.MethodGet, "") }
 
 func (p *keyPolling) post(t *testing.T, body string) { p.do(t, http.MethodPost, body) }
+
+// drainerFunc adapts a function to gateway.Drainer.
+type drainerFunc func(ctx context.Context) error
+
+func (f drainerFunc) Drain(ctx context.Context) error { return f(ctx) }
+
+// A front end mounted later (AddDrainer) is waited for like the built-in
+// ones: the gateway is draining and still listening until it is done.
+func TestShutdownWaitsForAddedDrainers(t *testing.T) {
+	r, err := gateway.Start(gateway.Config{Auth: core.AllowAll{}, ShutdownGrace: 10 * time.Second}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	called, release := make(chan struct{}), make(chan struct{})
+	r.AddDrainer(drainerFunc(func(ctx context.Context) error {
+		close(called)
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}))
+	stopped := make(chan error, 1)
+	go func() { stopped <- r.Stop() }()
+	select {
+	case <-called:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the added front end was not asked to drain")
+	}
+	time.Sleep(200 * time.Millisecond)
+	resp, err := http.Get(r.URL + "/readyz")
+	if err != nil {
+		t.Fatalf("the listener closed before the added front end drained: %v", err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz %d while draining", resp.StatusCode)
+	}
+	select {
+	case err := <-stopped:
+		t.Fatalf("stopped (%v) before the added front end drained", err)
+	default:
+	}
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+}
