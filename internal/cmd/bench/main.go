@@ -88,7 +88,9 @@ drives calls through a gateway and reports calls/s, latency percentiles,
 errors, and the server's CPU per call and RSS (from /proc). Without --gateway
 the gateway is spawned as a child process (so /proc figures are its own);
 --compare floor also spawns the floor relay (the same Socket.IO stack doing
-nothing but join and forward) and prints the gateway's cost as ratios to it.
+nothing but join and forward) and prints the gateway's cost as ratios to it;
+for the CallTool modes its floor is the same net/http server and connect-go
+handler answering in place (no computer), the price of the transport alone.
 --compare cluster (mode sio) also spawns two gateway nodes sharing a Redis
 (--redis, or a redis-server started on a free loopback port), agents on one
 node and computers on the other so that every call crosses nodes, and prints
@@ -123,7 +125,7 @@ flags:
 	fs.StringVar(&c.path, "path", "/socket.io/", "Engine.IO path of the gateway")
 	fs.IntVar(&c.pid, "pid", 0, "pid of the --gateway process, for CPU and RSS from /proc")
 	fs.StringVar(&c.apiKey, "api-key", "", "API key for --gateway (default $SMCP_API_KEY)")
-	fs.StringVar(&c.compare, "compare", "", `"floor": also run the floor relay (Socket.IO modes) and print ratios; "cluster": also run two gateway nodes sharing a Redis (mode sio)`)
+	fs.StringVar(&c.compare, "compare", "", `"floor": also run the floor relay (Socket.IO and CallTool modes) and print ratios; "cluster": also run two gateway nodes sharing a Redis (mode sio)`)
 	fs.StringVar(&c.redisURL, "redis", "", "Redis URL for --compare cluster (default: start redis-server on a free loopback port)")
 	fs.StringVar(&c.profileDir, "profile", "", "directory for CPU profiles of spawned servers over each measured window")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the results as JSON")
@@ -329,7 +331,7 @@ func (c *benchConfig) callRows(ctx context.Context, rep *benchReport, modes []lo
 // what it is compared with.
 func (c *benchConfig) servers(mode loadtest.Mode) []string {
 	switch {
-	case c.compare == loadtest.KindFloor && (mode == loadtest.ModeSIO || mode == loadtest.ModeIdle):
+	case c.compare == loadtest.KindFloor && (mode == loadtest.ModeSIO || mode == loadtest.ModeIdle || mode.CallTool()):
 		return []string{loadtest.KindFloor, loadtest.KindGateway}
 	case c.compare == serverCluster && mode == loadtest.ModeSIO:
 		return []string{loadtest.KindGateway, serverCluster}
@@ -689,7 +691,11 @@ func (r *benchReport) printRatios(w io.Writer) {
 		if g.Calls == 0 {
 			continue
 		}
-		if f := nth(loadtest.KindFloor, g.Mode, g.Offices, n); f != nil && f.Calls > 0 {
+		if f := nth(loadtest.KindFloor, g.Mode, g.Offices, n); f != nil && f.Calls > 0 && g.Mode.CallTool() {
+			cpu, cps, p99 := ratios(g, f)
+			line("%s offices=%d%s: gateway/connect floor (net/http + connect-go answering in place) CPU per call %.2f, calls/s %.2f, p99 %.2f",
+				g.Mode, g.Offices, inTurns(g, f), cpu, cps, p99)
+		} else if f != nil && f.Calls > 0 {
 			cpu, cps, p99 := ratios(g, f)
 			line("%s offices=%d%s: gateway/floor CPU per call %.2f (goal <= 1.1), calls/s %.2f (goal >= 0.85), p99 %.2f",
 				g.Mode, g.Offices, inTurns(g, f), cpu, cps, p99)

@@ -117,14 +117,14 @@ func TestBenchTurns(t *testing.T) {
 			t.Errorf("%s: turns %d", key, row.Turns)
 		}
 	}
-	for _, want := range []string{"floor/sio", "gateway/sio", "gateway/connect", "gateway/connect-h2c", "gateway/grpc"} {
+	for _, want := range []string{"floor/sio", "gateway/sio", "gateway/connect", "gateway/connect-h2c", "gateway/grpc", "floor/connect-h2c", "floor/grpc"} {
 		if !seen[want] {
 			t.Errorf("no %s row in the report: %s", want, out)
 		}
 	}
 	var text bytes.Buffer
 	rep.print(&text)
-	for _, want := range []string{"gateway (3 turns)", "floor (3 turns)", "connect offices=2, in turns: calls/s / Socket.IO", "connect-h2c offices=2, in turns: calls/s / Socket.IO", "sio offices=2, in turns: gateway/floor CPU per call"} {
+	for _, want := range []string{"gateway (3 turns)", "floor (3 turns)", "connect offices=2, in turns: calls/s / Socket.IO", "connect-h2c offices=2, in turns: calls/s / Socket.IO", "grpc offices=2, in turns: gateway/connect floor", "sio offices=2, in turns: gateway/floor CPU per call"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
 		}
