@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -175,10 +174,7 @@ func TestSilentConnectionsAreClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limit := 300 * time.Millisecond
-	if os.Getenv("DBG_LIMIT") != "" {
-		limit = 5 * time.Second
-	}
+	const limit = 300 * time.Millisecond
 	g := startGateway(t, gateway.Config{Auth: ring, ReadHeaderTimeout: limit, IdleTimeout: limit, BodyReadTimeout: limit})
 	addr := strings.TrimPrefix(g.URL, "http://")
 	pc := dialComputerWithKey(t, g.URL, key, "pc", "o")
