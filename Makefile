@@ -33,7 +33,7 @@ breaking:
 	else echo "buf breaking: no previous commit with proto/, skipped"; fi
 
 unit:
-	$(GO) test $(GOTEST_FLAGS) ./... github.com/zishang520/socket.io/v3/pkg/types github.com/zishang520/socket.io/v3/pkg/utils github.com/zishang520/socket.io/servers/engine/v3/transports
+	$(GO) test $(GOTEST_FLAGS) ./... github.com/zishang520/socket.io/v3/pkg/types github.com/zishang520/socket.io/v3/pkg/utils github.com/zishang520/socket.io/servers/engine/v3 github.com/zishang520/socket.io/servers/engine/v3/transports
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -51,7 +51,7 @@ deps-node:
 
 # The load command against spawned gateway and floor relay (docs/BENCHMARKS.md).
 bench-load:
-	$(GO) run ./cmd/smcp bench -mode sio,connect -offices 1,10 -compare floor -turns 8
+	$(GO) run ./internal/cmd/bench -mode sio,connect,connect-h2c,grpc -offices 1,10 -compare floor -turns 8
 
 # Tool calls relayed agent -> gateway -> computer -> agent over loopback.
 bench-gateway:

@@ -11,6 +11,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -25,18 +26,29 @@ import (
 	redisv3 "github.com/zishang520/socket.io/adapters/redis/v3"
 	redisadapter "github.com/zishang520/socket.io/adapters/redis/v3/adapter"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
-	"github.com/smcpgw/smcp-gateway/gateway/fastlane"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/gateway/metrics"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 )
 
-// DefaultShutdownGrace is how long in-flight calls may finish on shutdown.
-const DefaultShutdownGrace = 10 * time.Second
+// Defaults of Config.
+const (
+	// DefaultShutdownGrace is how long in-flight calls may finish on shutdown.
+	DefaultShutdownGrace = 10 * time.Second
+	// DefaultReadHeaderTimeout bounds the reading of a request's headers.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultIdleTimeout closes keep-alive connections without a request.
+	DefaultIdleTimeout = 120 * time.Second
+	// DefaultBodyReadTimeout bounds the reading of a request's body (a
+	// Socket.IO polling POST, a unary call's message; never a stream's
+	// answer or a long-poll).
+	DefaultBodyReadTimeout = 30 * time.Second
+)
 
 // Config of a gateway.
 type Config struct {
@@ -52,12 +64,14 @@ type Config struct {
 	MCP mcpfront.Options
 	// ShutdownGrace bounds how long Serve waits for in-flight calls.
 	ShutdownGrace time.Duration
+	// ReadHeaderTimeout, IdleTimeout and BodyReadTimeout bound the HTTP
+	// exchange where a silent client would otherwise hold a connection (see
+	// the Default constants).
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
+	BodyReadTimeout   time.Duration
 	// TLS, when set, makes Serve speak HTTPS.
 	TLS *tls.Config
-	// NoFastLane makes net/http serve every request. By default, on a
-	// cleartext listener, plain HTTP/1.1 Connect unary calls are served by
-	// gateway/fastlane (same handlers, about 15 % less gateway CPU per call).
-	NoFastLane bool
 	// Metrics serves Prometheus metrics at /metrics.
 	Metrics bool
 	// TracerProvider, when set, traces every RPC (otelconnect) and every
@@ -82,12 +96,14 @@ type Gateway struct {
 	RPC *rpc.Server
 	MCP *mcpfront.Server
 	// Metrics is nil unless Config.Metrics.
-	Metrics *metrics.Metrics
-	mux     *http.ServeMux
-	serving atomic.Bool
-	lane    atomic.Pointer[fastlane.Lane]
-	cfg     Config
-	log     *slog.Logger
+	Metrics  *metrics.Metrics
+	mux      *http.ServeMux
+	serving  atomic.Bool
+	draining atomic.Bool
+	mu       sync.Mutex
+	drainers []Drainer
+	cfg      Config
+	log      *slog.Logger
 	// Cluster only.
 	rdb  *goredis.Client
 	node *cluster.Node
@@ -103,6 +119,15 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.BodyReadTimeout <= 0 {
+		cfg.BodyReadTimeout = DefaultBodyReadTimeout
 	}
 	if cfg.Core.Logger == nil {
 		cfg.Core.Logger = cfg.Logger.With("component", "core")
@@ -177,7 +202,7 @@ func New(cfg Config) (*Gateway, error) {
 	})
 	g.mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		switch {
-		case s.Draining():
+		case g.draining.Load() || s.Draining():
 			plain(w, http.StatusServiceUnavailable, "draining")
 		case !g.serving.Load():
 			plain(w, http.StatusServiceUnavailable, "not serving")
@@ -186,10 +211,6 @@ func New(cfg Config) (*Gateway, error) {
 		}
 	})
 	if m != nil {
-		m.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "smcp_fastlane_calls_total",
-			Help: "Connect unary calls answered by the HTTP/1.1 fast lane (the others are net/http's).",
-		}, func() float64 { return float64(g.FastLaneCalls()) }))
 		m.Registry().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "smcp_mcp_sessions",
 			Help: "Open MCP sessions at /mcp/{office_id}, each an agent of its office.",
@@ -225,15 +246,6 @@ func mcpOptions(cfg Config) mcpfront.Options {
 	return o
 }
 
-// FastLaneCalls is how many calls the fast lane has answered (see
-// Config.NoFastLane).
-func (g *Gateway) FastLaneCalls() uint64 {
-	if l := g.lane.Load(); l != nil {
-		return l.Served()
-	}
-	return 0
-}
-
 // tracerName is the instrumentation scope of the Socket.IO spans.
 const tracerName = "github.com/smcpgw/smcp-gateway/gateway/sio"
 
@@ -264,77 +276,56 @@ func (g *Gateway) Mux() *http.ServeMux { return g.mux }
 // Handler serves everything mounted on the mux.
 func (g *Gateway) Handler() http.Handler { return g.mux }
 
-// Serve serves on ln until ctx ends, then shuts down gracefully: no new
-// connections or requests, in-flight calls finish within ShutdownGrace,
-// then every socket is closed.
+// Serve serves on ln until ctx ends, then shuts down gracefully (see
+// shutdown). Every goroutine it starts has ended when it returns.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
-		Handler:           g.mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		// No WriteTimeout: it would cut long-polling and streams.
+		Handler:           boundBodyReads(g.mux, g.cfg.BodyReadTimeout),
+		ReadHeaderTimeout: g.cfg.ReadHeaderTimeout,
+		// A keep-alive connection with no request (a refused caller's, a
+		// client's gone quiet) is closed after this.
+		IdleTimeout: g.cfg.IdleTimeout,
+		// No ReadTimeout or WriteTimeout: they bound the whole exchange and
+		// would cut long-polling, WebSockets and WatchOffice streams. Bodies
+		// are bounded by boundBodyReads instead.
 		ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
 	}
 	srv.Protocols = new(http.Protocols)
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetHTTP2(true)
 	srv.Protocols.SetUnencryptedHTTP2(true) // h2c for gRPC on the same port
-	// Watch streams never end on their own: end them as shutdown begins.
-	srv.RegisterOnShutdown(g.RPC.Close)
 	// MCP sessions hold their office and an open event stream: end them too.
 	srv.RegisterOnShutdown(g.MCP.Close)
-	var lane *fastlane.Lane
-	switch {
-	case g.cfg.TLS != nil:
+	if g.cfg.TLS != nil {
 		srv.TLSConfig = g.cfg.TLS
 		ln = tls.NewListener(ln, g.cfg.TLS)
-	case !g.cfg.NoFastLane:
-		lane = fastlane.New(ln, fastlane.Options{
-			Paths: rpc.UnaryPaths(), Handler: g.mux, ReadHeaderTimeout: srv.ReadHeaderTimeout,
-			Logger: g.log.With("component", "fastlane"),
-		})
-		g.lane.Store(lane)
-		go func() { _ = lane.Serve() }()
-		ln = lane.Handoff()
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	var eg errgroup.Group
+	served := make(chan struct{})
+	eg.Go(func() error {
+		defer close(served)
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("gateway: serve: %w", err)
+		}
+		return nil
+	})
 	g.serving.Store(true)
 	defer g.serving.Store(false)
 	beat, stopBeat := context.WithCancel(context.Background())
 	defer stopBeat()
 	if g.node != nil {
-		go g.node.Run(beat)
+		eg.Go(func() error { g.node.Run(beat); return nil })
 	}
 	g.log.Info("gateway listening", "addr", ln.Addr().String(), "sio_path", g.SIO.Path(), "tls", g.cfg.TLS != nil)
 
 	select {
-	case err := <-errc:
-		return fmt.Errorf("gateway: serve: %w", err)
+	case <-served: // the listener failed; shut down what runs and report it
 	case <-ctx.Done():
 	}
-	g.log.Info("shutting down", "grace", g.cfg.ShutdownGrace.String())
-	grace, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownGrace)
-	defer cancel()
-	shut := make(chan error, 1)
-	go func() { shut <- srv.Shutdown(grace) }()
-	laneShut := make(chan error, 1)
-	if lane != nil {
-		go func() { laneShut <- lane.Shutdown(grace) }()
-	} else {
-		laneShut <- nil
-	}
-	if err := g.SIO.Drain(grace); err != nil {
-		g.log.Warn("shutdown grace ended with calls in flight", "err", err)
-	}
-	g.SIO.Close()
-	if err := <-shut; err != nil {
-		_ = srv.Close()
-	}
-	if err := <-laneShut; err != nil {
-		g.log.Warn("shutdown grace ended with fast-lane calls in flight", "err", err)
-	}
+	g.shutdown(srv)
+	stopBeat()
+	err := eg.Wait()
 	if g.node != nil {
-		stopBeat()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := g.node.Stop(ctx); err != nil {
 			g.log.Warn("leave cluster", "err", err)
@@ -343,7 +334,91 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		_ = g.rdb.Close()
 	}
 	g.log.Info("gateway stopped")
-	return nil
+	return err
+}
+
+// shutdown drains, then closes. Draining: /readyz answers 503 and every
+// front end refuses new calls while the listener stays open (a load
+// balancer's probe still gets its 503), and the calls in flight on every
+// front end are answered, within ShutdownGrace. Computers stay connected
+// until then: a Connect call is answered over a computer's Socket.IO
+// connection. Only then the listener is closed, then every socket.
+func (g *Gateway) shutdown(srv *http.Server) {
+	g.draining.Store(true)
+	g.log.Info("shutting down", "grace", g.cfg.ShutdownGrace.String())
+	grace, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownGrace)
+	defer cancel()
+	var drain errgroup.Group
+	drain.Go(func() error { return g.SIO.Drain(grace) })
+	drain.Go(func() error { return g.RPC.Drain(grace) })
+	g.mu.Lock()
+	for _, d := range g.drainers {
+		drain.Go(func() error { return d.Drain(grace) })
+	}
+	g.mu.Unlock()
+	if err := drain.Wait(); err != nil {
+		g.log.Warn("shutdown grace ended with calls in flight", "err", err)
+	}
+	var closing errgroup.Group
+	closing.Go(func() error {
+		if err := srv.Shutdown(grace); err != nil {
+			return srv.Close()
+		}
+		return nil
+	})
+	// Shutdown waits for requests to end, and a long-poll ends only when its
+	// socket is closed: close the sockets while it waits.
+	g.SIO.Close()
+	_ = closing.Wait()
+}
+
+// A Drainer is a front end that joins the gateway's shutdown: Drain refuses
+// new calls and returns once the calls in flight are answered or ctx ends.
+type Drainer interface {
+	Drain(ctx context.Context) error
+}
+
+// AddDrainer makes the gateway's shutdown wait for d, as it waits for the
+// Socket.IO and RPC front ends, before computers are disconnected.
+func (g *Gateway) AddDrainer(d Drainer) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.drainers = append(g.drainers, d)
+}
+
+// boundBodyReads gives each request with a body d to send it: a client that
+// sends half a body and stalls has its connection closed (for HTTP/2, the
+// stream's body read fails) instead of holding it for ever. The deadline is
+// lifted as soon as the body has been read, so the handler may take as long
+// as it needs to answer; requests without a body (long-polls, WebSocket
+// upgrades) are not touched.
+func boundBodyReads(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
+			rc := http.NewResponseController(w)
+			if rc.SetReadDeadline(time.Now().Add(d)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+type deadlineBody struct {
+	io.ReadCloser
+	rc     *http.ResponseController
+	lifted bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.lifted {
+		// net/http now watches the connection for the client leaving; with
+		// the deadline left in place that watch would cancel the call.
+		b.lifted = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }
 
 // Running is a gateway serving on a loopback listener, for tests and demos.

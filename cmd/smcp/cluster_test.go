@@ -18,6 +18,7 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/agent"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/internal/loadtest"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -38,15 +39,15 @@ func TestClusterNodeKilled(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	redis, err := startRedis(ctx)
+	redis, err := loadtest.StartRedis(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(redis.stop)
+	t.Cleanup(redis.Stop)
 
 	const ttl = time.Second
-	nodeA := startNode(t, redis.url, "A", ttl)
-	nodeB := startNode(t, redis.url, "B", ttl)
+	nodeA := startNode(t, redis.URL, "A", ttl)
+	nodeB := startNode(t, redis.URL, "B", ttl)
 	lb := balance(t, nodeA.addr, nodeB.addr)
 
 	// The computer: echo answers at once, "hold" until the call is

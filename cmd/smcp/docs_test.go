@@ -37,10 +37,6 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	if os.Getenv("SMCP_TEST_MAIN") == "argv" { // re-executed by smcp bench: os.Args as given
-		main()
-		os.Exit(0)
-	}
 	if os.Getenv("SMCP_TEST_MAIN") == "1" {
 		args := os.Args[1:]
 		if env, ok := os.LookupEnv("SMCP_TEST_ARGS"); ok {

@@ -114,10 +114,12 @@ type gatewayConfig struct {
 	EventBurst      int           `yaml:"event_burst"`
 	MaxConnsPerAddr int           `yaml:"max_conns_per_addr"`
 	ShutdownGrace   time.Duration `yaml:"shutdown_grace"`
+	IdleTimeout     time.Duration `yaml:"idle_timeout"`
+	BodyTimeout     time.Duration `yaml:"body_read_timeout"`
+	HeaderTimeout   time.Duration `yaml:"read_header_timeout"`
 	CORSOrigins     string        `yaml:"cors_origins"`
 	RPCAgent        string        `yaml:"rpc_agent"`
 	Metrics         bool          `yaml:"metrics"`
-	FastLane        bool          `yaml:"fast_lane"`
 	Redis           string        `yaml:"redis"`
 	NodeID          string        `yaml:"node_id"`
 	RedisTTL        time.Duration `yaml:"redis_ttl"`
@@ -133,7 +135,8 @@ func defaultGatewayConfig() *gatewayConfig {
 		MaxPending: core.DefaultMaxPending, MaxAgentCalls: core.DefaultMaxAgentInFlight,
 		EventsPerSecond: sio.DefaultEventsPerSecond, EventBurst: sio.DefaultEventBurst,
 		MaxConnsPerAddr: sio.DefaultMaxConnsPerAddr, ShutdownGrace: gateway.DefaultShutdownGrace,
-		RPCAgent: rpc.DefaultAgent, Metrics: true, FastLane: true, RedisTTL: cluster.DefaultHeartbeatTTL, LogLevel: "info",
+		IdleTimeout: gateway.DefaultIdleTimeout, BodyTimeout: gateway.DefaultBodyReadTimeout, HeaderTimeout: gateway.DefaultReadHeaderTimeout,
+		RPCAgent: rpc.DefaultAgent, Metrics: true, RedisTTL: cluster.DefaultHeartbeatTTL, LogLevel: "info",
 	}
 }
 
@@ -155,10 +158,12 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.EventBurst, "event-burst", c.EventBurst, "token bucket size of --events-per-second")
 	fs.IntVar(&c.MaxConnsPerAddr, "max-conns-per-addr", c.MaxConnsPerAddr, "Socket.IO connections per client IP address (-1: no limit)")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "how long in-flight calls may finish on shutdown")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a keep-alive HTTP connection without a request after this")
+	fs.DurationVar(&c.BodyTimeout, "body-read-timeout", c.BodyTimeout, "a request's body must arrive within this (streams' and long-polls' answers are not bounded)")
+	fs.DurationVar(&c.HeaderTimeout, "read-header-timeout", c.HeaderTimeout, "a request's headers must arrive within this")
 	fs.StringVar(&c.CORSOrigins, "cors-origins", c.CORSOrigins, "comma-separated browser origins allowed to call the Connect/gRPC-Web API (\"*\" for any)")
 	fs.StringVar(&c.RPCAgent, "rpc-agent", c.RPCAgent, "agent name of RPC callers whose key has no fixed name and who send no x-smcp-agent")
 	fs.BoolVar(&c.Metrics, "metrics", c.Metrics, "serve Prometheus metrics at /metrics")
-	fs.BoolVar(&c.FastLane, "fast-lane", c.FastLane, "serve plain HTTP/1.1 Connect unary calls without net/http's per-request cycle (cleartext only; false: net/http serves everything)")
 	fs.StringVar(&c.Redis, "redis", c.Redis, "Redis URL (redis://host:6379/0): run as one node of a cluster sharing offices through Redis")
 	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "this node's id in the cluster (default: random)")
 	fs.DurationVar(&c.RedisTTL, "redis-ttl", c.RedisTTL, "cluster: a node silent this long is dead and its sessions leave their offices")
@@ -200,8 +205,9 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	if c.CallTimeout <= 0 || c.MaxMessageBytes <= 0 || c.MaxPending <= 0 || c.ShutdownGrace <= 0 || c.MaxAgentCalls <= 0 || c.RedisTTL <= 0 {
-		return gateway.Config{}, errors.New("--call-timeout, --max-message-bytes, --max-pending, --max-agent-in-flight, --redis-ttl and --shutdown-grace must be positive")
+	if c.CallTimeout <= 0 || c.MaxMessageBytes <= 0 || c.MaxPending <= 0 || c.ShutdownGrace <= 0 || c.MaxAgentCalls <= 0 || c.RedisTTL <= 0 ||
+		c.IdleTimeout <= 0 || c.BodyTimeout <= 0 || c.HeaderTimeout <= 0 {
+		return gateway.Config{}, errors.New("--call-timeout, --max-message-bytes, --max-pending, --max-agent-in-flight, --redis-ttl, --shutdown-grace, --idle-timeout, --body-read-timeout and --read-header-timeout must be positive")
 	}
 	if c.EventsPerSecond == 0 || c.MaxConnsPerAddr == 0 || c.EventBurst <= 0 {
 		return gateway.Config{}, errors.New("--events-per-second and --max-conns-per-addr must be positive or -1 (no limit), --event-burst positive")
@@ -213,15 +219,17 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 			Path: c.SIOPath, APIKeyHeader: c.APIKeyHeader, MaxMessageBytes: c.MaxMessageBytes, RequireVersion: c.RequireVersion,
 			EventsPerSecond: c.EventsPerSecond, EventBurst: c.EventBurst, MaxConnsPerAddr: c.MaxConnsPerAddr,
 		},
-		RPC:           rpc.Options{CORSOrigins: splitList(c.CORSOrigins), DefaultAgent: c.RPCAgent},
-		ShutdownGrace: c.ShutdownGrace,
-		TLS:           tlsConfig,
-		NoFastLane:    !c.FastLane,
-		Metrics:       c.Metrics,
-		Logger:        log,
-		Redis:         c.Redis,
-		NodeID:        c.NodeID,
-		HeartbeatTTL:  c.RedisTTL,
+		RPC:               rpc.Options{CORSOrigins: splitList(c.CORSOrigins), DefaultAgent: c.RPCAgent},
+		ShutdownGrace:     c.ShutdownGrace,
+		IdleTimeout:       c.IdleTimeout,
+		BodyReadTimeout:   c.BodyTimeout,
+		ReadHeaderTimeout: c.HeaderTimeout,
+		TLS:               tlsConfig,
+		Metrics:           c.Metrics,
+		Logger:            log,
+		Redis:             c.Redis,
+		NodeID:            c.NodeID,
+		HeartbeatTTL:      c.RedisTTL,
 	}, nil
 }
 

@@ -1,5 +1,6 @@
 // Command smcp is the single entry point of smcp-gateway: the gateway, the
-// computer, the document MCP server, the demo that runs all three, and tools.
+// computer, the document MCP server and the demo that runs all three. The
+// load and soak tools are separate commands (internal/cmd/bench, internal/cmd/soak).
 package main
 
 import (
@@ -24,8 +25,6 @@ func commands() []command {
 		{"computer", "run a computer: host MCP servers and serve them through a gateway", runComputer},
 		{"docs", "run the document MCP server over a folder (dpe:// documents)", runDocs},
 		{"demo", "run gateway + computer + document server over examples/docs", runDemo},
-		{"bench", "load-test a gateway (spawned or running) against the floor relay", runBench},
-		{"soak", "drive steady traffic for a while and report goroutines, heap and RSS over time", runSoak},
 	}
 }
 

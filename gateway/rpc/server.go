@@ -4,8 +4,7 @@
 // gateway/core like the Socket.IO one, on the same listener.
 //
 // Every RPC is a stateless agent call: the caller is authenticated from its
-// API key before the request body is read (on the gateway's HTTP/1.1 fast
-// lane, a body of at most 64 KiB has been read already), then acts as an agent (the key's
+// API key before the request body is read, then acts as an agent (the key's
 // fixed name, else the x-smcp-agent header, else Options.DefaultAgent) in the
 // office named by the request, for the length of the call (core.Hub.ActAsAgent).
 // WatchOffice holds the office the same way for as long as the stream is open.
@@ -13,6 +12,8 @@ package rpc
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -25,7 +26,6 @@ import (
 	"github.com/rs/cors"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
-	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 )
 
@@ -80,6 +80,14 @@ type Server struct {
 	closing context.Context
 	close   context.CancelFunc
 	once    sync.Once
+
+	// The calls in flight, counted from the moment the handler has the
+	// request, so that a shutdown waits for their answers before the
+	// computers' connections are closed.
+	mu       sync.Mutex
+	draining bool
+	inflight int
+	idle     chan struct{} // closed when draining and inflight is 0
 }
 
 // New makes the RPC front end of hub, authenticating callers with auth.
@@ -100,7 +108,7 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 	return &Server{
 		hub: hub, auth: auth, opts: opts, log: opts.Logger,
 		health:  grpchealth.NewStaticChecker(smcpv1connect.AgentServiceName),
-		closing: ctx, close: cancel,
+		closing: ctx, close: cancel, idle: make(chan struct{}),
 	}
 }
 
@@ -112,13 +120,16 @@ func (s *Server) Handlers() map[string]http.Handler {
 	limit := connect.WithReadMaxBytes(s.opts.MaxRequestBytes)
 	// Answers smaller than compressMinBytes go uncompressed: gzip of a
 	// ~100-byte CallTool answer was 30% of the gateway's CPU per call.
-	svcOpts := append([]connect.HandlerOption{connect.WithRequestGate(s.gate), limit,
+	// The drain gate comes first: while draining, every new call gets
+	// Unavailable (HTTP 503), keyed or not, before any work is done for it.
+	svcOpts := append([]connect.HandlerOption{connect.WithRequestGate(s.drainGate), connect.WithRequestGate(s.gate), limit,
 		connect.WithCompressMinBytes(compressMinBytes)}, s.opts.HandlerOptions...)
 	reflector := grpcreflect.NewStaticReflector(smcpv1connect.AgentServiceName, grpchealth.HealthV1ServiceName)
 	wrap := s.corsWrapper()
 	out := map[string]http.Handler{}
 	add := func(path string, h http.Handler) { out[path] = wrap(h) }
-	add(smcpv1connect.NewAgentServiceHandler(&service{s}, svcOpts...))
+	path, svc := smcpv1connect.NewAgentServiceHandler(&service{s}, svcOpts...)
+	add(path, s.track(svc))
 	add(grpcreflect.NewHandlerV1(reflector, limit))
 	add(grpcreflect.NewHandlerV1Alpha(reflector, limit))
 	add(grpchealth.NewHandler(s.health, limit))
@@ -130,6 +141,72 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	for path, h := range s.Handlers() {
 		mux.Handle(path, h)
 	}
+}
+
+// Drain refuses new calls with Unavailable, reports NOT_SERVING on the health
+// service, ends every WatchOffice stream (they never end on their own), then
+// waits until the calls in flight are answered or ctx ends.
+func (s *Server) Drain(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.draining {
+		s.draining = true
+		if s.inflight == 0 {
+			close(s.idle)
+		}
+	}
+	s.mu.Unlock()
+	s.Close()
+	select {
+	case <-s.idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("rpc: %d calls still in flight: %w", s.inFlight(), ctx.Err())
+	}
+}
+
+// inFlight is the number of calls being served.
+func (s *Server) inFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight
+}
+
+// track counts every request of h in flight. A request that arrives while
+// draining is not counted; drainGate refuses it.
+func (s *Server) track(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		counted := !s.draining
+		if counted {
+			s.inflight++
+		}
+		s.mu.Unlock()
+		if counted {
+			defer s.done()
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) done() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inflight--
+	if s.draining && s.inflight == 0 {
+		close(s.idle)
+	}
+}
+
+// drainGate refuses calls once Drain has begun. A call counted just before
+// is refused too: it has done nothing yet, and its caller retries elsewhere.
+func (s *Server) drainGate(ctx context.Context, _ connect.Spec, _ connect.Peer, _ http.Header) (context.Context, error) {
+	s.mu.Lock()
+	draining := s.draining
+	s.mu.Unlock()
+	if draining {
+		return nil, connect.NewError(connect.CodeUnavailable, errors.New("gateway is shutting down"))
+	}
+	return ctx, nil
 }
 
 // Close reports NOT_SERVING on the health service and ends every WatchOffice
@@ -157,18 +234,4 @@ func (s *Server) corsWrapper() func(http.Handler) http.Handler {
 		ExposedHeaders: connectcors.ExposedHeaders(),
 		MaxAge:         7200,
 	}).Handler
-}
-
-// UnaryPaths are the request paths of the AgentService's unary procedures,
-// the calls a one-request HTTP/1.1 lane can serve (gateway/fastlane).
-func UnaryPaths() []string {
-	var out []string
-	methods := smcpv1.File_smcp_v1_service_proto.Services().ByName("AgentService").Methods()
-	for i := range methods.Len() {
-		m := methods.Get(i)
-		if !m.IsStreamingClient() && !m.IsStreamingServer() {
-			out = append(out, "/"+smcpv1connect.AgentServiceName+"/"+string(m.Name()))
-		}
-	}
-	return out
 }

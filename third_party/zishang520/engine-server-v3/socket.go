@@ -61,6 +61,16 @@ type socket struct {
 	cleanupFn         *types.Slice[types.Callable]
 	pingTimeoutTimer  atomic.Pointer[pingTimer] // patched: was utils.Timer
 	pingIntervalTimer atomic.Pointer[pingTimer]
+	// heartbeatMu orders arming the ping timeout against a pong clearing it
+	// (patched): they run on different goroutines here, unlike in Node.
+	// pingGen is bumped by both, so a timeout timer that fired just as it
+	// was cleared knows it is stale.
+	heartbeatMu sync.Mutex
+	pingGen     uint64
+	// lastPacket is when the client last sent anything (unix ns): a client
+	// whose pong waits behind a large upload is alive (upstream's
+	// checkPingTimeout, engine.io 6.6).
+	lastPacket atomic.Int64
 
 	flushMu sync.Mutex
 }
@@ -208,6 +218,7 @@ func (s *socket) onPacket(data *packet.Packet) {
 		return
 	}
 
+	s.lastPacket.Store(time.Now().UnixNano())
 	// export packet event
 	socketLog.Debug(`received packet %s`, data.Type)
 	s.Emit("packet", data)
@@ -219,7 +230,9 @@ func (s *socket) onPacket(data *packet.Packet) {
 			return
 		}
 		socketLog.Debug("got ping")
+		s.heartbeatMu.Lock()
 		s.pingTimeoutTimer.Load().Refresh()
+		s.heartbeatMu.Unlock()
 		s.sendPacket(packet.PONG, nil, nil, nil)
 		s.Emit("heartbeat")
 	case packet.PONG:
@@ -228,8 +241,11 @@ func (s *socket) onPacket(data *packet.Packet) {
 			return
 		}
 		socketLog.Debug("got pong")
+		s.heartbeatMu.Lock()
+		s.pingGen++
 		clearPingTimer(s.pingTimeoutTimer.Load())
 		s.pingIntervalTimer.Load().Refresh()
+		s.heartbeatMu.Unlock()
 		s.Emit("heartbeat")
 	case packet.ERROR:
 		s.OnClose("parse error")
@@ -250,20 +266,42 @@ func (s *socket) onError(err error) {
 func (s *socket) schedulePing() {
 	s.pingIntervalTimer.Store(setPingTimer(func() {
 		socketLog.Debug("writing ping packet - expecting pong within %dms", int64(s.server.Opts().PingTimeout()/time.Millisecond))
-		s.sendPacket(packet.PING, nil, nil, nil)
+		// Patched: the timeout is armed before the ping can reach the
+		// client. Upstream sends, then arms; in Node nothing runs in
+		// between, but here the pong is handled on the transport's reader
+		// goroutine and can come first, leaving a timeout armed for a pong
+		// already received: the connection was closed for "ping timeout"
+		// pingTimeout after a ping it had answered (see ../PATCHED.md).
 		s.resetPingTimeout()
+		s.sendPacket(packet.PING, nil, nil, nil)
 	}, s.server.Opts().PingInterval()))
 }
 
 // Resets ping timeout.
 func (s *socket) resetPingTimeout() {
+	s.heartbeatMu.Lock()
+	defer s.heartbeatMu.Unlock()
 	clearPingTimer(s.pingTimeoutTimer.Load())
-	s.pingTimeoutTimer.Store(setPingTimer(func() {
-		if s.ReadyState() == "closed" {
+	s.pingGen++
+	gen := s.pingGen
+	timeout := s.resetPingTimeoutDuration()
+	var check func()
+	check = func() {
+		s.heartbeatMu.Lock()
+		if s.pingGen != gen || s.ReadyState() == "closed" {
+			s.heartbeatMu.Unlock()
+			return // a pong (or a newer ping) came meanwhile
+		}
+		// As upstream: anything received within the timeout extends it.
+		if since := time.Since(time.Unix(0, s.lastPacket.Load())); since < timeout {
+			s.pingTimeoutTimer.Store(setPingTimer(check, timeout-since))
+			s.heartbeatMu.Unlock()
 			return
 		}
+		s.heartbeatMu.Unlock()
 		s.OnClose("ping timeout")
-	}, s.resetPingTimeoutDuration()))
+	}
+	s.pingTimeoutTimer.Store(setPingTimer(check, timeout))
 }
 func (s *socket) resetPingTimeoutDuration() time.Duration {
 	if s.protocol == 3 {

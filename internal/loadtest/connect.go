@@ -31,7 +31,8 @@ import (
 // which writes Engine.IO frames itself, it keeps the generator's share of
 // the machine small, so that both paths are measured with the same share
 // left to the server. (net/http's client spends two goroutine hand-offs per
-// call; ModeGRPC measures the connect-go client.)
+// call; ModeConnect, ModeConnectH2C and ModeGRPC measure the stock
+// connect-go client.) It serves ModeConnectRaw.
 type connectCaller struct {
 	addr      string
 	tls       *tls.Config

@@ -29,17 +29,32 @@ type Mode string
 const (
 	// ModeSIO: client:tool_call over Socket.IO, agent → server → computer → back.
 	ModeSIO Mode = "sio"
-	// ModeConnect: CallTool over the Connect protocol (HTTP/1.1, binary
-	// proto), to a Socket.IO computer.
+	// ModeConnect: CallTool over the Connect protocol (binary proto) with
+	// the stock connect-go client over HTTP/1.1 keep-alive connections, to a
+	// Socket.IO computer.
 	ModeConnect Mode = "connect"
-	// ModeGRPC: CallTool over gRPC (h2c), with the connect-go client.
+	// ModeConnectH2C: the same over h2c (HTTP/2 without TLS).
+	ModeConnectH2C Mode = "connect-h2c"
+	// ModeGRPC: CallTool over gRPC (h2c), with the stock connect-go client.
 	ModeGRPC Mode = "grpc"
+	// ModeConnectRaw: CallTool over the Connect protocol on HTTP/1.1 with a
+	// hand-written client (connectCaller) that costs the load generator
+	// less; the rows of issue 7 were measured with it.
+	ModeConnectRaw Mode = "connect-raw"
 	// ModeFinder: client:get_finder over Socket.IO to a real computer whose
 	// cache holds the documents of its MCP servers (see FinderSetup).
 	ModeFinder Mode = "finder"
 	// ModeIdle: N connections joined and left idle; memory per connection.
 	ModeIdle Mode = "idle"
 )
+
+// CallTool reports whether m drives CallTool on the Connect / gRPC API.
+func (m Mode) CallTool() bool {
+	return m == ModeConnect || m == ModeConnectH2C || m == ModeGRPC || m == ModeConnectRaw
+}
+
+// InTurns reports whether runs of m can be measured in turns (RunTurns).
+func (m Mode) InTurns() bool { return m == ModeSIO || m.CallTool() }
 
 // Options of a run.
 type Options struct {
@@ -369,10 +384,16 @@ func dialCallers(ctx context.Context, o Options, base int, closers *[]func()) ([
 	callers := make([]caller, o.Offices)
 	params := Params(o.ParamBytes)
 	var httpClient *http.Client
-	if o.Mode == ModeGRPC {
+	if o.Mode == ModeConnect || o.Mode == ModeConnectH2C || o.Mode == ModeGRPC {
+		// One keep-alive connection per call in flight on HTTP/1.1; h2c
+		// multiplexes the calls over one.
 		tr := &http.Transport{MaxIdleConnsPerHost: o.Offices * o.InFlight, DisableCompression: true}
 		tr.Protocols = new(http.Protocols)
-		tr.Protocols.SetUnencryptedHTTP2(true)
+		if o.Mode == ModeConnect {
+			tr.Protocols.SetHTTP1(true)
+		} else {
+			tr.Protocols.SetUnencryptedHTTP2(true)
+		}
 		httpClient = &http.Client{Transport: tr}
 		*closers = append(*closers, tr.CloseIdleConnections)
 	}
@@ -402,15 +423,15 @@ func dialCallers(ctx context.Context, o Options, base int, closers *[]func()) ([
 				return nil, err
 			}
 			callers[i] = sioCaller(a, o.Mode, agentName, params)
-		case ModeConnect:
+		case ModeConnectRaw:
 			c, err := newConnectCaller(o, agentName, officeID, params)
 			if err != nil {
 				return nil, err
 			}
 			*closers = append(*closers, c.close)
 			callers[i] = c.call
-		case ModeGRPC:
-			c, err := grpcCaller(o, httpClient, agentName, officeID, params)
+		case ModeConnect, ModeConnectH2C, ModeGRPC:
+			c, err := stockCaller(o, httpClient, agentName, officeID, params)
 			if err != nil {
 				return nil, err
 			}
@@ -556,9 +577,13 @@ func checkAnswer(mode Mode, ans []byte) error {
 	return nil
 }
 
-// grpcCaller calls CallTool with the connect-go client over gRPC (h2c).
-func grpcCaller(o Options, hc *http.Client, agentName, officeID string, params json.RawMessage) (caller, error) {
-	opts := []connect.ClientOption{connect.WithGRPC(), connect.WithInterceptors(headers{"x-smcp-agent": agentName, "x-api-key": o.APIKey})}
+// stockCaller calls CallTool with the stock connect-go client over hc: the
+// Connect protocol, or gRPC for ModeGRPC.
+func stockCaller(o Options, hc *http.Client, agentName, officeID string, params json.RawMessage) (caller, error) {
+	opts := []connect.ClientOption{connect.WithInterceptors(headers{"x-smcp-agent": agentName, "x-api-key": o.APIKey})}
+	if o.Mode == ModeGRPC {
+		opts = append(opts, connect.WithGRPC())
+	}
 	client := smcpv1connect.NewAgentServiceClient(hc, o.URL, opts...)
 	st := &structpb.Struct{}
 	if err := st.UnmarshalJSON(params); err != nil {
@@ -673,8 +698,8 @@ func RunTurns(ctx context.Context, runs []Options, turns int) ([]*Result, error)
 	results := make([]*Result, len(runs))
 	for k := range runs {
 		o := &runs[k]
-		if o.Mode != ModeSIO && o.Mode != ModeConnect && o.Mode != ModeGRPC {
-			return nil, fmt.Errorf("loadtest: mode %q cannot run in turns (sio, connect, grpc can)", o.Mode)
+		if !o.Mode.InTurns() {
+			return nil, fmt.Errorf("loadtest: mode %q cannot run in turns (sio and the CallTool modes can)", o.Mode)
 		}
 		if err := o.defaults(); err != nil {
 			return nil, err

@@ -1,14 +1,33 @@
+// Command soak drives steady traffic through an in-process gateway and
+// reports goroutines, heap and RSS over time: go run ./internal/cmd/soak -h.
+// It is not part of the smcp binary.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
-	"github.com/smcpgw/smcp-gateway/soak"
+	"github.com/smcpgw/smcp-gateway/internal/soak"
 )
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := runSoak(ctx, os.Args[1:])
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "soak: %v\n", err)
+		os.Exit(1)
+	}
+}
 
 // runSoak drives steady traffic through an in-process gateway and prints the
 // process's goroutines, heap and RSS at each interval, then the growth
@@ -16,7 +35,7 @@ import (
 func runSoak(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: smcp soak [--duration 10m] [--interval 10s] [--offices 4] [--churn 1s]\n\n"+
+		fmt.Fprintln(fs.Output(), "usage: go run ./internal/cmd/soak [--duration 10m] [--interval 10s] [--offices 4] [--churn 1s]\n\n"+
 			"Runs a gateway on loopback with one agent and one computer per office calling tools\n"+
 			"back to back, and a computer that reconnects every --churn. Prints a sample line per\n"+
 			"interval. Exits non-zero if calls failed or goroutines or heap grew between the halves.\n\nflags:")

@@ -9,16 +9,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/smcpgw/smcp-gateway/loadtest"
+	"github.com/smcpgw/smcp-gateway/internal/loadtest"
 )
 
-// TestBenchSmoke runs `smcp bench` for a fraction of a second in every mode
+// TestMain lets the test binary play the bench command when it re-executes
+// itself (spawned servers, stdio MCP servers): SMCP_TEST_MAIN=argv runs main
+// with the arguments as given.
+func TestMain(m *testing.M) {
+	if os.Getenv("SMCP_TEST_MAIN") == "argv" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestBenchSmoke runs `bench` for a fraction of a second in every mode
 // that needs no extra setup, spawning the gateway and the floor as child
 // processes (this test binary re-executed), and checks that the report has
 // measured something in each row. No figure is asserted: speed is measured,
 // not tested.
 func TestBenchSmoke(t *testing.T) {
-	rep, _ := benchJSON(t, "-mode", "sio,connect,grpc,idle,startup", "-offices", "2", "-compare", "floor",
+	rep, _ := benchJSON(t, "-mode", "sio,connect,connect-h2c,grpc,connect-raw,idle,startup", "-offices", "2", "-compare", "floor",
 		"-warmup", "100ms", "-duration", "600ms", "-conns", "20",
 		"-startup-servers", "3", "-startup-delay", "50ms", "-json")
 	seen := map[string]bool{}
@@ -41,7 +52,7 @@ func TestBenchSmoke(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"floor/sio", "gateway/sio", "gateway/connect", "gateway/grpc", "floor/idle", "gateway/idle", "computer/startup"} {
+	for _, want := range []string{"floor/sio", "gateway/sio", "gateway/connect", "gateway/connect-h2c", "gateway/grpc", "gateway/connect-raw", "floor/idle", "gateway/idle", "computer/startup"} {
 		if !seen[want] {
 			t.Errorf("no %s row in the report", want)
 		}
@@ -57,7 +68,7 @@ func TestBenchSmoke(t *testing.T) {
 	}
 }
 
-// TestBenchCluster runs a tiny `smcp bench --compare cluster`: a
+// TestBenchCluster runs a tiny `bench --compare cluster`: a
 // redis-server and two gateway nodes spawned by the bench, the agent on one
 // node and the computer on the other, and checks that calls crossed nodes.
 func TestBenchCluster(t *testing.T) {
@@ -89,11 +100,11 @@ func TestBenchCluster(t *testing.T) {
 	}
 }
 
-// TestBenchTurns measures sio, connect and grpc on a spawned gateway and sio
+// TestBenchTurns measures sio, connect, connect-h2c and grpc on a spawned gateway and sio
 // on a spawned floor in rotation, and checks that each row got its calls, in
 // turns, with the ratios printed.
 func TestBenchTurns(t *testing.T) {
-	rep, out := benchJSON(t, "-mode", "sio,connect,grpc", "-offices", "2", "-compare", "floor", "-turns", "3",
+	rep, out := benchJSON(t, "-mode", "sio,connect,connect-h2c,grpc", "-offices", "2", "-compare", "floor", "-turns", "3",
 		"-warmup", "300ms", "-duration", "900ms", "-json")
 	seen := map[string]bool{}
 	for _, row := range rep.Rows {
@@ -106,14 +117,14 @@ func TestBenchTurns(t *testing.T) {
 			t.Errorf("%s: turns %d", key, row.Turns)
 		}
 	}
-	for _, want := range []string{"floor/sio", "gateway/sio", "gateway/connect", "gateway/grpc"} {
+	for _, want := range []string{"floor/sio", "gateway/sio", "gateway/connect", "gateway/connect-h2c", "gateway/grpc", "floor/connect-h2c", "floor/grpc"} {
 		if !seen[want] {
 			t.Errorf("no %s row in the report: %s", want, out)
 		}
 	}
 	var text bytes.Buffer
 	rep.print(&text)
-	for _, want := range []string{"gateway (3 turns)", "floor (3 turns)", "connect offices=2, in turns: calls/s / Socket.IO", "sio offices=2, in turns: gateway/floor CPU per call"} {
+	for _, want := range []string{"gateway (3 turns)", "floor (3 turns)", "connect offices=2, in turns: calls/s / Socket.IO", "connect-h2c offices=2, in turns: calls/s / Socket.IO", "grpc offices=2, in turns: gateway/connect floor", "sio offices=2, in turns: gateway/floor CPU per call"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, text.String())
 		}
@@ -137,7 +148,7 @@ func TestBenchFlags(t *testing.T) {
 	}
 }
 
-// benchJSON runs `smcp bench` with args (the test binary plays the spawned
+// benchJSON runs `bench` with args (the test binary plays the spawned
 // servers) and returns its JSON report and raw output.
 func benchJSON(t *testing.T, args ...string) (benchReport, string) {
 	t.Helper()

@@ -13,9 +13,14 @@ import (
 	"runtime/debug"
 	"time"
 
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 )
 
 // Server kinds a bench child process serves.
@@ -60,8 +65,12 @@ func Serve(ctx context.Context, kind string, node Node, ln net.Listener, log *sl
 		f := NewFloor("/socket.io/")
 		mux := http.NewServeMux()
 		mux.Handle("/socket.io/", f.Handler())
+		mux.Handle(smcpv1connect.NewAgentServiceHandler(connectFloor{}, connect.WithCompressMinBytes(1024)))
 		mountDebug(mux)
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		hs.Protocols = new(http.Protocols)
+		hs.Protocols.SetHTTP1(true)
+		hs.Protocols.SetUnencryptedHTTP2(true)
 		errc := make(chan error, 1)
 		go func() { errc <- hs.Serve(ln) }()
 		select {
@@ -73,6 +82,24 @@ func Serve(ctx context.Context, kind string, node Node, ln net.Listener, log *sl
 		return hs.Close()
 	}
 	return fmt.Errorf("loadtest: unknown server kind %q (want %s or %s)", kind, KindGateway, KindFloor)
+}
+
+// connectFloor is the floor of the CallTool modes: the same net/http server
+// and connect-go handler as the gateway's, answering in place with a fixed
+// result, no computer, no routing. What the gateway costs above it is its
+// own; what it costs is the price of net/http and connect-go per call.
+type connectFloor struct {
+	smcpv1connect.UnimplementedAgentServiceHandler
+}
+
+var floorResult = func() *smcpv1.CallToolResult {
+	text, _ := structpb.NewStruct(map[string]any{"type": "text", "text": "ok"})
+	isError := false
+	return &smcpv1.CallToolResult{Content: []*structpb.Struct{text}, IsError: &isError}
+}()
+
+func (connectFloor) CallTool(_ context.Context, req *smcpv1.CallToolRequest) (*smcpv1.CallToolResponse, error) {
+	return &smcpv1.CallToolResponse{Result: floorResult, ReqId: req.GetReqId()}, nil
 }
 
 func mountDebug(mux *http.ServeMux) {
