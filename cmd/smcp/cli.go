@@ -104,6 +104,32 @@ func (f *flags) parse(args []string) error {
 	return f.applyEnv()
 }
 
+// parseWithArgs is parse for commands that take arguments: flags and
+// arguments may come in any order (`smcp agent call echo --computer pc`),
+// and the arguments are returned. "--" ends the flags.
+func (f *flags) parseWithArgs(args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := f.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, &helpShown{f.usage()}
+			}
+			return nil, &usageError{err}
+		}
+		rest := f.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(args) > 0 && len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+	return positional, f.applyEnv()
+}
+
 // applyEnv sets the flags absent from the command line from $SMCP_<FLAG>.
 func (f *flags) applyEnv() error {
 	given := map[string]bool{}

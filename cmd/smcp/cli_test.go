@@ -60,6 +60,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"computer", "--office", "o"}, "smcp computer: --config and --office are required\nRun 'smcp computer -h' for usage.\n"},
 		{[]string{"docs", "--root", "x", "stray"}, "smcp docs: unexpected arguments: stray\nRun 'smcp docs -h' for usage.\n"},
 		{[]string{"demo", "--ready-timeout", "soon"}, "smcp demo: invalid value \"soon\" for flag -ready-timeout: parse error\nRun 'smcp demo -h' for usage.\n"},
+		{[]string{"agent", "tools", "--bogus"}, "smcp agent: flag provided but not defined: -bogus\nRun 'smcp agent -h' for usage.\n"},
 		{[]string{"nonsense"}, "smcp: unknown command \"nonsense\"\nRun 'smcp help' for the commands.\n"},
 	} {
 		code, out, errOut := runCLI(t, tc.args...)

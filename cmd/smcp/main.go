@@ -32,6 +32,7 @@ func commands() []command {
 	return []command{
 		{"gateway", "run the SMCP gateway (Socket.IO /smcp + Connect API on one port)", runGateway},
 		{"computer", "run a computer: host MCP servers and serve them through a gateway", runComputer},
+		{"agent", "act as an agent from the terminal: list the office, call tools, read documents, watch", runAgent},
 		{"docs", "run the document MCP server over a folder (dpe:// documents)", runDocs},
 		{"demo", "run gateway + computer + document server over examples/docs", runDemo},
 		{"bench", "load-test a gateway (spawned or running) against the floor relay", runBench},
