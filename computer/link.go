@@ -129,7 +129,13 @@ func (c *Computer) Run(ctx context.Context, gw Gateway) error {
 		return err
 	}
 	defer l.Close()
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-l.conn.Done():
+		// Refused for good (an incompatible protocol version): retrying
+		// would only repeat the refusal.
+		return fmt.Errorf("computer: connection to gateway %s over: %w", gw.URL, l.conn.Err())
+	}
 	c.log.Info("shutting down")
 	return nil
 }

@@ -3,6 +3,16 @@
 // key, sends requests and waits for their acks, serves the gateway's requests
 // (handlers with ack), delivers notifications in order, and re-joins the
 // office after a reconnect.
+//
+// Failures are reported, not only retried: each failed attempt of Dial is a
+// warning with its reason, a lost connection a warning, and a gateway that
+// refuses the protocol version (HTTP 400 with X-A2C-Error-Code 4008 at the
+// handshake, WebSocket close 4900 later) ends the client with an
+// *smcp.Error of code 4008 (Dial returns it; Done and Err report it).
+//
+// The patched Socket.IO client this package needs is selected by replace
+// directives in this module's go.mod, which importers do not inherit: see
+// the agent package's documentation.
 package sioclient
 
 import (
@@ -17,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/zishang520/socket.io/clients/engine/v3/transports"
 	"github.com/zishang520/socket.io/clients/socket/v3"
 	sockettypes "github.com/zishang520/socket.io/servers/socket/v3"
@@ -60,6 +71,10 @@ type Client struct {
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
 	notes  chan note
+
+	done     chan struct{} // closed when the client is over: Close, a refusal, or a lost link without reconnection
+	doneOnce sync.Once
+	err      error // why it is over, under mu
 
 	mu        sync.Mutex
 	joined    *smcpv1.EnterOfficeReq // re-joined after a reconnect
@@ -105,6 +120,14 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 	// transport at random, and its polling transport (v3.0.1) stalls after
 	// the first POST. Browsers and Node clients use polling fine.
 	mopts.SetTransports(types.NewSet[transports.TransportCtor](transports.WebSocket))
+	// No permessage-deflate offer. The WebSocket library (gorilla) offers
+	// both no_context_takeover flags and refuses any answer that does not
+	// repeat both ("invalid compression negotiation"), while RFC 7692 lets
+	// a server leave client_no_context_takeover out: aiohttp does, so our
+	// client could not connect to a python-socketio server on aiohttp (the
+	// Python SDK's default). Events are small JSON; the gateway answers
+	// this client uncompressed either way.
+	mopts.SetPerMessageDeflate(nil)
 	mopts.SetQuery(url.Values{"a2c_version": {smcp.ProtocolVersion}})
 	if o.TLSConfig != nil {
 		mopts.SetTLSClientConfig(o.TLSConfig)
@@ -118,15 +141,23 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 		}
 	}
 
-	for delay := o.ReconnectDelay; ; delay = min(2*delay, maxReconnectDelay) {
+	for attempt, delay := 1, o.ReconnectDelay; ; attempt, delay = attempt+1, min(2*delay, maxReconnectDelay) {
 		c, err := dialOnce(ctx, o, mopts, sopts)
 		if err == nil {
+			if attempt > 1 {
+				o.Logger.Info("connected to the gateway", "url", o.URL, "attempts", attempt)
+			}
 			return c, nil
+		}
+		if refusal := versionRefusal(err); refusal != nil {
+			return nil, refusal
 		}
 		if _, refused := smcp.AsError(err); refused || ctx.Err() != nil {
 			return nil, err
 		}
-		o.Logger.Debug("connect attempt failed, retrying", "url", o.URL, "err", err)
+		// Loud: an operator whose computer cannot reach its gateway must
+		// see why without --log-level debug. The backoff caps the rate.
+		o.Logger.Warn("cannot reach the gateway, retrying", "url", o.URL, "attempt", attempt, "retry_in", delay, "err", err)
 		select {
 		case <-time.After(delay):
 		case <-ctx.Done():
@@ -145,7 +176,7 @@ const maxReconnectDelay = 5 * time.Second
 // library's timer covers the engine only, not the namespace connect.
 func dialOnce(ctx context.Context, o Options, mopts *socket.ManagerOptions, sopts *socket.SocketOptions) (*Client, error) {
 	cctx, cancel := context.WithCancel(context.Background())
-	c := &Client{opts: o, log: o.Logger, ctx: cctx, cancel: cancel, notes: make(chan note, 256)}
+	c := &Client{opts: o, log: o.Logger, ctx: cctx, cancel: cancel, notes: make(chan note, 256), done: make(chan struct{})}
 	c.manager = socket.NewManager(o.URL, mopts)
 	c.sock = c.manager.Socket(smcp.Namespace, sopts) // not connected yet: autoConnect is off
 	go c.deliver()
@@ -186,8 +217,49 @@ func dialOnce(ctx context.Context, o Options, mopts *socket.ManagerOptions, sopt
 			go h()
 		}
 		if reconnect {
+			c.log.Info("reconnected to the gateway", "url", o.URL)
 			go c.rejoin()
 		}
+	})
+	_ = c.sock.On("disconnect", func(args ...any) {
+		if c.ctx.Err() != nil {
+			return // Close
+		}
+		var reason string
+		if len(args) > 0 {
+			reason, _ = args[0].(string)
+		}
+		var detail error
+		if len(args) > 1 {
+			detail, _ = args[1].(error)
+		}
+		var ce *websocket.CloseError
+		if errors.As(detail, &ce) && ce.Code == closeVersionMismatch {
+			err := smcp.Errorf(smcp.CodeVersionMismatch, "the gateway closed the connection: incompatible protocol version (WebSocket close %d: %s)", ce.Code, ce.Text)
+			c.log.Error("disconnected for good", "url", o.URL, "err", err)
+			c.finish(err)
+			go c.Close() // no reconnect: the answer would be the same
+			return
+		}
+		if o.NoReconnect {
+			c.log.Warn("disconnected from the gateway", "url", o.URL, "reason", reason, "err", detail)
+			c.finish(fmt.Errorf("sioclient: disconnected from %s: %s", o.URL, reason))
+			return
+		}
+		c.log.Warn("disconnected from the gateway, reconnecting", "url", o.URL, "reason", reason, "err", detail)
+	})
+	_ = c.manager.On("reconnect_error", func(args ...any) {
+		var err error
+		if len(args) > 0 {
+			err, _ = args[0].(error)
+		}
+		if refusal := versionRefusal(err); refusal != nil {
+			c.log.Error("reconnect refused for good", "url", o.URL, "err", refusal)
+			c.finish(refusal)
+			go c.Close()
+			return
+		}
+		c.log.Warn("reconnect attempt failed", "url", o.URL, "err", err)
 	})
 	_ = c.sock.On("connect_error", func(args ...any) {
 		err := connectError(args)
@@ -243,6 +315,67 @@ func (c *Client) Connected() bool { return c.sock.Connected() }
 func (c *Client) Close() {
 	c.cancel()
 	c.sock.Disconnect()
+	c.finish(errClosed)
+}
+
+var errClosed = errors.New("sioclient: closed")
+
+// closeVersionMismatch is the WebSocket close code of a gateway refusing the
+// client's protocol version on a live connection (PROTOCOL.md §1).
+const closeVersionMismatch = 4900
+
+// finish ends the client's life with err (the first reason wins).
+func (c *Client) finish(err error) {
+	c.doneOnce.Do(func() {
+		c.mu.Lock()
+		c.err = err
+		c.mu.Unlock()
+		close(c.done)
+	})
+}
+
+// Done is closed when the client is over: closed, refused for good (an
+// incompatible protocol version), or disconnected with NoReconnect.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Err says why Done is closed: the refusal (an *smcp.Error with code 4008),
+// the disconnect, or a closed client; nil while the client lives.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// versionRefusal turns a handshake the gateway refused for the protocol
+// version (HTTP 400 with X-A2C-Error-Code 4008) into an *smcp.Error; nil for
+// any other error. Retrying such a refusal would only repeat it.
+func versionRefusal(err error) error {
+	// Matched by method, not by the patched engine's type: a program
+	// importing this package without our replace directives builds against
+	// the upstream engine, which has no such type (and detects nothing).
+	var he interface {
+		error
+		HandshakeResponse() (status int, header http.Header, body []byte)
+	}
+	if !errors.As(err, &he) {
+		return nil
+	}
+	_, header, raw := he.HandshakeResponse()
+	var body struct {
+		Code          int    `json:"code"`
+		Message       string `json:"message"`
+		ServerVersion string `json:"server_version"`
+	}
+	_ = json.Unmarshal(raw, &body)
+	if header.Get("X-A2C-Error-Code") != "4008" && body.Code != smcp.CodeVersionMismatch {
+		return nil
+	}
+	server := body.ServerVersion
+	if server == "" {
+		server = "unknown"
+	}
+	return smcp.Errorf(smcp.CodeVersionMismatch, "the gateway refused protocol version %s (it speaks %s): %s",
+		smcp.ProtocolVersion, server, body.Message)
 }
 
 // OnConnect registers fn to run (in its own goroutine) after every connect,

@@ -28,7 +28,7 @@ func newRetryCounter() *retryCounter {
 func (h *retryCounter) Enabled(context.Context, slog.Level) bool { return true }
 
 func (h *retryCounter) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == "connect attempt failed, retrying" {
+	if r.Message == "cannot reach the gateway, retrying" {
 		h.n.Add(1)
 		r.Attrs(func(a slog.Attr) bool {
 			if a.Key == "err" {

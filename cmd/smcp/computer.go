@@ -2,13 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/smcpgw/smcp-gateway/computer"
@@ -17,46 +12,37 @@ import (
 	"github.com/smcpgw/smcp-gateway/computer/tools"
 )
 
+const computerUsage = `usage: smcp computer --config FILE --office ID [flags]
+
+Inputs (${input:id}) come from $A2C_SMCP_<ID>, command inputs, a terminal prompt when
+stdin is a terminal, or their default. Tool calls that are not auto_apply are confirmed
+at the terminal when there is one, else decided by --confirm. SIGHUP reloads the
+configuration file (servers added, changed, removed).`
+
 // runComputer runs a computer: it hosts the MCP servers of a configuration
 // file and serves them to the agents of one office through a gateway.
 func runComputer(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("smcp computer", flag.ContinueOnError)
+	fs := newFlags("computer", computerUsage)
 	cfgPath := fs.String("config", "", "MCP configuration: JSON or YAML, SDK shape ({servers, inputs}) or mcpServers shape (required)")
 	gatewayURL := fs.String("gateway", "http://127.0.0.1:8080", "gateway base URL")
 	sioPath := fs.String("path", "/socket.io/", "Engine.IO path of the gateway")
 	office := fs.String("office", "", "office to join (required)")
 	hostname, _ := os.Hostname()
 	name := fs.String("name", hostname, "computer name in the office")
-	apiKey := fs.String("api-key", "", "API key for the gateway (default $SMCP_API_KEY)")
+	apiKey := fs.String("api-key", "", "API key for the gateway")
 	confirm := fs.String("confirm", tools.ConfirmDeny,
 		"tools that are not auto_apply, when no terminal can ask: auto (run them) or deny (refuse them)")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: smcp computer --config FILE --office ID [flags]\n\n"+
-			"Inputs (${input:id}) come from $A2C_SMCP_<ID>, command inputs, a terminal prompt when\n"+
-			"stdin is a terminal, or their default. Tool calls that are not auto_apply are confirmed\n"+
-			"at the terminal when there is one, else decided by --confirm. SIGHUP reloads the\n"+
-			"configuration file (servers added, changed, removed).\n\nflags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	fs.addLogFlags("info")
+	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
-	}
 	if *cfgPath == "" || *office == "" {
-		fs.Usage()
-		return errors.New("--config and --office are required")
+		return usagef("--config and --office are required")
 	}
-	if *apiKey == "" {
-		*apiKey = os.Getenv("SMCP_API_KEY")
+	log, err := fs.logger()
+	if err != nil {
+		return err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {

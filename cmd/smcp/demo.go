@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -50,23 +48,21 @@ const (
 // computer leaves its office and stops the document server, then the gateway
 // drains.
 func runDemo(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("smcp demo", flag.ContinueOnError)
+	fs := newFlags("demo", "usage: smcp demo [--root examples/docs] [--listen 127.0.0.1:8080]\n\n"+
+		"Runs a gateway, a computer and the document server over --root in one process, and prints\n"+
+		"commands to try. Ctrl-C stops it all.")
 	listen := fs.String("listen", "127.0.0.1:8080", "address of the gateway (Socket.IO and the Connect/gRPC API)")
 	root := fs.String("root", "examples/docs", "folder the document server serves")
-	apiKey := fs.String("api-key", "", "API key of the gateway (default $SMCP_API_KEY, else the public demo key "+demoAPIKey+")")
-	logLevel := fs.String("log-level", "warn", "debug, info, warn or error (logs go to stderr)")
+	apiKey := fs.String("api-key", "", "API key of the gateway (default: the public demo key "+demoAPIKey+")")
 	readyTimeout := fs.Duration("ready-timeout", time.Minute, "how long to wait for the computer to show its documents")
-	if err := fs.Parse(args); err != nil {
+	fs.addLogFlags("warn")
+	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	log, err := fs.logger()
+	if err != nil {
+		return err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
-	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
 	absRoot, err := filepath.Abs(*root)
 	if err != nil {
@@ -81,8 +77,9 @@ func runDemo(ctx context.Context, args []string) error {
 		return fmt.Errorf("--root %s holds no file the document server reads (%s)", absRoot, strings.Join(formats.FileTypes(), ", "))
 	}
 	key := demoKey{value: *apiKey, source: "--api-key"}
-	if key.value == "" {
-		key = demoKey{value: os.Getenv("SMCP_API_KEY"), source: "$SMCP_API_KEY"}
+	if fs.fromEnv["api-key"] != "" {
+		// Printed commands then name the variable instead of the key.
+		key.source = "$SMCP_API_KEY"
 	}
 	if key.value == "" {
 		key = demoKey{value: demoAPIKey, source: "demo"}
@@ -413,6 +410,13 @@ func (t *tour) write(w io.Writer) {
 	p("")
 	p("# Watch the office (leave it running, then edit a file under %s)", t.root)
 	p("%s", t.bufCurl("WatchOffice", rpcBody{OfficeID: demoOffice}))
+	p("")
+	p("# The same from the command-line agent (smcp agent -h for more; --json for scripts)")
+	agentCmd := fmt.Sprintf("go run ./cmd/smcp agent --url http://%s --office %s --name %s --api-key %s", t.addr, demoOffice, demoAgent, t.key.shell())
+	p("%s finder", agentCmd)
+	p("%s read '%s?depth=pages'", agentCmd, t.doc.GetUri())
+	p("%s call search_documents '{\"query\":%q}'", agentCmd, t.query)
+	p("%s watch", agentCmd)
 	p("")
 	p("# Any MCP client (Cursor, VS Code, Claude Code; Claude Desktop through npx mcp-remote): the office as one MCP server")
 	p(`{"mcpServers": {"smcp-%s": {"url": "http://%s/mcp/%s", "headers": {"x-api-key": "%s"}}}}`, demoOffice, t.addr, demoOffice, t.key.shell())

@@ -40,7 +40,7 @@ func checkMCPLine(t *testing.T, banner string) {
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "demo-test", Version: "1"}, nil)
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: entry.URL,
-		HTTPClient: &http.Client{Transport: headerTransport{h}}}, nil)
+		HTTPClient: &http.Client{Transport: mcpHeaders{h}}}, nil)
 	if err != nil {
 		t.Fatalf("connect as the banner says: %v", err)
 	}
@@ -57,9 +57,9 @@ func checkMCPLine(t *testing.T, banner string) {
 	t.Errorf("the office's MCP tools lack %s__search_documents: %v", demoComputer, tools.Tools)
 }
 
-type headerTransport struct{ h http.Header }
+type mcpHeaders struct{ h http.Header }
 
-func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (t mcpHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	for k, v := range t.h {
 		r.Header[k] = v

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -154,6 +155,35 @@ func TestDemo(t *testing.T) {
 		hits[0].GetStructValue().GetFields()["document_uri"].GetStringValue() == "" {
 		t.Errorf("search_documents: %v", search.GetResult())
 	}
+
+	// The banner's smcp agent commands, as printed (watch aside: it does not end).
+	t.Run("smcp agent", func(t *testing.T) {
+		want := map[string]string{"finder": "7 of 7 documents", "read": `"title": "Q3 2026 Operations Report"`, "call": `hits for "`}
+		ran := 0
+		for line := range strings.SplitSeq(text, "\n") {
+			if !strings.HasPrefix(line, "go run ./cmd/smcp agent ") {
+				continue
+			}
+			words := shellWords(t, line)[3:] // agent --url ... SUBCOMMAND ...
+			sub := ""
+			for _, w := range []string{"finder", "read", "call", "watch"} {
+				if slices.Contains(words, w) {
+					sub = w
+				}
+			}
+			if sub == "watch" {
+				continue
+			}
+			out, err := smcpCommand(t, words...).Output()
+			if err != nil || want[sub] == "" || !strings.Contains(string(out), want[sub]) {
+				t.Errorf("%s: %v\n%s", line, err, out)
+			}
+			ran++
+		}
+		if ran != 3 {
+			t.Errorf("%d smcp agent commands in the banner, want finder, read and call", ran)
+		}
+	})
 
 	// buf curl itself, as a person would paste it, from the repository root.
 	t.Run("buf curl", func(t *testing.T) {

@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -20,14 +18,10 @@ import (
 // runDocs serves a folder as dpe:// documents: over stdio by default (the way
 // a computer starts it), or over streamable HTTP with --http.
 func runDocs(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("docs", flag.ContinueOnError)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: smcp docs --root DIR [--host com.example.docs] [--http ADDR]\n\n"+
-			"Serves every Markdown, text, CSV/TSV, JSON, XLSX and PDF file under DIR as a dpe:// document\n"+
-			"over MCP (stdio unless --http is given), with the tools search_documents and list_documents.\n"+
-			"Logs go to stderr.\n\nflags:")
-		fs.PrintDefaults()
-	}
+	fs := newFlags("docs", "usage: smcp docs --root DIR [--host com.example.docs] [--http ADDR]\n\n"+
+		"Serves every Markdown, text, CSV/TSV, JSON, XLSX and PDF file under DIR as a dpe:// document\n"+
+		"over MCP (stdio unless --http is given), with the tools search_documents and list_documents.\n"+
+		"Logs go to stderr.")
 	root := fs.String("root", "", "folder to serve (required)")
 	host := fs.String("host", docserver.DefaultHost, "dpe:// host of the documents")
 	httpAddr := fs.String("http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:8765) instead of stdio")
@@ -36,22 +30,24 @@ func runDocs(ctx context.Context, args []string) error {
 	rows := fs.Int("rows-per-page", formats.DefaultRowsPerPage, "CSV/TSV rows and JSON array items per page")
 	lines := fs.Int("lines-per-page", formats.DefaultLinesPerPage, "plain-text lines per page")
 	debounce := fs.Duration("debounce", docserver.DefaultDebounce, "quiet time after file changes before rescanning")
-	verbose := fs.Bool("v", false, "log protocol activity (default: warnings only)")
-	if err := fs.Parse(args); err != nil {
+	verbose := fs.Bool("v", false, "log protocol activity: --log-level debug")
+	fs.addLogFlags("warn")
+	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if *root == "" || fs.NArg() > 0 {
-		fs.Usage()
-		return flag.ErrHelp
+	if *root == "" {
+		return usagef("--root is required")
 	}
 	if *host == "" {
-		return errors.New("--host must not be empty")
+		return usagef("--host must not be empty")
 	}
-	level := slog.LevelWarn
 	if *verbose {
-		level = slog.LevelDebug
+		*fs.logLevel = "debug"
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log, err := fs.logger()
+	if err != nil {
+		return err
+	}
 
 	srv, err := docserver.New(docserver.Options{
 		Root:        *root,

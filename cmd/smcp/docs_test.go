@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"net"
 	"os"
 	"os/exec"
@@ -136,8 +135,9 @@ func TestDocsOverStdio(t *testing.T) {
 }
 
 func TestDocsFlags(t *testing.T) {
-	if err := runDocs(context.Background(), nil); !errors.Is(err, flag.ErrHelp) {
-		t.Errorf("no --root: %v, want usage", err)
+	var bad *usageError
+	if err := runDocs(context.Background(), nil); !errors.As(err, &bad) {
+		t.Errorf("no --root: %v, want a usage error", err)
 	}
 	err := runDocs(context.Background(), []string{"--root", t.TempDir(), "--host", ""})
 	if err == nil || !strings.Contains(err.Error(), "host") {

@@ -10,11 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"gopkg.in/yaml.v3"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
@@ -29,29 +28,28 @@ func runGateway(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
-		return fmt.Errorf("log level: %w", err)
+	log, err := newLogger(c.LogLevel, c.LogJSON)
+	if err != nil {
+		return err
 	}
-	opts := &slog.HandlerOptions{Level: level}
-	var handler slog.Handler = slog.NewTextHandler(os.Stderr, opts)
-	if c.LogJSON {
-		handler = slog.NewJSONHandler(os.Stderr, opts)
-	}
-	log := slog.New(handler)
-
 	cfg, err := c.gatewayConfig(log)
 	if err != nil {
 		return err
 	}
-	if c.TraceStdout {
-		exp, err := stdouttrace.New(stdouttrace.WithWriter(os.Stderr))
-		if err != nil {
-			return fmt.Errorf("trace exporter: %w", err)
-		}
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
-		defer func() { _ = tp.Shutdown(context.Background()) }()
+	tp, err := newTracerProvider(ctx, c.TraceStdout, log)
+	if err != nil {
+		return err
+	}
+	if tp != nil {
+		defer func() {
+			// Spans still buffered are sent; a collector gone does not hold
+			// the exit for long.
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tp.Shutdown(sctx); err != nil {
+				log.Warn("trace exporter shutdown", "err", err)
+			}
+		}()
 		cfg.TracerProvider = tp
 	}
 	g, err := gateway.New(cfg)
@@ -65,19 +63,37 @@ func runGateway(ctx context.Context, args []string) error {
 	return g.Serve(ctx, ln)
 }
 
-// parseGatewayConfig reads the flags and the --config file: the file fills
-// the configuration, and the flags given on the command line win over it.
+const gatewayUsage = `usage: smcp gateway [--config FILE] [flags]
+
+Serves Socket.IO (/smcp) and the Connect/gRPC API on one port. Configuration
+comes from, the first found winning: the command line, $SMCP_<FLAG>, the
+--config file (YAML, every flag is a key with underscores: see
+docs/gateway.example.yaml), the defaults. Relative paths in the file
+(keys_file, tls_cert, tls_key) are read from the file's folder.
+
+Authentication: --keys-file (docs/keys.example.yaml: keys with roles, offices
+and names), else --api-key/$SMCP_API_KEY (one key for everyone), else
+--insecure. With a keys file, $SMCP_API_KEY in the environment is left to the
+clients (smcp computer, smcp agent) and not used by the gateway.
+
+Tracing: OpenTelemetry spans of RPCs and routed events go to the exporter the
+standard environment names: OTEL_TRACES_EXPORTER=otlp (with
+OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME, ...), console, or none (the
+default); --trace-stdout is OTEL_TRACES_EXPORTER=console.`
+
+// parseGatewayConfig reads the flags, the environment and the --config file:
+// the file fills the configuration, and the flags given on the command line
+// or in the environment win over it.
 func parseGatewayConfig(args []string) (*gatewayConfig, error) {
-	fs := flag.NewFlagSet("smcp gateway", flag.ContinueOnError)
-	configFile := fs.String("config", "", "YAML configuration file (see docs/gateway.example.yaml); flags given on the command line override it")
+	fs := newFlags("gateway", gatewayUsage)
+	configFile := fs.String("config", "", "YAML configuration file (see docs/gateway.example.yaml); flags and $SMCP_<FLAG> override it")
 	c := defaultGatewayConfig()
-	c.register(fs)
-	if err := fs.Parse(args); err != nil {
+	c.register(fs.FlagSet)
+	if err := fs.parse(args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
+	c.apiKeyFromEnv = fs.fromEnv["api-key"] != ""
 	if *configFile == "" {
 		return c, nil
 	}
@@ -126,6 +142,10 @@ type gatewayConfig struct {
 	TraceStdout     bool          `yaml:"trace_stdout"`
 	LogLevel        string        `yaml:"log_level"`
 	LogJSON         bool          `yaml:"log_json"`
+
+	// apiKeyFromEnv: APIKey came from $SMCP_API_KEY, not the command line
+	// or the file; a keys file then takes precedence over it.
+	apiKeyFromEnv bool
 }
 
 func defaultGatewayConfig() *gatewayConfig {
@@ -142,8 +162,8 @@ func defaultGatewayConfig() *gatewayConfig {
 
 func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", c.Listen, "address to listen on")
-	fs.StringVar(&c.APIKey, "api-key", c.APIKey, "API key every caller must present (default $SMCP_API_KEY)")
-	fs.StringVar(&c.KeysFile, "keys-file", c.KeysFile, "YAML or JSON file of API keys with their allowed roles, offices and names")
+	fs.StringVar(&c.APIKey, "api-key", c.APIKey, "API key every caller must present (one key for everyone; see --keys-file)")
+	fs.StringVar(&c.KeysFile, "keys-file", c.KeysFile, "YAML or JSON file of API keys with their allowed roles, offices and names (docs/keys.example.yaml)")
 	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "accept callers without an API key (development only)")
 	fs.StringVar(&c.SIOPath, "sio-path", c.SIOPath, "Engine.IO HTTP path of the Socket.IO endpoint")
 	fs.StringVar(&c.APIKeyHeader, "api-key-header", c.APIKeyHeader, "header carrying the API key")
@@ -167,30 +187,53 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Redis, "redis", c.Redis, "Redis URL (redis://host:6379/0): run as one node of a cluster sharing offices through Redis")
 	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "this node's id in the cluster (default: random)")
 	fs.DurationVar(&c.RedisTTL, "redis-ttl", c.RedisTTL, "cluster: a node silent this long is dead and its sessions leave their offices")
-	fs.BoolVar(&c.TraceStdout, "trace-stdout", c.TraceStdout, "export OpenTelemetry traces of RPCs and routed events to stderr")
+	fs.BoolVar(&c.TraceStdout, "trace-stdout", c.TraceStdout, "export OpenTelemetry traces of RPCs and routed events to stderr (OTEL_TRACES_EXPORTER=console; otlp and OTEL_EXPORTER_OTLP_ENDPOINT for a collector)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.BoolVar(&c.LogJSON, "log-json", c.LogJSON, "log as JSON")
 }
 
 // load reads a YAML file over c; unknown keys are refused so that a typo is
-// not silently ignored.
+// not silently ignored. Relative paths the file names are read from the
+// file's folder, so that a configuration works from any working directory.
 func (c *gatewayConfig) load(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	defer func() { _ = f.Close() }()
+	before := *c
 	dec := yaml.NewDecoder(f)
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("config %s: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	for _, p := range []struct {
+		now *string
+		was string
+	}{
+		{&c.KeysFile, before.KeysFile}, {&c.TLSCert, before.TLSCert}, {&c.TLSKey, before.TLSKey},
+	} {
+		if *p.now != p.was && *p.now != "" && !filepath.IsAbs(*p.now) {
+			*p.now = filepath.Join(dir, *p.now)
+		}
+	}
+	if c.APIKey != before.APIKey {
+		c.apiKeyFromEnv = false
 	}
 	return nil
 }
 
 // gatewayConfig checks c and builds the gateway's configuration.
 func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) {
-	auth, err := gatewayAuth(c.APIKey, c.KeysFile, c.Insecure, log)
+	apiKey := c.APIKey
+	if c.KeysFile != "" && c.apiKeyFromEnv {
+		// The README has clients export SMCP_API_KEY; the same shell may
+		// start a gateway with a keys file, which then decides alone.
+		log.Info("keys file in use: $SMCP_API_KEY is left to the clients")
+		apiKey = ""
+	}
+	auth, err := gatewayAuth(apiKey, c.KeysFile, c.Insecure, log)
 	if err != nil {
 		return gateway.Config{}, err
 	}
@@ -233,16 +276,13 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 	}, nil
 }
 
-// gatewayAuth picks the authenticator: a keys file, else one key from the
-// flag or $SMCP_API_KEY; without either the gateway refuses to start unless
-// --insecure. Keys are never logged.
+// gatewayAuth picks the authenticator: a keys file, else one key (from the
+// flag, the file or $SMCP_API_KEY); without either the gateway refuses to
+// start unless --insecure. Keys are never logged.
 func gatewayAuth(apiKey, keysFile string, insecure bool, log *slog.Logger) (core.Authenticator, error) {
-	if apiKey == "" {
-		apiKey = os.Getenv("SMCP_API_KEY")
-	}
 	switch {
 	case keysFile != "" && apiKey != "":
-		return nil, errors.New("use either --keys-file or --api-key/$SMCP_API_KEY, not both")
+		return nil, errors.New("use either --keys-file or --api-key, not both")
 	case keysFile != "":
 		ring, err := core.LoadKeyRing(keysFile)
 		if err != nil {

@@ -1,11 +1,17 @@
 package main
 
 import (
+	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/smcpgw/smcp-gateway/agent"
+	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/sioclient"
 )
 
 // The example configuration file is complete and valid, the file is read
@@ -51,5 +57,63 @@ func TestGatewayConfigFile(t *testing.T) {
 	}
 	if _, err := parseGatewayConfig([]string{"--config", filepath.Join(dir, "missing.yaml")}); err == nil {
 		t.Error("a missing file must be an error")
+	}
+}
+
+// docs/gateway.example.yaml starts a gateway as is, from any working
+// directory: its keys_file is read from the config file's folder, and the
+// keys of docs/keys.example.yaml authenticate with their bounds. An exported
+// $SMCP_API_KEY (the README's client setup) does not stop it.
+func TestGatewayExampleFilesLoad(t *testing.T) {
+	t.Setenv("SMCP_API_KEY", "the-clients-key")
+	example, err := filepath.Abs(filepath.Join("..", "..", "docs", "gateway.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir()) // nowhere near docs/
+	c, err := parseGatewayConfig([]string{"--config", example, "--listen", "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(filepath.Dir(example), "keys.example.yaml"); c.KeysFile != want {
+		t.Fatalf("keys_file = %q, want %q (relative to the config file)", c.KeysFile, want)
+	}
+	cfg, err := c.gatewayConfig(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("example configuration does not load: %v", err)
+	}
+	gw, err := gateway.Start(cfg, c.Listen)
+	if err != nil {
+		t.Fatalf("example configuration does not start: %v", err)
+	}
+	defer func() { _ = gw.Stop() }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dial := func(key string) (*agent.Client, error) {
+		return agent.Dial(ctx, sioclient.Options{URL: gw.URL, APIKey: key, NoReconnect: true}, "assistant")
+	}
+	if _, err := dial("the-clients-key"); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("$SMCP_API_KEY must not be a gateway key when a keys file is set: %v", err)
+	}
+	a, err := dial("example-agent-key")
+	if err != nil {
+		t.Fatalf("example agent key: %v", err)
+	}
+	defer a.Close()
+	if err := a.Join(ctx, "office-2"); err == nil || !strings.Contains(err.Error(), "office-2") {
+		t.Errorf("the example agent key is bound to office-1, joined office-2: %v", err)
+	}
+	if err := a.Join(ctx, "office-1"); err != nil {
+		t.Errorf("example agent key in office-1: %v", err)
+	}
+
+	// An explicit --api-key with a keys file is a contradiction.
+	c, err = parseGatewayConfig([]string{"--config", example, "--api-key", "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.gatewayConfig(slog.New(slog.DiscardHandler)); err == nil {
+		t.Error("--api-key with a keys file was accepted")
 	}
 }

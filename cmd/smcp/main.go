@@ -1,6 +1,13 @@
 // Command smcp is the single entry point of smcp-gateway: the gateway, the
-// computer, the document MCP server and the demo that runs all three. The
-// load and soak tools are separate commands (internal/cmd/bench, internal/cmd/soak).
+// computer, the document MCP server, the demo that runs all three, and an agent
+// for the terminal. The load and soak tools are separate commands
+// (internal/cmd/bench, internal/cmd/soak).
+//
+// Every subcommand follows the same conventions: -h/--help prints its usage
+// on stdout and exits 0; --log-level and --log-json set its logging (to
+// stderr); every flag is also read from $SMCP_<FLAG> (upper case, dashes as
+// underscores; the command line wins); the exit status is 0 when done, 1
+// when the command failed, 2 for a wrong command line.
 package main
 
 import (
@@ -8,9 +15,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/smcpgw/smcp-gateway/internal/buildinfo"
 )
 
 type command struct {
@@ -23,41 +33,81 @@ func commands() []command {
 	return []command{
 		{"gateway", "run the SMCP gateway (Socket.IO /smcp + Connect API on one port)", runGateway},
 		{"computer", "run a computer: host MCP servers and serve them through a gateway", runComputer},
+		{"agent", "act as an agent from the terminal: list the office, call tools, read documents, watch", runAgent},
 		{"docs", "run the document MCP server over a folder (dpe:// documents)", runDocs},
 		{"demo", "run gateway + computer + document server over examples/docs", runDemo},
+		{"version", "print the version, Go version and VCS revision of this binary", nil},
 	}
 }
 
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: smcp <command> [flags]\n\ncommands:")
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: smcp <command> [flags]\n\ncommands:")
 	for _, c := range commands() {
-		fmt.Fprintf(os.Stderr, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(os.Stderr, "\nRun 'smcp <command> -h' for the flags of a command.")
+	fmt.Fprintln(w, "  help       print this, or 'smcp help <command>' for the flags of a command")
+	fmt.Fprintf(w, "\nEvery flag is also read from $%s<FLAG> (--call-timeout from $%s), the command\n"+
+		"line winning. Exit status: 0 done, 1 failed, 2 wrong command line.\n"+
+		"Run 'smcp <command> -h' for the flags of a command.\n", envPrefix, envName("call-timeout"))
 }
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		usage()
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run runs the command line args and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help", "help":
+		if name == "help" && len(args) > 1 {
+			// `smcp help gateway` is `smcp gateway -h`.
+			return run(ctx, []string{args[1], "-h"}, stdout, stderr)
+		}
+		usage(stdout)
+		return exitOK
+	case "version", "-version", "--version":
+		writeVersion(stdout)
+		return exitOK
+	}
 	for _, c := range commands() {
-		if c.name != os.Args[1] {
+		if c.name != name || c.run == nil {
 			continue
 		}
-		err := c.run(ctx, os.Args[2:])
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(2)
+		err := c.run(ctx, args[1:])
+		var help *helpShown
+		var bad *usageError
+		switch {
+		case err == nil:
+			return exitOK
+		case errors.As(err, &help):
+			fmt.Fprint(stdout, help.text)
+			return exitOK
+		case errors.Is(err, flag.ErrHelp): // commands with a flag set of their own (bench, soak)
+			return exitOK
+		case errors.As(err, &bad):
+			fmt.Fprintf(stderr, "smcp %s: %v\nRun 'smcp %s -h' for usage.\n", name, bad, name)
+			return exitUsage
+		default:
+			fmt.Fprintf(stderr, "smcp %s: %v\n", name, err)
+			return exitFailure
 		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "smcp %s: %v\n", c.name, err)
-			os.Exit(1)
-		}
-		return
 	}
-	fmt.Fprintf(os.Stderr, "smcp: unknown command %q\n\n", os.Args[1])
-	usage()
-	os.Exit(2)
+	fmt.Fprintf(stderr, "smcp: unknown command %q\nRun 'smcp help' for the commands.\n", name)
+	return exitUsage
+}
+
+func writeVersion(w io.Writer) {
+	bi := buildinfo.Read()
+	fmt.Fprintf(w, "smcp %s\ngo: %s\nrevision: %s\n", bi.Version, bi.GoVersion, bi.Revision)
+	if bi.Time != "" {
+		fmt.Fprintf(w, "commit time: %s\n", bi.Time)
+	}
 }

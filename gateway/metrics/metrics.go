@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/internal/buildinfo"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -75,6 +76,7 @@ func New(hub *core.Hub) *Metrics {
 		stat("smcp_offices", "Offices with at least one member, lease or watcher.", func(s core.Stats) int { return s.Offices }),
 		stat("smcp_agents", "Agents that have joined an office.", func(s core.Stats) int { return s.Agents }),
 		stat("smcp_computers", "Computers that have joined an office.", func(s core.Stats) int { return s.Computers }),
+		buildInfo(),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -167,4 +169,15 @@ func connectOutcome(err error) string {
 		return OutcomeOK
 	}
 	return connect.CodeOf(err).String()
+}
+
+// buildInfo is the smcp_build_info gauge: always 1, its labels say which
+// build is running (dashboards join on it; a fleet shows its versions).
+func buildInfo() prometheus.Collector {
+	bi := buildinfo.Read()
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "smcp_build_info", Help: "Always 1; the labels describe the running build.",
+	}, []string{"version", "goversion", "revision"})
+	g.WithLabelValues(bi.Version, bi.GoVersion, bi.Revision).Set(1)
+	return g
 }

@@ -1,6 +1,11 @@
 package engine
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+)
 
 // Error represents a custom error type for Engine.IO transport errors.
 // It provides detailed information about transport-related errors, including
@@ -87,4 +92,38 @@ func NewTransportError(reason string, description error, context context.Context
 		Context:     context,
 		errs:        []error{description},
 	}
+}
+
+// HandshakeError is a WebSocket handshake the server refused, with its HTTP
+// answer (patched: see ../PATCHED.md). Upstream drops the response, so a
+// client cannot tell a refusal it must not retry (an incompatible protocol
+// version) from a server that is down.
+type HandshakeError struct {
+	Err        error
+	StatusCode int
+	Header     http.Header
+	// Body is the start of the answer's body (at most 4 KiB).
+	Body []byte
+}
+
+func newHandshakeError(err error, resp *http.Response) *HandshakeError {
+	e := &HandshakeError{Err: err, StatusCode: resp.StatusCode, Header: resp.Header}
+	if resp.Body != nil {
+		e.Body, _ = io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		_ = resp.Body.Close()
+	}
+	return e
+}
+
+func (e *HandshakeError) Error() string {
+	return fmt.Sprintf("%v (HTTP %d)", e.Err, e.StatusCode)
+}
+
+func (e *HandshakeError) Unwrap() error { return e.Err }
+
+// HandshakeResponse returns the server's answer. Clients match this method
+// through an interface of their own, so that they still build against the
+// unpatched module.
+func (e *HandshakeError) HandshakeResponse() (status int, header http.Header, body []byte) {
+	return e.StatusCode, e.Header, e.Body
 }

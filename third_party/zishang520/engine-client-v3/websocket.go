@@ -119,8 +119,13 @@ func (w *websocket) DoOpen() {
 			headers.Add(k, v)
 		}
 	}
-	socket, _, err := w.dialer.Dial(w.uri().String(), headers)
+	socket, resp, err := w.dialer.Dial(w.uri().String(), headers)
 	if err != nil {
+		if resp != nil {
+			// Patched (../PATCHED.md): keep the server's HTTP answer, which
+			// says why it refused (a version refusal, say).
+			err = newHandshakeError(err, resp)
+		}
 		w.Emit("error", err)
 		return
 	}
@@ -131,7 +136,9 @@ func (w *websocket) DoOpen() {
 
 func (w *websocket) _error(err error) {
 	if ws.IsUnexpectedCloseError(err) || errors.Is(err, net.ErrClosed) {
-		w.socket.Emit("close")
+		// Patched (../PATCHED.md): the close error (its code) goes with
+		// the close, instead of being dropped.
+		w.socket.Emit("close", err)
 	} else {
 		w.socket.Emit("error", err)
 	}
@@ -185,8 +192,8 @@ func (w *websocket) addEventListeners() {
 	_ = w.socket.On("error", func(errs ...any) {
 		w.OnError("websocket error", slices.TryGetAny[error](errs, 0), nil)
 	})
-	_ = w.socket.Once("close", func(...any) {
-		w.OnClose(NewTransportError("websocket connection closed", nil, nil).Err())
+	_ = w.socket.Once("close", func(args ...any) {
+		w.OnClose(NewTransportError("websocket connection closed", slices.TryGetAny[error](args, 0), nil).Err())
 	})
 
 	// This goroutine is invoked only once.

@@ -1,0 +1,209 @@
+package sioclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// logRecorder keeps the records at info level and above.
+type logRecorder struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (h *logRecorder) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
+func (h *logRecorder) WithAttrs([]slog.Attr) slog.Handler           { return h }
+func (h *logRecorder) WithGroup(string) slog.Handler                { return h }
+func (h *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	line := r.Level.String() + " " + r.Message
+	r.Attrs(func(a slog.Attr) bool { line += " " + a.Key + "=" + a.Value.String(); return true })
+	h.mu.Lock()
+	h.lines = append(h.lines, line)
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *logRecorder) find(prefix string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, l := range h.lines {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
+}
+
+func (h *logRecorder) waitFor(t *testing.T, prefix string) string {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if l := h.find(prefix); l != "" {
+			return l
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t.Fatalf("no log line %q among %q", prefix, h.lines)
+	return ""
+}
+
+// serve runs h on a loopback listener until the test ends.
+func serve(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close(); <-done })
+	return "http://" + ln.Addr().String()
+}
+
+// A gateway refusing the protocol version at the handshake (HTTP 400,
+// X-A2C-Error-Code 4008) stops Dial at once with a clear error; it used to
+// retry until the caller gave up.
+func TestDialVersionRefused(t *testing.T) {
+	var attempts sync.Map
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		attempts.Store(time.Now(), true)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-A2C-Error-Code", "4008")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"code":4008,"message":"incompatible protocol version","server_version":"0.3.0","client_version":%q}`, r.URL.Query().Get("a2c_version"))
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := Dial(ctx, Options{URL: url})
+	e, ok := smcp.AsError(err)
+	if !ok || e.Code != smcp.CodeVersionMismatch || !strings.Contains(err.Error(), "0.3.0") {
+		t.Fatalf("Dial: %v; want a 4008 error naming the gateway's version", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("refusal took %v: it was retried", took)
+	}
+	n := 0
+	attempts.Range(func(any, any) bool { n++; return true })
+	if n != 1 {
+		t.Errorf("%d handshakes; a version refusal is not retried", n)
+	}
+}
+
+// A gateway closing a live connection with WebSocket code 4900 (version
+// refused) ends the client for good: Done, Err says why, an error is logged,
+// and nothing reconnects.
+func TestClose4900StopsClient(t *testing.T) {
+	var handshakes sync.Map
+	upgrader := websocket.Upgrader{}
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handshakes.Store(time.Now(), true)
+		conn, err := upgrader.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		// Engine.IO OPEN, then the namespace CONNECT answer, then 4900.
+		_ = conn.WriteMessage(websocket.TextMessage, []byte(`0{"sid":"e1","upgrades":[],"pingInterval":25000,"pingTimeout":20000,"maxPayload":1000000}`))
+		for {
+			_, msg, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			if strings.HasPrefix(string(msg), "40/smcp") {
+				break
+			}
+		}
+		_ = conn.WriteMessage(websocket.TextMessage, []byte(`40/smcp,{"sid":"s1"}`))
+		time.Sleep(100 * time.Millisecond)
+		_ = conn.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(4900, "incompatible protocol version"))
+		_, _, _ = conn.ReadMessage()
+	}))
+	logs := &logRecorder{}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, Options{URL: url, Logger: slog.New(logs), ReconnectDelay: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	select {
+	case <-c.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client lives on after a 4900 close")
+	}
+	if e, ok := smcp.AsError(c.Err()); !ok || e.Code != smcp.CodeVersionMismatch {
+		t.Fatalf("Err = %v; want a 4008 error", c.Err())
+	}
+	logs.waitFor(t, "ERROR disconnected for good")
+	time.Sleep(500 * time.Millisecond) // ten reconnect delays
+	n := 0
+	handshakes.Range(func(any, any) bool { n++; return true })
+	if n != 1 {
+		t.Errorf("%d handshakes: the client reconnected after 4900", n)
+	}
+}
+
+// Failures are loud at the default level: a gateway that cannot be reached
+// is a warning with the reason at each attempt, a lost gateway a warning,
+// and the reconnect an info line.
+func TestFailuresAreLogged(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+
+	logs := &logRecorder{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dialed := make(chan *Client, 1)
+	go func() {
+		c, err := Dial(ctx, Options{URL: "http://" + addr, Logger: slog.New(logs), ReconnectDelay: 50 * time.Millisecond})
+		if err != nil {
+			t.Error(err)
+		}
+		dialed <- c
+	}()
+	line := logs.waitFor(t, "WARN cannot reach the gateway, retrying")
+	if !strings.Contains(line, "connection refused") {
+		t.Errorf("the warning does not say why: %s", line)
+	}
+	gw, err := gateway.Start(gateway.Config{Auth: core.AllowAll{}}, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := <-dialed
+	if c == nil {
+		t.FailNow()
+	}
+	defer c.Close()
+	logs.waitFor(t, "INFO connected to the gateway")
+	_ = gw.Stop()
+	logs.waitFor(t, "WARN disconnected from the gateway, reconnecting")
+	gw, err = gateway.Start(gateway.Config{Auth: core.AllowAll{}}, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = gw.Stop() }()
+	logs.waitFor(t, "INFO reconnected to the gateway")
+	if errors.Is(c.Err(), errClosed) {
+		t.Error("the client is over")
+	}
+}

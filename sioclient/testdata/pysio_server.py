@@ -1,0 +1,145 @@
+"""A python-socketio server answering the way the A2C-SMCP reference server does.
+
+Used by sioclient's interop tests: it serves the /smcp namespace on 127.0.0.1 (port 0), on
+aiohttp (the Python SDK's default setup) or under ASGI with uvicorn, and prints one line of
+JSON per thing the test checks on stdout:
+
+  {"listening": PORT}                  once the server accepts connections
+  {"joined": {"role":..., "name":..., "office_id":...}, "transport": "websocket"|"polling"}
+  {"answer": EVENT, "data": ...}       the computer's answer to a client: event the server sent
+
+Like the reference server, server:join_office answers [true, null] or [false, reason], and the
+server forwards client: requests to the computer with a call (emit with ack). After a computer
+joins, it asks it client:get_tools and client:get_desktop itself, as an agent's request would.
+
+usage: python3 pysio_server.py aiohttp|asgi [--refuse-version]
+"""
+
+import asyncio
+import json
+import socket
+import sys
+
+import socketio
+
+NS = "/smcp"
+mode = sys.argv[1]
+refuse_version = "--refuse-version" in sys.argv[2:]
+
+
+def out(obj):
+    print(json.dumps(obj), flush=True)
+
+
+if mode == "aiohttp":
+    sio = socketio.AsyncServer(async_mode="aiohttp", cors_allowed_origins="*")
+else:
+    sio = socketio.AsyncServer(async_mode="asgi", cors_allowed_origins="*")
+
+sessions = {}
+
+
+def transport(sid):
+    """The Engine.IO transport of a namespace session: "polling" or "websocket"."""
+    try:
+        return sio.eio.transport(sio.manager.eio_sid_from_sid(sid, NS))
+    except Exception as exc:  # the test shows what went wrong
+        return "unknown: " + repr(exc)
+
+
+@sio.on("connect", namespace=NS)
+async def connect(sid, environ, auth=None):
+    # The reference server reads the key from the header or the auth object.
+    key = environ.get("HTTP_X_API_KEY") or (auth or {}).get("api_key")
+    if key != "py-key":
+        raise socketio.exceptions.ConnectionRefusedError({"code": 401, "message": "invalid API key"})
+
+
+@sio.on("server:join_office", namespace=NS)
+async def join_office(sid, data):
+    if data.get("role") not in ("agent", "computer"):
+        return False, "bad role"
+    sessions[sid] = data
+    sio.enter_room(sid, data["office_id"], namespace=NS)
+    out({"joined": data, "transport": transport(sid)})
+    if data["role"] == "computer":
+        asyncio.get_running_loop().create_task(ask(sid, data))
+    return True, None
+
+
+async def ask(sid, data):
+    for event, payload in (
+        ("client:get_tools", {"agent": "py-agent", "req_id": "r1", "computer": data["name"]}),
+        ("client:get_desktop", {"agent": "py-agent", "req_id": "r2", "computer": data["name"]}),
+    ):
+        try:
+            answer = await sio.call(event, payload, to=sid, namespace=NS, timeout=10)
+        except Exception as exc:  # the test reads the failure
+            answer = {"error": repr(exc)}
+        out({"answer": event, "data": answer, "transport": transport(sid)})
+
+
+@sio.on("server:leave_office", namespace=NS)
+async def leave_office(sid, data):
+    sessions.pop(sid, None)
+    sio.leave_room(sid, data.get("office_id"), namespace=NS)
+    return True, None
+
+
+for name in ("update_config", "update_tool_list", "update_desktop", "update_finder"):
+    def make(name):
+        async def handler(sid, data):
+            office = sessions.get(sid, {}).get("office_id")
+            if office:
+                await sio.emit("notify:" + name, data, room=office, skip_sid=sid, namespace=NS)
+        return handler
+    sio.on("server:" + name, make(name), namespace=NS)
+
+
+def version_refused(query):
+    return refuse_version and "a2c_version" in query
+
+
+async def main():
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    if mode == "aiohttp":
+        from aiohttp import web
+
+        @web.middleware
+        async def version(request, handler):
+            if version_refused(request.query_string):
+                return web.json_response(
+                    {"code": 4008, "message": "incompatible protocol version", "server_version": "0.3.0"},
+                    status=400, headers={"X-A2C-Error-Code": "4008"})
+            return await handler(request)
+
+        app = web.Application(middlewares=[version])
+        sio.attach(app)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.SockSite(runner, sock)
+        await site.start()
+        out({"listening": port})
+        await asyncio.Event().wait()
+    else:
+        import uvicorn
+
+        inner = socketio.ASGIApp(sio)
+
+        async def app(scope, receive, send):
+            if scope["type"] in ("http", "websocket") and version_refused(scope.get("query_string", b"").decode()):
+                body = json.dumps({"code": 4008, "message": "incompatible protocol version"}).encode()
+                await send({"type": "http.response.start", "status": 400,
+                            "headers": [(b"content-type", b"application/json"), (b"x-a2c-error-code", b"4008")]})
+                await send({"type": "http.response.body", "body": body})
+                return
+            await inner(scope, receive, send)
+
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        out({"listening": port})
+        await server.serve(sockets=[sock])
+
+
+asyncio.run(main())
