@@ -1,7 +1,7 @@
 // Package gateway assembles an SMCP gateway: one core.Hub, the Socket.IO front
-// end, the Connect / gRPC / gRPC-Web API (gateway/rpc), /healthz (liveness),
-// /readyz (readiness) and, when enabled, /metrics (Prometheus) on one
-// http.ServeMux, served with graceful shutdown.
+// end, the Connect / gRPC / gRPC-Web API (gateway/rpc), the web console at
+// /console/, /healthz (liveness), /readyz (readiness) and, when enabled,
+// /metrics (Prometheus) on one http.ServeMux, served with graceful shutdown.
 package gateway
 
 import (
@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
+	"github.com/smcpgw/smcp-gateway/gateway/console"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/fastlane"
 	"github.com/smcpgw/smcp-gateway/gateway/metrics"
@@ -68,6 +69,8 @@ type Config struct {
 	NodeID string
 	// HeartbeatTTL is how long a silent node is deemed alive.
 	HeartbeatTTL time.Duration
+	// NoConsole turns off the web console at /console/ (gateway/console).
+	NoConsole bool
 }
 
 // Gateway is an assembled gateway, not yet serving.
@@ -177,6 +180,12 @@ func New(cfg Config) (*Gateway, error) {
 			plain(w, http.StatusOK, "ready")
 		}
 	})
+	if !cfg.NoConsole {
+		// Public files only: every call the page makes goes through the
+		// Connect API with the key the user types in.
+		g.mux.Handle("GET "+console.Path, console.Handler())
+		g.mux.Handle("GET /{$}", http.RedirectHandler(console.Path, http.StatusFound))
+	}
 	if m != nil {
 		m.Registry().MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "smcp_fastlane_calls_total",
