@@ -232,8 +232,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.WaitVisible(`[data-param="query"]`, chromedp.ByQuery),
 		chromedp.SendKeys(`[data-param="query"]`, "east", chromedp.ByQuery),
 		chromedp.SendKeys(`[data-param="limit"]`, "3", chromedp.ByQuery),
+		// file_type is an enum: its options are the schema's values.
+		chromedp.SetValue(`[data-param="file_type"]`, "2", chromedp.ByQuery), // "md"
 		chromedp.Click("#call-tool", chromedp.ByQuery),
-		waitText("#tool-result", `3 of 5 hits for "east"`),
+		waitText("#tool-result", `2 of 2 hits for "east" in md documents`),
 		waitText("#tool-result .structured", "Q3 2026 Operations Report"),
 	)
 	shot(t, browser, filepath.Join(shots, "search.png"))
