@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/smcpgw/smcp-gateway/agent"
@@ -155,7 +156,9 @@ func (l *requestLog) all() []request {
 // quarterly report, its Revenue page, and shows the page's table as a table;
 // the desktop lists the status window; the gateway's figures are charted.
 // An office held by another agent is reported as such. Every API call
-// carried the key in its x-api-key header, and no URL ever held it.
+// carried the key in its x-api-key header, and no URL ever held it. Last,
+// the page's own modules are probed: a form from a schema with every kind
+// of input, and the Prometheus parser.
 // Screenshots go to a temporary folder (SMCP_CONSOLE_SCREENSHOT=path also
 // writes the README's).
 func TestConsoleInBrowser(t *testing.T) {
@@ -310,6 +313,56 @@ func TestConsoleInBrowser(t *testing.T) {
 	shot(t, browser, filepath.Join(shots, "held.png"))
 
 	checkRequests(t, log.all())
+	checkModules(t, browser)
+}
+
+// formProbe builds a form from a schema with every kind of input, fills it
+// as a user would and reads the arguments it makes, then its refusals; and
+// parses Prometheus text as the charts do.
+const formProbe = `(async () => {
+  const { buildForm } = await import("./form.js");
+  const { parseProm } = await import("./metrics.js");
+  const schema = { type: "object", required: ["s", "n"], properties: {
+    s: { type: "string" }, n: { type: "number" }, i: { type: ["null", "integer"] }, b: { type: "boolean" },
+    e: { enum: ["x", 2, true] }, a: { type: "array", items: { type: "string" } }, o: { type: "object" },
+    unset: { type: "string" } } };
+  let values;
+  const form = buildForm(schema, (v) => { values = v; });
+  document.body.append(form);
+  const set = (n, v) => { form.querySelector('[data-param="' + n + '"]').value = v; };
+  const attempt = () => { try { return JSON.stringify(values()); } catch (e) { return "error: " + e.message; } };
+  set("s", "hi"); set("n", "1.5"); set("i", "7"); set("b", "false"); set("e", "1");
+  set("a", '["p", "q"]'); set("o", '{"k": {"z": null}}');
+  form.requestSubmit();
+  const out = [attempt()];
+  set("i", "7.5"); out.push(attempt());
+  set("i", ""); set("o", "{bad"); out.push(attempt().replace(/ \(.*/, ""));
+  set("o", ""); set("s", ""); out.push(attempt());
+  form.remove();
+  const m = parseProm('# HELP x\nsmcp_calls_total{front="rpc",event="a b",outcome="ok"} 3\nsmcp_calls_total{front="sio",event="e",outcome="404"} 2\nsmcp_calls_in_flight 1.5\n');
+  out.push(m.get("smcp_calls_total").map((x) => x.labels.event + "=" + x.value).join(",") + " " + m.get("smcp_calls_in_flight")[0].value);
+  return out;
+})()`
+
+func checkModules(t *testing.T, ctx context.Context) {
+	t.Helper()
+	var got []string
+	err := chromedp.Run(ctx, chromedp.Evaluate(formProbe, &got, func(p *runtime.EvaluateParams) *runtime.EvaluateParams {
+		return p.WithAwaitPromise(true)
+	}))
+	if err != nil {
+		t.Fatalf("form probe: %v", err)
+	}
+	want := []string{
+		`{"s":"hi","n":1.5,"i":7,"b":false,"e":2,"a":["p","q"],"o":{"k":{"z":null}}}`,
+		"error: i must be an integer",
+		"error: o is not valid JSON",
+		"error: s is required",
+		"a b=3,e=2 1.5",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("form probe:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 // checkRequests: every call of the AgentService carried the right or the

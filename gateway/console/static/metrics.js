@@ -27,7 +27,7 @@ function sum(metrics, name) {
 const charts = [
   { id: "calls", title: "calls / s", fmt: (v) => v.toFixed(1) },
   { id: "latency", title: "mean latency, ms", fmt: (v) => v.toFixed(1) },
-  { id: "inflight", title: "in flight", fmt: (v) => v.toFixed(0) },
+  { id: "inflight", title: "in flight (streams too)", fmt: (v) => v.toFixed(0) },
   { id: "refused", title: "refusals / s", fmt: (v) => v.toFixed(1) },
 ];
 
