@@ -155,7 +155,8 @@ func (l *requestLog) all() []request {
 // from its schema and its hits are shown; the Finder filters, opens the
 // quarterly report, its Revenue page, and shows the page's table as a table;
 // the desktop lists the status window; the gateway's figures are charted.
-// An office held by another agent is reported as such. Every API call
+// An office held by another agent is reported as such, and signing in
+// under that agent's name shares the office. Every API call
 // carried the key in its x-api-key header, and no URL ever held it. Last,
 // the page's own modules are probed: a form from a schema with every kind
 // of input, and the Prometheus parser.
@@ -163,7 +164,7 @@ func (l *requestLog) all() []request {
 // writes the README's).
 func TestConsoleInBrowser(t *testing.T) {
 	chrome := browserPath(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sys := startSystem(t, ctx)
 	shots := t.TempDir()
@@ -183,12 +184,21 @@ func TestConsoleInBrowser(t *testing.T) {
 	defer cancelAlloc()
 	browser, cancelBrowser := chromedp.NewContext(alloc)
 	defer cancelBrowser()
+	// The browser starts with the first Run, and lives as long as that
+	// Run's context: this one, not a step's.
+	if err := chromedp.Run(browser); err != nil {
+		t.Fatalf("starting %s: %v", chrome, err)
+	}
 	var log requestLog
 	chromedp.ListenTarget(browser, log.listen)
 
 	step := func(name string, actions ...chromedp.Action) {
 		t.Helper()
-		if err := chromedp.Run(browser, actions...); err != nil {
+		// Each step has its own deadline, so that a stuck one leaves time
+		// for the screenshot and the page dump below.
+		sctx, cancel := context.WithTimeout(browser, 25*time.Second)
+		defer cancel()
+		if err := chromedp.Run(sctx, actions...); err != nil {
 			shot(t, browser, filepath.Join(shots, "failed.png"))
 			var html string
 			_ = chromedp.Run(browser, chromedp.OuterHTML("body", &html, chromedp.ByQuery))
@@ -312,6 +322,18 @@ func TestConsoleInBrowser(t *testing.T) {
 	)
 	shot(t, browser, filepath.Join(shots, "held.png"))
 
+	// Signed in under that agent's name, the console shares the office.
+	step("shared office",
+		chromedp.Click("#sign-out", chromedp.ByQuery),
+		chromedp.WaitVisible("#key", chromedp.ByQuery),
+		chromedp.SendKeys("#key", apiKey, chromedp.ByQuery),
+		chromedp.SendKeys("#agent", "other-agent", chromedp.ByQuery),
+		chromedp.Click("#sign-in", chromedp.ByQuery),
+		chromedp.Click(`.computer[data-computer="demo-pc"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`.tool[data-tool="search_documents"]`, chromedp.ByQuery),
+		waitText("#whoami", `acting as agent "other-agent"`),
+	)
+
 	checkRequests(t, log.all())
 	checkModules(t, browser)
 }
@@ -391,8 +413,13 @@ func checkRequests(t *testing.T, reqs []request) {
 		if k := r.headers["x-api-key"]; k != apiKey && k != wrongKey {
 			t.Errorf("%s without the key in x-api-key (headers %v)", method, r.headers)
 		}
+		if a, ok := r.headers["x-smcp-agent"]; ok && a != "other-agent" {
+			t.Errorf("%s as agent %q", method, a)
+		} else if ok {
+			calls["as other-agent"]++
+		}
 	}
-	for _, m := range []string{"ListOffices", "WatchOffice", "GetTools", "CallTool", "GetDesktop", "GetFinder", "ReadResource"} {
+	for _, m := range []string{"ListOffices", "WatchOffice", "GetTools", "CallTool", "GetDesktop", "GetFinder", "ReadResource", "as other-agent"} {
 		if calls[m] == 0 {
 			t.Errorf("the browser never called %s (calls: %v)", m, calls)
 		}

@@ -83,6 +83,8 @@ $("#sign-out").addEventListener("click", () => {
   store.removeItem(KEY);
   store.removeItem(AGENT);
   state.office = state.computer = null;
+  state.tab = "tools";
+  state.finder = { keywords: "", fileType: "", offset: 0, limit: 10 };
   showLogin("");
 });
 
