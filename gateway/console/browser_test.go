@@ -1,9 +1,13 @@
 package console_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"image"
+	"image/png"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -339,7 +343,8 @@ func TestConsoleInBrowser(t *testing.T) {
 }
 
 // formProbe builds a form from a schema with every kind of input, fills it
-// as a user would and reads the arguments it makes, then its refusals; and
+// as a user would and reads the arguments it makes, then its refusals;
+// renders a tool result with text, images and structured content; and
 // parses Prometheus text as the charts do.
 const formProbe = `(async () => {
   const { buildForm } = await import("./form.js");
@@ -361,6 +366,18 @@ const formProbe = `(async () => {
   set("i", ""); set("o", "{bad"); out.push(attempt().replace(/ \(.*/, ""));
   set("o", ""); set("s", ""); out.push(attempt());
   form.remove();
+  const { renderResult } = await import("./result.js");
+  let opened = "";
+  const node = renderResult({ isError: true, content: [{ type: "text", text: "<b>hi</b>" },
+    { type: "image", mimeType: "image/png", data: "PNG_BASE64" }, { type: "image", mimeType: "text/html", data: "PGI+" }],
+    structuredContent: { hits: [{ uri: "dpe://h/d" }] } }, (u) => { opened = u; });
+  document.body.append(node);
+  const img = node.querySelector("img");
+  await img.decode();
+  node.querySelector("a.j-uri").click();
+  out.push([node.classList.contains("is-error"), node.querySelector("pre").textContent, node.querySelector("b") === null,
+    img.naturalWidth + "x" + img.naturalHeight, node.querySelectorAll("img").length, opened].join(" "));
+  node.remove();
   const m = parseProm('# HELP x\nsmcp_calls_total{front="rpc",event="a b",outcome="ok"} 3\nsmcp_calls_total{front="sio",event="e",outcome="404"} 2\nsmcp_calls_in_flight 1.5\n');
   out.push(m.get("smcp_calls_total").map((x) => x.labels.event + "=" + x.value).join(",") + " " + m.get("smcp_calls_in_flight")[0].value);
   return out;
@@ -369,7 +386,12 @@ const formProbe = `(async () => {
 func checkModules(t *testing.T, ctx context.Context) {
 	t.Helper()
 	var got []string
-	err := chromedp.Run(ctx, chromedp.Evaluate(formProbe, &got, func(p *runtime.EvaluateParams) *runtime.EvaluateParams {
+	var img bytes.Buffer
+	if err := png.Encode(&img, image.NewGray(image.Rect(0, 0, 3, 2))); err != nil {
+		t.Fatal(err)
+	}
+	probe := strings.Replace(formProbe, "PNG_BASE64", base64.StdEncoding.EncodeToString(img.Bytes()), 1)
+	err := chromedp.Run(ctx, chromedp.Evaluate(probe, &got, func(p *runtime.EvaluateParams) *runtime.EvaluateParams {
 		return p.WithAwaitPromise(true)
 	}))
 	if err != nil {
@@ -380,6 +402,9 @@ func checkModules(t *testing.T, ctx context.Context) {
 		"error: i must be an integer",
 		"error: o is not valid JSON",
 		"error: s is required",
+		// An error result; text stays text; the PNG decodes; an image that
+		// claims to be HTML is not an <img>; dpe:// links call back.
+		"true <b>hi</b> true 3x2 1 dpe://h/d",
 		"a b=3,e=2 1.5",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

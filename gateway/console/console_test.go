@@ -47,6 +47,7 @@ func TestServedByGateway(t *testing.T) {
 		{"/console/form.js", "text/javascript", "export function buildForm"},
 		{"/console/metrics.js", "text/javascript", "export function parseProm"},
 		{"/console/dom.js", "text/javascript", "export function el"},
+		{"/console/result.js", "text/javascript", "export function renderResult"},
 		{"/console/style.css", "text/css", ":root"},
 	} {
 		res, body := get(t, c, gw.URL+f.path)
