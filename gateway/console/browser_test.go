@@ -289,9 +289,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	step("metrics", chromedp.Poll(
 		`parseInt(document.querySelector("#metric-calls .small")?.innerText ?? "0") > 0 && document.querySelectorAll("#metrics svg.spark polyline").length > 0`,
 		&counted, chromedp.WithPollingTimeout(20*time.Second)))
+	dst := os.Getenv("SMCP_CONSOLE_SCREENSHOT")
+	if dst != "" {
+		// For the README: a few more samples, so the charts show a line.
+		step("charts", chromedp.Poll(
+			`(document.querySelector("#metric-calls polyline")?.getAttribute("points") ?? "").split(" ").length >= 5`,
+			&counted, chromedp.WithPollingTimeout(20*time.Second)))
+	}
 	path := filepath.Join(shots, "table.png")
 	shot(t, browser, path)
-	if dst := os.Getenv("SMCP_CONSOLE_SCREENSHOT"); dst != "" {
+	if dst != "" {
 		b, err := os.ReadFile(path)
 		if err == nil {
 			err = os.WriteFile(dst, b, 0o644)
