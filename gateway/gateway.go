@@ -183,7 +183,7 @@ func New(cfg Config) (*Gateway, error) {
 	if !cfg.NoConsole {
 		// Public files only: every call the page makes goes through the
 		// Connect API with the key the user types in.
-		g.mux.Handle("GET "+console.Path, console.Handler())
+		g.mux.Handle("GET "+console.Path, console.Handler(console.Options{APIKeyHeader: cfg.RPC.APIKeyHeader}))
 		g.mux.Handle("GET /{$}", http.RedirectHandler(console.Path, http.StatusFound))
 	}
 	if m != nil {

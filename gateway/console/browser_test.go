@@ -385,6 +385,8 @@ const formProbe = `(async () => {
   out.push([node.classList.contains("is-error"), node.querySelector("pre").textContent, node.querySelector("b") === null,
     img.naturalWidth + "x" + img.naturalHeight, node.querySelectorAll("img").length, opened].join(" "));
   node.remove();
+  const { Client } = await import("./api.js");
+  out.push(JSON.stringify(new Client("k", "a", "x-token").headers("application/json")));
   const m = parseProm('# HELP x\nsmcp_calls_total{front="rpc",event="a b",outcome="ok"} 3\nsmcp_calls_total{front="sio",event="e",outcome="404"} 2\nsmcp_calls_in_flight 1.5\n');
   out.push(m.get("smcp_calls_total").map((x) => x.labels.event + "=" + x.value).join(",") + " " + m.get("smcp_calls_in_flight")[0].value);
   return out;
@@ -412,6 +414,8 @@ func checkModules(t *testing.T, ctx context.Context) {
 		// An error result; text stays text; the PNG decodes; an image that
 		// claims to be HTML is not an <img>; dpe:// links call back.
 		"true <b>hi</b> true 3x2 1 dpe://h/d",
+		// A gateway with another key header (config.json) gets the key there.
+		`{"Content-Type":"application/json","Connect-Protocol-Version":"1","x-token":"k","x-smcp-agent":"a"}`,
 		"a b=3,e=2 1.5",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -9,6 +9,7 @@ package console
 
 import (
 	"embed"
+	"encoding/json"
 	"io/fs"
 	"net/http"
 )
@@ -24,13 +25,28 @@ var static embed.FS
 const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// Handler serves the console's files under Path (mount it at "GET /console/").
+// Options configure the console.
+type Options struct {
+	// APIKeyHeader is the header the gateway reads the API key from
+	// (default "x-api-key"); the page learns it from config.json.
+	APIKeyHeader string
+}
+
+// Handler serves the console's files under Path (mount it at "GET /console/"),
+// and config.json: what the page must know of this gateway, nothing secret.
 // Every answer is marked not to be cached (the files change with the
 // gateway), sniffed, framed or referred.
-func Handler() http.Handler {
+func Handler(opts Options) http.Handler {
+	if opts.APIKeyHeader == "" {
+		opts.APIKeyHeader = "x-api-key"
+	}
 	sub, err := fs.Sub(static, "static")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
+	}
+	config, err := json.Marshal(map[string]string{"api_key_header": opts.APIKeyHeader})
+	if err != nil {
+		panic(err) // a map of strings
 	}
 	files := http.StripPrefix(Path, http.FileServerFS(sub))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -40,6 +56,11 @@ func Handler() http.Handler {
 		h.Set("Referrer-Policy", "no-referrer")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Cache-Control", "no-cache")
+		if r.URL.Path == Path+"config.json" {
+			h.Set("Content-Type", "application/json")
+			_, _ = w.Write(config)
+			return
+		}
 		files.ServeHTTP(w, r)
 	})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 )
 
 func get(t *testing.T, c *http.Client, url string) (*http.Response, string) {
@@ -25,8 +26,9 @@ func get(t *testing.T, c *http.Client, url string) (*http.Response, string) {
 }
 
 // TestServedByGateway: the gateway serves the embedded files at /console/
-// with their types and a policy that keeps the page to its own origin, sends
-// / there, and serves nothing of it with NoConsole.
+// with their types and a policy that keeps the page to its own origin, and
+// config.json naming its key header; it sends / there, and serves nothing of
+// it with NoConsole.
 func TestServedByGateway(t *testing.T) {
 	keys, err := core.NewKeyRing(core.Key{Key: "k"})
 	if err != nil {
@@ -43,7 +45,7 @@ func TestServedByGateway(t *testing.T) {
 	for _, f := range []struct{ path, ctype, contains string }{
 		{"/console/", "text/html", `<script type="module" src="app.js">`},
 		{"/console/app.js", "text/javascript", `from "./api.js"`},
-		{"/console/api.js", "text/javascript", `"x-api-key": this.key`},
+		{"/console/api.js", "text/javascript", `[this.keyHeader]: this.key`},
 		{"/console/form.js", "text/javascript", "export function buildForm"},
 		{"/console/metrics.js", "text/javascript", "export function parseProm"},
 		{"/console/dom.js", "text/javascript", "export function el"},
@@ -72,6 +74,18 @@ func TestServedByGateway(t *testing.T) {
 	}
 	if res, _ := get(t, c, gw.URL+"/elsewhere"); res.StatusCode != http.StatusNotFound {
 		t.Errorf("/elsewhere: %d, want 404 (only / itself goes to the console)", res.StatusCode)
+	}
+
+	if _, body := get(t, c, gw.URL+"/console/config.json"); body != `{"api_key_header":"x-api-key"}` {
+		t.Errorf("config.json: %s", body)
+	}
+	custom, err := gateway.Start(gateway.Config{Auth: keys, RPC: rpc.Options{APIKeyHeader: "x-token"}}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = custom.Stop() })
+	if _, body := get(t, c, custom.URL+"/console/config.json"); body != `{"api_key_header":"x-token"}` {
+		t.Errorf("config.json with --api-key-header x-token: %s", body)
 	}
 
 	off, err := gateway.Start(gateway.Config{Auth: keys, NoConsole: true}, "127.0.0.1:0")

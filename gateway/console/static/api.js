@@ -33,13 +33,15 @@ export class Client {
   // key is the API key; agent, when set, is sent as x-smcp-agent (the name
   // the console acts as); otherwise the gateway picks the key's name or its
   // default agent.
-  constructor(key, agent) {
+  // keyHeader is the gateway's API key header (its config.json says which).
+  constructor(key, agent, keyHeader = "x-api-key") {
     this.key = key;
     this.agent = agent;
+    this.keyHeader = keyHeader;
   }
 
   headers(contentType) {
-    const h = { "Content-Type": contentType, "Connect-Protocol-Version": "1", "x-api-key": this.key };
+    const h = { "Content-Type": contentType, "Connect-Protocol-Version": "1", [this.keyHeader]: this.key };
     if (this.agent) h["x-smcp-agent"] = this.agent;
     return h;
   }

@@ -28,6 +28,13 @@ const state = {
 
 const metrics = new Metrics($("#metrics"));
 
+// The gateway says which header carries the key (smcp gateway
+// --api-key-header); x-api-key when it cannot be read.
+const config = await fetch("config.json", { cache: "no-store", credentials: "omit" })
+  .then((r) => (r.ok ? r.json() : {}))
+  .catch(() => ({}));
+const keyHeader = typeof config.api_key_header === "string" && config.api_key_header ? config.api_key_header : "x-api-key";
+
 // ---- sign in / out ----
 
 function showLogin(message) {
@@ -44,7 +51,7 @@ function showLogin(message) {
 }
 
 async function signIn(key, agent) {
-  const client = new Client(key, agent);
+  const client = new Client(key, agent, keyHeader);
   await client.call("ListOffices", {}); // the key's first test
   store.setItem(KEY, key);
   if (agent) store.setItem(AGENT, agent);
