@@ -1,8 +1,8 @@
 // Package gateway assembles an SMCP gateway: one core.Hub, the Socket.IO front
 // end, the Connect / gRPC / gRPC-Web API (gateway/rpc), every office as an MCP
-// server at /mcp/{office_id} (gateway/mcpfront), /healthz (liveness),
-// /readyz (readiness) and, when enabled, /metrics (Prometheus) on one
-// http.ServeMux, served with graceful shutdown.
+// server at /mcp/{office_id} (gateway/mcpfront), the web console at /console/,
+// /healthz (liveness), /readyz (readiness) and, when enabled, /metrics
+// (Prometheus) on one http.ServeMux, served with graceful shutdown.
 package gateway
 
 import (
@@ -29,6 +29,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
+	"github.com/smcpgw/smcp-gateway/gateway/console"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/gateway/metrics"
@@ -87,6 +88,8 @@ type Config struct {
 	NodeID string
 	// HeartbeatTTL is how long a silent node is deemed alive.
 	HeartbeatTTL time.Duration
+	// NoConsole turns off the web console at /console/ (gateway/console).
+	NoConsole bool
 }
 
 // Gateway is an assembled gateway, not yet serving.
@@ -210,6 +213,12 @@ func New(cfg Config) (*Gateway, error) {
 			plain(w, http.StatusOK, "ready")
 		}
 	})
+	if !cfg.NoConsole {
+		// Public files only: every call the page makes goes through the
+		// Connect API with the key the user types in.
+		g.mux.Handle("GET "+console.Path, console.Handler(console.Options{APIKeyHeader: cfg.RPC.APIKeyHeader}))
+		g.mux.Handle("GET /{$}", http.RedirectHandler(console.Path, http.StatusFound))
+	}
 	if m != nil {
 		m.Registry().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "smcp_mcp_sessions",

@@ -23,6 +23,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/computer/tools"
 	"github.com/smcpgw/smcp-gateway/docserver/formats"
 	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/console"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
@@ -97,7 +98,8 @@ func runDemo(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w (is another demo running? choose another address with --listen)", err)
 	}
-	g, err := gateway.New(gateway.Config{Auth: auth, RPC: rpc.Options{DefaultAgent: demoAgent}, Logger: log})
+	// Metrics on: the web console charts them.
+	g, err := gateway.New(gateway.Config{Auth: auth, RPC: rpc.Options{DefaultAgent: demoAgent}, Metrics: true, Logger: log})
 	if err != nil {
 		ln.Close()
 		return err
@@ -385,6 +387,7 @@ func (t *tour) write(w io.Writer) {
 	default:
 		p("  API key   from %s", t.key.source)
 	}
+	p("  console   http://%s%s  (the web console: sign in with the API key)", t.addr, console.Path)
 	p("  office    %s", demoOffice)
 	p("  computer  %s, hosting the document server over %s (%d documents at dpe://%s)", demoComputer, t.root, t.documents, demoHost)
 	p("  agent     %s: RPC calls act as this agent; an office holds one agent, and Socket.IO clients", demoAgent)

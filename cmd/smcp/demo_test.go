@@ -109,6 +109,10 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("banner commands %v:\n%s", calls, text)
 	}
 	base := calls["GetFinder"][0].base
+	if !strings.Contains(text, "console   "+base+"/console/  (") {
+		t.Fatalf("banner gives no console URL at %s/console/:\n%s", base, text)
+	}
+	checkConsolePage(t, base+"/console/")
 	client := smcpv1connect.NewAgentServiceClient(h2cClient(t), base, connect.WithGRPC(),
 		connecttest.Headers(calls["GetFinder"][0].headers...))
 
@@ -495,5 +499,20 @@ func TestDemoRefuses(t *testing.T) {
 				t.Errorf("runDemo %q: %v, want an error saying %q", tc.args, err, tc.want)
 			}
 		})
+	}
+}
+
+// checkConsolePage fetches the console's page: the URL the banner prints
+// serves it (gateway/console's browser test drives the page itself).
+func checkConsolePage(t *testing.T, url string) {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("console page: %v", err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK || !strings.Contains(string(body), "<title>SMCP console</title>") {
+		t.Fatalf("console page %s: %d %v\n%.300s", url, res.StatusCode, err, body)
 	}
 }

@@ -1165,6 +1165,164 @@ func (*WatchOfficeResponse_UpdateFinder) isWatchOfficeResponse_Notification() {}
 
 func (*WatchOfficeResponse_ToolCallCancel) isWatchOfficeResponse_Notification() {}
 
+// ListOfficesRequest is empty: the key decides which offices are listed.
+type ListOfficesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOfficesRequest) Reset() {
+	*x = ListOfficesRequest{}
+	mi := &file_smcp_v1_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOfficesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOfficesRequest) ProtoMessage() {}
+
+func (x *ListOfficesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOfficesRequest.ProtoReflect.Descriptor instead.
+func (*ListOfficesRequest) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{18}
+}
+
+// ListOfficesResponse lists offices by office id.
+type ListOfficesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The offices, sorted by office_id.
+	Offices       []*OfficeSummary `protobuf:"bytes,1,rep,name=offices,proto3" json:"offices,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListOfficesResponse) Reset() {
+	*x = ListOfficesResponse{}
+	mi := &file_smcp_v1_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListOfficesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListOfficesResponse) ProtoMessage() {}
+
+func (x *ListOfficesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListOfficesResponse.ProtoReflect.Descriptor instead.
+func (*ListOfficesResponse) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ListOfficesResponse) GetOffices() []*OfficeSummary {
+	if x != nil {
+		return x.Offices
+	}
+	return nil
+}
+
+// OfficeSummary is one office and who is in it.
+type OfficeSummary struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Office id.
+	OfficeId string `protobuf:"bytes,1,opt,name=office_id,proto3" json:"office_id,omitempty"`
+	// Name of the agent that joined the office (e.g. over Socket.IO); empty
+	// when none has.
+	Agent string `protobuf:"bytes,2,opt,name=agent,proto3" json:"agent,omitempty"`
+	// Name of the RPC callers acting as the office's agent at this moment
+	// (calls in flight, WatchOffice streams), on this node; empty when none.
+	RpcAgent string `protobuf:"bytes,3,opt,name=rpc_agent,proto3" json:"rpc_agent,omitempty"`
+	// Names of the computers in the office, sorted.
+	Computers     []string `protobuf:"bytes,4,rep,name=computers,proto3" json:"computers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OfficeSummary) Reset() {
+	*x = OfficeSummary{}
+	mi := &file_smcp_v1_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OfficeSummary) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OfficeSummary) ProtoMessage() {}
+
+func (x *OfficeSummary) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OfficeSummary.ProtoReflect.Descriptor instead.
+func (*OfficeSummary) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *OfficeSummary) GetOfficeId() string {
+	if x != nil {
+		return x.OfficeId
+	}
+	return ""
+}
+
+func (x *OfficeSummary) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *OfficeSummary) GetRpcAgent() string {
+	if x != nil {
+		return x.RpcAgent
+	}
+	return ""
+}
+
+func (x *OfficeSummary) GetComputers() []string {
+	if x != nil {
+		return x.Computers
+	}
+	return nil
+}
+
 var File_smcp_v1_service_proto protoreflect.FileDescriptor
 
 const file_smcp_v1_service_proto_rawDesc = "" +
@@ -1242,7 +1400,15 @@ const file_smcp_v1_service_proto_rawDesc = "" +
 	"\x0eupdate_desktop\x18\x06 \x01(\v2 .smcp.v1.UpdateComputerConfigReqH\x00R\x0eupdate_desktop\x12H\n" +
 	"\rupdate_finder\x18\a \x01(\v2 .smcp.v1.UpdateComputerConfigReqH\x00R\rupdate_finder\x12D\n" +
 	"\x10tool_call_cancel\x18\b \x01(\v2\x16.smcp.v1.AgentCallDataH\x00R\x10tool_call_cancelB\x0e\n" +
-	"\fnotification2\x9e\x05\n" +
+	"\fnotification\"\x14\n" +
+	"\x12ListOfficesRequest\"G\n" +
+	"\x13ListOfficesResponse\x120\n" +
+	"\aoffices\x18\x01 \x03(\v2\x16.smcp.v1.OfficeSummaryR\aoffices\"\x7f\n" +
+	"\rOfficeSummary\x12\x1c\n" +
+	"\toffice_id\x18\x01 \x01(\tR\toffice_id\x12\x14\n" +
+	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x1c\n" +
+	"\trpc_agent\x18\x03 \x01(\tR\trpc_agent\x12\x1c\n" +
+	"\tcomputers\x18\x04 \x03(\tR\tcomputers2\xea\x05\n" +
 	"\fAgentService\x12A\n" +
 	"\bListRoom\x12\x18.smcp.v1.ListRoomRequest\x1a\x19.smcp.v1.ListRoomResponse\"\x00\x12A\n" +
 	"\bGetTools\x12\x18.smcp.v1.GetToolsRequest\x1a\x19.smcp.v1.GetToolsResponse\"\x00\x12D\n" +
@@ -1253,7 +1419,8 @@ const file_smcp_v1_service_proto_rawDesc = "" +
 	"GetDesktop\x12\x1a.smcp.v1.GetDesktopRequest\x1a\x1b.smcp.v1.GetDesktopResponse\"\x00\x12D\n" +
 	"\tGetFinder\x12\x19.smcp.v1.GetFinderRequest\x1a\x1a.smcp.v1.GetFinderResponse\"\x00\x12M\n" +
 	"\fReadResource\x12\x1c.smcp.v1.ReadResourceRequest\x1a\x1d.smcp.v1.ReadResourceResponse\"\x00\x12L\n" +
-	"\vWatchOffice\x12\x1b.smcp.v1.WatchOfficeRequest\x1a\x1c.smcp.v1.WatchOfficeResponse\"\x000\x01B3Z1github.com/smcpgw/smcp-gateway/gen/smcp/v1;smcpv1b\x06proto3"
+	"\vWatchOffice\x12\x1b.smcp.v1.WatchOfficeRequest\x1a\x1c.smcp.v1.WatchOfficeResponse\"\x000\x01\x12J\n" +
+	"\vListOffices\x12\x1b.smcp.v1.ListOfficesRequest\x1a\x1c.smcp.v1.ListOfficesResponse\"\x00B3Z1github.com/smcpgw/smcp-gateway/gen/smcp/v1;smcpv1b\x06proto3"
 
 var (
 	file_smcp_v1_service_proto_rawDescOnce sync.Once
@@ -1267,7 +1434,7 @@ func file_smcp_v1_service_proto_rawDescGZIP() []byte {
 	return file_smcp_v1_service_proto_rawDescData
 }
 
-var file_smcp_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_smcp_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_smcp_v1_service_proto_goTypes = []any{
 	(*ListRoomRequest)(nil),         // 0: smcp.v1.ListRoomRequest
 	(*ListRoomResponse)(nil),        // 1: smcp.v1.ListRoomResponse
@@ -1287,60 +1454,66 @@ var file_smcp_v1_service_proto_goTypes = []any{
 	(*ReadResourceResponse)(nil),    // 15: smcp.v1.ReadResourceResponse
 	(*WatchOfficeRequest)(nil),      // 16: smcp.v1.WatchOfficeRequest
 	(*WatchOfficeResponse)(nil),     // 17: smcp.v1.WatchOfficeResponse
-	nil,                             // 18: smcp.v1.GetConfigResponse.ServersEntry
-	(*SessionInfo)(nil),             // 19: smcp.v1.SessionInfo
-	(*SMCPTool)(nil),                // 20: smcp.v1.SMCPTool
-	(*MCPServerInput)(nil),          // 21: smcp.v1.MCPServerInput
-	(*structpb.Struct)(nil),         // 22: google.protobuf.Struct
-	(*CallToolResult)(nil),          // 23: smcp.v1.CallToolResult
-	(*DPEDocumentSummary)(nil),      // 24: smcp.v1.DPEDocumentSummary
-	(*ResourceContents)(nil),        // 25: smcp.v1.ResourceContents
-	(*EnterOfficeNotification)(nil), // 26: smcp.v1.EnterOfficeNotification
-	(*LeaveOfficeNotification)(nil), // 27: smcp.v1.LeaveOfficeNotification
-	(*UpdateComputerConfigReq)(nil), // 28: smcp.v1.UpdateComputerConfigReq
-	(*AgentCallData)(nil),           // 29: smcp.v1.AgentCallData
-	(*MCPServerConfig)(nil),         // 30: smcp.v1.MCPServerConfig
+	(*ListOfficesRequest)(nil),      // 18: smcp.v1.ListOfficesRequest
+	(*ListOfficesResponse)(nil),     // 19: smcp.v1.ListOfficesResponse
+	(*OfficeSummary)(nil),           // 20: smcp.v1.OfficeSummary
+	nil,                             // 21: smcp.v1.GetConfigResponse.ServersEntry
+	(*SessionInfo)(nil),             // 22: smcp.v1.SessionInfo
+	(*SMCPTool)(nil),                // 23: smcp.v1.SMCPTool
+	(*MCPServerInput)(nil),          // 24: smcp.v1.MCPServerInput
+	(*structpb.Struct)(nil),         // 25: google.protobuf.Struct
+	(*CallToolResult)(nil),          // 26: smcp.v1.CallToolResult
+	(*DPEDocumentSummary)(nil),      // 27: smcp.v1.DPEDocumentSummary
+	(*ResourceContents)(nil),        // 28: smcp.v1.ResourceContents
+	(*EnterOfficeNotification)(nil), // 29: smcp.v1.EnterOfficeNotification
+	(*LeaveOfficeNotification)(nil), // 30: smcp.v1.LeaveOfficeNotification
+	(*UpdateComputerConfigReq)(nil), // 31: smcp.v1.UpdateComputerConfigReq
+	(*AgentCallData)(nil),           // 32: smcp.v1.AgentCallData
+	(*MCPServerConfig)(nil),         // 33: smcp.v1.MCPServerConfig
 }
 var file_smcp_v1_service_proto_depIdxs = []int32{
-	19, // 0: smcp.v1.ListRoomResponse.sessions:type_name -> smcp.v1.SessionInfo
-	20, // 1: smcp.v1.GetToolsResponse.tools:type_name -> smcp.v1.SMCPTool
-	18, // 2: smcp.v1.GetConfigResponse.servers:type_name -> smcp.v1.GetConfigResponse.ServersEntry
-	21, // 3: smcp.v1.GetConfigResponse.inputs:type_name -> smcp.v1.MCPServerInput
-	22, // 4: smcp.v1.CallToolRequest.params:type_name -> google.protobuf.Struct
-	23, // 5: smcp.v1.CallToolResponse.result:type_name -> smcp.v1.CallToolResult
-	24, // 6: smcp.v1.GetFinderResponse.documents:type_name -> smcp.v1.DPEDocumentSummary
-	25, // 7: smcp.v1.ReadResourceResponse.contents:type_name -> smcp.v1.ResourceContents
-	26, // 8: smcp.v1.WatchOfficeResponse.enter_office:type_name -> smcp.v1.EnterOfficeNotification
-	27, // 9: smcp.v1.WatchOfficeResponse.leave_office:type_name -> smcp.v1.LeaveOfficeNotification
-	28, // 10: smcp.v1.WatchOfficeResponse.update_config:type_name -> smcp.v1.UpdateComputerConfigReq
-	28, // 11: smcp.v1.WatchOfficeResponse.update_tool_list:type_name -> smcp.v1.UpdateComputerConfigReq
-	28, // 12: smcp.v1.WatchOfficeResponse.update_desktop:type_name -> smcp.v1.UpdateComputerConfigReq
-	28, // 13: smcp.v1.WatchOfficeResponse.update_finder:type_name -> smcp.v1.UpdateComputerConfigReq
-	29, // 14: smcp.v1.WatchOfficeResponse.tool_call_cancel:type_name -> smcp.v1.AgentCallData
-	30, // 15: smcp.v1.GetConfigResponse.ServersEntry.value:type_name -> smcp.v1.MCPServerConfig
-	0,  // 16: smcp.v1.AgentService.ListRoom:input_type -> smcp.v1.ListRoomRequest
-	2,  // 17: smcp.v1.AgentService.GetTools:input_type -> smcp.v1.GetToolsRequest
-	4,  // 18: smcp.v1.AgentService.GetConfig:input_type -> smcp.v1.GetConfigRequest
-	6,  // 19: smcp.v1.AgentService.CallTool:input_type -> smcp.v1.CallToolRequest
-	8,  // 20: smcp.v1.AgentService.CancelToolCall:input_type -> smcp.v1.CancelToolCallRequest
-	10, // 21: smcp.v1.AgentService.GetDesktop:input_type -> smcp.v1.GetDesktopRequest
-	12, // 22: smcp.v1.AgentService.GetFinder:input_type -> smcp.v1.GetFinderRequest
-	14, // 23: smcp.v1.AgentService.ReadResource:input_type -> smcp.v1.ReadResourceRequest
-	16, // 24: smcp.v1.AgentService.WatchOffice:input_type -> smcp.v1.WatchOfficeRequest
-	1,  // 25: smcp.v1.AgentService.ListRoom:output_type -> smcp.v1.ListRoomResponse
-	3,  // 26: smcp.v1.AgentService.GetTools:output_type -> smcp.v1.GetToolsResponse
-	5,  // 27: smcp.v1.AgentService.GetConfig:output_type -> smcp.v1.GetConfigResponse
-	7,  // 28: smcp.v1.AgentService.CallTool:output_type -> smcp.v1.CallToolResponse
-	9,  // 29: smcp.v1.AgentService.CancelToolCall:output_type -> smcp.v1.CancelToolCallResponse
-	11, // 30: smcp.v1.AgentService.GetDesktop:output_type -> smcp.v1.GetDesktopResponse
-	13, // 31: smcp.v1.AgentService.GetFinder:output_type -> smcp.v1.GetFinderResponse
-	15, // 32: smcp.v1.AgentService.ReadResource:output_type -> smcp.v1.ReadResourceResponse
-	17, // 33: smcp.v1.AgentService.WatchOffice:output_type -> smcp.v1.WatchOfficeResponse
-	25, // [25:34] is the sub-list for method output_type
-	16, // [16:25] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	22, // 0: smcp.v1.ListRoomResponse.sessions:type_name -> smcp.v1.SessionInfo
+	23, // 1: smcp.v1.GetToolsResponse.tools:type_name -> smcp.v1.SMCPTool
+	21, // 2: smcp.v1.GetConfigResponse.servers:type_name -> smcp.v1.GetConfigResponse.ServersEntry
+	24, // 3: smcp.v1.GetConfigResponse.inputs:type_name -> smcp.v1.MCPServerInput
+	25, // 4: smcp.v1.CallToolRequest.params:type_name -> google.protobuf.Struct
+	26, // 5: smcp.v1.CallToolResponse.result:type_name -> smcp.v1.CallToolResult
+	27, // 6: smcp.v1.GetFinderResponse.documents:type_name -> smcp.v1.DPEDocumentSummary
+	28, // 7: smcp.v1.ReadResourceResponse.contents:type_name -> smcp.v1.ResourceContents
+	29, // 8: smcp.v1.WatchOfficeResponse.enter_office:type_name -> smcp.v1.EnterOfficeNotification
+	30, // 9: smcp.v1.WatchOfficeResponse.leave_office:type_name -> smcp.v1.LeaveOfficeNotification
+	31, // 10: smcp.v1.WatchOfficeResponse.update_config:type_name -> smcp.v1.UpdateComputerConfigReq
+	31, // 11: smcp.v1.WatchOfficeResponse.update_tool_list:type_name -> smcp.v1.UpdateComputerConfigReq
+	31, // 12: smcp.v1.WatchOfficeResponse.update_desktop:type_name -> smcp.v1.UpdateComputerConfigReq
+	31, // 13: smcp.v1.WatchOfficeResponse.update_finder:type_name -> smcp.v1.UpdateComputerConfigReq
+	32, // 14: smcp.v1.WatchOfficeResponse.tool_call_cancel:type_name -> smcp.v1.AgentCallData
+	20, // 15: smcp.v1.ListOfficesResponse.offices:type_name -> smcp.v1.OfficeSummary
+	33, // 16: smcp.v1.GetConfigResponse.ServersEntry.value:type_name -> smcp.v1.MCPServerConfig
+	0,  // 17: smcp.v1.AgentService.ListRoom:input_type -> smcp.v1.ListRoomRequest
+	2,  // 18: smcp.v1.AgentService.GetTools:input_type -> smcp.v1.GetToolsRequest
+	4,  // 19: smcp.v1.AgentService.GetConfig:input_type -> smcp.v1.GetConfigRequest
+	6,  // 20: smcp.v1.AgentService.CallTool:input_type -> smcp.v1.CallToolRequest
+	8,  // 21: smcp.v1.AgentService.CancelToolCall:input_type -> smcp.v1.CancelToolCallRequest
+	10, // 22: smcp.v1.AgentService.GetDesktop:input_type -> smcp.v1.GetDesktopRequest
+	12, // 23: smcp.v1.AgentService.GetFinder:input_type -> smcp.v1.GetFinderRequest
+	14, // 24: smcp.v1.AgentService.ReadResource:input_type -> smcp.v1.ReadResourceRequest
+	16, // 25: smcp.v1.AgentService.WatchOffice:input_type -> smcp.v1.WatchOfficeRequest
+	18, // 26: smcp.v1.AgentService.ListOffices:input_type -> smcp.v1.ListOfficesRequest
+	1,  // 27: smcp.v1.AgentService.ListRoom:output_type -> smcp.v1.ListRoomResponse
+	3,  // 28: smcp.v1.AgentService.GetTools:output_type -> smcp.v1.GetToolsResponse
+	5,  // 29: smcp.v1.AgentService.GetConfig:output_type -> smcp.v1.GetConfigResponse
+	7,  // 30: smcp.v1.AgentService.CallTool:output_type -> smcp.v1.CallToolResponse
+	9,  // 31: smcp.v1.AgentService.CancelToolCall:output_type -> smcp.v1.CancelToolCallResponse
+	11, // 32: smcp.v1.AgentService.GetDesktop:output_type -> smcp.v1.GetDesktopResponse
+	13, // 33: smcp.v1.AgentService.GetFinder:output_type -> smcp.v1.GetFinderResponse
+	15, // 34: smcp.v1.AgentService.ReadResource:output_type -> smcp.v1.ReadResourceResponse
+	17, // 35: smcp.v1.AgentService.WatchOffice:output_type -> smcp.v1.WatchOfficeResponse
+	19, // 36: smcp.v1.AgentService.ListOffices:output_type -> smcp.v1.ListOfficesResponse
+	27, // [27:37] is the sub-list for method output_type
+	17, // [17:27] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_smcp_v1_service_proto_init() }
@@ -1367,7 +1540,7 @@ func file_smcp_v1_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smcp_v1_service_proto_rawDesc), len(file_smcp_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

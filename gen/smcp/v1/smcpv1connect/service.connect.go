@@ -54,6 +54,9 @@ const (
 	// AgentServiceWatchOfficeProcedure is the fully-qualified name of the AgentService's WatchOffice
 	// RPC.
 	AgentServiceWatchOfficeProcedure = "/smcp.v1.AgentService/WatchOffice"
+	// AgentServiceListOfficesProcedure is the fully-qualified name of the AgentService's ListOffices
+	// RPC.
+	AgentServiceListOfficesProcedure = "/smcp.v1.AgentService/ListOffices"
 )
 
 // AgentServiceClient is a client for the smcp.v1.AgentService service.
@@ -78,6 +81,17 @@ type AgentServiceClient interface {
 	// WatchOffice streams the office's notifications, exactly as Socket.IO
 	// members receive them, until the caller cancels.
 	WatchOffice(context.Context, *v1.WatchOfficeRequest) (*connect.ServerStreamForClient[v1.WatchOfficeResponse], error)
+	// ListOffices lists the offices the key may enter (its office scopes) that
+	// have a member: an agent or a computer that joined, by office id, each
+	// with its agent and computers. It needs a key that may act as an agent,
+	// names no office and holds none.
+	//
+	// On one node the list is the whole gateway. In cluster mode (Redis) it
+	// is this node's view: the offices this node has a member, a call or a
+	// WatchOffice stream in, each with its whole membership across nodes from
+	// the registry; an office whose members are all on other nodes is not
+	// listed.
+	ListOffices(context.Context, *v1.ListOfficesRequest) (*v1.ListOfficesResponse, error)
 }
 
 // NewAgentServiceClient constructs a client for the smcp.v1.AgentService service. By default, it
@@ -145,6 +159,12 @@ func NewAgentServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(agentServiceMethods.ByName("WatchOffice")),
 			connect.WithClientOptions(opts...),
 		),
+		listOffices: connect.NewClient[v1.ListOfficesRequest, v1.ListOfficesResponse](
+			httpClient,
+			baseURL+AgentServiceListOfficesProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("ListOffices")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -159,6 +179,7 @@ type agentServiceClient struct {
 	getFinder      *connect.Client[v1.GetFinderRequest, v1.GetFinderResponse]
 	readResource   *connect.Client[v1.ReadResourceRequest, v1.ReadResourceResponse]
 	watchOffice    *connect.Client[v1.WatchOfficeRequest, v1.WatchOfficeResponse]
+	listOffices    *connect.Client[v1.ListOfficesRequest, v1.ListOfficesResponse]
 }
 
 // ListRoom calls smcp.v1.AgentService.ListRoom.
@@ -238,6 +259,15 @@ func (c *agentServiceClient) WatchOffice(ctx context.Context, req *v1.WatchOffic
 	return c.watchOffice.CallServerStream(ctx, connect.NewRequest(req))
 }
 
+// ListOffices calls smcp.v1.AgentService.ListOffices.
+func (c *agentServiceClient) ListOffices(ctx context.Context, req *v1.ListOfficesRequest) (*v1.ListOfficesResponse, error) {
+	response, err := c.listOffices.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // AgentServiceHandler is an implementation of the smcp.v1.AgentService service.
 type AgentServiceHandler interface {
 	// ListRoom lists the members of an office.
@@ -260,6 +290,17 @@ type AgentServiceHandler interface {
 	// WatchOffice streams the office's notifications, exactly as Socket.IO
 	// members receive them, until the caller cancels.
 	WatchOffice(context.Context, *v1.WatchOfficeRequest, *connect.ServerStream[v1.WatchOfficeResponse]) error
+	// ListOffices lists the offices the key may enter (its office scopes) that
+	// have a member: an agent or a computer that joined, by office id, each
+	// with its agent and computers. It needs a key that may act as an agent,
+	// names no office and holds none.
+	//
+	// On one node the list is the whole gateway. In cluster mode (Redis) it
+	// is this node's view: the offices this node has a member, a call or a
+	// WatchOffice stream in, each with its whole membership across nodes from
+	// the registry; an office whose members are all on other nodes is not
+	// listed.
+	ListOffices(context.Context, *v1.ListOfficesRequest) (*v1.ListOfficesResponse, error)
 }
 
 // NewAgentServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -323,6 +364,12 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(agentServiceMethods.ByName("WatchOffice")),
 		connect.WithHandlerOptions(opts...),
 	)
+	agentServiceListOfficesHandler := connect.NewUnaryHandlerSimple(
+		AgentServiceListOfficesProcedure,
+		svc.ListOffices,
+		connect.WithSchema(agentServiceMethods.ByName("ListOffices")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/smcp.v1.AgentService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AgentServiceListRoomProcedure:
@@ -343,6 +390,8 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 			agentServiceReadResourceHandler.ServeHTTP(w, r)
 		case AgentServiceWatchOfficeProcedure:
 			agentServiceWatchOfficeHandler.ServeHTTP(w, r)
+		case AgentServiceListOfficesProcedure:
+			agentServiceListOfficesHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -386,4 +435,8 @@ func (UnimplementedAgentServiceHandler) ReadResource(context.Context, *v1.ReadRe
 
 func (UnimplementedAgentServiceHandler) WatchOffice(context.Context, *v1.WatchOfficeRequest, *connect.ServerStream[v1.WatchOfficeResponse]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("smcp.v1.AgentService.WatchOffice is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) ListOffices(context.Context, *v1.ListOfficesRequest) (*v1.ListOfficesResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("smcp.v1.AgentService.ListOffices is not implemented"))
 }

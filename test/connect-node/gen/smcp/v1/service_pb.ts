@@ -15,7 +15,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file smcp/v1/service.proto.
  */
 export const file_smcp_v1_service: GenFile = /*@__PURE__*/
-  fileDesc("ChVzbWNwL3YxL3NlcnZpY2UucHJvdG8SB3NtY3AudjEiLwoPTGlzdFJvb21SZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkIjoKEExpc3RSb29tUmVzcG9uc2USJgoIc2Vzc2lvbnMYASADKAsyFC5zbWNwLnYxLlNlc3Npb25JbmZvIkEKD0dldFRvb2xzUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCSI0ChBHZXRUb29sc1Jlc3BvbnNlEiAKBXRvb2xzGAEgAygLMhEuc21jcC52MS5TTUNQVG9vbCJCChBHZXRDb25maWdSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJIsABChFHZXRDb25maWdSZXNwb25zZRI4CgdzZXJ2ZXJzGAEgAygLMicuc21jcC52MS5HZXRDb25maWdSZXNwb25zZS5TZXJ2ZXJzRW50cnkSJwoGaW5wdXRzGAIgAygLMhcuc21jcC52MS5NQ1BTZXJ2ZXJJbnB1dBpICgxTZXJ2ZXJzRW50cnkSCwoDa2V5GAEgASgJEicKBXZhbHVlGAIgASgLMhguc21jcC52MS5NQ1BTZXJ2ZXJDb25maWc6AjgBIrEBCg9DYWxsVG9vbFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSHAoJdG9vbF9uYW1lGAMgASgJUgl0b29sX25hbWUSJwoGcGFyYW1zGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgd0aW1lb3V0GAUgASgFEhYKBnJlcV9pZBgGIAEoCVIGcmVxX2lkIlMKEENhbGxUb29sUmVzcG9uc2USJwoGcmVzdWx0GAEgASgLMhcuc21jcC52MS5DYWxsVG9vbFJlc3VsdBIWCgZyZXFfaWQYAiABKAlSBnJlcV9pZCJNChVDYW5jZWxUb29sQ2FsbFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQiGAoWQ2FuY2VsVG9vbENhbGxSZXNwb25zZSKdAQoRR2V0RGVza3RvcFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSJwoMZGVza3RvcF9zaXplGAMgASgFSABSDGRlc2t0b3Bfc2l6ZYgBARITCgZ3aW5kb3cYBCABKAlIAYgBAUIPCg1fZGVza3RvcF9zaXplQgkKB193aW5kb3ciJgoSR2V0RGVza3RvcFJlc3BvbnNlEhAKCGRlc2t0b3BzGAEgAygJIsMBChBHZXRGaW5kZXJSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEhAKCGtleXdvcmRzGAMgAygJEiEKCWZpbGVfdHlwZRgEIAEoCUgAUglmaWxlX3R5cGWIAQESEwoGb2Zmc2V0GAUgASgFSAGIAQESEgoFbGltaXQYBiABKAVIAogBAUIMCgpfZmlsZV90eXBlQgkKB19vZmZzZXRCCAoGX2xpbWl0ImUKEUdldEZpbmRlclJlc3BvbnNlEi4KCWRvY3VtZW50cxgBIAMoCzIbLnNtY3AudjEuRFBFRG9jdW1lbnRTdW1tYXJ5EiAKC3RvdGFsX2NvdW50GAIgASgFUgt0b3RhbF9jb3VudCJSChNSZWFkUmVzb3VyY2VSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEgsKA3VyaRgDIAEoCSJDChRSZWFkUmVzb3VyY2VSZXNwb25zZRIrCghjb250ZW50cxgBIAMoCzIZLnNtY3AudjEuUmVzb3VyY2VDb250ZW50cyIyChJXYXRjaE9mZmljZVJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQiugQKE1dhdGNoT2ZmaWNlUmVzcG9uc2USDQoFZXZlbnQYASABKAkSRgoMZW50ZXJfb2ZmaWNlGAIgASgLMiAuc21jcC52MS5FbnRlck9mZmljZU5vdGlmaWNhdGlvbkgAUgxlbnRlcl9vZmZpY2USRgoMbGVhdmVfb2ZmaWNlGAMgASgLMiAuc21jcC52MS5MZWF2ZU9mZmljZU5vdGlmaWNhdGlvbkgAUgxsZWF2ZV9vZmZpY2USSAoNdXBkYXRlX2NvbmZpZxgEIAEoCzIgLnNtY3AudjEuVXBkYXRlQ29tcHV0ZXJDb25maWdSZXFIAFINdXBkYXRlX2NvbmZpZxJOChB1cGRhdGVfdG9vbF9saXN0GAUgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUhB1cGRhdGVfdG9vbF9saXN0EkoKDnVwZGF0ZV9kZXNrdG9wGAYgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUg51cGRhdGVfZGVza3RvcBJICg11cGRhdGVfZmluZGVyGAcgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUg11cGRhdGVfZmluZGVyEkQKEHRvb2xfY2FsbF9jYW5jZWwYCCABKAsyFi5zbWNwLnYxLkFnZW50Q2FsbERhdGFIAFIQdG9vbF9jYWxsX2NhbmNlbEIOCgxub3RpZmljYXRpb24yngUKDEFnZW50U2VydmljZRJBCghMaXN0Um9vbRIYLnNtY3AudjEuTGlzdFJvb21SZXF1ZXN0Ghkuc21jcC52MS5MaXN0Um9vbVJlc3BvbnNlIgASQQoIR2V0VG9vbHMSGC5zbWNwLnYxLkdldFRvb2xzUmVxdWVzdBoZLnNtY3AudjEuR2V0VG9vbHNSZXNwb25zZSIAEkQKCUdldENvbmZpZxIZLnNtY3AudjEuR2V0Q29uZmlnUmVxdWVzdBoaLnNtY3AudjEuR2V0Q29uZmlnUmVzcG9uc2UiABJBCghDYWxsVG9vbBIYLnNtY3AudjEuQ2FsbFRvb2xSZXF1ZXN0Ghkuc21jcC52MS5DYWxsVG9vbFJlc3BvbnNlIgASUwoOQ2FuY2VsVG9vbENhbGwSHi5zbWNwLnYxLkNhbmNlbFRvb2xDYWxsUmVxdWVzdBofLnNtY3AudjEuQ2FuY2VsVG9vbENhbGxSZXNwb25zZSIAEkcKCkdldERlc2t0b3ASGi5zbWNwLnYxLkdldERlc2t0b3BSZXF1ZXN0Ghsuc21jcC52MS5HZXREZXNrdG9wUmVzcG9uc2UiABJECglHZXRGaW5kZXISGS5zbWNwLnYxLkdldEZpbmRlclJlcXVlc3QaGi5zbWNwLnYxLkdldEZpbmRlclJlc3BvbnNlIgASTQoMUmVhZFJlc291cmNlEhwuc21jcC52MS5SZWFkUmVzb3VyY2VSZXF1ZXN0Gh0uc21jcC52MS5SZWFkUmVzb3VyY2VSZXNwb25zZSIAEkwKC1dhdGNoT2ZmaWNlEhsuc21jcC52MS5XYXRjaE9mZmljZVJlcXVlc3QaHC5zbWNwLnYxLldhdGNoT2ZmaWNlUmVzcG9uc2UiADABQjNaMWdpdGh1Yi5jb20vc21jcGd3L3NtY3AtZ2F0ZXdheS9nZW4vc21jcC92MTtzbWNwdjFiBnByb3RvMw", [file_google_protobuf_struct, file_smcp_v1_events, file_smcp_v1_types]);
+  fileDesc("ChVzbWNwL3YxL3NlcnZpY2UucHJvdG8SB3NtY3AudjEiLwoPTGlzdFJvb21SZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkIjoKEExpc3RSb29tUmVzcG9uc2USJgoIc2Vzc2lvbnMYASADKAsyFC5zbWNwLnYxLlNlc3Npb25JbmZvIkEKD0dldFRvb2xzUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCSI0ChBHZXRUb29sc1Jlc3BvbnNlEiAKBXRvb2xzGAEgAygLMhEuc21jcC52MS5TTUNQVG9vbCJCChBHZXRDb25maWdSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJIsABChFHZXRDb25maWdSZXNwb25zZRI4CgdzZXJ2ZXJzGAEgAygLMicuc21jcC52MS5HZXRDb25maWdSZXNwb25zZS5TZXJ2ZXJzRW50cnkSJwoGaW5wdXRzGAIgAygLMhcuc21jcC52MS5NQ1BTZXJ2ZXJJbnB1dBpICgxTZXJ2ZXJzRW50cnkSCwoDa2V5GAEgASgJEicKBXZhbHVlGAIgASgLMhguc21jcC52MS5NQ1BTZXJ2ZXJDb25maWc6AjgBIrEBCg9DYWxsVG9vbFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSHAoJdG9vbF9uYW1lGAMgASgJUgl0b29sX25hbWUSJwoGcGFyYW1zGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgd0aW1lb3V0GAUgASgFEhYKBnJlcV9pZBgGIAEoCVIGcmVxX2lkIlMKEENhbGxUb29sUmVzcG9uc2USJwoGcmVzdWx0GAEgASgLMhcuc21jcC52MS5DYWxsVG9vbFJlc3VsdBIWCgZyZXFfaWQYAiABKAlSBnJlcV9pZCJNChVDYW5jZWxUb29sQ2FsbFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQiGAoWQ2FuY2VsVG9vbENhbGxSZXNwb25zZSKdAQoRR2V0RGVza3RvcFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSJwoMZGVza3RvcF9zaXplGAMgASgFSABSDGRlc2t0b3Bfc2l6ZYgBARITCgZ3aW5kb3cYBCABKAlIAYgBAUIPCg1fZGVza3RvcF9zaXplQgkKB193aW5kb3ciJgoSR2V0RGVza3RvcFJlc3BvbnNlEhAKCGRlc2t0b3BzGAEgAygJIsMBChBHZXRGaW5kZXJSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEhAKCGtleXdvcmRzGAMgAygJEiEKCWZpbGVfdHlwZRgEIAEoCUgAUglmaWxlX3R5cGWIAQESEwoGb2Zmc2V0GAUgASgFSAGIAQESEgoFbGltaXQYBiABKAVIAogBAUIMCgpfZmlsZV90eXBlQgkKB19vZmZzZXRCCAoGX2xpbWl0ImUKEUdldEZpbmRlclJlc3BvbnNlEi4KCWRvY3VtZW50cxgBIAMoCzIbLnNtY3AudjEuRFBFRG9jdW1lbnRTdW1tYXJ5EiAKC3RvdGFsX2NvdW50GAIgASgFUgt0b3RhbF9jb3VudCJSChNSZWFkUmVzb3VyY2VSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEgsKA3VyaRgDIAEoCSJDChRSZWFkUmVzb3VyY2VSZXNwb25zZRIrCghjb250ZW50cxgBIAMoCzIZLnNtY3AudjEuUmVzb3VyY2VDb250ZW50cyIyChJXYXRjaE9mZmljZVJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQiugQKE1dhdGNoT2ZmaWNlUmVzcG9uc2USDQoFZXZlbnQYASABKAkSRgoMZW50ZXJfb2ZmaWNlGAIgASgLMiAuc21jcC52MS5FbnRlck9mZmljZU5vdGlmaWNhdGlvbkgAUgxlbnRlcl9vZmZpY2USRgoMbGVhdmVfb2ZmaWNlGAMgASgLMiAuc21jcC52MS5MZWF2ZU9mZmljZU5vdGlmaWNhdGlvbkgAUgxsZWF2ZV9vZmZpY2USSAoNdXBkYXRlX2NvbmZpZxgEIAEoCzIgLnNtY3AudjEuVXBkYXRlQ29tcHV0ZXJDb25maWdSZXFIAFINdXBkYXRlX2NvbmZpZxJOChB1cGRhdGVfdG9vbF9saXN0GAUgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUhB1cGRhdGVfdG9vbF9saXN0EkoKDnVwZGF0ZV9kZXNrdG9wGAYgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUg51cGRhdGVfZGVza3RvcBJICg11cGRhdGVfZmluZGVyGAcgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUg11cGRhdGVfZmluZGVyEkQKEHRvb2xfY2FsbF9jYW5jZWwYCCABKAsyFi5zbWNwLnYxLkFnZW50Q2FsbERhdGFIAFIQdG9vbF9jYWxsX2NhbmNlbEIOCgxub3RpZmljYXRpb24iFAoSTGlzdE9mZmljZXNSZXF1ZXN0Ij4KE0xpc3RPZmZpY2VzUmVzcG9uc2USJwoHb2ZmaWNlcxgBIAMoCzIWLnNtY3AudjEuT2ZmaWNlU3VtbWFyeSJtCg1PZmZpY2VTdW1tYXJ5EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEg0KBWFnZW50GAIgASgJEhwKCXJwY19hZ2VudBgDIAEoCVIJcnBjX2FnZW50EhEKCWNvbXB1dGVycxgEIAMoCTLqBQoMQWdlbnRTZXJ2aWNlEkEKCExpc3RSb29tEhguc21jcC52MS5MaXN0Um9vbVJlcXVlc3QaGS5zbWNwLnYxLkxpc3RSb29tUmVzcG9uc2UiABJBCghHZXRUb29scxIYLnNtY3AudjEuR2V0VG9vbHNSZXF1ZXN0Ghkuc21jcC52MS5HZXRUb29sc1Jlc3BvbnNlIgASRAoJR2V0Q29uZmlnEhkuc21jcC52MS5HZXRDb25maWdSZXF1ZXN0Ghouc21jcC52MS5HZXRDb25maWdSZXNwb25zZSIAEkEKCENhbGxUb29sEhguc21jcC52MS5DYWxsVG9vbFJlcXVlc3QaGS5zbWNwLnYxLkNhbGxUb29sUmVzcG9uc2UiABJTCg5DYW5jZWxUb29sQ2FsbBIeLnNtY3AudjEuQ2FuY2VsVG9vbENhbGxSZXF1ZXN0Gh8uc21jcC52MS5DYW5jZWxUb29sQ2FsbFJlc3BvbnNlIgASRwoKR2V0RGVza3RvcBIaLnNtY3AudjEuR2V0RGVza3RvcFJlcXVlc3QaGy5zbWNwLnYxLkdldERlc2t0b3BSZXNwb25zZSIAEkQKCUdldEZpbmRlchIZLnNtY3AudjEuR2V0RmluZGVyUmVxdWVzdBoaLnNtY3AudjEuR2V0RmluZGVyUmVzcG9uc2UiABJNCgxSZWFkUmVzb3VyY2USHC5zbWNwLnYxLlJlYWRSZXNvdXJjZVJlcXVlc3QaHS5zbWNwLnYxLlJlYWRSZXNvdXJjZVJlc3BvbnNlIgASTAoLV2F0Y2hPZmZpY2USGy5zbWNwLnYxLldhdGNoT2ZmaWNlUmVxdWVzdBocLnNtY3AudjEuV2F0Y2hPZmZpY2VSZXNwb25zZSIAMAESSgoLTGlzdE9mZmljZXMSGy5zbWNwLnYxLkxpc3RPZmZpY2VzUmVxdWVzdBocLnNtY3AudjEuTGlzdE9mZmljZXNSZXNwb25zZSIAQjNaMWdpdGh1Yi5jb20vc21jcGd3L3NtY3AtZ2F0ZXdheS9nZW4vc21jcC92MTtzbWNwdjFiBnByb3RvMw", [file_google_protobuf_struct, file_smcp_v1_events, file_smcp_v1_types]);
 
 /**
  * ListRoomRequest names the office to list.
@@ -600,6 +600,86 @@ export const WatchOfficeResponseSchema: GenMessage<WatchOfficeResponse> = /*@__P
   messageDesc(file_smcp_v1_service, 17);
 
 /**
+ * ListOfficesRequest is empty: the key decides which offices are listed.
+ *
+ * @generated from message smcp.v1.ListOfficesRequest
+ */
+export type ListOfficesRequest = Message<"smcp.v1.ListOfficesRequest"> & {
+};
+
+/**
+ * Describes the message smcp.v1.ListOfficesRequest.
+ * Use `create(ListOfficesRequestSchema)` to create a new message.
+ */
+export const ListOfficesRequestSchema: GenMessage<ListOfficesRequest> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 18);
+
+/**
+ * ListOfficesResponse lists offices by office id.
+ *
+ * @generated from message smcp.v1.ListOfficesResponse
+ */
+export type ListOfficesResponse = Message<"smcp.v1.ListOfficesResponse"> & {
+  /**
+   * The offices, sorted by office_id.
+   *
+   * @generated from field: repeated smcp.v1.OfficeSummary offices = 1;
+   */
+  offices: OfficeSummary[];
+};
+
+/**
+ * Describes the message smcp.v1.ListOfficesResponse.
+ * Use `create(ListOfficesResponseSchema)` to create a new message.
+ */
+export const ListOfficesResponseSchema: GenMessage<ListOfficesResponse> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 19);
+
+/**
+ * OfficeSummary is one office and who is in it.
+ *
+ * @generated from message smcp.v1.OfficeSummary
+ */
+export type OfficeSummary = Message<"smcp.v1.OfficeSummary"> & {
+  /**
+   * Office id.
+   *
+   * @generated from field: string office_id = 1 [json_name = "office_id"];
+   */
+  officeId: string;
+
+  /**
+   * Name of the agent that joined the office (e.g. over Socket.IO); empty
+   * when none has.
+   *
+   * @generated from field: string agent = 2;
+   */
+  agent: string;
+
+  /**
+   * Name of the RPC callers acting as the office's agent at this moment
+   * (calls in flight, WatchOffice streams), on this node; empty when none.
+   *
+   * @generated from field: string rpc_agent = 3 [json_name = "rpc_agent"];
+   */
+  rpcAgent: string;
+
+  /**
+   * Names of the computers in the office, sorted.
+   *
+   * @generated from field: repeated string computers = 4;
+   */
+  computers: string[];
+};
+
+/**
+ * Describes the message smcp.v1.OfficeSummary.
+ * Use `create(OfficeSummarySchema)` to create a new message.
+ */
+export const OfficeSummarySchema: GenMessage<OfficeSummary> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 20);
+
+/**
  * AgentService is the typed agent API of the gateway, served with Connect,
  * gRPC and gRPC-Web on the same port as Socket.IO. It reaches the same offices
  * and computers as Socket.IO agents, under the same rules.
@@ -709,6 +789,25 @@ export const AgentService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchOfficeRequestSchema;
     output: typeof WatchOfficeResponseSchema;
+  },
+  /**
+   * ListOffices lists the offices the key may enter (its office scopes) that
+   * have a member: an agent or a computer that joined, by office id, each
+   * with its agent and computers. It needs a key that may act as an agent,
+   * names no office and holds none.
+   *
+   * On one node the list is the whole gateway. In cluster mode (Redis) it
+   * is this node's view: the offices this node has a member, a call or a
+   * WatchOffice stream in, each with its whole membership across nodes from
+   * the registry; an office whose members are all on other nodes is not
+   * listed.
+   *
+   * @generated from rpc smcp.v1.AgentService.ListOffices
+   */
+  listOffices: {
+    methodKind: "unary";
+    input: typeof ListOfficesRequestSchema;
+    output: typeof ListOfficesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_smcp_v1_service, 0);

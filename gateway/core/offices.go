@@ -1,0 +1,78 @@
+package core
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// ListOffices lists the offices p may enter that have a member (an agent or
+// a computer that joined), sorted by id, each with its joined agent, the name
+// of the one-call agents holding it (ActAsAgent) and its computers. p must
+// allow the agent role: the list is an agent's view of the gateway.
+//
+// On one node this is the whole gateway. With a Registry it is this node's
+// view: the offices this node knows (a member, a lease or a watcher here),
+// each with its membership across nodes read from the registry; offices
+// whose members are all on other nodes are not listed.
+func (h *Hub) ListOffices(ctx context.Context, p *Principal) ([]*smcpv1.OfficeSummary, error) {
+	if !p.AllowsRole(smcp.RoleAgent) {
+		return nil, smcp.Errorf(smcp.CodeForbidden, "this key may not act as %s", smcp.RoleAgent)
+	}
+	h.mu.Lock()
+	out := make([]*smcpv1.OfficeSummary, 0, len(h.offices))
+	for id, o := range h.offices {
+		if !p.AllowsOffice(id) {
+			continue
+		}
+		sum := &smcpv1.OfficeSummary{OfficeId: id, RpcAgent: o.leaseName}
+		if o.agent != nil {
+			sum.Agent = o.agent.name
+		}
+		for name := range o.computers {
+			sum.Computers = append(sum.Computers, name)
+		}
+		out = append(out, sum)
+	}
+	h.mu.Unlock()
+	if h.cfg.Registry != nil {
+		// Membership spans nodes: the registry has it, not this hub. The
+		// lock is not held over the network.
+		for _, sum := range out {
+			if err := h.fillFromRegistry(ctx, sum); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out = slices.DeleteFunc(out, func(s *smcpv1.OfficeSummary) bool {
+		return s.Agent == "" && len(s.Computers) == 0
+	})
+	for _, s := range out {
+		slices.Sort(s.Computers)
+	}
+	slices.SortFunc(out, func(a, b *smcpv1.OfficeSummary) int { return strings.Compare(a.OfficeId, b.OfficeId) })
+	return out, nil
+}
+
+// fillFromRegistry replaces sum's agent and computers with the registry's.
+func (h *Hub) fillFromRegistry(ctx context.Context, sum *smcpv1.OfficeSummary) error {
+	ctx, cancel := context.WithTimeout(ctx, clusterTimeout)
+	defer cancel()
+	ms, err := h.cfg.Registry.Members(ctx, sum.OfficeId)
+	if err != nil {
+		h.log.Error("registry members", "office", sum.OfficeId, "err", err)
+		return smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
+	}
+	sum.Agent, sum.Computers = "", nil
+	for _, m := range ms {
+		if m.Role == smcp.RoleAgent {
+			sum.Agent = m.Name
+		} else {
+			sum.Computers = append(sum.Computers, m.Name)
+		}
+	}
+	return nil
+}
