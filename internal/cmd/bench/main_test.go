@@ -13,10 +13,12 @@ import (
 )
 
 // TestMain lets the test binary play the bench command when it re-executes
-// itself (spawned servers, stdio MCP servers): SMCP_TEST_MAIN=argv runs main
-// with the arguments as given.
+// itself (spawned servers, stdio MCP servers): a first argument that is not a
+// test flag runs main with the arguments as given. An environment variable
+// would not do: a computer starts its stdio MCP servers with a minimal
+// environment that has no SMCP_* variable.
 func TestMain(m *testing.M) {
-	if os.Getenv("SMCP_TEST_MAIN") == "argv" {
+	if len(os.Args) > 1 && !strings.HasPrefix(os.Args[1], "-test.") {
 		main()
 		os.Exit(0)
 	}
@@ -152,7 +154,6 @@ func TestBenchFlags(t *testing.T) {
 // servers) and returns its JSON report and raw output.
 func benchJSON(t *testing.T, args ...string) (benchReport, string) {
 	t.Helper()
-	t.Setenv("SMCP_TEST_MAIN", "argv")
 	var out bytes.Buffer
 	if err := benchMain(t.Context(), args, &out); err != nil {
 		t.Fatalf("bench: %v\n%s", err, out.String())
