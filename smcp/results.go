@@ -1,6 +1,8 @@
 package smcp
 
 import (
+	"encoding/json"
+
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -42,4 +44,14 @@ func markedResult(text string, meta map[string]*structpb.Value) *smcpv1.CallTool
 		IsError: new(true),
 		Meta:    &structpb.Struct{Fields: meta},
 	}
+}
+
+// ToolErrorResultJSON is ToolErrorResult in wire JSON.
+func ToolErrorResultJSON(e *Error) json.RawMessage {
+	b, err := Marshal(ToolErrorResult(e))
+	if err != nil {
+		// A CallToolResult of a string and a number always encodes.
+		panic(err)
+	}
+	return b
 }

@@ -22,12 +22,15 @@ const (
 	DefaultRequestTimeout = 30 * time.Second
 	// DefaultToolCallMargin is what the gateway waits beyond a tool call's own
 	// timeout, so that the computer's own timeout answer arrives first.
-	DefaultToolCallMargin         = 5 * time.Second
-	DefaultMaxPending             = 1024
-	DefaultMaxAgentInFlight       = 256
-	DefaultWatchBuffer            = 256
-	MinToolCallTimeout      int32 = 1
-	MaxToolCallTimeout      int32 = 3600
+	DefaultToolCallMargin   = 5 * time.Second
+	DefaultMaxPending       = 1024
+	DefaultMaxAgentInFlight = 256
+	DefaultWatchBuffer      = 256
+	// DefaultMaxAnswerBytes bounds a computer's answer: large enough for
+	// screenshots, separate from the (smaller) request limit.
+	DefaultMaxAnswerBytes       = 16 << 20
+	MinToolCallTimeout    int32 = 1
+	MaxToolCallTimeout    int32 = 3600
 )
 
 // Config tunes a Hub. Zero fields take the defaults.
@@ -44,6 +47,9 @@ type Config struct {
 	// in flight, over every front end (a Socket.IO agent and RPC callers
 	// acting as that agent count together). Excess requests get 429.
 	MaxAgentInFlight int
+	// MaxAnswerBytes bounds a computer's answer; a larger one fails that
+	// call (the computer stays joined).
+	MaxAnswerBytes int
 	// WatchBuffer is how many notifications a watcher may lag behind before
 	// it is dropped.
 	WatchBuffer int
@@ -67,6 +73,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxAgentInFlight <= 0 {
 		c.MaxAgentInFlight = DefaultMaxAgentInFlight
+	}
+	if c.MaxAnswerBytes <= 0 {
+		c.MaxAnswerBytes = DefaultMaxAnswerBytes
 	}
 	if c.WatchBuffer <= 0 {
 		c.WatchBuffer = DefaultWatchBuffer

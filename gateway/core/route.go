@@ -1,10 +1,10 @@
 package core
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +23,13 @@ const CodeTooManyPending = 429
 // computer left or disconnected before answering. It is also an *smcp.Error
 // (404) for the wire.
 var ErrComputerGone = errors.New("core: computer left before answering")
+
+// BadAnswerError is what a Conn reports when the computer answered with
+// something that cannot be relayed (not JSON, a number beyond float64, a
+// binary attachment). Only that call fails: the computer stays joined.
+type BadAnswerError struct{ Reason string }
+
+func (e *BadAnswerError) Error() string { return "core: bad answer: " + e.Reason }
 
 type goneError struct{ wire *smcp.Error }
 
@@ -43,6 +50,7 @@ type Request struct {
 	// Timeout is the tool call's own timeout in seconds (tool_call only).
 	Timeout int32
 	Payload json.RawMessage
+	info    *smcp.EventInfo
 	// GoneAsError makes Route answer a client:tool_call whose computer left
 	// with ErrComputerGone instead of GoneResult, for front ends (RPC) that
 	// report a computer gone as an error rather than a tool result.
@@ -57,88 +65,41 @@ type RequestMessage interface {
 	GetComputer() string
 }
 
-// ParseRequest validates the payload of a client: event. Errors are 400s.
+// ParseRequest checks the payload of a client: event as the protocol table
+// declares (smcp.EventInfo.Check): a JSON object whose routing fields have
+// their types and bounds. Only those fields are read; Payload keeps the
+// bytes as they came. Errors are 400s.
 func ParseRequest(event string, payload []byte) (*Request, error) {
-	var m RequestMessage
-	switch event {
-	case smcp.EventToolCall:
-		m = &smcpv1.ToolCallReq{}
-	case smcp.EventGetTools:
-		m = &smcpv1.GetToolsReq{}
-	case smcp.EventGetConfig:
-		m = &smcpv1.GetComputerConfigReq{}
-	case smcp.EventGetDesktop:
-		m = &smcpv1.GetDeskTopReq{}
-	case smcp.EventGetFinder:
-		m = &smcpv1.GetFinderReq{}
-	case smcp.EventReadResource:
-		m = &smcpv1.ReadResourceReq{}
-	default:
+	info, ok := smcp.Event(event)
+	if !ok || info.Kind != smcp.Routed {
 		return nil, smcp.Errorf(smcp.CodeBadRequest, "unknown event %q", event)
 	}
-	if t := bytes.TrimSpace(payload); len(t) == 0 || t[0] != '{' {
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: payload must be a JSON object", event)
-	}
-	if err := smcp.Unmarshal(payload, m); err != nil {
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: %v", event, err)
-	}
-	return NewRequest(event, m, payload)
-}
-
-// NewRequest applies the checks of ParseRequest to a typed message whose
-// wire form is payload, for front ends that hold the message already
-// (decoding payload again only to validate it was 5-6% of the gateway's CPU
-// per Connect call).
-func NewRequest(event string, m RequestMessage, payload []byte) (*Request, error) {
-	r := &Request{Event: event, Agent: m.GetAgent(), ReqID: m.GetReqId(), Computer: m.GetComputer(), Payload: payload}
-	if err := r.checkIDs(); err != nil {
+	f, err := info.Check(payload)
+	if err != nil {
 		return nil, err
 	}
-	switch m := m.(type) {
-	case *smcpv1.ToolCallReq:
-		if err := checkToolCall(event, m.GetToolName(), m.GetTimeout()); err != nil {
-			return nil, err
-		}
-		r.Timeout = m.GetTimeout()
-	case *smcpv1.ReadResourceReq:
-		if m.GetUri() == "" {
-			return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: uri is required", event)
-		}
-	}
-	return r, nil
-}
-
-// checkIDs checks the fields every client: request carries.
-func (r *Request) checkIDs() error {
-	switch {
-	case r.Agent == "":
-		return smcp.Errorf(smcp.CodeBadRequest, "%s: agent is required", r.Event)
-	case r.ReqID == "":
-		return smcp.Errorf(smcp.CodeBadRequest, "%s: req_id is required", r.Event)
-	case r.Computer == "":
-		return smcp.Errorf(smcp.CodeBadRequest, "%s: computer is required", r.Event)
-	}
-	return nil
-}
-
-// checkToolCall checks what a tool call carries beyond the IDs.
-func checkToolCall(event, toolName string, timeout int32) error {
-	switch {
-	case toolName == "":
-		return smcp.Errorf(smcp.CodeBadRequest, "%s: tool_name is required", event)
-	case timeout < MinToolCallTimeout || timeout > MaxToolCallTimeout:
-		return smcp.Errorf(smcp.CodeBadRequest, "%s: timeout must be an integer in %d..%d seconds",
-			event, MinToolCallTimeout, MaxToolCallTimeout)
-	}
-	return nil
+	return &Request{Event: event, info: info, Agent: f.Agent, ReqID: f.ReqID, Computer: f.Computer,
+		Timeout: f.Timeout, Payload: payload}, nil
 }
 
 // Deadline is how long the gateway waits for the computer's answer to r.
 func (h *Hub) Deadline(r *Request) time.Duration {
-	if r.Event == smcp.EventToolCall {
+	if r.eventInfo().Deadline == smcp.ToolCallDeadline {
 		return time.Duration(r.Timeout)*time.Second + h.cfg.ToolCallMargin
 	}
 	return h.cfg.RequestTimeout
+}
+
+// eventInfo is r's entry in the protocol table (Requests built by hand in
+// tests have none yet).
+func (r *Request) eventInfo() *smcp.EventInfo {
+	if r.info != nil {
+		return r.info
+	}
+	if info, ok := smcp.Event(r.Event); ok {
+		return info
+	}
+	return &smcp.EventInfo{Name: r.Event}
 }
 
 // resolve applies the caller checks and finds the target computer: a
@@ -263,9 +224,19 @@ func (s *Session) dispatch(r *Request, gone context.Context, pending *atomic.Int
 	p.mu.Unlock()
 	send(func(raw json.RawMessage, err error) {
 		pending.Add(-1)
-		if err != nil {
+		var bad *BadAnswerError
+		switch {
+		case errors.As(err, &bad):
+		case err != nil:
 			h.log.Warn("computer request failed", "event", r.Event, "computer", r.Computer, "err", err)
 			p.settle(s.goneAnswer(r))
+			return
+		case len(raw) > h.cfg.MaxAnswerBytes:
+			bad = &BadAnswerError{Reason: fmt.Sprintf("answer of %d bytes exceeds the limit of %d", len(raw), h.cfg.MaxAnswerBytes)}
+		}
+		if bad != nil {
+			h.log.Warn("computer answer not relayed", "event", r.Event, "computer", r.Computer, "req_id", r.ReqID, "reason", bad.Reason)
+			p.settle(s.failedAnswer(r, bad))
 			return
 		}
 		p.settle(raw, nil) // a second call from a faulty Conn is ignored
@@ -294,6 +265,16 @@ func (p *pendingCall) settle(raw json.RawMessage, err error) {
 	p.stopGone()
 	p.release()
 	p.done(raw, err)
+}
+
+// failedAnswer answers a call whose computer's answer cannot be relayed: a
+// gateway-made CallToolResult for a tool call, a flat 500 otherwise.
+func (s *Session) failedAnswer(r *Request, bad *BadAnswerError) (json.RawMessage, error) {
+	e := smcp.Errorf(smcp.CodeInternal, "computer %q sent an answer the gateway cannot relay: %s", r.Computer, bad.Reason)
+	if r.eventInfo().GatewayResults {
+		return smcp.ToolErrorResultJSON(e), nil
+	}
+	return nil, e
 }
 
 func (s *Session) goneAnswer(r *Request) (json.RawMessage, error) {
@@ -358,7 +339,7 @@ func call[T proto.Message](ctx context.Context, s *Session, event string, req Re
 	if err != nil {
 		return zero, smcp.Errorf(smcp.CodeBadRequest, "%s: %v", event, err)
 	}
-	r, err := NewRequest(event, req, b)
+	r, err := ParseRequest(event, b)
 	if err != nil {
 		return zero, err
 	}

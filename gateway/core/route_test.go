@@ -37,7 +37,7 @@ func TestParseRequest(t *testing.T) {
 		{"timeout 3601", smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","tool_name":"t","timeout":3601}`, "timeout"},
 		{"timeout fraction", smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","tool_name":"t","timeout":1.5}`, "timeout"},
 		{"timeout 3600", smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","tool_name":"t","timeout":3600}`, ""},
-		{"params not object", smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","tool_name":"t","timeout":1,"params":[1]}`, "unexpected token"},
+		{"params not object", smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","tool_name":"t","timeout":1,"params":[1]}`, "params must be an object"},
 		{"read without uri", smcp.EventReadResource, `{"agent":"a","req_id":"r","computer":"c"}`, "uri is required"},
 		{"finder with paging", smcp.EventGetFinder, `{"agent":"a","req_id":"r","computer":"c","offset":0,"limit":5,"keywords":["x"]}`, ""},
 		{"unknown keys pass", smcp.EventGetConfig, `{"agent":"a","req_id":"r","computer":"c","extra":{"x":1}}`, ""},

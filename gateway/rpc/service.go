@@ -109,7 +109,7 @@ func (s *service) CallTool(ctx context.Context, req *smcpv1.CallToolRequest) (*s
 	if err != nil {
 		return nil, toConnect(smcp.Errorf(smcp.CodeBadRequest, "params: %v", err))
 	}
-	r, err := core.NewRequest(smcp.EventToolCall, call, payload)
+	r, err := core.ParseRequest(smcp.EventToolCall, payload)
 	if err != nil {
 		return nil, toConnect(err)
 	}

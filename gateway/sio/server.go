@@ -133,6 +133,8 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	opts.SetServeClient(false)
 	opts.SetTransports(types.NewSet(socket.Polling, socket.WebSocket))
 	opts.SetMaxHttpBufferSize(int64(2 * cfg.MaxMessageBytes))
+	// Event and ack arguments stay the bytes received (parser.go).
+	opts.SetParser(rawParser{})
 	// The library can drop a namespace CONNECT that arrives right after the
 	// Engine.IO handshake; closing such connections soon lets the client
 	// reconnect instead of hanging for the default 45 s.
@@ -364,7 +366,11 @@ func (s *Server) onConnection(sock *socket.Socket) {
 			return
 		}
 		if ack, ok := args[len(args)-1].(socket.Ack); ok {
-			ack([]any{smcp.Errorf(smcp.CodeBadRequest, "unknown event %q", name).Wire()}, nil)
+			e := smcp.Errorf(smcp.CodeBadRequest, "unknown event %q", name)
+			if bad, ok := args[1].(*badArgs); ok && name == malformedEvent {
+				e = smcp.Errorf(smcp.CodeBadRequest, "%s", bad.reason)
+			}
+			ack([]any{e.Wire()}, nil)
 		}
 	})
 	_ = sock.On("disconnect", func(args ...any) {
@@ -437,6 +443,8 @@ func (c *conn) Notify(n core.Notification) {
 
 // Request emits with an ack and no library timeout: the core keeps the
 // deadline, and the library's timeout paths are racy or leak (DESIGN.md).
+// The payload goes out as the bytes the agent sent and the computer's first
+// ack argument comes back as the bytes it sent.
 func (c *conn) Request(event string, payload json.RawMessage, done func(json.RawMessage, error)) {
 	c.sock.EmitWithAck(event, payload)(func(args []any, err error) {
 		if err != nil {
@@ -451,11 +459,27 @@ func (c *conn) Request(event string, payload json.RawMessage, done func(json.Raw
 	})
 }
 
-// doneWithJSON hands done an ack's first argument as JSON.
+// doneWithJSON hands done an ack's first argument as JSON: the raw bytes
+// from this node's parser; bytes (a RawMessage that crossed nodes in the
+// cluster adapter's msgpack); or, from the cluster adapter, decoded values,
+// which are encoded again.
 func doneWithJSON(arg any, done func(json.RawMessage, error)) {
+	switch x := arg.(type) {
+	case json.RawMessage:
+		done(x, nil)
+		return
+	case *badArgs:
+		done(nil, &core.BadAnswerError{Reason: x.reason})
+		return
+	case []byte:
+		if smcp.CheckJSON(x) == nil {
+			done(x, nil)
+			return
+		}
+	}
 	b, err := smcp.MarshalDecoded(arg)
 	if err != nil {
-		done(nil, fmt.Errorf("encode answer: %w", err))
+		done(nil, &core.BadAnswerError{Reason: "answer does not encode as JSON: " + err.Error()})
 		return
 	}
 	done(b, nil)
