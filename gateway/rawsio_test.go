@@ -28,21 +28,22 @@ type rawSIO struct {
 	nextID uint64
 	acks   map[uint64]chan []byte
 	// onEvent answers an event: it gets the packet's JSON array (event name
-	// and arguments) and returns the ack's JSON array, or nil for none.
-	onEvent func(array []byte) []byte
+	// and arguments) and calls reply (at once or later) with the ack's JSON
+	// array.
+	onEvent func(array []byte, reply func(ack []byte))
 	events  chan []byte // events without a handler, as JSON arrays
 	closed  chan struct{}
 	// lastEventID is the ack id of the last event received.
 	lastEventID atomic.Uint64
 }
 
-func (r *rawSIO) setOnEvent(fn func(array []byte) []byte) {
+func (r *rawSIO) setOnEvent(fn func(array []byte, reply func(ack []byte))) {
 	r.mu.Lock()
 	r.onEvent = fn
 	r.mu.Unlock()
 }
 
-func dialRaw(t testing.TB, gwURL string, onEvent func(array []byte) []byte) *rawSIO {
+func dialRaw(t testing.TB, gwURL string, onEvent func(array []byte, reply func(ack []byte))) *rawSIO {
 	t.Helper()
 	url := "ws" + strings.TrimPrefix(gwURL, "http") + "/socket.io/?EIO=4&transport=websocket"
 	c, _, err := ws.DefaultDialer.Dial(url, http.Header{})
@@ -110,9 +111,11 @@ func (r *rawSIO) read() {
 				r.events <- body
 				continue
 			}
-			if ack := onEvent(body); ack != nil && hasID {
-				r.write("43/smcp," + strconv.FormatUint(id, 10) + string(ack))
-			}
+			onEvent(body, func(ack []byte) {
+				if hasID {
+					r.write("43/smcp," + strconv.FormatUint(id, 10) + string(ack))
+				}
+			})
 		}
 	}
 }

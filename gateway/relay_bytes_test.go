@@ -28,7 +28,9 @@ var byteCases = map[string]string{
 
 // relayOffice is a gateway with one raw agent ("ag") and one raw computer
 // ("pc") in office "o". The computer answers with answer(payload), or not
-// at all when it returns "".
+// at all when it returns "". An answer starting with "slow:" is sent one
+// second later (without the prefix), from a goroutine the test awaits
+// through the answer itself.
 type relayOffice struct {
 	gw       *gateway.Running
 	agent    *rawSIO
@@ -40,26 +42,29 @@ type relayOffice struct {
 func newRelayOffice(t *testing.T, cfg gateway.Config, answer func(event string, payload []byte) string) *relayOffice {
 	t.Helper()
 	o := &relayOffice{gw: startGateway(t, cfg)}
-	o.pc = dialRaw(t, o.gw.URL, func(array []byte) []byte {
+	o.pc = dialRaw(t, o.gw.URL, func(array []byte, reply func([]byte)) {
 		if !bytes.HasPrefix(array, []byte(`["client:`)) {
-			return nil // notifications
+			return // notifications
 		}
 		o.mu.Lock()
 		o.received = append(o.received, append([]byte(nil), array...))
 		o.mu.Unlock()
 		var args []json.RawMessage
 		if json.Unmarshal(array, &args) != nil || len(args) < 2 {
-			return nil
+			return
 		}
 		var event string
 		_ = json.Unmarshal(args[0], &event)
 		// The payload as it arrived: the array minus the name and brackets.
 		payload := array[len(args[0])+2 : len(array)-1]
 		a := answer(event, payload)
-		if a == "" {
-			return nil
+		if slow, ok := strings.CutPrefix(a, "slow:"); ok {
+			time.AfterFunc(time.Second, func() { reply([]byte("[" + slow + "]")) })
+			return
 		}
-		return []byte("[" + a + "]")
+		if a != "" {
+			reply([]byte("[" + a + "]"))
+		}
 	})
 	o.pc.join("computer", "pc", "o")
 	o.agent = dialRaw(t, o.gw.URL, nil)

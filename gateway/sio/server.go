@@ -56,7 +56,8 @@ type Config struct {
 	APIKeyHeader string
 	// MaxMessageBytes bounds an event's payload: larger payloads get a flat
 	// 400 and the connection survives. Engine.IO frames above twice this
-	// size close the connection.
+	// size, or above the hub's MaxAnswerBytes plus this size if that is
+	// more, close the connection.
 	MaxMessageBytes int
 	// RequireVersion refuses handshakes without the a2c_version parameter.
 	RequireVersion bool
@@ -132,7 +133,11 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	opts.SetPath(strings.TrimSuffix(cfg.Path, "/"))
 	opts.SetServeClient(false)
 	opts.SetTransports(types.NewSet(socket.Polling, socket.WebSocket))
-	opts.SetMaxHttpBufferSize(int64(2 * cfg.MaxMessageBytes))
+	// The Engine.IO frame limit is a hard one (a larger frame closes the
+	// connection), so it is set above both payload limits: a request over
+	// MaxMessageBytes gets a 400 and an answer over the hub's MaxAnswerBytes
+	// fails its one call (core), both on a connection that survives.
+	opts.SetMaxHttpBufferSize(int64(max(2*cfg.MaxMessageBytes, hub.Config().MaxAnswerBytes+cfg.MaxMessageBytes)))
 	// Event and ack arguments stay the bytes received (parser.go).
 	opts.SetParser(rawParser{})
 	// The library can drop a namespace CONNECT that arrives right after the
