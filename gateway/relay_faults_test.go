@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -99,5 +100,64 @@ func TestRequestLimitOnConnect(t *testing.T) {
 	}
 	if r := o.lastReceived(); r != nil {
 		t.Fatalf("the computer received %.100s", r)
+	}
+}
+
+// TestTimedOutCallsFreeTheirSlots: 1,100 calls that time out (more than the
+// computer's --max-pending many times over) leave the computer reachable;
+// the late answers of half of them are ignored and free no slot twice.
+func TestTimedOutCallsFreeTheirSlots(t *testing.T) {
+	const maxPending = 16
+	o := newRelayOffice(t, gateway.Config{Core: core.Config{RequestTimeout: 30 * time.Millisecond, MaxPending: maxPending}},
+		func(event string, payload []byte) string {
+			var m struct {
+				ReqID string `json:"req_id"`
+			}
+			_ = json.Unmarshal(payload, &m)
+			switch {
+			case strings.HasPrefix(m.ReqID, "late-"):
+				return `slow:{"servers":{},"inputs":[]}`
+			case strings.HasPrefix(m.ReqID, "never-"):
+				return ""
+			}
+			return `{"servers":{},"inputs":[]}`
+		})
+	get := func(reqID string) <-chan []byte {
+		return o.agent.emit("client:get_config", `{"agent":"ag","req_id":"`+reqID+`","computer":"pc"}`)
+	}
+	for batch := 0; batch < 1100/maxPending+1; batch++ {
+		var chs []<-chan []byte
+		for i := range maxPending {
+			kind := "never-"
+			if i%2 == 0 {
+				kind = "late-"
+			}
+			chs = append(chs, get(kind+strconv.Itoa(batch*maxPending+i)))
+		}
+		for _, ch := range chs {
+			if got := o.agent.wait(ch, 5*time.Second); !bytes.HasPrefix(got, []byte(`[{"code":408,`)) {
+				t.Fatalf("batch %d: %s, want 408", batch, got)
+			}
+		}
+	}
+	// The late answers of the last batches land now, and are ignored.
+	time.Sleep(1200 * time.Millisecond)
+	if got := o.agent.wait(get("ok"), 5*time.Second); string(got) != `[{"servers":{},"inputs":[]}]` {
+		t.Fatalf("after 1,100 timeouts: %s", got)
+	}
+	// The bound still holds exactly: of maxPending+1 calls at once, one is
+	// refused (a slot freed twice would let all through).
+	var chs []<-chan []byte
+	for i := range maxPending + 1 {
+		chs = append(chs, get("never-x"+strconv.Itoa(i)))
+	}
+	refused := 0
+	for _, ch := range chs {
+		if got := o.agent.wait(ch, 5*time.Second); bytes.HasPrefix(got, []byte(`[{"code":429,`)) {
+			refused++
+		}
+	}
+	if refused != 1 {
+		t.Fatalf("%d of %d calls refused with 429, want 1", refused, maxPending+1)
 	}
 }

@@ -40,8 +40,9 @@ type Config struct {
 	// ToolCallMargin is added to a tool call's timeout.
 	ToolCallMargin time.Duration
 	// MaxPending bounds the requests awaiting an answer from one computer.
-	// A request that timed out still counts until the computer answers or
-	// disconnects, because the transport keeps its ack registered until then.
+	// A request stops counting when it settles, however it settles (answer,
+	// timeout, computer gone, caller gone); the transport is told to forget
+	// the answer of one that did not settle by it.
 	MaxPending int
 	// MaxAgentInFlight bounds the client: requests one office's agent has
 	// in flight, over every front end (a Socket.IO agent and RPC callers
@@ -104,10 +105,14 @@ type Conn interface {
 	// the hub's lock held, which keeps notifications in membership order.
 	Notify(n Notification)
 	// Request sends a client: event to the session (a computer) and returns at
-	// once. done is called at most once, with the session's answer or with an
+	// once. done is called at most once, with the session's answer, with a
+	// *BadAnswerError when the answer cannot be relayed, or with another
 	// error when the answer can no longer come; it may never be called when
 	// the session closes, since the core then forgets the request anyway.
-	Request(event string, payload json.RawMessage, done func(answer json.RawMessage, err error))
+	// forget, when not nil, is called when the core no longer awaits the
+	// answer (timeout, caller gone): the transport may drop what it keeps
+	// for it, and done may then never be called.
+	Request(event string, payload json.RawMessage, done func(answer json.RawMessage, err error)) (forget func())
 }
 
 // Hub holds every session and office. All membership decisions are taken

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zishang520/socket.io/parsers/socket/v3/parser"
 	"github.com/zishang520/socket.io/servers/socket/v3"
 	"github.com/zishang520/socket.io/v3/pkg/types"
 	"go.opentelemetry.io/otel/trace"
@@ -450,8 +451,21 @@ func (c *conn) Notify(n core.Notification) {
 // deadline, and the library's timeout paths are racy or leak (DESIGN.md).
 // The payload goes out as the bytes the agent sent and the computer's first
 // ack argument comes back as the bytes it sent.
-func (c *conn) Request(event string, payload json.RawMessage, done func(json.RawMessage, error)) {
-	c.sock.EmitWithAck(event, payload)(func(args []any, err error) {
+//
+// The packet is written here rather than by Socket.EmitWithAck so that the
+// ack id is known: the library keeps an ack callback registered until the
+// ack comes or the socket disconnects, so every call the core gave up on
+// (timeout, caller gone) would hold its callback, and the agent's answer
+// path through it, for the computer's lifetime. forget removes it, with the
+// library's own public Acks map; a late ack then finds no callback and is
+// dropped by the library. What EmitWithAck does besides (outgoing
+// listeners, connection state recovery, per-emit flags) the gateway uses
+// none of.
+func (c *conn) Request(event string, payload json.RawMessage, done func(json.RawMessage, error)) (forget func()) {
+	nsp := c.sock.Nsp()
+	id := nsp.Ids()
+	acks := c.sock.Acks()
+	acks.Store(id, func(args []any, err error) {
 		if err != nil {
 			done(nil, err)
 			return
@@ -462,6 +476,10 @@ func (c *conn) Request(event string, payload json.RawMessage, done func(json.Raw
 		}
 		doneWithJSON(args[0], done)
 	})
+	c.sock.Client().WriteToEngine(nsp.Server().Encoder().Encode(&parser.Packet{
+		Type: parser.EVENT, Nsp: nsp.Name(), Id: &id, Data: []any{event, payload},
+	}), &socket.WriteOptions{})
+	return func() { acks.Delete(id) }
 }
 
 // doneWithJSON hands done an ack's first argument as JSON: the raw bytes
