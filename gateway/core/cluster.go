@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -121,24 +119,11 @@ func (h *Hub) Reap(m Member) {
 
 // NotificationFromWire rebuilds a Notification sent by another node.
 func NotificationFromWire(event, officeID string, wire json.RawMessage) (Notification, error) {
-	var m proto.Message
-	switch event {
-	case smcp.NotifyEnterOffice:
-		m = &smcpv1.EnterOfficeNotification{}
-	case smcp.NotifyLeaveOffice:
-		m = &smcpv1.LeaveOfficeNotification{}
-	case smcp.NotifyToolCallCancel:
-		m = &smcpv1.AgentCallData{}
-	default:
-		known := false
-		for _, ev := range smcp.UpdateNotification {
-			known = known || ev == event
-		}
-		if !known {
-			return Notification{}, fmt.Errorf("core: unknown notification %q", event)
-		}
-		m = &smcpv1.UpdateComputerConfigReq{}
+	info, ok := smcp.Event(event)
+	if !ok || info.Kind != smcp.Notify {
+		return Notification{}, fmt.Errorf("core: unknown notification %q", event)
 	}
+	m := info.NewRequest()
 	if err := smcp.Unmarshal(wire, m); err != nil {
 		return Notification{}, fmt.Errorf("core: decode %s: %w", event, err)
 	}

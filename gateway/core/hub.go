@@ -476,10 +476,11 @@ func (s *Session) ListRoom(officeID string) ([]*smcpv1.SessionInfo, error) {
 // with the sender's own name. From anyone else it is refused (front ends
 // ignore it, as the protocol says).
 func (s *Session) Update(event string) error {
-	notify, ok := smcp.UpdateNotification[event]
-	if !ok {
+	info, ok := smcp.Event(event)
+	if !ok || info.Kind != smcp.Server || info.Notifies == "" || event == smcp.EventToolCallCancel {
 		return smcp.Errorf(smcp.CodeBadRequest, "unknown update event %q", event)
 	}
+	notify := info.Notifies
 	h := s.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -504,7 +505,8 @@ func (s *Session) CancelToolCall(req *smcpv1.AgentCallData) error {
 	case req.GetReqId() == "":
 		return smcp.Errorf(smcp.CodeBadRequest, "req_id is required")
 	}
-	h.notifyLocked(h.offices[s.officeID], s, smcp.NotifyToolCallCancel,
+	cancel, _ := smcp.Event(smcp.EventToolCallCancel)
+	h.notifyLocked(h.offices[s.officeID], s, cancel.Notifies,
 		&smcpv1.AgentCallData{Agent: s.name, ReqId: req.GetReqId()})
 	return nil
 }

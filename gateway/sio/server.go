@@ -421,19 +421,30 @@ func (s *Server) rateLimit(sock *socket.Socket, h *handler) func(args []any) boo
 	}
 }
 
-// events maps each event a client may send to its handler.
+// events maps each event a client may send to its handler, from the
+// protocol table: every routed event is routed, every server event that
+// only notifies its office (server:update_*) is an update; the other server
+// events have handlers of their own.
 var events = func() map[string]func(h *handler, event string, payload any, ack socket.Ack) {
-	m := map[string]func(h *handler, event string, payload any, ack socket.Ack){
+	own := map[string]func(h *handler, event string, payload any, ack socket.Ack){
 		smcp.EventJoinOffice:     func(h *handler, _ string, p any, ack socket.Ack) { h.join(p, ack) },
 		smcp.EventLeaveOffice:    func(h *handler, _ string, p any, ack socket.Ack) { h.leave(p, ack) },
 		smcp.EventListRoom:       func(h *handler, _ string, p any, ack socket.Ack) { h.listRoom(p, ack) },
 		smcp.EventToolCallCancel: func(h *handler, _ string, p any, ack socket.Ack) { h.cancel(p, ack) },
 	}
-	for ev := range smcp.UpdateNotification {
-		m[ev] = (*handler).update
+	m := map[string]func(h *handler, event string, payload any, ack socket.Ack){}
+	for _, e := range smcp.Events(smcp.Server) {
+		switch fn, ok := own[e.Name]; {
+		case ok:
+			m[e.Name] = fn
+		case e.Notifies != "":
+			m[e.Name] = (*handler).update
+		default:
+			panic("sio: no handler for server event " + e.Name)
+		}
 	}
-	for _, ev := range smcp.ClientEvents {
-		m[ev] = (*handler).route
+	for _, e := range smcp.Events(smcp.Routed) {
+		m[e.Name] = (*handler).route
 	}
 	return m
 }()
