@@ -2,14 +2,20 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
 	"github.com/smcpgw/smcp-gateway/gateway"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 )
 
 // byteCases are JSON texts whose bytes a relay must keep: every one of them
@@ -183,4 +189,71 @@ func TestSocketIOBinaryAttachmentsRefused(t *testing.T) {
 func pcAckID(t *testing.T, o *relayOffice) string {
 	t.Helper()
 	return fmt.Sprint(o.pc.lastEventID.Load())
+}
+
+// TestConnectBytesBothWays: CallTool with params_json reaches the computer
+// with params as the caller's bytes, and result_json is the computer's
+// answer as it sent it, for every case of byteCases, over the Connect
+// protocol (HTTP/1.1) and gRPC (h2c).
+func TestConnectBytesBothWays(t *testing.T) {
+	answers := map[string]string{}
+	var mu sync.Mutex
+	o := newRelayOffice(t, gateway.Config{}, func(event string, payload []byte) string {
+		var m struct {
+			ReqID string `json:"req_id"`
+		}
+		_ = json.Unmarshal(payload, &m)
+		mu.Lock()
+		defer mu.Unlock()
+		return answers[m.ReqID]
+	})
+	// The Connect caller acts as the office's agent: the raw one leaves.
+	if got := o.agent.wait(o.agent.emit("server:leave_office", `{"office_id":"o"}`), 5*time.Second); string(got) != "[true,null]" {
+		t.Fatalf("leave: %s", got)
+	}
+	h2c := &http.Client{Transport: &http.Transport{Protocols: new(http.Protocols)}}
+	h2c.Transport.(*http.Transport).Protocols.SetUnencryptedHTTP2(true)
+	clients := map[string]smcpv1connect.AgentServiceClient{
+		"connect": smcpv1connect.NewAgentServiceClient(http.DefaultClient, o.gw.URL),
+		"grpc":    smcpv1connect.NewAgentServiceClient(h2c, o.gw.URL, connect.WithGRPC()),
+	}
+	i := 0
+	for proto, cl := range clients {
+		for name, c := range byteCases {
+			i++
+			reqID := fmt.Sprintf("c%d", i)
+			answer := `{"content":[{"type":"text","text":"ok"}],"isError":false,"structuredContent":` + c + `}`
+			mu.Lock()
+			answers[reqID] = answer
+			mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			res, err := cl.CallTool(ctx, &smcpv1.CallToolRequest{OfficeId: "o", Computer: "pc", ToolName: "t",
+				ReqId: reqID, Timeout: 5, ParamsJson: []byte(c)})
+			cancel()
+			if err != nil {
+				t.Errorf("%s %s: %v", proto, name, err)
+				continue
+			}
+			if string(res.GetResultJson()) != answer {
+				t.Errorf("%s %s: result_json\n%.300s\nwant\n%.300s", proto, name, res.GetResultJson(), answer)
+			}
+			// protojson refuses lone surrogates: result then says so, and
+			// result_json (checked above) still has the answer.
+			if res.GetResult().GetIsError() != (name == "lone surrogate") {
+				t.Errorf("%s %s: result %v", proto, name, res.GetResult())
+			}
+			got := o.lastReceived()
+			if !bytes.Contains(got, []byte(`,"params":`+c+`,`)) {
+				t.Errorf("%s %s: the computer got\n%.300s\nwithout params\n%.300s", proto, name, got, c)
+			}
+		}
+	}
+	// params_json that is not a JSON object is refused before routing.
+	for _, bad := range []string{`[1]`, `{"x":NaN}`, `{"n":1e400}`, `{"a":1}x`} {
+		_, err := clients["connect"].CallTool(context.Background(), &smcpv1.CallToolRequest{OfficeId: "o", Computer: "pc",
+			ToolName: "t", Timeout: 5, ParamsJson: []byte(bad)})
+		if connect.CodeOf(err) != connect.CodeInvalidArgument {
+			t.Errorf("params_json %s: %v, want InvalidArgument", bad, err)
+		}
+	}
 }
