@@ -161,3 +161,32 @@ func TestTimedOutCallsFreeTheirSlots(t *testing.T) {
 		t.Fatalf("%d of %d calls refused with 429, want 1", refused, maxPending+1)
 	}
 }
+
+// TestClusterBadAnswerFailsItsCall: a malformed answer read on the
+// computer's node still fails its one call on the agent's node (the
+// adapter carries the marker), and the next call succeeds.
+func TestClusterBadAnswerFailsItsCall(t *testing.T) {
+	nodes := startCluster(t, miniRedis(t), 2)
+	pc := dialRaw(t, nodes[1].URL, func(array []byte, reply func([]byte)) {
+		switch {
+		case bytes.Contains(array, []byte(`"req_id":"nan"`)):
+			reply([]byte(`[{"content":[],"x":NaN}]`))
+		case bytes.HasPrefix(array, []byte(`["client:`)):
+			reply([]byte(`[{"content":[],"isError":false}]`))
+		}
+	})
+	pc.join("computer", "pc", "o")
+	ag := dialRaw(t, nodes[0].URL, nil)
+	ag.join("agent", "ag", "o")
+	var got []byte
+	eventually(t, "the computer is seen from the agent's node", func() bool {
+		got = ag.wait(ag.emit("client:tool_call", toolCall("nan", `{}`, 5)), 10*time.Second)
+		return !bytes.Contains(got, []byte(`"code":404`))
+	})
+	if !bytes.Contains(got, []byte(`"isError":true`)) || !bytes.Contains(got, []byte("cannot relay")) {
+		t.Fatalf("cross-node NaN answer: %s", got)
+	}
+	if got := ag.wait(ag.emit("client:tool_call", toolCall("ok", `{}`, 5)), 10*time.Second); string(got) != `[{"content":[],"isError":false}]` {
+		t.Fatalf("next call: %s", got)
+	}
+}

@@ -39,12 +39,20 @@ func (rawParser) NewDecoder() parser.Decoder {
 	return &rawDecoder{EventEmitter: types.NewEventEmitter()}
 }
 
-// badArgs stands for the arguments of a packet that cannot be relayed.
+// badArgs stands for the arguments of a packet that cannot be relayed. Its
+// one exported field is its form in the cluster adapter's encoding, so that
+// a bad answer read on the computer's node still fails its call on the
+// agent's node (doneWithJSON) rather than arriving as an object.
 type badArgs struct {
 	reason string
+	// The cluster adapter's encoding carries the Go field name (seen in
+	// TestClusterBadAnswerFailsItsCall), hence a distinctive one.
+	SMCPBadAnswer string `json:"SMCPBadAnswer" msgpack:"SMCPBadAnswer"`
 }
 
 func (b *badArgs) Error() string { return b.reason }
+
+func newBadArgs(reason string) *badArgs { return &badArgs{reason: reason, SMCPBadAnswer: reason} }
 
 // malformedEvent is the event name given to an EVENT whose payload did not
 // yield one; no client can send it (it holds a NUL).
@@ -223,15 +231,15 @@ func eventArgs(payload []byte, binary bool) []any {
 		if err == nil {
 			err = errors.New("an event needs a name")
 		}
-		return []any{malformedEvent, &badArgs{reason: "malformed packet: " + err.Error()}}
+		return []any{malformedEvent, newBadArgs("malformed packet: " + err.Error())}
 	}
 	name, err := smcp.RawString(elems[0])
 	if err != nil {
 		// The library accepts numeric event names; nothing here handles one.
-		return []any{malformedEvent, &badArgs{reason: "event name must be a string"}}
+		return []any{malformedEvent, newBadArgs("event name must be a string")}
 	}
 	if parser.ReservedEvents.Has(name) {
-		return []any{malformedEvent, &badArgs{reason: fmt.Sprintf("%q is a reserved event name", name)}}
+		return []any{malformedEvent, newBadArgs(fmt.Sprintf("%q is a reserved event name", name))}
 	}
 	if binary {
 		return []any{name, binaryRefused(elems[1:])}
@@ -249,7 +257,7 @@ func eventArgs(payload []byte, binary bool) []any {
 func ackArgs(payload []byte, binary bool) []any {
 	elems, err := smcp.SplitArray(payload)
 	if err != nil {
-		return []any{&badArgs{reason: "malformed answer: " + err.Error()}}
+		return []any{newBadArgs("malformed answer: " + err.Error())}
 	}
 	if binary {
 		return []any{binaryRefused(elems)}
@@ -271,7 +279,7 @@ func binaryRefused(args []json.RawMessage) *badArgs {
 		}
 	}
 	slices.Sort(paths)
-	return &badArgs{reason: fmt.Sprintf("binary attachments are not supported (send them as base64 strings): found at %v", paths)}
+	return newBadArgs(fmt.Sprintf("binary attachments are not supported (send them as base64 strings): found at %v", paths))
 }
 
 func placeholders(v any, path string, out *[]string) {

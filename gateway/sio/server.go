@@ -510,6 +510,11 @@ func doneWithJSON(arg any, done func(json.RawMessage, error)) {
 			done(x, nil)
 			return
 		}
+	case map[string]any:
+		if reason, ok := x["SMCPBadAnswer"].(string); ok && len(x) == 1 {
+			done(nil, &core.BadAnswerError{Reason: reason})
+			return
+		}
 	}
 	b, err := smcp.MarshalDecoded(arg)
 	if err != nil {
