@@ -205,6 +205,12 @@ type Session struct {
 	endMember  context.CancelFunc
 
 	pending atomic.Int64
+
+	// The calls this session (as an agent) has in flight, settled when it
+	// closes.
+	callsMu     sync.Mutex
+	calls       map[*pendingCall]struct{}
+	callsClosed bool
 }
 
 // Attach registers a connection. sid must be unique among attached sessions.
@@ -414,6 +420,7 @@ func (s *Session) Close() {
 	}
 	h.mu.Unlock()
 	h.release(released)
+	s.abandonCalls()
 }
 
 // leaveLocked removes s from its office, telling the others first. It

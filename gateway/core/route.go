@@ -218,7 +218,7 @@ func (s *Session) dispatch(r *Request, gone context.Context, pending *atomic.Int
 		done(nil, smcp.Errorf(CodeTooManyPending, "computer %q has too many requests in flight", r.Computer))
 		return noAbandon
 	}
-	p := &pendingCall{done: done, release: release, pending: pending}
+	p := &pendingCall{done: done, release: release, pending: pending, owner: s}
 	p.mu.Lock()
 	deadline := h.Deadline(r)
 	p.timer = time.AfterFunc(deadline, func() {
@@ -227,6 +227,10 @@ func (s *Session) dispatch(r *Request, gone context.Context, pending *atomic.Int
 	})
 	p.stopGone = context.AfterFunc(gone, func() { p.settle(false, s.goneAnswer(r)) })
 	p.mu.Unlock()
+	if !s.track(p) {
+		p.settle(false, answer{err: errCallerGone})
+		return noAbandon
+	}
 	forget := send(func(raw json.RawMessage, err error) {
 		var bad *BadAnswerError
 		switch {
@@ -249,6 +253,49 @@ func (s *Session) dispatch(r *Request, gone context.Context, pending *atomic.Int
 	return func(err error) { p.settle(false, answer{err: err}) }
 }
 
+// errCallerGone settles the calls of a session that closed: nobody awaits
+// their answers (front ends drop them), and their slots are freed at once
+// rather than at their deadlines, up to an hour for a tool call.
+var errCallerGone = errors.New("core: the caller is gone")
+
+// track records a call of s in flight; false when s is closed.
+func (s *Session) track(p *pendingCall) bool {
+	s.callsMu.Lock()
+	defer s.callsMu.Unlock()
+	if s.callsClosed {
+		return false
+	}
+	p.mu.Lock()
+	settled := p.settled
+	p.mu.Unlock()
+	if settled {
+		return true // already untracked, or never to be
+	}
+	if s.calls == nil {
+		s.calls = map[*pendingCall]struct{}{}
+	}
+	s.calls[p] = struct{}{}
+	return true
+}
+
+func (s *Session) untrack(p *pendingCall) {
+	s.callsMu.Lock()
+	delete(s.calls, p)
+	s.callsMu.Unlock()
+}
+
+// abandonCalls settles every call s has in flight, and every later one.
+func (s *Session) abandonCalls() {
+	s.callsMu.Lock()
+	s.callsClosed = true
+	calls := s.calls
+	s.calls = nil
+	s.callsMu.Unlock()
+	for p := range calls {
+		p.settle(false, answer{err: errCallerGone})
+	}
+}
+
 // pendingCall settles a request once and releases its timer, watch and slots.
 type pendingCall struct {
 	mu       sync.Mutex
@@ -257,6 +304,7 @@ type pendingCall struct {
 	forget   func() // tells the transport the answer is no longer awaited
 	timer    *time.Timer
 	stopGone func() bool
+	owner    *Session      // the caller
 	pending  *atomic.Int64 // the computer's calls in flight
 	release  func()        // frees the agent's in-flight slot
 	done     func(json.RawMessage, error)
@@ -292,6 +340,7 @@ func (p *pendingCall) settle(answered bool, a answer) {
 	p.mu.Unlock()
 	p.timer.Stop()
 	p.stopGone()
+	p.owner.untrack(p)
 	p.pending.Add(-1)
 	p.release()
 	if !answered && forget != nil {

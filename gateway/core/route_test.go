@@ -362,3 +362,32 @@ func TestConcurrentCallsPairedByReqID(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// An agent that goes away frees its calls' slots on the computer at once,
+// not at their deadlines (an hour for a long tool call); the calls' answers
+// are not delivered to anyone.
+func TestAgentCloseFreesItsCalls(t *testing.T) {
+	never := func(string, json.RawMessage) (json.RawMessage, bool) { return nil, false }
+	o := newTestOffice(t, Config{}, never)
+	results := make(chan error, 3)
+	for i := range 3 {
+		o.agent.Go(mustParse(t, smcp.EventToolCall,
+			fmt.Sprintf(`{"agent":"alice","req_id":"t%d","computer":"pc","tool_name":"x","timeout":3600}`, i)),
+			func(_ json.RawMessage, err error) { results <- err })
+	}
+	if n := o.pc.pending.Load(); n != 3 {
+		t.Fatalf("pending = %d, want 3", n)
+	}
+	o.agent.Close()
+	for range 3 {
+		if err := <-results; !errors.Is(err, errCallerGone) {
+			t.Fatalf("err %v, want errCallerGone", err)
+		}
+	}
+	if n := o.pc.pending.Load(); n != 0 {
+		t.Fatalf("pending = %d after the agent closed, want 0", n)
+	}
+	if n := o.pcConn.forgotten.Load(); n != 3 {
+		t.Fatalf("%d forgotten, want 3", n)
+	}
+}
