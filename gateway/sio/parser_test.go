@@ -108,3 +108,25 @@ func TestParserRefusesReservedAndMalformedEvents(t *testing.T) {
 		t.Fatal("a CONNECT with an array was accepted")
 	}
 }
+
+// FuzzDecodePacket: any text frame decodes or is refused, never panics, and
+// an EVENT or ACK that decodes carries only raw JSON, names and *badArgs.
+func FuzzDecodePacket(f *testing.F) {
+	for _, s := range []string{`2/smcp,1["a",{}]`, `3/smcp,2[1,"x"]`, `51-/smcp,3["a",{"_placeholder":true,"num":0}]`,
+		`0/smcp,{"token":"t"}`, `1/smcp,`, `3/smcp,5[NaN]`, `2["disconnect"]`, `6999-`, `2/smcp,99999999999999999999999[]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := decodePacket([]byte(s))
+		if err != nil || (p.Type != parser.EVENT && p.Type != parser.ACK && p.Type != parser.BINARY_EVENT && p.Type != parser.BINARY_ACK) {
+			return
+		}
+		for _, a := range p.Data.([]any) {
+			switch a.(type) {
+			case json.RawMessage, string, *badArgs:
+			default:
+				t.Fatalf("%q: argument %T", s, a)
+			}
+		}
+	})
+}
