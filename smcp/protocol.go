@@ -176,6 +176,10 @@ func EventNames(k Kind) []string {
 	return out
 }
 
+// maxFields bounds an entry's Fields (TestProtocolTable), so that Check
+// keeps what it reads on the stack.
+const maxFields = 8
+
 // RoutedFields is what Check reads of a routed request.
 type RoutedFields struct {
 	Agent, ReqID, Computer string
@@ -189,10 +193,10 @@ type RoutedFields struct {
 // changed. Errors are 400s.
 func (e *EventInfo) Check(payload []byte) (RoutedFields, error) {
 	var out RoutedFields
-	var got [8]json.RawMessage // by index in e.Fields
+	var got [maxFields]json.RawMessage // by index in e.Fields
 	err := ObjectFields(payload, func(key string, v json.RawMessage) error {
 		for i := range e.Fields {
-			if e.Fields[i].Key == key && i < len(got) {
+			if e.Fields[i].Key == key {
 				got[i] = v
 			}
 		}

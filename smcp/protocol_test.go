@@ -36,6 +36,9 @@ func TestProtocolTable(t *testing.T) {
 			t.Errorf("%s declared twice", e.Name)
 		}
 		seen[e.Name] = true
+		if len(e.Fields) > maxFields {
+			t.Errorf("%s: %d fields, Check reads at most %d", e.Name, len(e.Fields), maxFields)
+		}
 		if e.NewRequest == nil {
 			t.Errorf("%s: no request type", e.Name)
 		}
