@@ -3,6 +3,7 @@ package smcp
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -714,4 +715,26 @@ func appendDecoded(b []byte, v any, depth int) ([]byte, error) {
 		return appendArray(b, x, depth+1, appendDecoded)
 	}
 	return nil, errSlow
+}
+
+// ToolCallPayload is the wire form of a ToolCallReq whose params are given
+// as JSON text: params is written as it is (the caller checked it), so a
+// front end holding exact JSON forwards it byte for byte.
+func ToolCallPayload(m *smcpv1.ToolCallReq, params json.RawMessage) ([]byte, error) {
+	b := make([]byte, 0, 128+len(params))
+	var err error
+	for _, f := range [...]struct{ key, val string }{
+		{`{"agent":`, m.GetAgent()}, {`,"req_id":`, m.GetReqId()},
+		{`,"computer":`, m.GetComputer()}, {`,"tool_name":`, m.GetToolName()},
+	} {
+		b = append(b, f.key...)
+		if b, err = appendJSONString(b, f.val); err != nil {
+			return nil, fmt.Errorf("smcp: encode ToolCallReq: %w", err)
+		}
+	}
+	b = append(b, `,"params":`...)
+	b = append(b, params...)
+	b = append(b, `,"timeout":`...)
+	b = strconv.AppendInt(b, int64(m.GetTimeout()), 10)
+	return append(b, '}'), nil
 }

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -121,24 +119,11 @@ func (h *Hub) Reap(m Member) {
 
 // NotificationFromWire rebuilds a Notification sent by another node.
 func NotificationFromWire(event, officeID string, wire json.RawMessage) (Notification, error) {
-	var m proto.Message
-	switch event {
-	case smcp.NotifyEnterOffice:
-		m = &smcpv1.EnterOfficeNotification{}
-	case smcp.NotifyLeaveOffice:
-		m = &smcpv1.LeaveOfficeNotification{}
-	case smcp.NotifyToolCallCancel:
-		m = &smcpv1.AgentCallData{}
-	default:
-		known := false
-		for _, ev := range smcp.UpdateNotification {
-			known = known || ev == event
-		}
-		if !known {
-			return Notification{}, fmt.Errorf("core: unknown notification %q", event)
-		}
-		m = &smcpv1.UpdateComputerConfigReq{}
+	info, ok := smcp.Event(event)
+	if !ok || info.Kind != smcp.Notify {
+		return Notification{}, fmt.Errorf("core: unknown notification %q", event)
 	}
+	m := info.NewRequest()
 	if err := smcp.Unmarshal(wire, m); err != nil {
 		return Notification{}, fmt.Errorf("core: decode %s: %w", event, err)
 	}
@@ -178,13 +163,15 @@ func (h *Hub) remoteUnref(sid string, rc *remoteComputer) {
 }
 
 // goRemote routes r to computer m of another node.
-func (s *Session) goRemote(r *Request, m Member, release func(), done func(json.RawMessage, error)) {
+func (s *Session) goRemote(r *Request, m Member, release func(), done func(json.RawMessage, error)) func(error) {
 	h := s.hub
 	rc := h.remoteRef(m.SID)
 	var once sync.Once
 	unref := func() { once.Do(func() { h.remoteUnref(m.SID, rc) }) }
-	s.dispatch(r, rc.gone, &rc.pending, release, func(answered func(json.RawMessage, error)) {
+	// The cross-node transport frees its own state at its timeout.
+	return s.dispatch(r, rc.gone, &rc.pending, release, func(answered func(json.RawMessage, error)) func() {
 		h.peers.Request(m.SID, r.Event, r.Payload, h.Deadline(r), answered)
+		return nil
 	}, func(raw json.RawMessage, err error) {
 		unref()
 		done(raw, err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/smcpgw/smcp-gateway/gateway/core"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -203,7 +202,7 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 		if dl, ok := ctx.Deadline(); ok {
 			timeout = time.Until(dl)
 		}
-		secs := min(max(int64(math.Ceil(timeout.Seconds())), int64(core.MinToolCallTimeout)), int64(core.MaxToolCallTimeout))
+		secs := min(max(int64(math.Ceil(timeout.Seconds())), smcp.MinToolCallTimeout), smcp.MaxToolCallTimeout)
 		call := toolCall{Agent: x.agent, ReqID: newReqID(), Computer: computer, ToolName: tool, Params: args, Timeout: secs}
 		payload, err := json.Marshal(call)
 		if err != nil {

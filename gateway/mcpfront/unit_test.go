@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -92,7 +93,7 @@ func TestAddToolRefusesWhatTheSDKWouldPanicOn(t *testing.T) {
 
 func TestToolResult(t *testing.T) {
 	// The gateway's own timeout result: SMCP's "meta" becomes "_meta".
-	res, err := toolResult(core.TimeoutResult())
+	res, err := toolResult(smcp.GatewayResult(smcp.ComputerTimeoutError(smcp.EventToolCall, "pc", time.Second)))
 	if err != nil || !res.IsError || res.Meta["a2c_timeout"] != true || res.Content[0].(*mcp.TextContent).Text != "Tool call timeout" {
 		t.Errorf("timeout result: %v %+v", err, res)
 	}

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -97,19 +98,15 @@ func (s *service) CallTool(ctx context.Context, req *smcpv1.CallToolRequest) (*s
 	if reqID == "" {
 		reqID = newReqID()
 	}
-	params := req.GetParams()
-	if params == nil {
-		params = &structpb.Struct{}
-	}
 	call := &smcpv1.ToolCallReq{
 		Agent: c.agent, ReqId: reqID, Computer: req.GetComputer(),
-		ToolName: req.GetToolName(), Params: params, Timeout: timeout,
+		ToolName: req.GetToolName(), Params: req.GetParams(), Timeout: timeout,
 	}
-	payload, err := smcp.Marshal(call)
+	payload, err := s.toolCallPayload(call, req)
 	if err != nil {
-		return nil, toConnect(smcp.Errorf(smcp.CodeBadRequest, "params: %v", err))
+		return nil, toConnect(err)
 	}
-	r, err := core.NewRequest(smcp.EventToolCall, call, payload)
+	r, err := core.ParseRequest(smcp.EventToolCall, payload)
 	if err != nil {
 		return nil, toConnect(err)
 	}
@@ -123,11 +120,53 @@ func (s *service) CallTool(ctx context.Context, req *smcpv1.CallToolRequest) (*s
 		}
 		return nil, toConnect(err)
 	}
-	res := &smcpv1.CallToolResult{}
-	if err := smcp.DecodeAnswer(raw, res); err != nil {
-		return nil, toConnect(err)
+	if e, ok := smcp.ErrorFromAck(raw); ok {
+		return nil, toConnect(e)
 	}
-	return &smcpv1.CallToolResponse{Result: res, ReqId: reqID}, nil
+	res := &smcpv1.CallToolResult{}
+	if err := smcp.Unmarshal(raw, res); err != nil {
+		// Valid JSON the Struct cannot hold (a lone surrogate escape, say):
+		// result_json still carries it.
+		res = smcp.ToolErrorResult(smcp.Errorf(smcp.CodeInternal,
+			"the computer's answer cannot be represented in result (%v); result_json holds it", err))
+	}
+	return &smcpv1.CallToolResponse{Result: res, ReqId: reqID, ResultJson: raw}, nil
+}
+
+// toolCallPayload encodes the client:tool_call to forward, once: from
+// params_json as the caller's bytes, else from the Struct. The request
+// limit bounds what is forwarded, as on Socket.IO (the JSON can be larger
+// than the protobuf message the body limit checked).
+func (s *service) toolCallPayload(call *smcpv1.ToolCallReq, req *smcpv1.CallToolRequest) ([]byte, error) {
+	var payload []byte
+	var err error
+	if raw := req.GetParamsJson(); len(raw) > 0 {
+		if req.GetParams() != nil {
+			return nil, smcp.Errorf(smcp.CodeBadRequest, "set params or params_json, not both")
+		}
+		if len(raw) > s.opts.MaxRequestBytes {
+			return nil, smcp.Errorf(smcp.CodeBadRequest, "params_json of %d bytes exceeds the limit of %d", len(raw), s.opts.MaxRequestBytes)
+		}
+		if err := smcp.CheckJSON(raw); err != nil {
+			return nil, smcp.Errorf(smcp.CodeBadRequest, "params_json: %v", err)
+		}
+		if i := bytes.IndexFunc(raw, func(r rune) bool { return r != ' ' && r != '\t' && r != '\n' && r != '\r' }); raw[i] != '{' {
+			return nil, smcp.Errorf(smcp.CodeBadRequest, "params_json must be a JSON object")
+		}
+		payload, err = smcp.ToolCallPayload(call, raw)
+	} else {
+		if call.Params == nil {
+			call.Params = &structpb.Struct{}
+		}
+		payload, err = smcp.Marshal(call)
+	}
+	if err != nil {
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "params: %v", err)
+	}
+	if len(payload) > s.opts.MaxRequestBytes {
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "payload of %d bytes exceeds the limit of %d", len(payload), s.opts.MaxRequestBytes)
+	}
+	return payload, nil
 }
 
 func (s *service) CancelToolCall(ctx context.Context, req *smcpv1.CancelToolCallRequest) (*smcpv1.CancelToolCallResponse, error) {

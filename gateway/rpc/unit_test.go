@@ -65,8 +65,9 @@ func TestToConnect(t *testing.T) {
 type requestConn struct{ requested chan string }
 
 func (requestConn) Notify(core.Notification) {}
-func (c requestConn) Request(event string, _ json.RawMessage, _ func(json.RawMessage, error)) {
+func (c requestConn) Request(event string, _ json.RawMessage, _ func(json.RawMessage, error)) func() {
 	c.requested <- event
+	return nil
 }
 
 func TestToConnectComputerGone(t *testing.T) {
@@ -202,5 +203,11 @@ func TestWatchResponseEveryEvent(t *testing.T) {
 	}
 	if _, err := watchResponse(core.Notification{Event: smcp.NotifyEnterOffice, Payload: &smcpv1.UpdateComputerConfigReq{}}); err == nil {
 		t.Fatal("a payload that does not match its event was accepted")
+	}
+	// Every notify event of the protocol table has its oneof case.
+	for _, e := range smcp.Events(smcp.Notify) {
+		if _, err := watchResponse(core.Notification{Event: e.Name, Payload: e.NewRequest()}); err != nil {
+			t.Errorf("%s: %v", e.Name, err)
+		}
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
@@ -62,41 +64,23 @@ func (s *service) WatchOffice(ctx context.Context, req *smcpv1.WatchOfficeReques
 	}
 }
 
-// watchResponse puts a hub notification in its oneof case.
+// watchResponse puts a hub notification in its oneof case: the field of
+// WatchOfficeResponse.notification named after the event without its
+// "notify:" prefix (proto/smcp/v1/service.proto), whose type must be the
+// payload's. Every notify event of the protocol table has one
+// (TestWatchCoversEveryNotification).
 func watchResponse(n core.Notification) (*smcpv1.WatchOfficeResponse, error) {
 	out := &smcpv1.WatchOfficeResponse{Event: n.Event}
-	mismatch := fmt.Errorf("payload %T does not match %s", n.Payload, n.Event)
-	switch p := n.Payload.(type) {
-	case *smcpv1.EnterOfficeNotification:
-		if n.Event != smcp.NotifyEnterOffice {
-			return nil, mismatch
-		}
-		out.Notification = &smcpv1.WatchOfficeResponse_EnterOffice{EnterOffice: p}
-	case *smcpv1.LeaveOfficeNotification:
-		if n.Event != smcp.NotifyLeaveOffice {
-			return nil, mismatch
-		}
-		out.Notification = &smcpv1.WatchOfficeResponse_LeaveOffice{LeaveOffice: p}
-	case *smcpv1.AgentCallData:
-		if n.Event != smcp.NotifyToolCallCancel {
-			return nil, mismatch
-		}
-		out.Notification = &smcpv1.WatchOfficeResponse_ToolCallCancel{ToolCallCancel: p}
-	case *smcpv1.UpdateComputerConfigReq:
-		switch n.Event {
-		case smcp.NotifyUpdateConfig:
-			out.Notification = &smcpv1.WatchOfficeResponse_UpdateConfig{UpdateConfig: p}
-		case smcp.NotifyUpdateToolList:
-			out.Notification = &smcpv1.WatchOfficeResponse_UpdateToolList{UpdateToolList: p}
-		case smcp.NotifyUpdateDesktop:
-			out.Notification = &smcpv1.WatchOfficeResponse_UpdateDesktop{UpdateDesktop: p}
-		case smcp.NotifyUpdateFinder:
-			out.Notification = &smcpv1.WatchOfficeResponse_UpdateFinder{UpdateFinder: p}
-		default:
-			return nil, mismatch
-		}
-	default:
-		return nil, mismatch
+	info, ok := smcp.Event(n.Event)
+	if !ok || info.Kind != smcp.Notify || n.Payload == nil {
+		return nil, fmt.Errorf("unknown notification %q", n.Event)
 	}
+	r := out.ProtoReflect()
+	fd := r.Descriptor().Fields().ByName(protoreflect.Name(strings.TrimPrefix(n.Event, "notify:")))
+	p := n.Payload.ProtoReflect()
+	if fd == nil || fd.ContainingOneof() == nil || fd.Message() == nil || fd.Message().FullName() != p.Descriptor().FullName() {
+		return nil, fmt.Errorf("payload %T does not match %s", n.Payload, n.Event)
+	}
+	r.Set(fd, protoreflect.ValueOfMessage(p))
 	return out, nil
 }

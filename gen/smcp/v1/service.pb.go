@@ -339,7 +339,19 @@ type CallToolRequest struct {
 	// Seconds, 1..3600 (default 60). The RPC deadline also bounds the call.
 	Timeout int32 `protobuf:"varint,5,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	// Request id for CancelToolCall; generated when empty.
-	ReqId         string `protobuf:"bytes,6,opt,name=req_id,proto3" json:"req_id,omitempty"`
+	ReqId string `protobuf:"bytes,6,opt,name=req_id,proto3" json:"req_id,omitempty"`
+	// Tool arguments as JSON text (a JSON object), forwarded to the computer
+	// byte for byte; set it instead of params when the exact JSON matters.
+	// google.protobuf.Struct cannot carry it: it keeps no key order, stores
+	// every number as a double (integers beyond 2^53 are rounded, 2^64 becomes
+	// 18446744073709551616 spelled 1.8446744073709552e+19, -0 and 1.0 lose
+	// their spelling), turns string escapes into their characters (and a lone
+	// surrogate such as \ud800 into U+FFFD), and has no binary. In the
+	// Connect/gRPC-Web JSON mapping this field is base64, as every bytes field.
+	// It must be a JSON object of at most the gateway's request limit;
+	// numbers beyond the float64 range are refused. Setting both params and
+	// params_json is refused.
+	ParamsJson    []byte `protobuf:"bytes,7,opt,name=params_json,proto3" json:"params_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -416,13 +428,27 @@ func (x *CallToolRequest) GetReqId() string {
 	return ""
 }
 
+func (x *CallToolRequest) GetParamsJson() []byte {
+	if x != nil {
+		return x.ParamsJson
+	}
+	return nil
+}
+
 // CallToolResponse carries the tool's result.
 type CallToolResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// MCP result; is_error set for tool failures, timeouts and cancellations.
 	Result *CallToolResult `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
 	// The request id used.
-	ReqId         string `protobuf:"bytes,2,opt,name=req_id,proto3" json:"req_id,omitempty"`
+	ReqId string `protobuf:"bytes,2,opt,name=req_id,proto3" json:"req_id,omitempty"`
+	// The result as the exact JSON text the computer answered (or the gateway
+	// made, for a timeout), which result holds as decoded by Struct with the
+	// losses described at CallToolRequest.params_json. When the answer is JSON
+	// that result cannot hold (protojson refuses a lone surrogate escape),
+	// result is a gateway-made error result saying so and result_json still
+	// carries the answer.
+	ResultJson    []byte `protobuf:"bytes,3,opt,name=result_json,proto3" json:"result_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -469,6 +495,13 @@ func (x *CallToolResponse) GetReqId() string {
 		return x.ReqId
 	}
 	return ""
+}
+
+func (x *CallToolResponse) GetResultJson() []byte {
+	if x != nil {
+		return x.ResultJson
+	}
+	return nil
 }
 
 // CancelToolCallRequest names the call to cancel.
@@ -1345,17 +1378,19 @@ const file_smcp_v1_service_proto_rawDesc = "" +
 	"\x06inputs\x18\x02 \x03(\v2\x17.smcp.v1.MCPServerInputR\x06inputs\x1aT\n" +
 	"\fServersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
-	"\x05value\x18\x02 \x01(\v2\x18.smcp.v1.MCPServerConfigR\x05value:\x028\x01\"\xcc\x01\n" +
+	"\x05value\x18\x02 \x01(\v2\x18.smcp.v1.MCPServerConfigR\x05value:\x028\x01\"\xee\x01\n" +
 	"\x0fCallToolRequest\x12\x1c\n" +
 	"\toffice_id\x18\x01 \x01(\tR\toffice_id\x12\x1a\n" +
 	"\bcomputer\x18\x02 \x01(\tR\bcomputer\x12\x1c\n" +
 	"\ttool_name\x18\x03 \x01(\tR\ttool_name\x12/\n" +
 	"\x06params\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x06params\x12\x18\n" +
 	"\atimeout\x18\x05 \x01(\x05R\atimeout\x12\x16\n" +
-	"\x06req_id\x18\x06 \x01(\tR\x06req_id\"[\n" +
+	"\x06req_id\x18\x06 \x01(\tR\x06req_id\x12 \n" +
+	"\vparams_json\x18\a \x01(\fR\vparams_json\"}\n" +
 	"\x10CallToolResponse\x12/\n" +
 	"\x06result\x18\x01 \x01(\v2\x17.smcp.v1.CallToolResultR\x06result\x12\x16\n" +
-	"\x06req_id\x18\x02 \x01(\tR\x06req_id\"M\n" +
+	"\x06req_id\x18\x02 \x01(\tR\x06req_id\x12 \n" +
+	"\vresult_json\x18\x03 \x01(\fR\vresult_json\"M\n" +
 	"\x15CancelToolCallRequest\x12\x1c\n" +
 	"\toffice_id\x18\x01 \x01(\tR\toffice_id\x12\x16\n" +
 	"\x06req_id\x18\x02 \x01(\tR\x06req_id\"\x18\n" +

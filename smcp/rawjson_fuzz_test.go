@@ -1,0 +1,44 @@
+package smcp
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// FuzzCheckJSON holds the relay's JSON reader to encoding/json: it accepts
+// exactly what json.Unmarshal into any accepts (valid JSON whose numbers
+// fit a float64), and SplitArray / ObjectFields agree with it.
+func FuzzCheckJSON(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `[]`, `[1,"a",{"b":null}]`, `{"a":[1e308,-0,0.5E-3]}`, `"\ud800"`, `1e400`,
+		`[NaN]`, `{"a":1}x`, `[1,]`, `{"a" : { } , "b":[ ]}`, strings.Repeat("9", 375), `"\u00e9\/"`,
+		` [ 18446744073709551616 ] `, `{"a":"x\u0000"}`, "\"\x01\"", `tru`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var v any
+		want := json.Unmarshal(b, &v) == nil
+		if got := CheckJSON(b) == nil; got != want {
+			t.Fatalf("CheckJSON(%q) accepted=%v, encoding/json accepted=%v", b, got, want)
+		}
+		if elems, err := SplitArray(b); err == nil {
+			arr, ok := v.([]any)
+			if !want || !ok || len(arr) != len(elems) {
+				t.Fatalf("SplitArray(%q) = %d elements, encoding/json %v", b, len(elems), v)
+			}
+			for _, e := range elems {
+				if CheckJSON(e) != nil {
+					t.Fatalf("element %q of %q", e, b)
+				}
+			}
+		}
+		n := 0
+		if err := ObjectFields(b, func(string, json.RawMessage) error { n++; return nil }); err == nil {
+			if _, ok := v.(map[string]any); !want || !ok {
+				t.Fatalf("ObjectFields accepted %q", b)
+			}
+		}
+	})
+}
