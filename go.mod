@@ -24,6 +24,7 @@ require (
 	github.com/zishang520/socket.io/adapters/redis/v3 v3.0.2
 	github.com/zishang520/socket.io/clients/engine/v3 v3.0.1
 	github.com/zishang520/socket.io/clients/socket/v3 v3.0.1
+	github.com/zishang520/socket.io/parsers/socket/v3 v3.0.2
 	github.com/zishang520/socket.io/servers/socket/v3 v3.0.2
 	github.com/zishang520/socket.io/v3 v3.0.2
 	go.opentelemetry.io/otel v1.46.0
@@ -70,7 +71,6 @@ require (
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	github.com/zishang520/socket.io/adapters/adapter/v3 v3.0.2 // indirect
 	github.com/zishang520/socket.io/parsers/engine/v3 v3.0.2 // indirect
-	github.com/zishang520/socket.io/parsers/socket/v3 v3.0.2 // indirect
 	github.com/zishang520/socket.io/servers/engine/v3 v3.0.2 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/metric v1.46.0 // indirect

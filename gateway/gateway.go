@@ -154,6 +154,9 @@ func New(cfg Config) (*Gateway, error) {
 		}
 	}
 	g.mux.Handle(s.Path(), s.Handler())
+	if cfg.RPC.MaxRequestBytes == 0 {
+		cfg.RPC.MaxRequestBytes = cfg.SIO.MaxMessageBytes // one request limit for both front ends
+	}
 	if cfg.RPC.APIKeyHeader == "" {
 		cfg.RPC.APIKeyHeader = cfg.SIO.APIKeyHeader
 	}

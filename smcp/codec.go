@@ -1,6 +1,7 @@
 package smcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -115,8 +116,18 @@ func FromWire(v any, m proto.Message) error {
 	return Unmarshal(b, m)
 }
 
-// ToWire encodes m as a json.RawMessage, ready to be emitted or acked.
+// ToWire encodes m as a json.RawMessage, ready to be emitted or acked. The
+// Socket.IO front end sends a RawMessage verbatim, so protojson's
+// deliberately unstable white space is removed here.
 func ToWire(m proto.Message) (json.RawMessage, error) {
 	b, err := Marshal(m)
-	return json.RawMessage(b), err
+	if err != nil {
+		return nil, err
+	}
+	var c bytes.Buffer
+	c.Grow(len(b))
+	if err := json.Compact(&c, b); err != nil {
+		return nil, fmt.Errorf("smcp: encode %s: %w", m.ProtoReflect().Descriptor().Name(), err)
+	}
+	return c.Bytes(), nil
 }

@@ -107,6 +107,7 @@ type gatewayConfig struct {
 	TLSCert         string        `yaml:"tls_cert"`
 	TLSKey          string        `yaml:"tls_key"`
 	MaxMessageBytes int           `yaml:"max_message_bytes"`
+	MaxAnswerBytes  int           `yaml:"max_answer_bytes"`
 	CallTimeout     time.Duration `yaml:"call_timeout"`
 	MaxPending      int           `yaml:"max_pending"`
 	MaxAgentCalls   int           `yaml:"max_agent_in_flight"`
@@ -129,7 +130,7 @@ type gatewayConfig struct {
 func defaultGatewayConfig() *gatewayConfig {
 	return &gatewayConfig{
 		Listen: "127.0.0.1:8080", SIOPath: sio.DefaultPath, APIKeyHeader: sio.DefaultAPIKeyHeader,
-		MaxMessageBytes: sio.DefaultMaxMessageBytes, CallTimeout: core.DefaultRequestTimeout,
+		MaxMessageBytes: sio.DefaultMaxMessageBytes, MaxAnswerBytes: core.DefaultMaxAnswerBytes, CallTimeout: core.DefaultRequestTimeout,
 		MaxPending: core.DefaultMaxPending, MaxAgentCalls: core.DefaultMaxAgentInFlight,
 		EventsPerSecond: sio.DefaultEventsPerSecond, EventBurst: sio.DefaultEventBurst,
 		MaxConnsPerAddr: sio.DefaultMaxConnsPerAddr, ShutdownGrace: gateway.DefaultShutdownGrace,
@@ -148,6 +149,7 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "TLS certificate file (PEM); serve HTTPS with --tls-key")
 	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "TLS private key file (PEM)")
 	fs.IntVar(&c.MaxMessageBytes, "max-message-bytes", c.MaxMessageBytes, "largest event payload accepted")
+	fs.IntVar(&c.MaxAnswerBytes, "max-answer-bytes", c.MaxAnswerBytes, "largest computer answer relayed (a larger one fails that call only)")
 	fs.DurationVar(&c.CallTimeout, "call-timeout", c.CallTimeout, "deadline of client: events other than tool_call")
 	fs.IntVar(&c.MaxPending, "max-pending", c.MaxPending, "requests awaiting one computer's answer, at most")
 	fs.IntVar(&c.MaxAgentCalls, "max-agent-in-flight", c.MaxAgentCalls, "requests one office's agent may have in flight, at most")
@@ -200,15 +202,15 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	if c.CallTimeout <= 0 || c.MaxMessageBytes <= 0 || c.MaxPending <= 0 || c.ShutdownGrace <= 0 || c.MaxAgentCalls <= 0 || c.RedisTTL <= 0 {
-		return gateway.Config{}, errors.New("--call-timeout, --max-message-bytes, --max-pending, --max-agent-in-flight, --redis-ttl and --shutdown-grace must be positive")
+	if c.CallTimeout <= 0 || c.MaxMessageBytes <= 0 || c.MaxAnswerBytes <= 0 || c.MaxPending <= 0 || c.ShutdownGrace <= 0 || c.MaxAgentCalls <= 0 || c.RedisTTL <= 0 {
+		return gateway.Config{}, errors.New("--call-timeout, --max-message-bytes, --max-answer-bytes, --max-pending, --max-agent-in-flight, --redis-ttl and --shutdown-grace must be positive")
 	}
 	if c.EventsPerSecond == 0 || c.MaxConnsPerAddr == 0 || c.EventBurst <= 0 {
 		return gateway.Config{}, errors.New("--events-per-second and --max-conns-per-addr must be positive or -1 (no limit), --event-burst positive")
 	}
 	return gateway.Config{
 		Auth: auth,
-		Core: core.Config{RequestTimeout: c.CallTimeout, MaxPending: c.MaxPending, MaxAgentInFlight: c.MaxAgentCalls},
+		Core: core.Config{RequestTimeout: c.CallTimeout, MaxPending: c.MaxPending, MaxAgentInFlight: c.MaxAgentCalls, MaxAnswerBytes: c.MaxAnswerBytes},
 		SIO: sio.Config{
 			Path: c.SIOPath, APIKeyHeader: c.APIKeyHeader, MaxMessageBytes: c.MaxMessageBytes, RequireVersion: c.RequireVersion,
 			EventsPerSecond: c.EventsPerSecond, EventBurst: c.EventBurst, MaxConnsPerAddr: c.MaxConnsPerAddr,

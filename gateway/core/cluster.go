@@ -178,13 +178,15 @@ func (h *Hub) remoteUnref(sid string, rc *remoteComputer) {
 }
 
 // goRemote routes r to computer m of another node.
-func (s *Session) goRemote(r *Request, m Member, release func(), done func(json.RawMessage, error)) {
+func (s *Session) goRemote(r *Request, m Member, release func(), done func(json.RawMessage, error)) func(error) {
 	h := s.hub
 	rc := h.remoteRef(m.SID)
 	var once sync.Once
 	unref := func() { once.Do(func() { h.remoteUnref(m.SID, rc) }) }
-	s.dispatch(r, rc.gone, &rc.pending, release, func(answered func(json.RawMessage, error)) {
+	// The cross-node transport frees its own state at its timeout.
+	return s.dispatch(r, rc.gone, &rc.pending, release, func(answered func(json.RawMessage, error)) func() {
 		h.peers.Request(m.SID, r.Event, r.Payload, h.Deadline(r), answered)
+		return nil
 	}, func(raw json.RawMessage, err error) {
 		unref()
 		done(raw, err)

@@ -22,12 +22,15 @@ const (
 	DefaultRequestTimeout = 30 * time.Second
 	// DefaultToolCallMargin is what the gateway waits beyond a tool call's own
 	// timeout, so that the computer's own timeout answer arrives first.
-	DefaultToolCallMargin         = 5 * time.Second
-	DefaultMaxPending             = 1024
-	DefaultMaxAgentInFlight       = 256
-	DefaultWatchBuffer            = 256
-	MinToolCallTimeout      int32 = 1
-	MaxToolCallTimeout      int32 = 3600
+	DefaultToolCallMargin   = 5 * time.Second
+	DefaultMaxPending       = 1024
+	DefaultMaxAgentInFlight = 256
+	DefaultWatchBuffer      = 256
+	// DefaultMaxAnswerBytes bounds a computer's answer: large enough for
+	// screenshots, separate from the (smaller) request limit.
+	DefaultMaxAnswerBytes       = 16 << 20
+	MinToolCallTimeout    int32 = 1
+	MaxToolCallTimeout    int32 = 3600
 )
 
 // Config tunes a Hub. Zero fields take the defaults.
@@ -37,13 +40,17 @@ type Config struct {
 	// ToolCallMargin is added to a tool call's timeout.
 	ToolCallMargin time.Duration
 	// MaxPending bounds the requests awaiting an answer from one computer.
-	// A request that timed out still counts until the computer answers or
-	// disconnects, because the transport keeps its ack registered until then.
+	// A request stops counting when it settles, however it settles (answer,
+	// timeout, computer gone, caller gone); the transport is told to forget
+	// the answer of one that did not settle by it.
 	MaxPending int
 	// MaxAgentInFlight bounds the client: requests one office's agent has
 	// in flight, over every front end (a Socket.IO agent and RPC callers
 	// acting as that agent count together). Excess requests get 429.
 	MaxAgentInFlight int
+	// MaxAnswerBytes bounds a computer's answer; a larger one fails that
+	// call (the computer stays joined).
+	MaxAnswerBytes int
 	// WatchBuffer is how many notifications a watcher may lag behind before
 	// it is dropped.
 	WatchBuffer int
@@ -67,6 +74,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxAgentInFlight <= 0 {
 		c.MaxAgentInFlight = DefaultMaxAgentInFlight
+	}
+	if c.MaxAnswerBytes <= 0 {
+		c.MaxAnswerBytes = DefaultMaxAnswerBytes
 	}
 	if c.WatchBuffer <= 0 {
 		c.WatchBuffer = DefaultWatchBuffer
@@ -95,10 +105,14 @@ type Conn interface {
 	// the hub's lock held, which keeps notifications in membership order.
 	Notify(n Notification)
 	// Request sends a client: event to the session (a computer) and returns at
-	// once. done is called at most once, with the session's answer or with an
+	// once. done is called at most once, with the session's answer, with a
+	// *BadAnswerError when the answer cannot be relayed, or with another
 	// error when the answer can no longer come; it may never be called when
 	// the session closes, since the core then forgets the request anyway.
-	Request(event string, payload json.RawMessage, done func(answer json.RawMessage, err error))
+	// forget, when not nil, is called when the core no longer awaits the
+	// answer (timeout, caller gone): the transport may drop what it keeps
+	// for it, and done may then never be called.
+	Request(event string, payload json.RawMessage, done func(answer json.RawMessage, err error)) (forget func())
 }
 
 // Hub holds every session and office. All membership decisions are taken

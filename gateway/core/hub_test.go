@@ -21,6 +21,8 @@ type fakeConn struct {
 	notes    []Notification
 	requests []string // event names received
 	handler  func(event string, payload json.RawMessage) (json.RawMessage, bool)
+	// forgotten counts the requests the core gave up on (forget called).
+	forgotten atomic.Int64
 }
 
 func (c *fakeConn) Notify(n Notification) {
@@ -29,19 +31,21 @@ func (c *fakeConn) Notify(n Notification) {
 	c.notes = append(c.notes, n)
 }
 
-func (c *fakeConn) Request(event string, payload json.RawMessage, done func(json.RawMessage, error)) {
+func (c *fakeConn) Request(event string, payload json.RawMessage, done func(json.RawMessage, error)) func() {
 	c.mu.Lock()
 	c.requests = append(c.requests, event)
 	h := c.handler
 	c.mu.Unlock()
+	forget := func() { c.forgotten.Add(1) }
 	if h == nil {
-		return // never answers
+		return forget // never answers
 	}
 	go func() {
 		if raw, ok := h(event, payload); ok {
 			done(raw, nil)
 		}
 	}()
+	return forget
 }
 
 func (c *fakeConn) notifications() []Notification {

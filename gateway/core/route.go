@@ -1,10 +1,10 @@
 package core
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,13 +24,20 @@ const CodeTooManyPending = 429
 // (404) for the wire.
 var ErrComputerGone = errors.New("core: computer left before answering")
 
+// BadAnswerError is what a Conn reports when the computer answered with
+// something that cannot be relayed (not JSON, a number beyond float64, a
+// binary attachment). Only that call fails: the computer stays joined.
+type BadAnswerError struct{ Reason string }
+
+func (e *BadAnswerError) Error() string { return "core: bad answer: " + e.Reason }
+
 type goneError struct{ wire *smcp.Error }
 
 func (e goneError) Error() string   { return e.wire.Error() }
 func (e goneError) Unwrap() []error { return []error{e.wire, ErrComputerGone} }
 
 func computerGone(computer string) error {
-	return goneError{smcp.Errorf(smcp.CodeNotFound, "computer %q left the office before answering", computer)}
+	return goneError{smcp.ComputerGoneError(computer)}
 }
 
 // Request is a validated client: event. Payload is what the agent sent and is
@@ -43,6 +50,7 @@ type Request struct {
 	// Timeout is the tool call's own timeout in seconds (tool_call only).
 	Timeout int32
 	Payload json.RawMessage
+	info    *smcp.EventInfo
 	// GoneAsError makes Route answer a client:tool_call whose computer left
 	// with ErrComputerGone instead of GoneResult, for front ends (RPC) that
 	// report a computer gone as an error rather than a tool result.
@@ -57,88 +65,41 @@ type RequestMessage interface {
 	GetComputer() string
 }
 
-// ParseRequest validates the payload of a client: event. Errors are 400s.
+// ParseRequest checks the payload of a client: event as the protocol table
+// declares (smcp.EventInfo.Check): a JSON object whose routing fields have
+// their types and bounds. Only those fields are read; Payload keeps the
+// bytes as they came. Errors are 400s.
 func ParseRequest(event string, payload []byte) (*Request, error) {
-	var m RequestMessage
-	switch event {
-	case smcp.EventToolCall:
-		m = &smcpv1.ToolCallReq{}
-	case smcp.EventGetTools:
-		m = &smcpv1.GetToolsReq{}
-	case smcp.EventGetConfig:
-		m = &smcpv1.GetComputerConfigReq{}
-	case smcp.EventGetDesktop:
-		m = &smcpv1.GetDeskTopReq{}
-	case smcp.EventGetFinder:
-		m = &smcpv1.GetFinderReq{}
-	case smcp.EventReadResource:
-		m = &smcpv1.ReadResourceReq{}
-	default:
+	info, ok := smcp.Event(event)
+	if !ok || info.Kind != smcp.Routed {
 		return nil, smcp.Errorf(smcp.CodeBadRequest, "unknown event %q", event)
 	}
-	if t := bytes.TrimSpace(payload); len(t) == 0 || t[0] != '{' {
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: payload must be a JSON object", event)
-	}
-	if err := smcp.Unmarshal(payload, m); err != nil {
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: %v", event, err)
-	}
-	return NewRequest(event, m, payload)
-}
-
-// NewRequest applies the checks of ParseRequest to a typed message whose
-// wire form is payload, for front ends that hold the message already
-// (decoding payload again only to validate it was 5-6% of the gateway's CPU
-// per Connect call).
-func NewRequest(event string, m RequestMessage, payload []byte) (*Request, error) {
-	r := &Request{Event: event, Agent: m.GetAgent(), ReqID: m.GetReqId(), Computer: m.GetComputer(), Payload: payload}
-	if err := r.checkIDs(); err != nil {
+	f, err := info.Check(payload)
+	if err != nil {
 		return nil, err
 	}
-	switch m := m.(type) {
-	case *smcpv1.ToolCallReq:
-		if err := checkToolCall(event, m.GetToolName(), m.GetTimeout()); err != nil {
-			return nil, err
-		}
-		r.Timeout = m.GetTimeout()
-	case *smcpv1.ReadResourceReq:
-		if m.GetUri() == "" {
-			return nil, smcp.Errorf(smcp.CodeBadRequest, "%s: uri is required", event)
-		}
-	}
-	return r, nil
-}
-
-// checkIDs checks the fields every client: request carries.
-func (r *Request) checkIDs() error {
-	switch {
-	case r.Agent == "":
-		return smcp.Errorf(smcp.CodeBadRequest, "%s: agent is required", r.Event)
-	case r.ReqID == "":
-		return smcp.Errorf(smcp.CodeBadRequest, "%s: req_id is required", r.Event)
-	case r.Computer == "":
-		return smcp.Errorf(smcp.CodeBadRequest, "%s: computer is required", r.Event)
-	}
-	return nil
-}
-
-// checkToolCall checks what a tool call carries beyond the IDs.
-func checkToolCall(event, toolName string, timeout int32) error {
-	switch {
-	case toolName == "":
-		return smcp.Errorf(smcp.CodeBadRequest, "%s: tool_name is required", event)
-	case timeout < MinToolCallTimeout || timeout > MaxToolCallTimeout:
-		return smcp.Errorf(smcp.CodeBadRequest, "%s: timeout must be an integer in %d..%d seconds",
-			event, MinToolCallTimeout, MaxToolCallTimeout)
-	}
-	return nil
+	return &Request{Event: event, info: info, Agent: f.Agent, ReqID: f.ReqID, Computer: f.Computer,
+		Timeout: f.Timeout, Payload: payload}, nil
 }
 
 // Deadline is how long the gateway waits for the computer's answer to r.
 func (h *Hub) Deadline(r *Request) time.Duration {
-	if r.Event == smcp.EventToolCall {
+	if r.eventInfo().Deadline == smcp.ToolCallDeadline {
 		return time.Duration(r.Timeout)*time.Second + h.cfg.ToolCallMargin
 	}
 	return h.cfg.RequestTimeout
+}
+
+// eventInfo is r's entry in the protocol table (Requests built by hand in
+// tests have none yet).
+func (r *Request) eventInfo() *smcp.EventInfo {
+	if r.info != nil {
+		return r.info
+	}
+	if info, ok := smcp.Event(r.Event); ok {
+		return info
+	}
+	return &smcp.EventInfo{Name: r.Event}
 }
 
 // resolve applies the caller checks and finds the target computer: a
@@ -196,128 +157,164 @@ type answer struct {
 // gone is answered with a gateway-made CallToolResult (err nil); for the other
 // events they are *smcp.Error 408 and ErrComputerGone. Before routing, errors
 // are *smcp.Error (4103, 403, 404, 429). When ctx ends first, ctx.Err() is
-// returned and the answer is dropped.
+// returned and the request is abandoned: its slots are freed and a late
+// answer is ignored.
 func (s *Session) Route(ctx context.Context, r *Request) (json.RawMessage, error) {
 	ch := make(chan answer, 1)
-	s.Go(r, func(raw json.RawMessage, err error) { ch <- answer{raw, err} })
+	abandon := s.Go(r, func(raw json.RawMessage, err error) { ch <- answer{raw, err} })
 	select {
 	case a := <-ch:
 		return a.raw, a.err
 	case <-ctx.Done():
+		abandon(ctx.Err())
 		return nil, ctx.Err()
 	}
 }
 
 // Go is Route without a goroutine to wait in: it returns at once and done
 // gets what Route would return, exactly once, from whichever goroutine
-// settles the request first (the computer's answer, the deadline's timer or
-// the computer leaving). done must not block. A front end that can answer
-// from a callback (Socket.IO acks) saves a goroutine, its stack growth and a
-// channel per call: measured as ~11% of the gateway's CPU under load.
-func (s *Session) Go(r *Request, done func(json.RawMessage, error)) {
+// settles the request first (the computer's answer, the deadline's timer, the
+// computer leaving, or abandon). done must not block. A front end that can
+// answer from a callback (Socket.IO acks) saves a goroutine, its stack growth
+// and a channel per call: measured as ~11% of the gateway's CPU under load.
+// abandon(err) gives the request up (done gets err): its slots are freed and
+// the computer's answer, if it comes, is ignored; after the request is
+// settled it does nothing.
+func (s *Session) Go(r *Request, done func(json.RawMessage, error)) (abandon func(error)) {
 	c, o, remote, err := s.resolve(r)
 	if err != nil {
 		done(nil, err)
-		return
+		return noAbandon
 	}
 	h := s.hub
 	if o.agentCalls.Add(1) > int64(h.cfg.MaxAgentInFlight) {
 		o.agentCalls.Add(-1)
 		done(nil, smcp.Errorf(CodeTooManyPending, "agent %q has too many requests in flight", s.name))
-		return
+		return noAbandon
 	}
 	release := func() { o.agentCalls.Add(-1) }
 	if remote != nil {
-		s.goRemote(r, *remote, release, done)
-		return
+		return s.goRemote(r, *remote, release, done)
 	}
-	s.dispatch(r, c.membership, &c.pending, release, func(answered func(json.RawMessage, error)) {
-		c.conn.Request(r.Event, r.Payload, answered)
+	return s.dispatch(r, c.membership, &c.pending, release, func(answered func(json.RawMessage, error)) func() {
+		return c.conn.Request(r.Event, r.Payload, answered)
 	}, done)
 }
 
+func noAbandon(error) {}
+
 // dispatch sends r with send and settles it once: with the answer, at the
-// deadline, or when gone ends. pending counts the computer's calls in
-// flight; release frees the agent's in-flight slot.
+// deadline, when gone ends, or when abandoned. pending counts the computer's
+// calls in flight and release frees the agent's in-flight slot: both are
+// given back when the call settles, however it settles, so a computer that
+// loses answers does not end up refusing every call (429). send returns how
+// to tell the transport that the answer is no longer awaited (or nil).
 func (s *Session) dispatch(r *Request, gone context.Context, pending *atomic.Int64, release func(),
-	send func(answered func(json.RawMessage, error)), done func(json.RawMessage, error)) {
+	send func(answered func(json.RawMessage, error)) (forget func()), done func(json.RawMessage, error)) func(error) {
 	h := s.hub
 	if pending.Add(1) > int64(h.cfg.MaxPending) {
 		pending.Add(-1)
 		release()
 		done(nil, smcp.Errorf(CodeTooManyPending, "computer %q has too many requests in flight", r.Computer))
-		return
+		return noAbandon
 	}
-	p := &pendingCall{done: done, release: release}
+	p := &pendingCall{done: done, release: release, pending: pending}
 	p.mu.Lock()
 	deadline := h.Deadline(r)
 	p.timer = time.AfterFunc(deadline, func() {
 		h.log.Info("computer did not answer in time", "event", r.Event, "computer", r.Computer, "req_id", r.ReqID)
-		if r.Event == smcp.EventToolCall {
-			p.settle(TimeoutResult(), nil)
-			return
-		}
-		p.settle(nil, smcp.Errorf(smcp.CodeTimeout, "%s: computer %q did not answer in %s", r.Event, r.Computer, deadline))
+		p.settle(false, s.failure(r, smcp.ComputerTimeoutError(r.Event, r.Computer, deadline)))
 	})
-	p.stopGone = context.AfterFunc(gone, func() { p.settle(s.goneAnswer(r)) })
+	p.stopGone = context.AfterFunc(gone, func() { p.settle(false, s.goneAnswer(r)) })
 	p.mu.Unlock()
-	send(func(raw json.RawMessage, err error) {
-		pending.Add(-1)
-		if err != nil {
+	forget := send(func(raw json.RawMessage, err error) {
+		var bad *BadAnswerError
+		switch {
+		case errors.As(err, &bad):
+		case err != nil:
 			h.log.Warn("computer request failed", "event", r.Event, "computer", r.Computer, "err", err)
-			p.settle(s.goneAnswer(r))
+			p.settle(true, s.goneAnswer(r))
+			return
+		case len(raw) > h.cfg.MaxAnswerBytes:
+			bad = &BadAnswerError{Reason: fmt.Sprintf("answer of %d bytes exceeds the limit of %d", len(raw), h.cfg.MaxAnswerBytes)}
+		}
+		if bad != nil {
+			h.log.Warn("computer answer not relayed", "event", r.Event, "computer", r.Computer, "req_id", r.ReqID, "reason", bad.Reason)
+			p.settle(true, s.failure(r, smcp.BadAnswerError(r.Computer, bad.Reason)))
 			return
 		}
-		p.settle(raw, nil) // a second call from a faulty Conn is ignored
+		p.settle(true, answer{raw: raw}) // a late or second answer is ignored
 	})
+	p.setForget(forget)
+	return func(err error) { p.settle(false, answer{err: err}) }
 }
 
-// pendingCall settles a request once and releases its timer and watch.
+// pendingCall settles a request once and releases its timer, watch and slots.
 type pendingCall struct {
 	mu       sync.Mutex
 	settled  bool
+	answered bool   // settled by the transport: nothing to forget
+	forget   func() // tells the transport the answer is no longer awaited
 	timer    *time.Timer
 	stopGone func() bool
-	release  func() // frees the agent's in-flight slot
+	pending  *atomic.Int64 // the computer's calls in flight
+	release  func()        // frees the agent's in-flight slot
 	done     func(json.RawMessage, error)
 }
 
-func (p *pendingCall) settle(raw json.RawMessage, err error) {
+// setForget records the transport's forget, or calls it when the call was
+// given up before send returned.
+func (p *pendingCall) setForget(forget func()) {
+	if forget == nil {
+		return
+	}
+	p.mu.Lock()
+	if p.settled {
+		answered := p.answered
+		p.mu.Unlock()
+		if !answered {
+			forget()
+		}
+		return
+	}
+	p.forget = forget
+	p.mu.Unlock()
+}
+
+func (p *pendingCall) settle(answered bool, a answer) {
 	p.mu.Lock()
 	if p.settled {
 		p.mu.Unlock()
 		return
 	}
-	p.settled = true
+	p.settled, p.answered = true, answered
+	forget := p.forget
 	p.mu.Unlock()
 	p.timer.Stop()
 	p.stopGone()
+	p.pending.Add(-1)
 	p.release()
-	p.done(raw, err)
-}
-
-func (s *Session) goneAnswer(r *Request) (json.RawMessage, error) {
-	if r.Event == smcp.EventToolCall && !r.GoneAsError {
-		return GoneResult(r.Computer), nil
+	if !answered && forget != nil {
+		forget()
 	}
-	return nil, computerGone(r.Computer)
+	p.done(a.raw, a.err)
 }
 
-// TimeoutResult is the CallToolResult of a tool call whose computer did not
-// answer before timeout + margin.
-func TimeoutResult() json.RawMessage {
-	return json.RawMessage(`{"content":[{"type":"text","text":"Tool call timeout"}],"isError":true,"meta":{"a2c_timeout":true}}`)
+// failure answers a routed call the gateway settles itself (timeout, a bad
+// answer): for events with gateway results (client:tool_call) a
+// CallToolResult, otherwise the flat error.
+func (s *Session) failure(r *Request, e *smcp.Error) answer {
+	if r.eventInfo().GatewayResults {
+		return answer{raw: smcp.GatewayResult(e)}
+	}
+	return answer{err: e}
 }
 
-// GoneResult is the CallToolResult of a tool call whose computer left or
-// disconnected before answering.
-func GoneResult(computer string) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{
-		"content": []any{map[string]any{"type": "text", "text": "computer " + computer + " left the office before answering"}},
-		"isError": true,
-		"meta":    map[string]any{"a2c_error_code": smcp.CodeNotFound},
-	})
-	return b
+func (s *Session) goneAnswer(r *Request) answer {
+	if r.eventInfo().GatewayResults && !r.GoneAsError {
+		return answer{raw: smcp.GatewayResult(smcp.ComputerGoneError(r.Computer))}
+	}
+	return answer{err: computerGone(r.Computer)}
 }
 
 // CallTool routes client:tool_call. Tool failures, timeouts and a computer
@@ -358,7 +355,7 @@ func call[T proto.Message](ctx context.Context, s *Session, event string, req Re
 	if err != nil {
 		return zero, smcp.Errorf(smcp.CodeBadRequest, "%s: %v", event, err)
 	}
-	r, err := NewRequest(event, req, b)
+	r, err := ParseRequest(event, b)
 	if err != nil {
 		return zero, err
 	}

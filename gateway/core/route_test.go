@@ -37,7 +37,7 @@ func TestParseRequest(t *testing.T) {
 		{"timeout 3601", smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","tool_name":"t","timeout":3601}`, "timeout"},
 		{"timeout fraction", smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","tool_name":"t","timeout":1.5}`, "timeout"},
 		{"timeout 3600", smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","tool_name":"t","timeout":3600}`, ""},
-		{"params not object", smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","tool_name":"t","timeout":1,"params":[1]}`, "unexpected token"},
+		{"params not object", smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","tool_name":"t","timeout":1,"params":[1]}`, "params must be an object"},
 		{"read without uri", smcp.EventReadResource, `{"agent":"a","req_id":"r","computer":"c"}`, "uri is required"},
 		{"finder with paging", smcp.EventGetFinder, `{"agent":"a","req_id":"r","computer":"c","offset":0,"limit":5,"keywords":["x"]}`, ""},
 		{"unknown keys pass", smcp.EventGetConfig, `{"agent":"a","req_id":"r","computer":"c","extra":{"x":1}}`, ""},
@@ -247,28 +247,55 @@ func TestAgentGoneDropsRequest(t *testing.T) {
 	}
 }
 
+// A request the gateway gives up on frees its --max-pending slot at once and
+// tells the transport to forget it; its late answer is ignored and does not
+// free a slot a second time.
 func TestPendingBound(t *testing.T) {
 	release := make(chan struct{})
-	wait := func(event string, payload json.RawMessage) (json.RawMessage, bool) {
+	answer := func(event string, payload json.RawMessage) (json.RawMessage, bool) {
+		if event == smcp.EventToolCall {
+			return nil, false // never
+		}
 		<-release
 		return payload, true
 	}
-	o := newTestOffice(t, Config{MaxPending: 2, RequestTimeout: time.Millisecond}, wait)
-	// Two requests time out but stay pending on the computer...
-	for i := range 2 {
+	o := newTestOffice(t, Config{MaxPending: 2, RequestTimeout: time.Millisecond, ToolCallMargin: time.Millisecond}, answer)
+	for i := range 5 {
 		_, err := o.agent.Route(context.Background(), mustParse(t, smcp.EventGetTools, fmt.Sprintf(`{"agent":"alice","req_id":"r%d","computer":"pc"}`, i)))
 		wantCode(t, err, 408)
 	}
-	// ... so a third is refused until the computer answers them.
-	_, err := o.agent.Route(context.Background(), mustParse(t, smcp.EventGetTools, `{"agent":"alice","req_id":"r3","computer":"pc"}`))
-	wantCode(t, err, CodeTooManyPending)
-	close(release)
-	deadline := time.Now().Add(5 * time.Second)
-	for o.pc.pending.Load() != 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
 	if n := o.pc.pending.Load(); n != 0 {
-		t.Fatalf("pending = %d after the computer answered", n)
+		t.Fatalf("pending = %d after the timeouts, want 0", n)
+	}
+	if n := o.pcConn.forgotten.Load(); n != 5 {
+		t.Fatalf("%d requests forgotten, want 5", n)
+	}
+	// The late answers change nothing.
+	close(release)
+	time.Sleep(50 * time.Millisecond)
+	if n := o.pc.pending.Load(); n != 0 {
+		t.Fatalf("pending = %d after the late answers, want 0", n)
+	}
+	// The bound holds: two calls in flight, the third is refused.
+	for len(o.arrived) > 0 {
+		<-o.arrived
+	}
+	results := make(chan error, 2)
+	for i := range 2 {
+		go func() {
+			_, err := o.agent.Route(context.Background(), mustParse(t, smcp.EventToolCall,
+				fmt.Sprintf(`{"agent":"alice","req_id":"t%d","computer":"pc","tool_name":"x","timeout":1}`, i)))
+			results <- err
+		}()
+	}
+	<-o.arrived
+	<-o.arrived
+	_, err := o.agent.Route(context.Background(), mustParse(t, smcp.EventToolCall, `{"agent":"alice","req_id":"t3","computer":"pc","tool_name":"x","timeout":1}`))
+	wantCode(t, err, CodeTooManyPending)
+	for range 2 {
+		if err := <-results; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

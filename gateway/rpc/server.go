@@ -39,8 +39,9 @@ const (
 	DefaultAgent = "rpc-agent"
 	// DefaultToolTimeout is a CallTool's timeout when the request leaves it 0.
 	DefaultToolTimeout int32 = 60
-	// DefaultMaxRequestBytes bounds a request message (after decompression).
-	DefaultMaxRequestBytes = 4 << 20
+	// DefaultMaxRequestBytes bounds a request message (after decompression):
+	// the Socket.IO front end's default payload limit.
+	DefaultMaxRequestBytes = 1 << 20
 	// compressMinBytes is the smallest answer worth compressing.
 	compressMinBytes = 1024
 	// maxAgentName bounds the x-smcp-agent header.
@@ -59,8 +60,9 @@ type Options struct {
 	// "https://app.example.com", "*" for any). Empty: no CORS headers, so
 	// browsers on other origins are refused by their own policy.
 	CORSOrigins []string
-	// MaxRequestBytes bounds a request message (default 4 MiB); larger ones
-	// are refused with ResourceExhausted before they are decoded.
+	// MaxRequestBytes bounds a request message (default 1 MiB, the gateway
+	// sets the Socket.IO limit); larger ones are refused with
+	// ResourceExhausted before they are decoded.
 	MaxRequestBytes int
 	// HandlerOptions are added to the AgentService handler (interceptors,
 	// e.g. otelconnect).

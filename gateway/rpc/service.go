@@ -109,7 +109,12 @@ func (s *service) CallTool(ctx context.Context, req *smcpv1.CallToolRequest) (*s
 	if err != nil {
 		return nil, toConnect(smcp.Errorf(smcp.CodeBadRequest, "params: %v", err))
 	}
-	r, err := core.NewRequest(smcp.EventToolCall, call, payload)
+	// The request limit bounds what is forwarded, as on Socket.IO: the JSON
+	// can be larger than the protobuf message the body limit checked.
+	if len(payload) > s.opts.MaxRequestBytes {
+		return nil, toConnect(smcp.Errorf(smcp.CodeBadRequest, "payload of %d bytes exceeds the limit of %d", len(payload), s.opts.MaxRequestBytes))
+	}
+	r, err := core.ParseRequest(smcp.EventToolCall, payload)
 	if err != nil {
 		return nil, toConnect(err)
 	}

@@ -65,8 +65,9 @@ func TestToConnect(t *testing.T) {
 type requestConn struct{ requested chan string }
 
 func (requestConn) Notify(core.Notification) {}
-func (c requestConn) Request(event string, _ json.RawMessage, _ func(json.RawMessage, error)) {
+func (c requestConn) Request(event string, _ json.RawMessage, _ func(json.RawMessage, error)) func() {
 	c.requested <- event
+	return nil
 }
 
 func TestToConnectComputerGone(t *testing.T) {

@@ -1,7 +1,6 @@
 package sio
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -28,7 +27,8 @@ type handler struct {
 }
 
 // event runs fn for one event: it splits the payload from the ack and turns
-// a panic into a 500 rather than losing the socket.
+// a panic into a 500 rather than losing the socket. Arguments are as the
+// gateway's parser delivers them (parser.go): json.RawMessage, or *badArgs.
 func (h *handler) event(name string, fn func(h *handler, event string, payload any, ack socket.Ack), args []any) {
 	var ack socket.Ack
 	if n := len(args); n > 0 {
@@ -56,21 +56,25 @@ func (h *handler) event(name string, fn func(h *handler, event string, payload a
 // kept per connection cost 1 KiB of every idle connection.
 func (h *handler) log() *slog.Logger { return h.srv.log.With("sid", h.sid, "key", h.key) }
 
-// raw re-encodes a payload as the library decoded it, refusing what is not a
+// raw returns a payload as the bytes the client sent, refusing what is not a
 // JSON object or is larger than the limit.
 func (h *handler) raw(payload any) (json.RawMessage, error) {
-	if payload == nil {
+	var b json.RawMessage
+	switch x := payload.(type) {
+	case nil:
 		return nil, smcp.Errorf(smcp.CodeBadRequest, "payload must be a JSON object, got nothing")
-	}
-	if _, ok := payload.(map[string]any); !ok {
+	case *badArgs:
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "%s", x.reason)
+	case json.RawMessage:
+		b = x
+	default:
 		return nil, smcp.Errorf(smcp.CodeBadRequest, "payload must be a JSON object")
-	}
-	b, err := smcp.MarshalDecoded(payload)
-	if err != nil {
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "payload does not encode as JSON: %v", err)
 	}
 	if len(b) > h.srv.cfg.MaxMessageBytes {
 		return nil, smcp.Errorf(smcp.CodeBadRequest, "payload of %d bytes exceeds the limit of %d", len(b), h.srv.cfg.MaxMessageBytes)
+	}
+	if len(b) == 0 || b[0] != '{' {
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "payload must be a JSON object")
 	}
 	return b, nil
 }
@@ -205,8 +209,7 @@ func (h *handler) route(event string, payload any, ack socket.Ack) {
 		flat(ack, err)
 		return
 	}
-	m, _ := payload.(map[string]any) // raw refused anything else
-	req, err := core.ParseDecoded(event, m, b)
+	req, err := core.ParseRequest(event, b)
 	if err != nil {
 		flat(ack, err)
 		return
@@ -232,7 +235,7 @@ func (h *handler) route(event string, payload any, ack socket.Ack) {
 			span.SetStatus(codes.Error, metrics.Outcome(err))
 			flat(ack, err)
 		default:
-			ack([]any{json.RawMessage(bytes.TrimSpace(out))}, nil)
+			ack([]any{out}, nil)
 		}
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zishang520/socket.io/parsers/socket/v3/parser"
 	"github.com/zishang520/socket.io/servers/socket/v3"
 	"github.com/zishang520/socket.io/v3/pkg/types"
 	"go.opentelemetry.io/otel/trace"
@@ -56,7 +57,8 @@ type Config struct {
 	APIKeyHeader string
 	// MaxMessageBytes bounds an event's payload: larger payloads get a flat
 	// 400 and the connection survives. Engine.IO frames above twice this
-	// size close the connection.
+	// size, or above the hub's MaxAnswerBytes plus this size if that is
+	// more, close the connection.
 	MaxMessageBytes int
 	// RequireVersion refuses handshakes without the a2c_version parameter.
 	RequireVersion bool
@@ -132,7 +134,13 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	opts.SetPath(strings.TrimSuffix(cfg.Path, "/"))
 	opts.SetServeClient(false)
 	opts.SetTransports(types.NewSet(socket.Polling, socket.WebSocket))
-	opts.SetMaxHttpBufferSize(int64(2 * cfg.MaxMessageBytes))
+	// The Engine.IO frame limit is a hard one (a larger frame closes the
+	// connection), so it is set above both payload limits: a request over
+	// MaxMessageBytes gets a 400 and an answer over the hub's MaxAnswerBytes
+	// fails its one call (core), both on a connection that survives.
+	opts.SetMaxHttpBufferSize(int64(max(2*cfg.MaxMessageBytes, hub.Config().MaxAnswerBytes+cfg.MaxMessageBytes)))
+	// Event and ack arguments stay the bytes received (parser.go).
+	opts.SetParser(rawParser{})
 	// The library can drop a namespace CONNECT that arrives right after the
 	// Engine.IO handshake; closing such connections soon lets the client
 	// reconnect instead of hanging for the default 45 s.
@@ -364,7 +372,11 @@ func (s *Server) onConnection(sock *socket.Socket) {
 			return
 		}
 		if ack, ok := args[len(args)-1].(socket.Ack); ok {
-			ack([]any{smcp.Errorf(smcp.CodeBadRequest, "unknown event %q", name).Wire()}, nil)
+			e := smcp.Errorf(smcp.CodeBadRequest, "unknown event %q", name)
+			if bad, ok := args[1].(*badArgs); ok && name == malformedEvent {
+				e = smcp.Errorf(smcp.CodeBadRequest, "%s", bad.reason)
+			}
+			ack([]any{e.Wire()}, nil)
 		}
 	})
 	_ = sock.On("disconnect", func(args ...any) {
@@ -437,8 +449,23 @@ func (c *conn) Notify(n core.Notification) {
 
 // Request emits with an ack and no library timeout: the core keeps the
 // deadline, and the library's timeout paths are racy or leak (DESIGN.md).
-func (c *conn) Request(event string, payload json.RawMessage, done func(json.RawMessage, error)) {
-	c.sock.EmitWithAck(event, payload)(func(args []any, err error) {
+// The payload goes out as the bytes the agent sent and the computer's first
+// ack argument comes back as the bytes it sent.
+//
+// The packet is written here rather than by Socket.EmitWithAck so that the
+// ack id is known: the library keeps an ack callback registered until the
+// ack comes or the socket disconnects, so every call the core gave up on
+// (timeout, caller gone) would hold its callback, and the agent's answer
+// path through it, for the computer's lifetime. forget removes it, with the
+// library's own public Acks map; a late ack then finds no callback and is
+// dropped by the library. What EmitWithAck does besides (outgoing
+// listeners, connection state recovery, per-emit flags) the gateway uses
+// none of.
+func (c *conn) Request(event string, payload json.RawMessage, done func(json.RawMessage, error)) (forget func()) {
+	nsp := c.sock.Nsp()
+	id := nsp.Ids()
+	acks := c.sock.Acks()
+	acks.Store(id, func(args []any, err error) {
 		if err != nil {
 			done(nil, err)
 			return
@@ -449,13 +476,33 @@ func (c *conn) Request(event string, payload json.RawMessage, done func(json.Raw
 		}
 		doneWithJSON(args[0], done)
 	})
+	c.sock.Client().WriteToEngine(nsp.Server().Encoder().Encode(&parser.Packet{
+		Type: parser.EVENT, Nsp: nsp.Name(), Id: &id, Data: []any{event, payload},
+	}), &socket.WriteOptions{})
+	return func() { acks.Delete(id) }
 }
 
-// doneWithJSON hands done an ack's first argument as JSON.
+// doneWithJSON hands done an ack's first argument as JSON: the raw bytes
+// from this node's parser; bytes (a RawMessage that crossed nodes in the
+// cluster adapter's msgpack); or, from the cluster adapter, decoded values,
+// which are encoded again.
 func doneWithJSON(arg any, done func(json.RawMessage, error)) {
+	switch x := arg.(type) {
+	case json.RawMessage:
+		done(x, nil)
+		return
+	case *badArgs:
+		done(nil, &core.BadAnswerError{Reason: x.reason})
+		return
+	case []byte:
+		if smcp.CheckJSON(x) == nil {
+			done(x, nil)
+			return
+		}
+	}
 	b, err := smcp.MarshalDecoded(arg)
 	if err != nil {
-		done(nil, fmt.Errorf("encode answer: %w", err))
+		done(nil, &core.BadAnswerError{Reason: "answer does not encode as JSON: " + err.Error()})
 		return
 	}
 	done(b, nil)

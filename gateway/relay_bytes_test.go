@@ -1,0 +1,186 @@
+package gateway_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/smcpgw/smcp-gateway/gateway"
+)
+
+// byteCases are JSON texts whose bytes a relay must keep: every one of them
+// changes if it is decoded into Go values and encoded again.
+var byteCases = map[string]string{
+	"key order":       `{"z":1,"a":2,"m":{"y":[3,{"b":1,"a":0}],"b":null}}`,
+	"2^53+1":          `{"n":9007199254740993}`,
+	"2^64":            `{"n":18446744073709551616}`,
+	"-2^63+1":         `{"n":-9223372036854775807}`,
+	"1e308":           `{"n":1e308,"m":1E+2,"z":-0,"f":0.10,"e":2.5e-7}`,
+	"unicode escapes": `{"s":"\u00e9 é \u2028 \/ <a&b>","k\u00e9y":"\uD83D\uDE00"}`,
+	"lone surrogate":  `{"s":"\ud800","t":"x\udfffy"}`,
+	"deep nesting":    `{"d":` + strings.Repeat(`[{"a":`, 400) + `1` + strings.Repeat(`}]`, 400) + `}`,
+	"empty":           `{"o":{},"a":[],"s":"","w":{ "x" : [ ] }}`,
+}
+
+// relayOffice is a gateway with one raw agent ("ag") and one raw computer
+// ("pc") in office "o". The computer answers with answer(payload), or not
+// at all when it returns "". An answer starting with "slow:" is sent one
+// second later (without the prefix), from a goroutine the test awaits
+// through the answer itself.
+type relayOffice struct {
+	gw       *gateway.Running
+	agent    *rawSIO
+	pc       *rawSIO
+	mu       sync.Mutex
+	received [][]byte // the computer's events, as JSON arrays
+}
+
+func newRelayOffice(t *testing.T, cfg gateway.Config, answer func(event string, payload []byte) string) *relayOffice {
+	t.Helper()
+	o := &relayOffice{gw: startGateway(t, cfg)}
+	o.pc = dialRaw(t, o.gw.URL, func(array []byte, reply func([]byte)) {
+		if !bytes.HasPrefix(array, []byte(`["client:`)) {
+			return // notifications
+		}
+		o.mu.Lock()
+		o.received = append(o.received, append([]byte(nil), array...))
+		o.mu.Unlock()
+		var args []json.RawMessage
+		if json.Unmarshal(array, &args) != nil || len(args) < 2 {
+			return
+		}
+		var event string
+		_ = json.Unmarshal(args[0], &event)
+		// The payload as it arrived: the array minus the name and brackets.
+		payload := array[len(args[0])+2 : len(array)-1]
+		a := answer(event, payload)
+		if slow, ok := strings.CutPrefix(a, "slow:"); ok {
+			time.AfterFunc(time.Second, func() { reply([]byte("[" + slow + "]")) })
+			return
+		}
+		if a != "" {
+			reply([]byte("[" + a + "]"))
+		}
+	})
+	o.pc.join("computer", "pc", "o")
+	o.agent = dialRaw(t, o.gw.URL, nil)
+	o.agent.join("agent", "ag", "o")
+	return o
+}
+
+func (o *relayOffice) lastReceived() []byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.received) == 0 {
+		return nil
+	}
+	return o.received[len(o.received)-1]
+}
+
+func toolCall(reqID, params string, timeout int) string {
+	// tool_name after params and unusual spacing: the routing fields are read
+	// where they are, and the text is not rewritten.
+	return fmt.Sprintf(`{"timeout" : %d,"params":%s,"agent":"ag","req_id":%q,"computer":"pc","tool_name":"t"}`, timeout, params, reqID)
+}
+
+// TestSocketIOBytesBothWays: a tool call's payload reaches the computer as
+// the bytes the agent sent, and the computer's answer reaches the agent as
+// the bytes the computer sent, for every case of byteCases; and the same for
+// a non-tool event (get_config).
+func TestSocketIOBytesBothWays(t *testing.T) {
+	answers := map[string]string{} // req_id -> answer
+	var mu sync.Mutex
+	o := newRelayOffice(t, gateway.Config{}, func(event string, payload []byte) string {
+		var m struct {
+			ReqID string `json:"req_id"`
+		}
+		_ = json.Unmarshal(payload, &m)
+		mu.Lock()
+		defer mu.Unlock()
+		return answers[m.ReqID]
+	})
+	i := 0
+	for name, c := range byteCases {
+		i++
+		reqID := fmt.Sprintf("r%d", i)
+		answer := `{"content":[{"type":"text","text":"ok"}],"isError":false,"structuredContent":` + c + `}`
+		mu.Lock()
+		answers[reqID] = answer
+		answers[reqID+"cfg"] = c
+		mu.Unlock()
+
+		payload := toolCall(reqID, c, 5)
+		got := o.agent.wait(o.agent.emit("client:tool_call", payload), 5*time.Second)
+		if want := "[" + answer + "]"; string(got) != want {
+			t.Errorf("%s: agent got\n%.300s\nwant\n%.300s", name, got, want)
+		}
+		if want := `["client:tool_call",` + payload + `]`; string(o.lastReceived()) != want {
+			t.Errorf("%s: computer got\n%.300s\nwant\n%.300s", name, o.lastReceived(), want)
+		}
+
+		cfg := `{"computer":"pc","agent":"ag","req_id":"` + reqID + `cfg","x":` + c + `}`
+		got = o.agent.wait(o.agent.emit("client:get_config", cfg), 5*time.Second)
+		if want := "[" + c + "]"; string(got) != want {
+			t.Errorf("%s get_config: agent got %.300s want %.300s", name, got, want)
+		}
+		if want := `["client:get_config",` + cfg + `]`; string(o.lastReceived()) != want {
+			t.Errorf("%s get_config: computer got %.300s want %.300s", name, o.lastReceived(), want)
+		}
+	}
+}
+
+// TestSocketIOBinaryAttachmentsRefused: binary attachments are refused by
+// name in both directions, never relayed as {}; the connections survive.
+func TestSocketIOBinaryAttachmentsRefused(t *testing.T) {
+	binaryAnswer := false
+	var mu sync.Mutex
+	o := newRelayOffice(t, gateway.Config{}, func(event string, payload []byte) string {
+		mu.Lock()
+		defer mu.Unlock()
+		if binaryAnswer {
+			return "" // answered below as a BINARY_ACK
+		}
+		return `{"content":[],"isError":false}`
+	})
+	// Agent -> gateway: a BINARY_EVENT with one attachment.
+	ch := o.agent.emitFrame("451-/smcp,", `["client:tool_call",`+
+		toolCall("b1", `{"img":{"_placeholder":true,"num":0}}`, 5)+`]`)
+	o.agent.writeBinary([]byte{0, 1, 2, 3})
+	got := o.agent.wait(ch, 5*time.Second)
+	if !bytes.Contains(got, []byte(`"code":400`)) || !bytes.Contains(got, []byte("binary attachments")) ||
+		!bytes.Contains(got, []byte("arg0.params.img")) {
+		t.Fatalf("binary event: %s", got)
+	}
+	if r := o.lastReceived(); r != nil {
+		t.Fatalf("the computer received %s", r)
+	}
+
+	// Computer -> gateway: a BINARY_ACK.
+	mu.Lock()
+	binaryAnswer = true
+	mu.Unlock()
+	o.pc.setOnEvent(nil) // events now queue in o.pc.events
+	ch = o.agent.emit("client:tool_call", toolCall("b2", `{}`, 5))
+	select {
+	case <-o.pc.events:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the computer got no call")
+	}
+	o.pc.write(`461-/smcp,` + pcAckID(t, o) + `[{"content":[{"type":"image","data":{"_placeholder":true,"num":0}}]}]`)
+	o.pc.writeBinary([]byte{9, 9})
+	got = o.agent.wait(ch, 5*time.Second)
+	if !bytes.Contains(got, []byte(`"isError":true`)) || !bytes.Contains(got, []byte("binary attachments")) ||
+		!bytes.Contains(got, []byte(`"a2c_error_code":500`)) {
+		t.Fatalf("binary answer: %s", got)
+	}
+}
+
+// pcAckID is the ack id of the last event the computer got.
+func pcAckID(t *testing.T, o *relayOffice) string {
+	t.Helper()
+	return fmt.Sprint(o.pc.lastEventID.Load())
+}

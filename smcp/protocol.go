@@ -1,0 +1,313 @@
+package smcp
+
+import (
+	"encoding/json"
+	"math"
+	"strconv"
+
+	"google.golang.org/protobuf/proto"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+)
+
+// The protocol table: every SMCP event declared once (PROTOCOL.md §3), with
+// what the gateway needs to handle it. The gateway's core, its Socket.IO and
+// RPC front ends dispatch through it; adding an event is adding an entry.
+
+// Kind says who handles an event.
+type Kind int
+
+const (
+	// Server events are sent by a client and handled by the gateway.
+	Server Kind = iota + 1
+	// Routed events are sent by an agent and routed by the gateway to one
+	// computer, whose ack is the agent's answer.
+	Routed
+	// Notify events are sent by the gateway to the members of an office.
+	Notify
+)
+
+// DeadlineClass says how long the gateway waits for a routed event's answer.
+type DeadlineClass int
+
+const (
+	// DefaultDeadline is the gateway's request timeout (30 s by default).
+	DefaultDeadline DeadlineClass = iota
+	// ToolCallDeadline is the request's own timeout plus a margin.
+	ToolCallDeadline
+)
+
+// FieldType is the JSON type a checked field must have.
+type FieldType int
+
+const (
+	// String fields are JSON strings; null or absent count as "".
+	String FieldType = iota + 1
+	// Int fields are integral JSON numbers (or strings holding one, as
+	// protojson reads an int32); null or absent count as 0.
+	Int
+	// Object fields are JSON objects or null.
+	Object
+)
+
+// Field is a top-level field of a request that the gateway checks.
+type Field struct {
+	Key  string
+	Type FieldType
+	// Required refuses "" (String) or a missing value.
+	Required bool
+	// Min and Max bound an Int field (both inclusive).
+	Min, Max int64
+}
+
+// EventInfo declares one event.
+type EventInfo struct {
+	Name string
+	Kind Kind
+	// NewRequest makes the event's payload message; nil for none.
+	NewRequest func() proto.Message
+	// NewAnswer makes the message of its answer (the computer's ack for a
+	// routed event); nil when it has no answer or it is not a message.
+	NewAnswer func() proto.Message
+	// Fields are the fields the gateway checks (routed events), besides
+	// which nothing of the payload is read.
+	Fields []Field
+	// Deadline is the deadline class of a routed event.
+	Deadline DeadlineClass
+	// Notifies is the notify: event a server event is broadcast as.
+	Notifies string
+	// GatewayResults: once routed, the gateway answers a timeout, a computer
+	// gone or a failed answer with a CallToolResult (ToolTimeoutResult,
+	// ToolErrorResult) instead of a flat error (client:tool_call).
+	GatewayResults bool
+}
+
+// Tool-call timeout bounds in seconds (PROTOCOL.md §3 rule 5).
+const (
+	MinToolCallTimeout = 1
+	MaxToolCallTimeout = 3600
+)
+
+// routedFields are checked on every routed event (PROTOCOL.md §3 rules 1-3).
+var routedFields = []Field{
+	{Key: "agent", Type: String, Required: true},
+	{Key: "req_id", Type: String, Required: true},
+	{Key: "computer", Type: String, Required: true},
+}
+
+func routed(extra ...Field) []Field { return append(append([]Field(nil), routedFields...), extra...) }
+
+func msg[T any, P interface {
+	*T
+	proto.Message
+}]() func() proto.Message {
+	return func() proto.Message { return P(new(T)) }
+}
+
+// protocol is the table, in PROTOCOL.md's order.
+var protocol = []EventInfo{
+	{Name: EventJoinOffice, Kind: Server, NewRequest: msg[smcpv1.EnterOfficeReq](), NewAnswer: msg[smcpv1.OfficeAck]()},
+	{Name: EventLeaveOffice, Kind: Server, NewRequest: msg[smcpv1.LeaveOfficeReq](), NewAnswer: msg[smcpv1.OfficeAck]()},
+	{Name: EventListRoom, Kind: Server, NewRequest: msg[smcpv1.ListRoomReq](), NewAnswer: msg[smcpv1.ListRoomRet]()},
+	{Name: EventUpdateConfig, Kind: Server, NewRequest: msg[smcpv1.UpdateComputerConfigReq](), Notifies: NotifyUpdateConfig},
+	{Name: EventUpdateToolList, Kind: Server, NewRequest: msg[smcpv1.UpdateComputerConfigReq](), Notifies: NotifyUpdateToolList},
+	{Name: EventUpdateDesktop, Kind: Server, NewRequest: msg[smcpv1.UpdateComputerConfigReq](), Notifies: NotifyUpdateDesktop},
+	{Name: EventUpdateFinder, Kind: Server, NewRequest: msg[smcpv1.UpdateComputerConfigReq](), Notifies: NotifyUpdateFinder},
+	{Name: EventToolCallCancel, Kind: Server, NewRequest: msg[smcpv1.AgentCallData](), Notifies: NotifyToolCallCancel},
+
+	{Name: EventToolCall, Kind: Routed, NewRequest: msg[smcpv1.ToolCallReq](), NewAnswer: msg[smcpv1.CallToolResult](),
+		Fields: routed(
+			Field{Key: "tool_name", Type: String, Required: true},
+			Field{Key: "params", Type: Object},
+			Field{Key: "timeout", Type: Int, Required: true, Min: MinToolCallTimeout, Max: MaxToolCallTimeout},
+		),
+		Deadline: ToolCallDeadline, GatewayResults: true},
+	{Name: EventGetConfig, Kind: Routed, NewRequest: msg[smcpv1.GetComputerConfigReq](), NewAnswer: msg[smcpv1.GetComputerConfigRet](),
+		Fields: routed()},
+	{Name: EventGetTools, Kind: Routed, NewRequest: msg[smcpv1.GetToolsReq](), NewAnswer: msg[smcpv1.GetToolsRet](),
+		Fields: routed()},
+	{Name: EventGetDesktop, Kind: Routed, NewRequest: msg[smcpv1.GetDeskTopReq](), NewAnswer: msg[smcpv1.GetDeskTopRet](),
+		Fields: routed()},
+	{Name: EventGetFinder, Kind: Routed, NewRequest: msg[smcpv1.GetFinderReq](), NewAnswer: msg[smcpv1.GetFinderRet](),
+		Fields: routed()},
+	{Name: EventReadResource, Kind: Routed, NewRequest: msg[smcpv1.ReadResourceReq](), NewAnswer: msg[smcpv1.ReadResourceRet](),
+		Fields: routed(Field{Key: "uri", Type: String, Required: true})},
+
+	{Name: NotifyEnterOffice, Kind: Notify, NewRequest: msg[smcpv1.EnterOfficeNotification]()},
+	{Name: NotifyLeaveOffice, Kind: Notify, NewRequest: msg[smcpv1.LeaveOfficeNotification]()},
+	{Name: NotifyUpdateConfig, Kind: Notify, NewRequest: msg[smcpv1.UpdateComputerConfigReq]()},
+	{Name: NotifyUpdateToolList, Kind: Notify, NewRequest: msg[smcpv1.UpdateComputerConfigReq]()},
+	{Name: NotifyUpdateDesktop, Kind: Notify, NewRequest: msg[smcpv1.UpdateComputerConfigReq]()},
+	{Name: NotifyUpdateFinder, Kind: Notify, NewRequest: msg[smcpv1.UpdateComputerConfigReq]()},
+	{Name: NotifyToolCallCancel, Kind: Notify, NewRequest: msg[smcpv1.AgentCallData]()},
+}
+
+var byName = func() map[string]*EventInfo {
+	m := make(map[string]*EventInfo, len(protocol))
+	for i := range protocol {
+		m[protocol[i].Name] = &protocol[i]
+	}
+	return m
+}()
+
+// Event returns the declaration of an event.
+func Event(name string) (*EventInfo, bool) {
+	e, ok := byName[name]
+	return e, ok
+}
+
+// Events returns the declarations of one kind, in the table's order.
+func Events(k Kind) []*EventInfo {
+	var out []*EventInfo
+	for i := range protocol {
+		if protocol[i].Kind == k {
+			out = append(out, &protocol[i])
+		}
+	}
+	return out
+}
+
+// EventNames returns the names of the events of one kind, in order.
+func EventNames(k Kind) []string {
+	var out []string
+	for _, e := range Events(k) {
+		out = append(out, e.Name)
+	}
+	return out
+}
+
+// RoutedFields is what Check reads of a routed request.
+type RoutedFields struct {
+	Agent, ReqID, Computer string
+	// Timeout is a tool call's timeout in seconds (0 for other events).
+	Timeout int32
+}
+
+// Check checks the payload of a routed event as it will be forwarded: a
+// JSON object (checked whole, see CheckJSON's rules) whose declared fields
+// have their declared types and bounds. Nothing else of it is read or
+// changed. Errors are 400s.
+func (e *EventInfo) Check(payload []byte) (RoutedFields, error) {
+	var out RoutedFields
+	var got [8]json.RawMessage // by index in e.Fields
+	err := ObjectFields(payload, func(key string, v json.RawMessage) error {
+		for i := range e.Fields {
+			if e.Fields[i].Key == key && i < len(got) {
+				got[i] = v
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if i := skipSpace(payload, 0); i == len(payload) || payload[i] != '{' {
+			return out, Errorf(CodeBadRequest, "%s: payload must be a JSON object", e.Name)
+		}
+		return out, Errorf(CodeBadRequest, "%s: %v", e.Name, err)
+	}
+	for i, f := range e.Fields {
+		s, n, err := f.read(got[i])
+		if err != nil {
+			return out, Errorf(CodeBadRequest, "%s: %s", e.Name, err.Error())
+		}
+		switch f.Key {
+		case "agent":
+			out.Agent = s
+		case "req_id":
+			out.ReqID = s
+		case "computer":
+			out.Computer = s
+		case "timeout":
+			out.Timeout = int32(n)
+		}
+	}
+	return out, nil
+}
+
+type fieldError string
+
+func (e fieldError) Error() string { return string(e) }
+
+// read checks one field's raw value (nil when absent).
+func (f Field) read(v json.RawMessage) (string, int64, error) {
+	null := v == nil || string(v) == "null"
+	switch f.Type {
+	case String:
+		var s string
+		if !null {
+			if v[0] != '"' {
+				return "", 0, fieldError(f.Key + " must be a string")
+			}
+			var err error
+			if s, err = RawString(v); err != nil {
+				return "", 0, fieldError(f.Key + " must be a string")
+			}
+		}
+		if f.Required && s == "" {
+			return "", 0, fieldError(f.Key + " is required")
+		}
+		return s, 0, nil
+	case Object:
+		if !null && v[0] != '{' {
+			return "", 0, fieldError(f.Key + " must be an object")
+		}
+		if f.Required && null {
+			return "", 0, fieldError(f.Key + " is required")
+		}
+		return "", 0, nil
+	case Int:
+		var n int64
+		if !null {
+			var ok bool
+			if n, ok = intValue(v); !ok {
+				return "", 0, f.rangeError()
+			}
+		}
+		if (f.Required && null) || ((f.Min != 0 || f.Max != 0) && (n < f.Min || n > f.Max)) {
+			return "", 0, f.rangeError()
+		}
+		return "", n, nil
+	}
+	return "", 0, nil
+}
+
+func (f Field) rangeError() error {
+	if f.Min != 0 || f.Max != 0 {
+		return fieldError(f.Key + " must be an integer in " + strconv.FormatInt(f.Min, 10) + ".." +
+			strconv.FormatInt(f.Max, 10) + unit(f.Key))
+	}
+	return fieldError(f.Key + " must be an integer")
+}
+
+func unit(key string) string {
+	if key == "timeout" {
+		return " seconds"
+	}
+	return ""
+}
+
+// intValue reads an int32 as protojson does: an integral number (30, 30.0,
+// 3e1) or a string holding one.
+func intValue(v json.RawMessage) (int64, bool) {
+	lit := v
+	if v[0] == '"' {
+		s, err := RawString(v)
+		if err != nil {
+			return 0, false
+		}
+		lit = []byte(s)
+		if len(lit) == 0 || !(lit[0] == '-' || lit[0] >= '0' && lit[0] <= '9') {
+			return 0, false
+		}
+		if end, err := (&rawScanner{b: lit}).number(0); err != nil || end != len(lit) {
+			return 0, false
+		}
+	}
+	if n, err := strconv.ParseInt(string(lit), 10, 32); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(string(lit), 64)
+	if err != nil || f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 {
+		return 0, false
+	}
+	return int64(f), true
+}
