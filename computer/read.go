@@ -10,19 +10,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/smcpgw/smcp-gateway/computer/servers"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
 	"github.com/smcpgw/smcp-gateway/smcp/dpeuri"
 	"github.com/smcpgw/smcp-gateway/smcp/windowuri"
 )
 
-func (c *Computer) handleReadResource(ctx context.Context, req map[string]any) (any, error) {
-	reqID, err := str(req, "req_id", false)
-	if err != nil {
-		return nil, err
-	}
-	uri, err := str(req, "uri", true)
-	if err != nil {
-		return nil, err
+func (c *Computer) handleReadResource(ctx context.Context, req *smcpv1.ReadResourceReq) (any, error) {
+	reqID, uri := req.GetReqId(), req.GetUri()
+	if uri == "" {
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "missing %q", "uri")
 	}
 	var server string
 	switch {
