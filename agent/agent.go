@@ -24,9 +24,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/sioclient"
@@ -41,8 +43,10 @@ const DefaultToolTimeout = 60
 type Notification struct {
 	// Event is the notify: event name.
 	Event string
-	// Payload is *smcpv1.EnterOfficeNotification, *smcpv1.LeaveOfficeNotification,
-	// *smcpv1.UpdateComputerConfigReq or *smcpv1.AgentCallData.
+	// Payload is the protocol table's message of the event
+	// (smcp.Event(Event).NewRequest): *smcpv1.EnterOfficeNotification,
+	// *smcpv1.LeaveOfficeNotification, *smcpv1.UpdateComputerConfigReq or
+	// *smcpv1.AgentCallData.
 	Payload proto.Message
 }
 
@@ -65,20 +69,11 @@ func Dial(ctx context.Context, opts sioclient.Options, name string) (*Client, er
 		return nil, err
 	}
 	a := &Client{sio: s, name: name}
-	for event, newPayload := range notifications {
-		s.On(event, func(raw json.RawMessage) { a.notify(event, raw, newPayload()) })
+	// Every notify: event of the protocol table, decoded into its type.
+	for _, e := range smcp.Events(smcp.Notify) {
+		s.On(e.Name, func(raw json.RawMessage) { a.notify(e.Name, raw, e.NewRequest()) })
 	}
 	return a, nil
-}
-
-var notifications = map[string]func() proto.Message{
-	smcp.NotifyEnterOffice:    func() proto.Message { return &smcpv1.EnterOfficeNotification{} },
-	smcp.NotifyLeaveOffice:    func() proto.Message { return &smcpv1.LeaveOfficeNotification{} },
-	smcp.NotifyUpdateConfig:   func() proto.Message { return &smcpv1.UpdateComputerConfigReq{} },
-	smcp.NotifyUpdateToolList: func() proto.Message { return &smcpv1.UpdateComputerConfigReq{} },
-	smcp.NotifyUpdateDesktop:  func() proto.Message { return &smcpv1.UpdateComputerConfigReq{} },
-	smcp.NotifyUpdateFinder:   func() proto.Message { return &smcpv1.UpdateComputerConfigReq{} },
-	smcp.NotifyToolCallCancel: func() proto.Message { return &smcpv1.AgentCallData{} },
 }
 
 func (a *Client) notify(event string, raw json.RawMessage, m proto.Message) {
@@ -133,9 +128,8 @@ func NewReqID() string {
 
 // ListRoom lists the members of the joined office.
 func (a *Client) ListRoom(ctx context.Context) ([]*smcpv1.SessionInfo, error) {
-	var ret smcpv1.ListRoomRet
-	err := a.sio.RequestInto(ctx, smcp.EventListRoom,
-		&smcpv1.ListRoomReq{Agent: a.name, ReqId: NewReqID(), OfficeId: a.Office()}, &ret)
+	ret, err := request[*smcpv1.ListRoomRet](ctx, a, smcp.EventListRoom,
+		&smcpv1.ListRoomReq{OfficeId: a.Office()})
 	return ret.GetSessions(), err
 }
 
@@ -143,19 +137,11 @@ func (a *Client) ListRoom(ctx context.Context) ([]*smcpv1.SessionInfo, error) {
 // zero Timeout (DefaultToolTimeout). Tool failures, timeouts and a computer
 // gone are results with is_error; errors are refusals and protocol errors.
 func (a *Client) CallTool(ctx context.Context, req *smcpv1.ToolCallReq) (*smcpv1.CallToolResult, error) {
-	req = proto.CloneOf(req)
-	req.Agent = a.name
-	if req.ReqId == "" {
-		req.ReqId = NewReqID()
-	}
-	if req.Timeout == 0 {
+	if req.GetTimeout() == 0 {
+		req = proto.CloneOf(req)
 		req.Timeout = DefaultToolTimeout
 	}
-	var ret smcpv1.CallToolResult
-	if err := a.sio.RequestInto(ctx, smcp.EventToolCall, req, &ret); err != nil {
-		return nil, err
-	}
-	return &ret, nil
+	return request[*smcpv1.CallToolResult](ctx, a, smcp.EventToolCall, req)
 }
 
 // CancelToolCall asks the office's computers to cancel the call reqID.
@@ -165,42 +151,58 @@ func (a *Client) CancelToolCall(reqID string) error {
 
 // GetTools lists a computer's tools.
 func (a *Client) GetTools(ctx context.Context, computer string) (*smcpv1.GetToolsRet, error) {
-	return request(ctx, a, smcp.EventGetTools, &smcpv1.GetToolsReq{Agent: a.name, ReqId: NewReqID(), Computer: computer}, &smcpv1.GetToolsRet{})
+	return request[*smcpv1.GetToolsRet](ctx, a, smcp.EventGetTools, &smcpv1.GetToolsReq{Computer: computer})
 }
 
 // GetConfig returns a computer's configuration (secrets redacted).
 func (a *Client) GetConfig(ctx context.Context, computer string) (*smcpv1.GetComputerConfigRet, error) {
-	return request(ctx, a, smcp.EventGetConfig, &smcpv1.GetComputerConfigReq{Agent: a.name, ReqId: NewReqID(), Computer: computer}, &smcpv1.GetComputerConfigRet{})
+	return request[*smcpv1.GetComputerConfigRet](ctx, a, smcp.EventGetConfig, &smcpv1.GetComputerConfigReq{Computer: computer})
 }
 
-// GetDesktop returns a computer's desktop. Agent and an empty ReqId are filled in.
+// GetDesktop returns a computer's desktop. Agent and an empty ReqId are filled in
+// (in a copy: req is not changed).
 func (a *Client) GetDesktop(ctx context.Context, req *smcpv1.GetDeskTopReq) (*smcpv1.GetDeskTopRet, error) {
-	req = proto.CloneOf(req)
-	req.Agent = a.name
-	if req.ReqId == "" {
-		req.ReqId = NewReqID()
-	}
-	return request(ctx, a, smcp.EventGetDesktop, req, &smcpv1.GetDeskTopRet{})
+	return request[*smcpv1.GetDeskTopRet](ctx, a, smcp.EventGetDesktop, req)
 }
 
-// GetFinder returns a page of a computer's documents. Agent and an empty ReqId are filled in.
+// GetFinder returns a page of a computer's documents. Agent and an empty ReqId
+// are filled in (in a copy: req is not changed).
 func (a *Client) GetFinder(ctx context.Context, req *smcpv1.GetFinderReq) (*smcpv1.GetFinderRet, error) {
-	req = proto.CloneOf(req)
-	req.Agent = a.name
-	if req.ReqId == "" {
-		req.ReqId = NewReqID()
-	}
-	return request(ctx, a, smcp.EventGetFinder, req, &smcpv1.GetFinderRet{})
+	return request[*smcpv1.GetFinderRet](ctx, a, smcp.EventGetFinder, req)
 }
 
 // ReadResource reads a window:// or dpe:// resource through a computer.
 func (a *Client) ReadResource(ctx context.Context, computer, uri string) (*smcpv1.ReadResourceRet, error) {
-	return request(ctx, a, smcp.EventReadResource, &smcpv1.ReadResourceReq{Agent: a.name, ReqId: NewReqID(), Computer: computer, Uri: uri}, &smcpv1.ReadResourceRet{})
+	return request[*smcpv1.ReadResourceRet](ctx, a, smcp.EventReadResource, &smcpv1.ReadResourceReq{Computer: computer, Uri: uri})
 }
 
-func request[T proto.Message](ctx context.Context, a *Client, event string, req proto.Message, out T) (T, error) {
+// request sends an event of the protocol table and decodes its answer into
+// the table's answer type, which must be T; req must be of the table's
+// request type (a mismatch is a programming error of this package, reported
+// as an error rather than sent). A copy of req is sent, with the agent's
+// name as "agent" and a fresh "req_id" when it has none.
+func request[T proto.Message](ctx context.Context, a *Client, event string, req proto.Message) (T, error) {
+	var zero T
+	e, ok := smcp.Event(event)
+	if !ok || e.NewRequest == nil || e.NewAnswer == nil {
+		return zero, fmt.Errorf("agent: %s is not a request of the protocol table", event)
+	}
+	if got, want := req.ProtoReflect().Descriptor().FullName(), e.NewRequest().ProtoReflect().Descriptor().FullName(); got != want {
+		return zero, fmt.Errorf("agent: %s takes %s, not %s", event, want, got)
+	}
+	out, ok := e.NewAnswer().(T)
+	if !ok {
+		return zero, fmt.Errorf("agent: %s answers %T, not %T", event, e.NewAnswer(), zero)
+	}
+	req = proto.Clone(req)
+	fields := req.ProtoReflect().Descriptor().Fields()
+	if f := fields.ByName("agent"); f != nil {
+		req.ProtoReflect().Set(f, protoreflect.ValueOfString(a.name))
+	}
+	if f := fields.ByName("req_id"); f != nil && req.ProtoReflect().Get(f).String() == "" {
+		req.ProtoReflect().Set(f, protoreflect.ValueOfString(NewReqID()))
+	}
 	if err := a.sio.RequestInto(ctx, event, req, out); err != nil {
-		var zero T
 		return zero, err
 	}
 	return out, nil

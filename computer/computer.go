@@ -77,8 +77,10 @@ type Computer struct {
 
 	servers *servers.Manager
 	exec    *tools.Executor
-	toolsMu sync.Mutex // rebuildTools
-	catalog atomic.Pointer[tools.Catalog]
+	// handlers serve the client: events, by event name (protocol table).
+	handlers map[string]handler
+	toolsMu  sync.Mutex // rebuildTools
+	catalog  atomic.Pointer[tools.Catalog]
 
 	cfgMu sync.Mutex
 	cfg   *config.Config
@@ -127,6 +129,10 @@ func New(opts Options) (*Computer, error) {
 	}
 	log := opts.Logger.With("computer", opts.Name)
 	c := &Computer{opts: opts, name: opts.Name, log: log, cfg: opts.Config}
+	var err error
+	if c.handlers, err = c.newHandlers(); err != nil {
+		return nil, err
+	}
 	c.catalog.Store(tools.Build(nil, nil))
 	c.desktop = newDesktopState()
 	c.finder = newFinderState()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp/organize"
 	"github.com/smcpgw/smcp-gateway/smcp/windowuri"
 )
@@ -18,21 +19,14 @@ type desktopState struct {
 
 func newDesktopState() *desktopState { return &desktopState{uris: map[string]bool{}} }
 
-func (c *Computer) handleGetDesktop(ctx context.Context, req map[string]any) (any, error) {
-	reqID, err := str(req, "req_id", false)
-	if err != nil {
-		return nil, err
-	}
+func (c *Computer) handleGetDesktop(ctx context.Context, req *smcpv1.GetDeskTopReq) (any, error) {
+	reqID := req.GetReqId()
 	var size *int
-	if n, ok, err := optInt(req, "desktop_size"); err != nil {
-		return nil, err
-	} else if ok {
+	if req.DesktopSize != nil {
+		n := int(req.GetDesktopSize())
 		size = &n
 	}
-	only, err := str(req, "window", false)
-	if err != nil {
-		return nil, err
-	}
+	only := req.GetWindow()
 	type ref struct {
 		server string
 		res    *mcp.Resource
@@ -113,7 +107,7 @@ func (c *Computer) handleGetDesktop(ctx context.Context, req map[string]any) (an
 	for _, w := range warnings {
 		c.log.Warn("desktop", "warning", w.String())
 	}
-	return map[string]any{"desktops": entries, "req_id": reqID}, nil
+	return getDesktopRet{Desktops: entries, ReqID: reqID}, nil
 }
 
 func audienceHasAssistant(a []mcp.Role) bool {
@@ -123,4 +117,11 @@ func audienceHasAssistant(a []mcp.Role) bool {
 		}
 	}
 	return false
+}
+
+// getDesktopRet is the answer of client:get_desktop (GetDeskTopRet), its
+// keys in the order agents have always received them.
+type getDesktopRet struct {
+	Desktops []string `json:"desktops"`
+	ReqID    string   `json:"req_id"`
 }

@@ -150,40 +150,9 @@ func (c *Computer) readSummary(server, uri string) (*smcpv1.DPEDocumentSummary, 
 	return nil, errors.New("level 1 read has no JSON text")
 }
 
-func (c *Computer) handleGetFinder(req map[string]any) (any, error) {
-	reqID, err := str(req, "req_id", false)
-	if err != nil {
-		return nil, err
-	}
-	var keywords []string
-	switch kw := req["keywords"].(type) {
-	case nil:
-	case []any:
-		for _, k := range kw {
-			s, ok := k.(string)
-			if !ok {
-				return nil, smcp.Errorf(smcp.CodeBadRequest, "\"keywords\" must be a list of strings")
-			}
-			keywords = append(keywords, s)
-		}
-	default:
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "\"keywords\" must be a list of strings")
-	}
-	fileType, err := str(req, "file_type", false)
-	if err != nil {
-		return nil, err
-	}
-	var offset, limit *int32
-	for key, dst := range map[string]**int32{"offset": &offset, "limit": &limit} {
-		n, ok, err := optInt(req, key)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			v := int32(max(min(n, 1<<30), -1<<30))
-			*dst = &v
-		}
-	}
+func (c *Computer) handleGetFinder(_ context.Context, req *smcpv1.GetFinderReq) (any, error) {
+	reqID, keywords, fileType := req.GetReqId(), req.GetKeywords(), req.GetFileType()
+	offset, limit := req.Offset, req.Limit
 	off, lim, err := organize.FinderPaging(offset, limit)
 	if err != nil {
 		return nil, err
@@ -200,5 +169,13 @@ func (c *Computer) handleGetFinder(req map[string]any) (any, error) {
 		}
 		docs = append(docs, b)
 	}
-	return map[string]any{"documents": docs, "total_count": total, "req_id": reqID}, nil
+	return getFinderRet{Documents: docs, ReqID: reqID, TotalCount: total}, nil
+}
+
+// getFinderRet is the answer of client:get_finder (GetFinderRet), its keys
+// in the order agents have always received them.
+type getFinderRet struct {
+	Documents  []json.RawMessage `json:"documents"`
+	ReqID      string            `json:"req_id"`
+	TotalCount int               `json:"total_count"`
 }

@@ -1,58 +1,127 @@
 package computer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"math"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/smcpgw/smcp-gateway/computer/tools"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
-// Handle answers one client: event. payload is the event's data as a
-// Socket.IO library delivers it (maps, slices, float64) or raw JSON bytes.
-// The answer is the ack value: the event's result, or a flat error
-// ({"code", "message", "details"?}) for protocol errors. client:tool_call
-// always answers a CallToolResult once the request is well-formed.
+// Handle answers one client: event. payload is the event's data: raw JSON
+// bytes as the Socket.IO connection delivers it, or any value that encodes
+// to JSON (tests and in-process callers pass maps). The request is decoded
+// into the protocol table's request type for the event and served by the
+// event's typed handler. The answer is the ack value: the event's result, or
+// a flat error ({"code", "message", "details"?}) for protocol errors.
+// client:tool_call always answers a CallToolResult once the request is
+// well-formed.
 //
 // Handle blocks for as long as the work takes (a tool call up to its
 // timeout): a Socket.IO handler must call it from its own goroutine.
 func (c *Computer) Handle(ctx context.Context, event string, payload any) any {
-	req, err := decodeObject(payload)
+	h, ok := c.handlers[event]
+	if !ok {
+		return smcp.Errorf(smcp.CodeBadRequest, "unknown event %q", event).Wire()
+	}
+	req, err := h.decode(payload)
 	if err != nil {
+		if e, ok := smcp.AsError(err); ok {
+			return e.Wire()
+		}
 		return smcp.Errorf(smcp.CodeBadRequest, "%s: %v", event, err).Wire()
 	}
-	if target, _ := req["computer"].(string); target != c.name {
+	// PROTOCOL.md §6: a request for another computer is refused, never served.
+	if target := req.GetComputer(); target != c.name {
 		return smcp.Errorf(smcp.CodeNotFound, "%s: this is computer %q, not %q", event, c.name, target).Wire()
 	}
-	var res any
-	switch event {
-	case smcp.EventToolCall:
-		res, err = c.handleToolCall(ctx, req)
-	case smcp.EventGetTools:
-		res, err = c.handleGetTools(req)
-	case smcp.EventGetConfig:
-		res, err = c.handleGetConfig(req)
-	case smcp.EventGetDesktop:
-		res, err = c.handleGetDesktop(ctx, req)
-	case smcp.EventGetFinder:
-		res, err = c.handleGetFinder(req)
-	case smcp.EventReadResource:
-		res, err = c.handleReadResource(ctx, req)
-	default:
-		err = smcp.Errorf(smcp.CodeBadRequest, "unknown event %q", event)
-	}
+	res, err := h.serve(ctx, req)
 	if err != nil {
 		e, ok := smcp.AsError(err)
 		if !ok {
 			e = smcp.Errorf(smcp.CodeInternal, "%s: %v", event, err)
 		}
-		c.log.Info("request refused", "event", event, "req_id", req["req_id"], "code", e.Code, "err", e.Message)
+		c.log.Info("request refused", "event", event, "req_id", req.GetReqId(), "code", e.Code, "err", e.Message)
 		return e.Wire()
 	}
 	return res
+}
+
+// routedRequest is what every routed request message has (the fields of
+// PROTOCOL.md §3 rules 1-3).
+type routedRequest interface {
+	proto.Message
+	GetAgent() string
+	GetReqId() string
+	GetComputer() string
+}
+
+// handler serves one client: event: decode makes the table's request
+// message from the payload, serve answers it.
+type handler struct {
+	decode func(payload any) (routedRequest, error)
+	serve  func(ctx context.Context, req routedRequest) (any, error)
+}
+
+// typed adapts a handler of one request type. The message is made by the
+// protocol table, so the handler's type and the table's must agree;
+// newHandlers checks that once, at construction.
+func typed[R routedRequest](e *smcp.EventInfo, fn func(context.Context, R) (any, error)) (handler, error) {
+	if _, ok := e.NewRequest().(R); !ok {
+		var want R
+		return handler{}, fmt.Errorf("handler takes %T, the protocol table says %T", want, e.NewRequest())
+	}
+	return handler{
+		decode: func(payload any) (routedRequest, error) {
+			b, err := payloadJSON(payload)
+			if err != nil {
+				return nil, err
+			}
+			if err := checkPresent(e, b); err != nil {
+				return nil, err
+			}
+			req := e.NewRequest().(R)
+			if err := smcp.Unmarshal(b, req); err != nil {
+				return nil, err
+			}
+			return req, nil
+		},
+		serve: func(ctx context.Context, req routedRequest) (any, error) { return fn(ctx, req.(R)) },
+	}, nil
+}
+
+// newHandlers registers a typed handler for every routed event of the
+// protocol table. An event of the table without a handler here is a
+// programming error, reported at construction and by the tests.
+func (c *Computer) newHandlers() (map[string]handler, error) {
+	byEvent := map[string]func(*smcp.EventInfo) (handler, error){
+		smcp.EventToolCall:     func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleToolCall) },
+		smcp.EventGetTools:     func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetTools) },
+		smcp.EventGetConfig:    func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetConfig) },
+		smcp.EventGetDesktop:   func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetDesktop) },
+		smcp.EventGetFinder:    func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetFinder) },
+		smcp.EventReadResource: func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleReadResource) },
+	}
+	out := make(map[string]handler, len(byEvent))
+	for _, e := range smcp.Events(smcp.Routed) {
+		mk, ok := byEvent[e.Name]
+		if !ok {
+			return nil, fmt.Errorf("computer: no handler for routed event %s", e.Name)
+		}
+		h, err := mk(e)
+		if err != nil {
+			return nil, fmt.Errorf("computer: %s: %w", e.Name, err)
+		}
+		out[e.Name] = h
+	}
+	return out, nil
 }
 
 // CancelToolCall handles notify:tool_call_cancel. Unknown calls are ignored.
@@ -65,11 +134,33 @@ func (c *Computer) CancelToolCall(agent, reqID string) {
 // History returns the servers of recent tool calls, oldest first.
 func (c *Computer) History() []string { return c.exec.History() }
 
-func decodeObject(payload any) (map[string]any, error) {
+// checkPresent checks the fields of the protocol table that a request
+// carries, by the table's rules (the gateway checked them already; a direct
+// caller may not have). Absent ones are left to the handler: a computer
+// serves a tool call without a timeout with its default, and a request
+// without agent, as the gateway's own tests and in-process callers send.
+func checkPresent(e *smcp.EventInfo, b []byte) error {
+	var present []smcp.Field
+	err := smcp.ObjectFields(b, func(key string, _ json.RawMessage) error {
+		for _, f := range e.Fields {
+			if f.Key == key {
+				present = append(present, f)
+			}
+		}
+		return nil
+	})
+	if err != nil || len(present) == 0 {
+		return err
+	}
+	sub := smcp.EventInfo{Name: e.Name, Fields: present}
+	_, err = sub.Check(b)
+	return err
+}
+
+// payloadJSON returns the JSON of a payload, which must be an object.
+func payloadJSON(payload any) ([]byte, error) {
 	var b []byte
 	switch p := payload.(type) {
-	case map[string]any:
-		return p, nil
 	case []byte:
 		b = p
 	case json.RawMessage:
@@ -82,103 +173,47 @@ func decodeObject(payload any) (map[string]any, error) {
 			return nil, fmt.Errorf("payload is not JSON: %w", err)
 		}
 	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil || m == nil {
-		return nil, fmt.Errorf("payload must be a JSON object")
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return nil, errors.New("payload must be a JSON object")
 	}
-	return m, nil
+	return b, nil
 }
 
-func str(req map[string]any, key string, required bool) (string, error) {
-	v, ok := req[key]
-	if !ok || v == nil {
-		if required {
-			return "", smcp.Errorf(smcp.CodeBadRequest, "missing %q", key)
+func (c *Computer) handleToolCall(ctx context.Context, req *smcpv1.ToolCallReq) (any, error) {
+	for _, f := range [...]struct{ key, v string }{{"agent", req.GetAgent()}, {"req_id", req.GetReqId()}, {"tool_name", req.GetToolName()}} {
+		if f.v == "" {
+			return nil, smcp.Errorf(smcp.CodeBadRequest, "missing %q", f.key)
 		}
-		return "", nil
 	}
-	s, ok := v.(string)
-	if !ok {
-		return "", smcp.Errorf(smcp.CodeBadRequest, "%q must be a string", key)
-	}
-	if required && s == "" {
-		return "", smcp.Errorf(smcp.CodeBadRequest, "%q must not be empty", key)
-	}
-	return s, nil
-}
-
-// optInt reads an optional integer field; ok false when absent. Socket.IO
-// libraries deliver numbers as float64; in-process callers may pass ints.
-func optInt(req map[string]any, key string) (n int, ok bool, err error) {
-	var f float64
-	switch v := req[key].(type) {
-	case nil:
-		return 0, false, nil
-	case float64:
-		f = v
-	case int:
-		return v, true, nil
-	case int32:
-		return int(v), true, nil
-	case int64:
-		f = float64(v)
-	case json.Number:
-		f, err = v.Float64()
-	default:
-		err = fmt.Errorf("%T", v)
-	}
-	if err != nil || f != math.Trunc(f) || math.Abs(f) > math.MaxInt32 {
-		return 0, false, smcp.Errorf(smcp.CodeBadRequest, "%q must be an integer", key)
-	}
-	return int(f), true, nil
-}
-
-func (c *Computer) handleToolCall(ctx context.Context, req map[string]any) (any, error) {
-	agent, err := str(req, "agent", true)
-	if err != nil {
-		return nil, err
-	}
-	reqID, err := str(req, "req_id", true)
-	if err != nil {
-		return nil, err
-	}
-	name, err := str(req, "tool_name", true)
-	if err != nil {
-		return nil, err
+	// 0 is an absent timeout (the executor's default); the gateway has
+	// already refused anything outside the bounds, a direct caller may not.
+	timeout := req.GetTimeout()
+	if timeout != 0 && (timeout < smcp.MinToolCallTimeout || timeout > smcp.MaxToolCallTimeout) {
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "\"timeout\" must be %d..%d seconds, got %d",
+			smcp.MinToolCallTimeout, smcp.MaxToolCallTimeout, timeout)
 	}
 	var params map[string]any
-	switch p := req["params"].(type) {
-	case nil:
-	case map[string]any:
-		params = p
-	default:
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "\"params\" must be an object")
-	}
-	timeout, hasTimeout, err := optInt(req, "timeout")
-	if err != nil {
-		return nil, err
-	}
-	if hasTimeout && (timeout < 1 || timeout > 3600) {
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "\"timeout\" must be 1..3600 seconds, got %d", timeout)
+	if req.GetParams() != nil {
+		params = req.GetParams().AsMap()
 	}
 	return c.exec.Execute(ctx, tools.Call{
-		Agent: agent, ReqID: reqID, Name: name, Params: params,
+		Agent: req.GetAgent(), ReqID: req.GetReqId(), Name: req.GetToolName(), Params: params,
 		Timeout: time.Duration(timeout) * time.Second,
 	}), nil
 }
 
-func (c *Computer) handleGetTools(req map[string]any) (any, error) {
-	reqID, err := str(req, "req_id", false)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"tools": c.catalog.Load().Wire(), "req_id": reqID}, nil
+// getToolsRet is the answer of client:get_tools (GetToolsRet), its keys in
+// the order agents have always received them.
+type getToolsRet struct {
+	ReqID string           `json:"req_id"`
+	Tools []tools.SMCPTool `json:"tools"`
 }
 
-func (c *Computer) handleGetConfig(req map[string]any) (any, error) {
-	if _, err := str(req, "req_id", false); err != nil {
-		return nil, err
-	}
+func (c *Computer) handleGetTools(_ context.Context, req *smcpv1.GetToolsReq) (any, error) {
+	return getToolsRet{ReqID: req.GetReqId(), Tools: c.catalog.Load().Wire()}, nil
+}
+
+func (c *Computer) handleGetConfig(_ context.Context, _ *smcpv1.GetComputerConfigReq) (any, error) {
 	c.cfgMu.Lock()
 	defer c.cfgMu.Unlock()
 	return c.cfg.Wire(), nil

@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/smcpgw/smcp-gateway/computer/tools"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -61,22 +64,23 @@ func (c *Computer) Connect(ctx context.Context, gw Gateway) (*Link, error) {
 		return nil, fmt.Errorf("computer: connect to gateway %s: %w", o.URL, err)
 	}
 	l := &Link{c: c, conn: conn, office: gw.Office}
-	for _, ev := range smcp.ClientEvents {
-		conn.Handle(ev, func(ctx context.Context, payload json.RawMessage) (any, error) {
-			return c.Handle(ctx, ev, payload), nil
+	for _, e := range smcp.Events(smcp.Routed) {
+		conn.Handle(e.Name, func(ctx context.Context, payload json.RawMessage) (any, error) {
+			return c.Handle(ctx, e.Name, payload), nil
 		})
 	}
-	conn.On(smcp.NotifyToolCallCancel, func(payload json.RawMessage) {
-		var req struct {
-			Agent string `json:"agent"`
-			ReqID string `json:"req_id"`
+	for _, e := range smcp.Events(smcp.Notify) {
+		if fn := c.notifyHandler(e.Name); fn != nil {
+			conn.On(e.Name, func(payload json.RawMessage) {
+				m := e.NewRequest()
+				if err := smcp.Unmarshal(payload, m); err != nil {
+					c.log.Warn("malformed notification", "event", e.Name, "err", err)
+					return
+				}
+				fn(m)
+			})
 		}
-		if err := json.Unmarshal(payload, &req); err != nil {
-			c.log.Warn("malformed notify:tool_call_cancel", "err", err)
-			return
-		}
-		c.CancelToolCall(req.Agent, req.ReqID)
-	})
+	}
 	conn.OnRejoin(func(err error) {
 		if err != nil {
 			c.log.Error("re-joining the office after a reconnect failed", "office", gw.Office, "err", err)
@@ -92,6 +96,20 @@ func (c *Computer) Connect(ctx context.Context, gw Gateway) (*Link, error) {
 	c.SetLink(conn)
 	c.log.Info("joined office", "gateway", o.URL, "office", gw.Office)
 	return l, nil
+}
+
+// notifyHandler returns the computer's handler of a notify: event of the
+// protocol table, nil for those it ignores. It receives the table's message.
+func (c *Computer) notifyHandler(event string) func(proto.Message) {
+	switch event {
+	case smcp.NotifyToolCallCancel:
+		return func(m proto.Message) {
+			if req, ok := m.(*smcpv1.AgentCallData); ok {
+				c.CancelToolCall(req.GetAgent(), req.GetReqId())
+			}
+		}
+	}
+	return nil
 }
 
 // Conn is the underlying Socket.IO connection.

@@ -1,28 +1,27 @@
 package computer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/smcpgw/smcp-gateway/computer/servers"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
 	"github.com/smcpgw/smcp-gateway/smcp/dpeuri"
 	"github.com/smcpgw/smcp-gateway/smcp/windowuri"
 )
 
-func (c *Computer) handleReadResource(ctx context.Context, req map[string]any) (any, error) {
-	reqID, err := str(req, "req_id", false)
-	if err != nil {
-		return nil, err
-	}
-	uri, err := str(req, "uri", true)
-	if err != nil {
-		return nil, err
+func (c *Computer) handleReadResource(ctx context.Context, req *smcpv1.ReadResourceReq) (any, error) {
+	reqID, uri := req.GetReqId(), req.GetUri()
+	if uri == "" {
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "missing %q", "uri")
 	}
 	var server string
 	switch {
@@ -58,15 +57,29 @@ func (c *Computer) handleReadResource(ctx context.Context, req map[string]any) (
 	if err != nil {
 		return nil, err
 	}
-	var out map[string]any
+	// The MCP result's contents are passed on as the server wrote them.
+	var out readResourceRet
 	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("MCP server %q: read %s: %w", server, uri, err)
 	}
-	if out["contents"] == nil {
-		out["contents"] = []any{}
+	if isNull(out.Contents) {
+		out.Contents = json.RawMessage("[]")
 	}
-	out["req_id"] = reqID
+	out.ReqID = reqID
 	return out, nil
+}
+
+// readResourceRet is the answer of client:read_resource (ReadResourceRet,
+// with the MCP result's _meta).
+type readResourceRet struct {
+	Meta     json.RawMessage `json:"_meta,omitempty"`
+	Contents json.RawMessage `json:"contents"`
+	ReqID    string          `json:"req_id"`
+}
+
+func isNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
 }
 
 // documentGone reports whether a read of a dpe:// document failed because

@@ -52,6 +52,7 @@ type wireServerConfig struct {
 	DefaultToolMeta  json.RawMessage            `json:"default_tool_meta,omitempty"`
 	VRL              *string                    `json:"vrl,omitempty"`
 	ServerParameters json.RawMessage            `json:"server_parameters"`
+	ResultJQ         *string                    `json:"result_jq,omitempty"`
 }
 
 type wireStdio struct {
@@ -61,6 +62,7 @@ type wireStdio struct {
 	Cwd                  *string           `json:"cwd"`
 	Encoding             *string           `json:"encoding"`
 	EncodingErrorHandler *string           `json:"encoding_error_handler"`
+	InheritEnv           []string          `json:"inherit_env,omitempty"`
 }
 
 type wireSSE struct {
@@ -107,6 +109,7 @@ func marshalServerConfig(c *smcpv1.MCPServerConfig) ([]byte, error) {
 		ToolMeta:         make(map[string]json.RawMessage, len(c.GetToolMeta())),
 		VRL:              c.Vrl,
 		ServerParameters: params,
+		ResultJQ:         c.ResultJq,
 	}
 	if w.ForbiddenTools == nil {
 		w.ForbiddenTools = []string{}
@@ -142,6 +145,7 @@ func serverParametersToWire(c *smcpv1.MCPServerConfig) (string, json.RawMessage,
 			Cwd:                  s.Cwd,
 			Encoding:             new(cmp.Or(s.GetEncoding(), DefaultStdioEncoding)),
 			EncodingErrorHandler: new(cmp.Or(s.GetEncodingErrorHandler(), DefaultStdioErrorHandler)),
+			InheritEnv:           s.GetInheritEnv(),
 		}
 	case *smcpv1.MCPServerConfig_Sse:
 		s := p.Sse
@@ -184,7 +188,7 @@ func unmarshalServerConfig(b []byte, m *smcpv1.MCPServerConfig) error {
 		return err
 	}
 	proto.Reset(m)
-	m.Name, m.Type, m.Disabled, m.ForbiddenTools, m.Vrl = w.Name, w.Type, w.Disabled, w.ForbiddenTools, w.VRL
+	m.Name, m.Type, m.Disabled, m.ForbiddenTools, m.Vrl, m.ResultJq = w.Name, w.Type, w.Disabled, w.ForbiddenTools, w.VRL, w.ResultJQ
 	for name, raw := range w.ToolMeta {
 		if isNull(raw) {
 			continue
@@ -220,6 +224,7 @@ func unmarshalServerConfig(b []byte, m *smcpv1.MCPServerConfig) error {
 			Cwd:                  p.Cwd,
 			Encoding:             cmp.Or(deref(p.Encoding), DefaultStdioEncoding),
 			EncodingErrorHandler: cmp.Or(deref(p.EncodingErrorHandler), DefaultStdioErrorHandler),
+			InheritEnv:           p.InheritEnv,
 		}}
 	case ServerTypeSSE:
 		var p wireSSE

@@ -439,8 +439,11 @@ type StdioServerParameters struct {
 	Encoding string `protobuf:"bytes,5,opt,name=encoding,proto3" json:"encoding,omitempty"`
 	// Python-style codec error handler (default "strict").
 	EncodingErrorHandler string `protobuf:"bytes,6,opt,name=encoding_error_handler,proto3" json:"encoding_error_handler,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// Names of variables of the computer's environment the server gets on top
+	// of the default set (a Go computer extension; names only, no values).
+	InheritEnv    []string `protobuf:"bytes,7,rep,name=inherit_env,proto3" json:"inherit_env,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StdioServerParameters) Reset() {
@@ -513,6 +516,13 @@ func (x *StdioServerParameters) GetEncodingErrorHandler() string {
 		return x.EncodingErrorHandler
 	}
 	return ""
+}
+
+func (x *StdioServerParameters) GetInheritEnv() []string {
+	if x != nil {
+		return x.InheritEnv
+	}
+	return nil
 }
 
 // SseServerParameters connects to an MCP server over HTTP+SSE.
@@ -698,8 +708,11 @@ type MCPServerConfig struct {
 	//	*MCPServerConfig_Sse
 	//	*MCPServerConfig_Streamable
 	ServerParameters isMCPServerConfig_ServerParameters `protobuf_oneof:"server_parameters"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Optional jq program applied to the server's tool results (a Go computer
+	// extension, its counterpart of vrl; see computer/README.md).
+	ResultJq      *string `protobuf:"bytes,11,opt,name=result_jq,proto3,oneof" json:"result_jq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MCPServerConfig) Reset() {
@@ -813,6 +826,13 @@ func (x *MCPServerConfig) GetStreamable() *StreamableHttpServerParameters {
 		}
 	}
 	return nil
+}
+
+func (x *MCPServerConfig) GetResultJq() string {
+	if x != nil && x.ResultJq != nil {
+		return *x.ResultJq
+	}
+	return ""
 }
 
 type isMCPServerConfig_ServerParameters interface {
@@ -1452,14 +1472,15 @@ const file_smcp_v1_types_proto_rawDesc = "" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12=\n" +
 	"\rparams_schema\x18\x03 \x01(\v2\x17.google.protobuf.StructR\rparams_schema\x12<\n" +
 	"\rreturn_schema\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\rreturn_schema\x12+\n" +
-	"\x04meta\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x04meta\"\xab\x02\n" +
+	"\x04meta\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x04meta\"\xcd\x02\n" +
 	"\x15StdioServerParameters\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\tR\acommand\x12\x12\n" +
 	"\x04args\x18\x02 \x03(\tR\x04args\x129\n" +
 	"\x03env\x18\x03 \x03(\v2'.smcp.v1.StdioServerParameters.EnvEntryR\x03env\x12\x15\n" +
 	"\x03cwd\x18\x04 \x01(\tH\x00R\x03cwd\x88\x01\x01\x12\x1a\n" +
 	"\bencoding\x18\x05 \x01(\tR\bencoding\x126\n" +
-	"\x16encoding_error_handler\x18\x06 \x01(\tR\x16encoding_error_handler\x1a6\n" +
+	"\x16encoding_error_handler\x18\x06 \x01(\tR\x16encoding_error_handler\x12 \n" +
+	"\vinherit_env\x18\a \x03(\tR\vinherit_env\x1a6\n" +
 	"\bEnvEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
@@ -1480,7 +1501,7 @@ const file_smcp_v1_types_proto_rawDesc = "" +
 	"\x12terminate_on_close\x18\x05 \x01(\bR\x12terminate_on_close\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbf\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf0\x04\n" +
 	"\x0fMCPServerConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1a\n" +
@@ -1494,12 +1515,15 @@ const file_smcp_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"streamable\x18\n" +
 	" \x01(\v2'.smcp.v1.StreamableHttpServerParametersH\x00R\n" +
-	"streamable\x1aN\n" +
+	"streamable\x12!\n" +
+	"\tresult_jq\x18\v \x01(\tH\x02R\tresult_jq\x88\x01\x01\x1aN\n" +
 	"\rToolMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12'\n" +
 	"\x05value\x18\x02 \x01(\v2\x11.smcp.v1.ToolMetaR\x05value:\x028\x01B\x13\n" +
 	"\x11server_parametersB\x06\n" +
-	"\x04_vrl\"\xa1\x02\n" +
+	"\x04_vrlB\f\n" +
+	"\n" +
+	"_result_jq\"\xa1\x02\n" +
 	"\x0eMCPServerInput\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12 \n" +
