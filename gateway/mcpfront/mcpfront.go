@@ -178,6 +178,11 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 		Logger:              opts.Logger,
 		SessionTimeout:      opts.SessionTimeout,
 		MaxRequestBodyBytes: opts.MaxRequestBytes,
+		// A POST is answered as one JSON body rather than an event stream: the
+		// spec lets the server choose (the client accepts both), nothing of
+		// ours is sent during a request (no progress over SMCP), and the
+		// stream framing costs the gateway per call.
+		JSONResponse: true,
 	})
 	return s
 }
