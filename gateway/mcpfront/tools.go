@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -178,15 +179,13 @@ func objectSchema(raw json.RawMessage) (json.RawMessage, error) {
 	return raw, nil
 }
 
-// toolCall is the client:tool_call payload; Params stays the MCP client's
-// arguments, byte for byte.
-type toolCall struct {
-	Agent    string          `json:"agent"`
-	ReqID    string          `json:"req_id"`
-	Computer string          `json:"computer"`
-	ToolName string          `json:"tool_name"`
-	Params   json.RawMessage `json:"params"`
-	Timeout  int64           `json:"timeout"`
+// toolCallHead is the fixed part of a tool's client:tool_call payload; the
+// params (the MCP client's arguments, byte for byte), timeout and req_id
+// follow it.
+type toolCallHead struct {
+	Agent    string `json:"agent"`
+	Computer string `json:"computer"`
+	ToolName string `json:"tool_name"`
 }
 
 // callTool is the handler of one computer's tool: a client:tool_call whose
@@ -194,6 +193,15 @@ type toolCall struct {
 // the MCP client cancels the call (or goes away), the computer is told with
 // server:tool_call_cancel and cancels its own MCP call.
 func (x *session) callTool(computer, tool string) mcp.ToolHandler {
+	// The request is the same but for its params, req_id and timeout: its
+	// head is encoded once per tool rather than per call. The arguments are
+	// spliced in as the go-sdk read them (valid JSON); the core's parse
+	// refuses anything but an object.
+	head, err := json.Marshal(toolCallHead{Agent: x.agent, Computer: computer, ToolName: tool})
+	if err != nil {
+		panic(err) // strings only: cannot fail
+	}
+	head = append(head[:len(head)-1], `,"params":`...)
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := bytes.TrimSpace(req.Params.Arguments)
 		if len(args) == 0 || bytes.Equal(args, []byte("null")) {
@@ -204,16 +212,20 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 			timeout = time.Until(dl)
 		}
 		secs := min(max(int64(math.Ceil(timeout.Seconds())), int64(core.MinToolCallTimeout)), int64(core.MaxToolCallTimeout))
-		call := toolCall{Agent: x.agent, ReqID: newReqID(), Computer: computer, ToolName: tool, Params: args, Timeout: secs}
-		payload, err := json.Marshal(call)
-		if err != nil {
-			return nil, mcpError(smcp.Errorf(smcp.CodeBadRequest, "arguments: %v", err), false)
-		}
+		reqID := newReqID() // base32 text: no JSON escaping
+		payload := make([]byte, 0, len(head)+len(args)+len(reqID)+40)
+		payload = append(payload, head...)
+		payload = append(payload, args...)
+		payload = append(payload, `,"timeout":`...)
+		payload = strconv.AppendInt(payload, secs, 10)
+		payload = append(payload, `,"req_id":"`...)
+		payload = append(payload, reqID...)
+		payload = append(payload, `"}`...)
 		raw, err := x.route(ctx, smcp.EventToolCall, payload)
 		if err != nil {
 			if ctx.Err() != nil {
-				if cerr := x.lease.CancelToolCall(&smcpv1.AgentCallData{Agent: x.agent, ReqId: call.ReqID}); cerr != nil {
-					x.log.Warn("cancel abandoned tool call", "computer", computer, "req_id", call.ReqID, "err", cerr)
+				if cerr := x.lease.CancelToolCall(&smcpv1.AgentCallData{Agent: x.agent, ReqId: reqID}); cerr != nil {
+					x.log.Warn("cancel abandoned tool call", "computer", computer, "req_id", reqID, "err", cerr)
 				}
 				return nil, ctx.Err()
 			}
