@@ -110,10 +110,10 @@ func (c *mcpRawCaller) call(ctx context.Context, seq uint64) error {
 	if err != nil {
 		return err
 	}
-	if !bytes.Contains(ans, []byte(`"isError":false`)) && bytes.Contains(ans, []byte(`"error"`)) {
-		return fmt.Errorf("loadtest: tools/call answered %.200s", ans)
-	}
-	if !bytes.Contains(ans, []byte(`"content"`)) {
+	// A result with content and not a tool error (the echo's text is the
+	// params, which hold neither marker).
+	if !bytes.Contains(ans, []byte(`"result":`)) || !bytes.Contains(ans, []byte(`"content":`)) ||
+		bytes.Contains(ans, []byte(`"isError":true`)) {
 		return fmt.Errorf("loadtest: tools/call answered %.200s", ans)
 	}
 	return nil
