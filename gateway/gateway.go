@@ -201,6 +201,9 @@ func New(cfg Config) (*Gateway, error) {
 	g.RPC.Mount(g.mux)
 	g.MCP = mcpfront.New(hub, cfg.Auth, mcpOptions(cfg))
 	g.MCP.Mount(g.mux)
+	// MCP tools/call and resources/read in flight are answered before the
+	// computers that serve them are disconnected.
+	g.AddDrainer(g.MCP)
 	// Liveness: the process answers HTTP. Readiness: it serves and is not
 	// draining, so a load balancer stops sending new clients at shutdown.
 	g.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -306,7 +309,8 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetHTTP2(true)
 	srv.Protocols.SetUnencryptedHTTP2(true) // h2c for gRPC on the same port
-	// MCP sessions hold their office and an open event stream: end them too.
+	// MCP sessions hold their office and an open event stream: once drained
+	// (shutdown), end them so that Shutdown does not wait for their streams.
 	srv.RegisterOnShutdown(g.MCP.Close)
 	if g.cfg.TLS != nil {
 		srv.TLSConfig = g.cfg.TLS

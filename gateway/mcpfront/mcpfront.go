@@ -159,6 +159,12 @@ type Server struct {
 	mu       sync.Mutex
 	closed   bool
 	sessions map[string]*session // by MCP session id
+	// draining refuses new sessions and requests; inflight counts the
+	// requests being served (tools/call, resources/read, ...), and idle is
+	// closed when draining and none is left.
+	draining bool
+	inflight int
+	idle     chan struct{}
 	// wg counts every goroutine of every session, awaited by Close.
 	wg sync.WaitGroup
 }
@@ -166,12 +172,17 @@ type Server struct {
 // New makes the MCP front end of hub, authenticating callers with auth.
 func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 	opts = opts.withDefaults()
-	s := &Server{hub: hub, auth: auth, opts: opts, log: opts.Logger, sessions: map[string]*session{}}
+	s := &Server{hub: hub, auth: auth, opts: opts, log: opts.Logger, sessions: map[string]*session{}, idle: make(chan struct{})}
 	s.base = mcp.NewServer(implementation(""), nil)
 	s.handler = mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
 		Logger:              opts.Logger,
 		SessionTimeout:      opts.SessionTimeout,
 		MaxRequestBodyBytes: opts.MaxRequestBytes,
+		// A POST is answered as one JSON body rather than an event stream: the
+		// spec lets the server choose (the client accepts both), nothing of
+		// ours is sent during a request (no progress over SMCP), and the
+		// stream framing costs the gateway per call.
+		JSONResponse: true,
 	})
 	return s
 }
@@ -369,7 +380,7 @@ func (s *Server) open(ctx context.Context, p *core.Principal, office, agent stri
 	id := rand.Text()
 	s.mu.Lock()
 	switch {
-	case s.closed:
+	case s.closed || s.draining:
 		s.mu.Unlock()
 		return nil, smcp.Errorf(codeUnavailable, "the gateway is shutting down")
 	case len(s.sessions) >= s.opts.MaxSessions:
@@ -430,6 +441,52 @@ func (s *Server) Sessions() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.sessions)
+}
+
+// Drain refuses new sessions and new requests (a request gets an MCP error
+// with SMCP code 503) and returns once the requests in flight are answered,
+// or with an error when ctx ends first. Sessions stay open meanwhile, so a
+// tools/call in flight gets its result and cancellations still get through;
+// Close ends them afterwards.
+func (s *Server) Drain(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.draining {
+		s.draining = true
+		if s.inflight == 0 {
+			close(s.idle)
+		}
+	}
+	s.mu.Unlock()
+	select {
+	case <-s.idle:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		n := s.inflight
+		s.mu.Unlock()
+		return fmt.Errorf("mcpfront: %d requests still in flight: %w", n, ctx.Err())
+	}
+}
+
+// begin counts a request in flight, or reports false while draining.
+func (s *Server) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining {
+		return false
+	}
+	s.inflight++
+	return true
+}
+
+// end uncounts a request begun.
+func (s *Server) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inflight--
+	if s.draining && s.inflight == 0 {
+		close(s.idle)
+	}
 }
 
 // Close ends every session (each frees its office) and refuses new ones,

@@ -349,9 +349,15 @@ func (x *session) allow() bool { return x.limiter == nil || x.limiter.Allow() }
 // document to the computer that serves them, whether or not they are listed.
 func (x *session) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if !isNotification(method) && method != "initialize" && !x.allow() {
-			return nil, mcpError(smcp.Errorf(core.CodeTooManyPending,
-				"rate limit of %g requests per second exceeded", x.front.opts.EventsPerSecond), false)
+		if !isNotification(method) && method != "initialize" {
+			if !x.allow() {
+				return nil, mcpError(smcp.Errorf(core.CodeTooManyPending,
+					"rate limit of %g requests per second exceeded", x.front.opts.EventsPerSecond), false)
+			}
+			if !x.front.begin() {
+				return nil, mcpError(smcp.Errorf(codeUnavailable, "the gateway is shutting down"), false)
+			}
+			defer x.front.end()
 		}
 		if rr, ok := req.(*mcp.ReadResourceRequest); ok && method == "resources/read" && rr.Params != nil {
 			return x.read(ctx, rr.Params.URI)

@@ -177,22 +177,13 @@ func objectSchema(raw json.RawMessage) (json.RawMessage, error) {
 	return raw, nil
 }
 
-// toolCall is the client:tool_call payload; Params stays the MCP client's
-// arguments, byte for byte.
-type toolCall struct {
-	Agent    string          `json:"agent"`
-	ReqID    string          `json:"req_id"`
-	Computer string          `json:"computer"`
-	ToolName string          `json:"tool_name"`
-	Params   json.RawMessage `json:"params"`
-	Timeout  int64           `json:"timeout"`
-}
-
 // callTool is the handler of one computer's tool: a client:tool_call whose
 // timeout is the call's own deadline (DefaultToolTimeout without one). When
 // the MCP client cancels the call (or goes away), the computer is told with
 // server:tool_call_cancel and cancels its own MCP call.
 func (x *session) callTool(computer, tool string) mcp.ToolHandler {
+	// The arguments are spliced in as the go-sdk read them (valid JSON);
+	// the core's check refuses anything but an object.
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args := bytes.TrimSpace(req.Params.Arguments)
 		if len(args) == 0 || bytes.Equal(args, []byte("null")) {
@@ -203,16 +194,17 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 			timeout = time.Until(dl)
 		}
 		secs := min(max(int64(math.Ceil(timeout.Seconds())), smcp.MinToolCallTimeout), smcp.MaxToolCallTimeout)
-		call := toolCall{Agent: x.agent, ReqID: newReqID(), Computer: computer, ToolName: tool, Params: args, Timeout: secs}
-		payload, err := json.Marshal(call)
+		reqID := newReqID()
+		payload, err := smcp.ToolCallPayload(&smcpv1.ToolCallReq{Agent: x.agent, ReqId: reqID, Computer: computer,
+			ToolName: tool, Timeout: int32(secs)}, args)
 		if err != nil {
-			return nil, mcpError(smcp.Errorf(smcp.CodeBadRequest, "arguments: %v", err), false)
+			return nil, mcpError(smcp.Errorf(smcp.CodeBadRequest, "%v", err), false)
 		}
 		raw, err := x.route(ctx, smcp.EventToolCall, payload)
 		if err != nil {
 			if ctx.Err() != nil {
-				if cerr := x.lease.CancelToolCall(&smcpv1.AgentCallData{Agent: x.agent, ReqId: call.ReqID}); cerr != nil {
-					x.log.Warn("cancel abandoned tool call", "computer", computer, "req_id", call.ReqID, "err", cerr)
+				if cerr := x.lease.CancelToolCall(&smcpv1.AgentCallData{Agent: x.agent, ReqId: reqID}); cerr != nil {
+					x.log.Warn("cancel abandoned tool call", "computer", computer, "req_id", reqID, "err", cerr)
 				}
 				return nil, ctx.Err()
 			}

@@ -46,6 +46,12 @@ const (
 	ModeFinder Mode = "finder"
 	// ModeIdle: N connections joined and left idle; memory per connection.
 	ModeIdle Mode = "idle"
+	// ModeMCP: tools/call on the office's MCP endpoint (/mcp/{office_id},
+	// streamable HTTP) with the stock go-sdk client, one session per office.
+	ModeMCP Mode = "mcp"
+	// ModeMCPRaw: the same calls as bare HTTP/1.1 POSTs on one initialized
+	// session per office (the lean client: the load generator costs less).
+	ModeMCPRaw Mode = "mcp-raw"
 )
 
 // CallTool reports whether m drives CallTool on the Connect / gRPC API.
@@ -54,7 +60,10 @@ func (m Mode) CallTool() bool {
 }
 
 // InTurns reports whether runs of m can be measured in turns (RunTurns).
-func (m Mode) InTurns() bool { return m == ModeSIO || m.CallTool() }
+func (m Mode) InTurns() bool { return m == ModeSIO || m.CallTool() || m.MCP() }
+
+// MCP reports whether m drives tools/call on the MCP front end.
+func (m Mode) MCP() bool { return m == ModeMCP || m == ModeMCPRaw }
 
 // Options of a run.
 type Options struct {
@@ -269,10 +278,26 @@ func join(ctx context.Context, c *Conn, role, name, office string) error {
 	return nil
 }
 
-// echoComputer answers client:tool_call at once with the params as text.
+// echoComputer answers client:tool_call at once with the params as text,
+// and the reads an MCP session of the office makes when it opens (its one
+// echo tool, an empty desktop and finder).
 func echoComputer(c **Conn) func(event string, id int64, payload json.RawMessage) {
 	return func(event string, id int64, payload json.RawMessage) {
-		if id < 0 || event != smcp.EventToolCall {
+		if id < 0 {
+			return
+		}
+		switch event {
+		case smcp.EventToolCall:
+		case smcp.EventGetTools:
+			_ = (*c).Ack(id, echoTools)
+			return
+		case smcp.EventGetDesktop:
+			_ = (*c).Ack(id, []byte(`{"desktops":[]}`))
+			return
+		case smcp.EventGetFinder:
+			_ = (*c).Ack(id, []byte(`{"documents":[],"total_count":0}`))
+			return
+		default:
 			return
 		}
 		var req struct {
@@ -287,6 +312,9 @@ func echoComputer(c **Conn) func(event string, id int64, payload json.RawMessage
 		_ = (*c).Ack(id, ans)
 	}
 }
+
+// echoTools is the echo computer's get_tools answer.
+var echoTools = []byte(`{"tools":[{"name":"echo","description":"echo","params_schema":{"type":"object","properties":{"text":{"type":"string"}}},"return_schema":null,"meta":{}}]}`)
 
 func office(i int) string { return "bench-" + strconv.Itoa(i) }
 
@@ -397,6 +425,10 @@ func dialCallers(ctx context.Context, o Options, base int, closers *[]func()) ([
 		httpClient = &http.Client{Transport: tr}
 		*closers = append(*closers, tr.CloseIdleConnections)
 	}
+	if o.Mode.MCP() {
+		httpClient = mcpHTTPClient(o)
+		*closers = append(*closers, httpClient.CloseIdleConnections)
+	}
 	for i := range o.Offices {
 		officeID := office(base + i)
 		if o.Mode != ModeFinder {
@@ -429,6 +461,19 @@ func dialCallers(ctx context.Context, o Options, base int, closers *[]func()) ([
 				return nil, err
 			}
 			*closers = append(*closers, c.close)
+			callers[i] = c.call
+		case ModeMCP:
+			c, closeSession, err := stockMCPCaller(ctx, o, httpClient, agentName, officeID, params)
+			if err != nil {
+				return nil, err
+			}
+			*closers = append(*closers, closeSession)
+			callers[i] = c
+		case ModeMCPRaw:
+			c, err := newMCPRawCaller(ctx, o, httpClient, agentName, officeID, params)
+			if err != nil {
+				return nil, err
+			}
 			callers[i] = c.call
 		case ModeConnect, ModeConnectH2C, ModeGRPC:
 			c, err := stockCaller(o, httpClient, agentName, officeID, params)

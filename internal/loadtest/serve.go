@@ -18,6 +18,7 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
@@ -55,7 +56,8 @@ func Serve(ctx context.Context, kind string, node Node, ln net.Listener, log *sl
 		// per-connection limit meant for production: the limiter stays on
 		// (its cost is measured) with a rate no run reaches.
 		g, err := gateway.New(gateway.Config{Auth: core.AllowAll{}, Logger: log,
-			SIO: sio.Config{EventsPerSecond: 1e7, MaxConnsPerAddr: -1}, Redis: node.Redis, NodeID: node.ID})
+			SIO: sio.Config{EventsPerSecond: 1e7, MaxConnsPerAddr: -1}, MCP: mcpfront.Options{EventsPerSecond: 1e7},
+			Redis: node.Redis, NodeID: node.ID})
 		if err != nil {
 			return err
 		}

@@ -105,7 +105,9 @@ modes: sio (client:tool_call), connect (CallTool, Connect protocol, stock
 connect-go client over HTTP/1.1), connect-h2c (the same over h2c), grpc
 (CallTool, gRPC over h2c, stock connect-go client), connect-raw (CallTool,
 Connect over HTTP/1.1 with a hand-written client costing the load generator
-less), finder (client:get_finder over a computer with
+less), mcp (tools/call on /mcp/{office_id}, streamable HTTP, stock go-sdk
+client, one MCP session per office), mcp-raw (the same as bare HTTP/1.1
+POSTs on one session per office), finder (client:get_finder over a computer with
 --finder-docs documents), idle (--conns idle connections: memory per
 connection), startup (computer start-up with --startup-servers stdio servers).
 
@@ -113,7 +115,7 @@ flags:
 `)
 		fs.PrintDefaults()
 	}
-	modes := fs.String("mode", "sio", "comma-separated modes: sio, connect, connect-h2c, grpc, connect-raw, finder, idle, startup")
+	modes := fs.String("mode", "sio", "comma-separated modes: sio, connect, connect-h2c, grpc, connect-raw, mcp, mcp-raw, finder, idle, startup")
 	offices := fs.String("offices", "10", "comma-separated office counts, one run each")
 	c := benchConfig{}
 	fs.IntVar(&c.inFlight, "inflight", 8, "calls in flight per agent")
@@ -143,7 +145,7 @@ flags:
 	for m := range strings.SplitSeq(*modes, ",") {
 		switch mode := loadtest.Mode(strings.TrimSpace(m)); mode {
 		case loadtest.ModeSIO, loadtest.ModeConnect, loadtest.ModeConnectH2C, loadtest.ModeGRPC, loadtest.ModeConnectRaw,
-			loadtest.ModeFinder, loadtest.ModeIdle, modeStartup:
+			loadtest.ModeFinder, loadtest.ModeIdle, modeStartup, loadtest.ModeMCP, loadtest.ModeMCPRaw:
 			c.modes = append(c.modes, mode)
 		default:
 			return fmt.Errorf("--mode: unknown mode %q", m)
