@@ -44,11 +44,11 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/httpauth"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -59,7 +59,7 @@ const (
 	DefaultAPIKeyHeader = "x-api-key"
 	// AgentHeader names the agent of a caller whose key has no fixed name
 	// (the same header as the Connect API's).
-	AgentHeader  = "x-smcp-agent"
+	AgentHeader  = httpauth.AgentHeader
 	DefaultAgent = "mcp-agent"
 	// DefaultToolTimeout is a tools/call's SMCP timeout when the call carries
 	// no deadline of its own.
@@ -77,8 +77,6 @@ const (
 	// syncTimeout bounds the reads that refresh one computer's tools or
 	// resources.
 	syncTimeout = 30 * time.Second
-	// maxAgentName bounds the AgentHeader value.
-	maxAgentName = 128
 )
 
 // statelessProtocol is the first MCP version without sessions (SEP-2575),
@@ -279,7 +277,7 @@ func isLoopback(hostport string) bool {
 
 // caller authenticates the request and decides the agent name it acts as.
 func (s *Server) caller(r *http.Request) (*core.Principal, string, error) {
-	cred, err := credential(r.Header, s.opts.APIKeyHeader)
+	cred, err := httpauth.Credential(r.Header, s.opts.APIKeyHeader)
 	if err != nil {
 		return nil, "", err
 	}
@@ -295,50 +293,11 @@ func (s *Server) caller(r *http.Request) (*core.Principal, string, error) {
 	case !p.AllowsOffice(office):
 		return nil, "", smcp.Errorf(smcp.CodeForbidden, "this key may not enter office %q", office)
 	}
-	agent, err := agentName(p, r.Header.Get(AgentHeader), s.opts.DefaultAgent)
+	agent, err := httpauth.AgentName(p, r.Header.Get(AgentHeader), s.opts.DefaultAgent)
 	if err != nil {
 		return nil, "", err
 	}
 	return p, agent, nil
-}
-
-// credential takes the API key from the key header or from
-// "Authorization: Bearer"; two different keys are refused.
-func credential(h http.Header, keyHeader string) (string, error) {
-	key := strings.TrimSpace(h.Get(keyHeader))
-	var bearer string
-	if a := h.Get("Authorization"); a != "" {
-		scheme, token, ok := strings.Cut(a, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") {
-			return "", smcp.Errorf(smcp.CodeUnauthenticated, "Authorization must be \"Bearer <API key>\"")
-		}
-		bearer = strings.TrimSpace(token)
-	}
-	switch {
-	case key != "" && bearer != "" && key != bearer:
-		return "", smcp.Errorf(smcp.CodeUnauthenticated, "%s and Authorization carry different keys", keyHeader)
-	case key != "":
-		return key, nil
-	}
-	return bearer, nil
-}
-
-// agentName is the key's fixed name, else the header, else the default.
-func agentName(p *core.Principal, header, def string) (string, error) {
-	header = strings.TrimSpace(header)
-	if p.Name != "" {
-		if header != "" && header != p.Name {
-			return "", smcp.Errorf(smcp.CodeForbidden, "this key may only use the name %q", p.Name)
-		}
-		return p.Name, nil
-	}
-	if header == "" {
-		return def, nil
-	}
-	if len(header) > maxAgentName || strings.IndexFunc(header, unicode.IsControl) >= 0 {
-		return "", smcp.Errorf(smcp.CodeBadRequest, "%s must be at most %d printable characters", AgentHeader, maxAgentName)
-	}
-	return header, nil
 }
 
 // httpStatus maps the SMCP code of a refusal before any MCP session exists.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -163,25 +162,4 @@ func fmtErr(err error) string {
 		return fmt.Sprintf("code %d message %q data %s", we.Code, we.Message, we.Data)
 	}
 	return fmt.Sprint(err)
-}
-
-func TestCredential(t *testing.T) {
-	for _, c := range []struct {
-		h    http.Header
-		want string
-		ok   bool
-	}{
-		{http.Header{"X-Api-Key": {"k"}}, "k", true},
-		{http.Header{"Authorization": {"Bearer k"}}, "k", true},
-		{http.Header{"Authorization": {"bearer  k "}}, "k", true},
-		{http.Header{"X-Api-Key": {"k"}, "Authorization": {"Bearer k"}}, "k", true},
-		{http.Header{"X-Api-Key": {"k"}, "Authorization": {"Bearer j"}}, "", false},
-		{http.Header{"Authorization": {"Basic k"}}, "", false},
-		{http.Header{}, "", true},
-	} {
-		got, err := credential(c.h, "x-api-key")
-		if got != c.want || (err == nil) != c.ok {
-			t.Errorf("%v: %q %v", c.h, got, err)
-		}
-	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/rs/cors"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/httpauth"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 )
 
@@ -33,7 +34,7 @@ import (
 const (
 	DefaultAPIKeyHeader = "x-api-key"
 	// AgentHeader names the agent of a caller whose key has no fixed name.
-	AgentHeader = "x-smcp-agent"
+	AgentHeader = httpauth.AgentHeader
 	// DefaultAgent is the agent name of a caller whose key has no fixed name
 	// and who sent no AgentHeader.
 	DefaultAgent = "rpc-agent"
@@ -44,8 +45,6 @@ const (
 	DefaultMaxRequestBytes = 1 << 20
 	// compressMinBytes is the smallest answer worth compressing.
 	compressMinBytes = 1024
-	// maxAgentName bounds the x-smcp-agent header.
-	maxAgentName = 128
 )
 
 // Options configure the RPC front end. Zero fields take the defaults.

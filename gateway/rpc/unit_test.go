@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -101,61 +100,6 @@ func TestToConnectComputerGone(t *testing.T) {
 	}
 	if e, ok := SMCPError(err); !ok || e.Code != smcp.CodeNotFound {
 		t.Fatalf("detail %v", e)
-	}
-}
-
-func TestCredential(t *testing.T) {
-	s := New(core.New(core.Config{}), core.AllowAll{}, Options{})
-	cases := []struct {
-		headers []string
-		want    string
-		err     bool
-	}{
-		{nil, "", false},
-		{[]string{"x-api-key", " k1 "}, "k1", false},
-		{[]string{"authorization", "Bearer k2"}, "k2", false},
-		{[]string{"authorization", "bearer k2"}, "k2", false},
-		{[]string{"x-api-key", "k1", "authorization", "Bearer k1"}, "k1", false},
-		{[]string{"x-api-key", "k1", "authorization", "Bearer k2"}, "", true},
-		{[]string{"authorization", "Basic k2"}, "", true},
-		{[]string{"authorization", "k2"}, "", true},
-	}
-	for _, c := range cases {
-		h := http.Header{}
-		for i := 0; i < len(c.headers); i += 2 {
-			h.Set(c.headers[i], c.headers[i+1])
-		}
-		got, err := s.credential(h)
-		if (err != nil) != c.err || got != c.want {
-			t.Errorf("%v: got %q, %v", c.headers, got, err)
-		}
-	}
-}
-
-func TestAgentName(t *testing.T) {
-	s := New(core.New(core.Config{}), core.AllowAll{}, Options{DefaultAgent: "dflt"})
-	fixed := &core.Principal{Name: "alice"}
-	free := &core.Principal{}
-	cases := []struct {
-		p      *core.Principal
-		header string
-		want   string
-		code   int
-	}{
-		{fixed, "", "alice", 0},
-		{fixed, "alice", "alice", 0},
-		{fixed, "bob", "", smcp.CodeForbidden},
-		{free, "", "dflt", 0},
-		{free, " bob ", "bob", 0},
-		{free, "bo\nb", "", smcp.CodeBadRequest},
-		{free, string(make([]byte, 200)), "", smcp.CodeBadRequest},
-	}
-	for _, c := range cases {
-		got, err := s.agentName(c.p, c.header)
-		e, _ := smcp.AsError(err)
-		if got != c.want || (c.code == 0) != (err == nil) || (e != nil && e.Code != c.code) {
-			t.Errorf("agentName(%q, %q) = %q, %v", c.p.Name, c.header, got, err)
-		}
 	}
 }
 
