@@ -49,6 +49,7 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/httpauth"
+	"github.com/smcpgw/smcp-gateway/gateway/inflight"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -160,9 +161,7 @@ type Server struct {
 	// draining refuses new sessions and requests; inflight counts the
 	// requests being served (tools/call, resources/read, ...), and idle is
 	// closed when draining and none is left.
-	draining bool
-	inflight int
-	idle     chan struct{}
+	calls inflight.Gate
 	// wg counts every goroutine of every session, awaited by Close.
 	wg sync.WaitGroup
 }
@@ -170,7 +169,7 @@ type Server struct {
 // New makes the MCP front end of hub, authenticating callers with auth.
 func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 	opts = opts.withDefaults()
-	s := &Server{hub: hub, auth: auth, opts: opts, log: opts.Logger, sessions: map[string]*session{}, idle: make(chan struct{})}
+	s := &Server{hub: hub, auth: auth, opts: opts, log: opts.Logger, sessions: map[string]*session{}}
 	s.base = mcp.NewServer(implementation(""), nil)
 	s.handler = mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
 		Logger:              opts.Logger,
@@ -339,7 +338,7 @@ func (s *Server) open(ctx context.Context, p *core.Principal, office, agent stri
 	id := rand.Text()
 	s.mu.Lock()
 	switch {
-	case s.closed || s.draining:
+	case s.closed || s.calls.Draining():
 		s.mu.Unlock()
 		return nil, smcp.Errorf(codeUnavailable, "the gateway is shutting down")
 	case len(s.sessions) >= s.opts.MaxSessions:
@@ -408,44 +407,10 @@ func (s *Server) Sessions() int {
 // tools/call in flight gets its result and cancellations still get through;
 // Close ends them afterwards.
 func (s *Server) Drain(ctx context.Context) error {
-	s.mu.Lock()
-	if !s.draining {
-		s.draining = true
-		if s.inflight == 0 {
-			close(s.idle)
-		}
+	if err := s.calls.Drain(ctx); err != nil {
+		return fmt.Errorf("mcpfront: %w", err)
 	}
-	s.mu.Unlock()
-	select {
-	case <-s.idle:
-		return nil
-	case <-ctx.Done():
-		s.mu.Lock()
-		n := s.inflight
-		s.mu.Unlock()
-		return fmt.Errorf("mcpfront: %d requests still in flight: %w", n, ctx.Err())
-	}
-}
-
-// begin counts a request in flight, or reports false while draining.
-func (s *Server) begin() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.draining {
-		return false
-	}
-	s.inflight++
-	return true
-}
-
-// end uncounts a request begun.
-func (s *Server) end() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.inflight--
-	if s.draining && s.inflight == 0 {
-		close(s.idle)
-	}
+	return nil
 }
 
 // Close ends every session (each frees its office) and refuses new ones,

@@ -27,6 +27,7 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/httpauth"
+	"github.com/smcpgw/smcp-gateway/gateway/inflight"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 )
 
@@ -85,10 +86,7 @@ type Server struct {
 	// The calls in flight, counted from the moment the handler has the
 	// request, so that a shutdown waits for their answers before the
 	// computers' connections are closed.
-	mu       sync.Mutex
-	draining bool
-	inflight int
-	idle     chan struct{} // closed when draining and inflight is 0
+	calls inflight.Gate
 }
 
 // New makes the RPC front end of hub, authenticating callers with auth.
@@ -109,7 +107,7 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 	return &Server{
 		hub: hub, auth: auth, opts: opts, log: opts.Logger,
 		health:  grpchealth.NewStaticChecker(smcpv1connect.AgentServiceName),
-		closing: ctx, close: cancel, idle: make(chan struct{}),
+		closing: ctx, close: cancel,
 	}
 }
 
@@ -148,63 +146,29 @@ func (s *Server) Mount(mux *http.ServeMux) {
 // service, ends every WatchOffice stream (they never end on their own), then
 // waits until the calls in flight are answered or ctx ends.
 func (s *Server) Drain(ctx context.Context) error {
-	s.mu.Lock()
-	if !s.draining {
-		s.draining = true
-		if s.inflight == 0 {
-			close(s.idle)
-		}
-	}
-	s.mu.Unlock()
+	s.calls.Close()
 	s.Close()
-	select {
-	case <-s.idle:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("rpc: %d calls still in flight: %w", s.inFlight(), ctx.Err())
+	if err := s.calls.Drain(ctx); err != nil {
+		return fmt.Errorf("rpc: %w", err)
 	}
-}
-
-// inFlight is the number of calls being served.
-func (s *Server) inFlight() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.inflight
+	return nil
 }
 
 // track counts every request of h in flight. A request that arrives while
 // draining is not counted; drainGate refuses it.
 func (s *Server) track(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		counted := !s.draining
-		if counted {
-			s.inflight++
-		}
-		s.mu.Unlock()
-		if counted {
-			defer s.done()
+		if s.calls.Begin() {
+			defer s.calls.End()
 		}
 		h.ServeHTTP(w, r)
 	})
 }
 
-func (s *Server) done() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.inflight--
-	if s.draining && s.inflight == 0 {
-		close(s.idle)
-	}
-}
-
 // drainGate refuses calls once Drain has begun. A call counted just before
 // is refused too: it has done nothing yet, and its caller retries elsewhere.
 func (s *Server) drainGate(ctx context.Context, _ connect.Spec, _ connect.Peer, _ http.Header) (context.Context, error) {
-	s.mu.Lock()
-	draining := s.draining
-	s.mu.Unlock()
-	if draining {
+	if s.calls.Draining() {
 		return nil, connect.NewError(connect.CodeUnavailable, errors.New("gateway is shutting down"))
 	}
 	return ctx, nil

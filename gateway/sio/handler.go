@@ -214,7 +214,7 @@ func (h *handler) route(event string, payload any, ack socket.Ack) {
 		flat(ack, err)
 		return
 	}
-	if !h.srv.begin() {
+	if !h.srv.calls.Begin() {
 		flat(ack, smcp.Errorf(CodeUnavailable, "gateway is shutting down"))
 		return
 	}
@@ -224,7 +224,7 @@ func (h *handler) route(event string, payload any, ack socket.Ack) {
 	// No goroutine per call: the answer is acked from the callback, on the
 	// goroutine that settles the call (see core.Session.Go).
 	h.sess.Go(req, func(out json.RawMessage, err error) {
-		defer h.srv.end()
+		defer h.srv.calls.End()
 		defer span.End()
 		done(metrics.Outcome(err))
 		switch {

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/inflight"
 	"github.com/smcpgw/smcp-gateway/gateway/metrics"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -91,11 +92,9 @@ type Server struct {
 	handler http.Handler
 	publish *publisher // cluster only
 
-	mu       sync.Mutex
-	draining bool
-	inflight int
-	idle     chan struct{} // closed when draining and inflight reaches 0
-	perAddr  map[string]int
+	mu      sync.Mutex
+	perAddr map[string]int
+	calls   inflight.Gate // client: requests in flight
 }
 
 // New builds the front end over hub. auth must not be nil: use
@@ -128,7 +127,7 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider().Tracer("")
 	}
-	s := &Server{cfg: cfg, hub: hub, auth: auth, log: cfg.Logger, idle: make(chan struct{}), perAddr: map[string]int{}}
+	s := &Server{cfg: cfg, hub: hub, auth: auth, log: cfg.Logger, perAddr: map[string]int{}}
 
 	opts := socket.DefaultServerOptions()
 	opts.SetPath(strings.TrimSuffix(cfg.Path, "/"))
@@ -175,28 +174,14 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Drain refuses new connections and requests, then waits until the requests
 // in flight are answered or ctx ends.
 func (s *Server) Drain(ctx context.Context) error {
-	s.mu.Lock()
-	if !s.draining {
-		s.draining = true
-		if s.inflight == 0 {
-			close(s.idle)
-		}
+	if err := s.calls.Drain(ctx); err != nil {
+		return fmt.Errorf("sio: %w", err)
 	}
-	s.mu.Unlock()
-	select {
-	case <-s.idle:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("sio: %d requests still in flight: %w", s.inFlight(), ctx.Err())
-	}
+	return nil
 }
 
 // Draining reports whether Drain was called.
-func (s *Server) Draining() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.draining
-}
+func (s *Server) Draining() bool { return s.calls.Draining() }
 
 // Close closes every connection, first giving queued packets (the answers of
 // the last calls) up to a second to reach the wire: the library discards
@@ -231,42 +216,13 @@ func (s *Server) flushed() bool {
 	return all
 }
 
-func (s *Server) inFlight() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.inflight
-}
-
-// begin counts a request in flight; false while draining.
-func (s *Server) begin() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.draining {
-		return false
-	}
-	s.inflight++
-	return true
-}
-
-func (s *Server) end() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.inflight--
-	if s.draining && s.inflight == 0 {
-		close(s.idle)
-	}
-}
-
 // authenticate is the namespace middleware: a refused connect gets a
 // connect_error whose data is a flat error.
 func (s *Server) authenticate(sock *socket.Socket, next func(*socket.ExtendedError)) {
 	refuse := func(e *smcp.Error) {
 		next(socket.NewExtendedError(e.Message, e.Wire()))
 	}
-	s.mu.Lock()
-	draining := s.draining
-	s.mu.Unlock()
-	if draining {
+	if s.calls.Draining() {
 		refuse(smcp.Errorf(CodeUnavailable, "gateway is shutting down"))
 		return
 	}
