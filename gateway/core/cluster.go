@@ -12,7 +12,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
-// Member is one holder of an office slot as a cluster Registry records it.
+// Member is one holder of an office slot as a Registry records it.
 type Member struct {
 	OfficeID string `json:"o"`
 	Role     string `json:"r"`
@@ -26,9 +26,12 @@ type Member struct {
 	Lease bool `json:"l,omitempty"`
 }
 
-// Registry is the office membership shared by the nodes of a cluster. When
-// Config.Registry is nil the hub's own maps are the registry (one node).
-// Claim must apply the join rules atomically across nodes.
+// Registry is the office membership: MemRegistry on one node, a shared one
+// (gateway/cluster, Redis) for the nodes of a cluster. The hub asks it for
+// every join, listing and remote lookup; it alone applies the join rules,
+// and Claim must apply them atomically (across nodes for a shared one).
+// gateway/core/registrytest is the conformance suite every implementation
+// passes.
 type Registry interface {
 	// Claim takes m's slot: the agent slot of its office (by name; only one
 	// non-lease agent session) or its computer name. A conflict is an
@@ -212,8 +215,8 @@ func (s *Session) memberLocked() Member {
 	return Member{OfficeID: s.officeID, Role: s.role, Name: s.name, SID: sid, Node: s.hub.cfg.Node, Lease: s.lease}
 }
 
-// listCluster answers ListRoom from the registry.
-func (h *Hub) listCluster(officeID string) ([]*smcpv1.SessionInfo, error) {
+// listMembers answers ListRoom from the registry.
+func (h *Hub) listMembers(officeID string) ([]*smcpv1.SessionInfo, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
 	ms, err := h.cfg.Registry.Members(ctx, officeID)

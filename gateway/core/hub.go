@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,8 +55,8 @@ type Config struct {
 	// it is dropped.
 	WatchBuffer int
 	Logger      *slog.Logger
-	// Registry, when set, shares office membership with the other nodes of
-	// a cluster (see SetPeers); nil keeps it in this hub only.
+	// Registry holds office membership and decides joins. nil: a
+	// MemRegistry (one node). A cluster shares one (see SetPeers).
 	Registry Registry
 	// Node names this node in the Registry.
 	Node string
@@ -83,6 +83,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Registry == nil {
+		c.Registry = NewMemRegistry()
 	}
 	return c
 }
@@ -143,14 +146,6 @@ type office struct {
 	agentCalls atomic.Int64
 }
 
-// agentName is the name of the agent holding the office, "" when free.
-func (o *office) agentName() string {
-	if o.agent != nil {
-		return o.agent.name
-	}
-	return o.leaseName
-}
-
 func (o *office) empty() bool {
 	return o.agent == nil && len(o.computers) == 0 && o.leases == 0 && len(o.watchers) == 0
 }
@@ -194,7 +189,7 @@ type Session struct {
 	principal *Principal
 	conn      Conn
 	lease     bool
-	leaseID   string // cluster only: the lease's holder id in the Registry
+	leaseID   string // the lease's holder id in the Registry
 
 	// Guarded by hub.mu.
 	role, name, officeID string
@@ -242,19 +237,13 @@ func (h *Hub) ActAsAgent(p *Principal, officeID, name string) (*Session, error) 
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Session{hub: h, principal: p, lease: true, role: smcp.RoleAgent, name: name,
 		officeID: officeID, membership: ctx, endMember: cancel}
-	if h.cfg.Registry != nil {
-		s.leaseID = fmt.Sprintf("lease:%s:%d", h.cfg.Node, h.leaseSeq.Add(1))
-		if err := h.claim(s.memberLocked()); err != nil {
-			return nil, err
-		}
+	s.leaseID = "lease:" + h.cfg.Node + ":" + strconv.FormatUint(h.leaseSeq.Add(1), 10)
+	if err := h.claim(s.memberLocked()); err != nil {
+		return nil, err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	o := h.officeLocked(officeID)
-	if holder := o.agentName(); h.cfg.Registry == nil && holder != "" && holder != name {
-		h.gcLocked(o)
-		return nil, smcp.Errorf(smcp.CodeForbidden, "office %q already has an agent", officeID)
-	}
 	o.leases++
 	o.leaseName = name
 	return s, nil
@@ -303,36 +292,23 @@ func (s *Session) Join(req *smcpv1.EnterOfficeReq) error {
 	var released []Member
 	defer func() { h.release(released) }() // after the unlock below
 	defer h.mu.Unlock()
-	if h.cfg.Registry != nil {
-		// The registry decides, atomically across nodes; the hub's lock is
-		// not held over the network.
-		m := Member{OfficeID: officeID, Role: role, Name: name, SID: s.sid, Node: h.cfg.Node}
-		h.mu.Unlock()
-		err := h.claim(m)
-		h.mu.Lock()
-		if err != nil {
-			return err
+	// The registry decides (atomically across nodes in a cluster); the
+	// hub's lock is not held over the network.
+	m := Member{OfficeID: officeID, Role: role, Name: name, SID: s.sid, Node: h.cfg.Node}
+	h.mu.Unlock()
+	err := h.claim(m)
+	h.mu.Lock()
+	if err != nil {
+		return err
+	}
+	if err := s.joinableLocked(role, name, officeID); err != nil || s.officeID == officeID {
+		released = append(released, m)
+		if err == nil {
+			err = smcp.Errorf(smcp.CodeForbidden, "concurrent join of office %q", officeID)
 		}
-		if err := s.joinableLocked(role, name, officeID); err != nil || s.officeID == officeID {
-			released = append(released, m)
-			if err == nil {
-				err = smcp.Errorf(smcp.CodeForbidden, "concurrent join of office %q", officeID)
-			}
-			return err
-		}
+		return err
 	}
 	o := h.officeLocked(officeID)
-	if h.cfg.Registry == nil {
-		if role == smcp.RoleAgent {
-			if holder := o.agentName(); o.agent != nil || (holder != "" && holder != name) {
-				h.gcLocked(o)
-				return smcp.Errorf(smcp.CodeForbidden, "office %q already has an agent", officeID)
-			}
-		} else if _, taken := o.computers[name]; taken {
-			h.gcLocked(o)
-			return smcp.Errorf(smcp.CodeForbidden, "a computer named %q is already in office %q", name, officeID)
-		}
-	}
 	if s.officeID != "" {
 		released = append(released, s.leaveLocked()...) // a computer moves: its old office is told
 	}
@@ -409,9 +385,7 @@ func (s *Session) Close() {
 		}
 		s.endMember()
 		h.gcLocked(o)
-		if h.cfg.Registry != nil {
-			released = append(released, s.memberLocked())
-		}
+		released = append(released, s.memberLocked())
 	} else {
 		delete(h.sessions, s.sid)
 		if s.officeID != "" {
@@ -427,10 +401,7 @@ func (s *Session) Close() {
 // returns the registry slot to release once the lock is released.
 func (s *Session) leaveLocked() []Member {
 	h := s.hub
-	var released []Member
-	if h.cfg.Registry != nil {
-		released = append(released, s.memberLocked())
-	}
+	released := []Member{s.memberLocked()}
 	o := h.offices[s.officeID]
 	n := &smcpv1.LeaveOfficeNotification{OfficeId: s.officeID}
 	name := s.name
@@ -453,29 +424,12 @@ func (s *Session) leaveLocked() []Member {
 func (s *Session) ListRoom(officeID string) ([]*smcpv1.SessionInfo, error) {
 	h := s.hub
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if s.officeID == "" || s.officeID != officeID || s.closed {
+	member := s.officeID != "" && s.officeID == officeID && !s.closed
+	h.mu.Unlock()
+	if !member {
 		return nil, smcp.Errorf(smcp.CodeForbidden, "not a member of office %q", officeID)
 	}
-	if h.cfg.Registry != nil {
-		h.mu.Unlock()
-		defer h.mu.Lock() // for the deferred unlock
-		return h.listCluster(officeID)
-	}
-	o := h.offices[officeID]
-	out := make([]*smcpv1.SessionInfo, 0, 1+len(o.computers))
-	if o.agent != nil {
-		out = append(out, o.agent.infoLocked())
-	}
-	names := make([]string, 0, len(o.computers))
-	for n := range o.computers {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		out = append(out, o.computers[n].infoLocked())
-	}
-	return out, nil
+	return h.listMembers(officeID)
 }
 
 // Update handles server:update_config / update_tool_list / update_desktop /

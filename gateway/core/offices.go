@@ -14,7 +14,7 @@ import (
 // of the one-call agents holding it (ActAsAgent) and its computers. p must
 // allow the agent role: the list is an agent's view of the gateway.
 //
-// On one node this is the whole gateway. With a Registry it is this node's
+// On one node this is the whole gateway. In a cluster it is this node's
 // view: the offices this node knows (a member, a lease or a watcher here),
 // each with its membership across nodes read from the registry; offices
 // whose members are all on other nodes are not listed.
@@ -38,13 +38,11 @@ func (h *Hub) ListOffices(ctx context.Context, p *Principal) ([]*smcpv1.OfficeSu
 		out = append(out, sum)
 	}
 	h.mu.Unlock()
-	if h.cfg.Registry != nil {
-		// Membership spans nodes: the registry has it, not this hub. The
-		// lock is not held over the network.
-		for _, sum := range out {
-			if err := h.fillFromRegistry(ctx, sum); err != nil {
-				return nil, err
-			}
+	// Membership may span nodes: the registry has it, not this hub. The
+	// lock is not held over the network.
+	for _, sum := range out {
+		if err := h.fillFromRegistry(ctx, sum); err != nil {
+			return nil, err
 		}
 	}
 	out = slices.DeleteFunc(out, func(s *smcpv1.OfficeSummary) bool {

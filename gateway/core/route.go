@@ -108,9 +108,11 @@ func (r *Request) eventInfo() *smcp.EventInfo {
 func (s *Session) resolve(r *Request) (c *Session, o *office, remote *Member, err error) {
 	h := s.hub
 	c, o, err = s.resolveLocal(r)
-	if err != nil || c != nil || h.cfg.Registry == nil {
+	if err != nil || c != nil {
 		return c, o, nil, err
 	}
+	// Not a session of this hub: the registry knows whether it is a
+	// computer of another node.
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
 	m, ok, err := h.cfg.Registry.Computer(ctx, o.id, r.Computer)
@@ -140,11 +142,7 @@ func (s *Session) resolveLocal(r *Request) (*Session, *office, error) {
 		return nil, nil, smcp.Errorf(smcp.CodeForbidden, "%s: agent %q is not the caller", r.Event, r.Agent)
 	}
 	o := h.offices[s.officeID]
-	c := o.computers[r.Computer]
-	if c == nil && h.cfg.Registry == nil {
-		return nil, nil, smcp.Errorf(smcp.CodeNotFound, "computer not found in this office")
-	}
-	return c, o, nil
+	return o.computers[r.Computer], o, nil
 }
 
 type answer struct {

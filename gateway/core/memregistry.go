@@ -1,0 +1,140 @@
+package core
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// MemRegistry is the Registry of a single node: office membership in this
+// process. It applies the join rules exactly as the Redis registry's claim
+// script (gateway/cluster) does; the conformance suite in
+// gateway/core/registrytest holds both to them. Its one lock is held only
+// for map operations.
+type MemRegistry struct {
+	mu      sync.Mutex
+	offices map[string]*memOffice
+}
+
+// memOffice mirrors the Redis office hash: agent is the name holding the
+// agent slot, agentSID the sid of the (non-lease) agent session, agents the
+// holders of the agent slot (a session and one-call leases, by sid) and
+// computers the computers by name.
+type memOffice struct {
+	agent     string
+	agentSID  string
+	agents    map[string]Member
+	computers map[string]Member
+}
+
+// NewMemRegistry makes an empty registry.
+func NewMemRegistry() *MemRegistry {
+	return &MemRegistry{offices: map[string]*memOffice{}}
+}
+
+var _ Registry = (*MemRegistry)(nil)
+
+// Claim implements Registry: one agent session per office, one-call agents
+// (leases) sharing the slot by name, one computer per name.
+func (r *MemRegistry) Claim(_ context.Context, m Member) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := r.offices[m.OfficeID]
+	if o == nil {
+		o = &memOffice{}
+		r.offices[m.OfficeID] = o
+	}
+	if m.Role == smcp.RoleAgent {
+		if (o.agentSID != "" && (!m.Lease || o.agent != m.Name)) || (o.agent != "" && o.agent != m.Name) {
+			r.gcLocked(m.OfficeID, o)
+			return smcp.Errorf(smcp.CodeForbidden, "office %q already has an agent", m.OfficeID)
+		}
+		if o.agents == nil {
+			o.agents = map[string]Member{}
+		}
+		o.agent = m.Name
+		o.agents[m.SID] = m
+		if !m.Lease {
+			o.agentSID = m.SID
+		}
+		return nil
+	}
+	if _, taken := o.computers[m.Name]; taken {
+		return smcp.Errorf(smcp.CodeForbidden, "a computer named %q is already in office %q", m.Name, m.OfficeID)
+	}
+	if o.computers == nil {
+		o.computers = map[string]Member{}
+	}
+	o.computers[m.Name] = m
+	return nil
+}
+
+// Release implements Registry: only the very record m is removed, so a late
+// release cannot remove a newer holder.
+func (r *MemRegistry) Release(_ context.Context, m Member) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := r.offices[m.OfficeID]
+	if o == nil {
+		return false, nil
+	}
+	removed := false
+	if m.Role == smcp.RoleAgent {
+		if cur, ok := o.agents[m.SID]; ok && cur == m {
+			delete(o.agents, m.SID)
+			removed = true
+			if o.agentSID == m.SID {
+				o.agentSID = ""
+			}
+			if len(o.agents) == 0 {
+				o.agent = ""
+			}
+		}
+	} else if cur, ok := o.computers[m.Name]; ok && cur == m {
+		delete(o.computers, m.Name)
+		removed = true
+	}
+	r.gcLocked(m.OfficeID, o)
+	return removed, nil
+}
+
+func (r *MemRegistry) gcLocked(id string, o *memOffice) {
+	if len(o.agents) == 0 && len(o.computers) == 0 {
+		delete(r.offices, id)
+	}
+}
+
+// Members implements Registry: the agent session first, then the computers
+// by name.
+func (r *MemRegistry) Members(_ context.Context, officeID string) ([]Member, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := r.offices[officeID]
+	if o == nil {
+		return nil, nil
+	}
+	out := make([]Member, 0, 1+len(o.computers))
+	if o.agentSID != "" {
+		out = append(out, o.agents[o.agentSID])
+	}
+	start := len(out)
+	for _, c := range o.computers {
+		out = append(out, c)
+	}
+	slices.SortFunc(out[start:], func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Computer implements Registry.
+func (r *MemRegistry) Computer(_ context.Context, officeID, name string) (Member, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if o := r.offices[officeID]; o != nil {
+		m, ok := o.computers[name]
+		return m, ok, nil
+	}
+	return Member{}, false, nil
+}
