@@ -1,0 +1,301 @@
+// Package registrytest is the conformance suite of core.Registry: every
+// implementation (core.MemRegistry on one node, the Redis one of
+// gateway/cluster) runs it, so the join rules written once per
+// implementation (Go, Lua) cannot drift apart.
+package registrytest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// Run runs the suite; newRegistry returns an empty registry for each subtest.
+func Run(t *testing.T, newRegistry func(t *testing.T) core.Registry) {
+	for _, tc := range []struct {
+		name string
+		f    func(t *testing.T, r core.Registry)
+	}{
+		{"AgentSlot", agentSlot},
+		{"Leases", leases},
+		{"Computers", computers},
+		{"ReleaseOnlyItsRecord", releaseOnlyItsRecord},
+		{"MembersOrder", membersOrder},
+		{"OfficesApart", officesApart},
+		{"AgentRace", agentRace},
+		{"ComputerNameRace", computerNameRace},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.f(t, newRegistry(t)) })
+	}
+}
+
+func agent(office, name, sid string) core.Member {
+	return core.Member{OfficeID: office, Role: smcp.RoleAgent, Name: name, SID: sid, Node: "n1"}
+}
+
+func lease(office, name, sid string) core.Member {
+	m := agent(office, name, sid)
+	m.Lease = true
+	return m
+}
+
+func computer(office, name, sid string) core.Member {
+	return core.Member{OfficeID: office, Role: smcp.RoleComputer, Name: name, SID: sid, Node: "n1"}
+}
+
+// mustRefuse checks that err is the 403 a conflict gives.
+func mustRefuse(t *testing.T, err error, what string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("%s: claimed, want refused", what)
+	}
+	if e, ok := smcp.AsError(err); !ok || e.Code != smcp.CodeForbidden {
+		t.Fatalf("%s: %v, want a 403 *smcp.Error", what, err)
+	}
+}
+
+func mustClaim(t *testing.T, r core.Registry, m core.Member) {
+	t.Helper()
+	if err := r.Claim(context.Background(), m); err != nil {
+		t.Fatalf("claim %+v: %v", m, err)
+	}
+}
+
+func mustRelease(t *testing.T, r core.Registry, m core.Member, want bool) {
+	t.Helper()
+	got, err := r.Release(context.Background(), m)
+	if err != nil || got != want {
+		t.Fatalf("release %+v = %v, %v; want %v", m, got, err, want)
+	}
+}
+
+func names(t *testing.T, r core.Registry, office string) []string {
+	t.Helper()
+	ms, err := r.Members(context.Background(), office)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{}
+	for _, m := range ms {
+		out = append(out, m.Role[:1]+":"+m.Name+"@"+m.SID)
+	}
+	return out
+}
+
+func wantNames(t *testing.T, r core.Registry, office string, want ...string) {
+	t.Helper()
+	if want == nil {
+		want = []string{}
+	}
+	if got := names(t, r, office); !slices.Equal(got, want) {
+		t.Fatalf("members of %q = %v, want %v", office, got, want)
+	}
+}
+
+// agentSlot: one agent session per office, whatever its name; the slot is
+// free again once released.
+func agentSlot(t *testing.T, r core.Registry) {
+	ctx := context.Background()
+	alice := agent("o", "alice", "s1")
+	mustClaim(t, r, alice)
+	mustRefuse(t, r.Claim(ctx, agent("o", "bob", "s2")), "second agent, other name")
+	mustRefuse(t, r.Claim(ctx, agent("o", "alice", "s3")), "second agent session, same name")
+	wantNames(t, r, "o", "a:alice@s1")
+	mustRelease(t, r, alice, true)
+	wantNames(t, r, "o")
+	mustClaim(t, r, agent("o", "bob", "s2"))
+	wantNames(t, r, "o", "a:bob@s2")
+}
+
+// leases: one-call agents share the agent slot by name, beside a joined
+// agent of that name; they are not members; the slot is held until the last
+// holder is released.
+func leases(t *testing.T, r core.Registry) {
+	ctx := context.Background()
+	l1, l2 := lease("o", "alice", "lease:1"), lease("o", "alice", "lease:2")
+	mustClaim(t, r, l1)
+	mustClaim(t, r, l2)
+	mustRefuse(t, r.Claim(ctx, lease("o", "bob", "lease:3")), "lease of another name")
+	mustRefuse(t, r.Claim(ctx, agent("o", "bob", "s1")), "agent of another name while leased")
+	wantNames(t, r, "o")
+	// A session of the leases' name may join; then it is the member.
+	alice := agent("o", "alice", "s2")
+	mustClaim(t, r, alice)
+	wantNames(t, r, "o", "a:alice@s2")
+	mustClaim(t, r, lease("o", "alice", "lease:4"))
+	mustRelease(t, r, alice, true)
+	wantNames(t, r, "o")
+	mustRelease(t, r, l1, true)
+	mustRelease(t, r, l2, true)
+	mustRefuse(t, r.Claim(ctx, agent("o", "bob", "s3")), "agent of another name while a lease remains")
+	mustRelease(t, r, lease("o", "alice", "lease:4"), true)
+	mustClaim(t, r, agent("o", "bob", "s3"))
+	mustRefuse(t, r.Claim(ctx, lease("o", "alice", "lease:5")), "lease of another name than the agent")
+	mustClaim(t, r, lease("o", "bob", "lease:6"))
+}
+
+// computers: one computer per name, any number of names, beside the agent.
+func computers(t *testing.T, r core.Registry) {
+	ctx := context.Background()
+	pc := computer("o", "pc", "c1")
+	mustClaim(t, r, pc)
+	mustRefuse(t, r.Claim(ctx, computer("o", "pc", "c2")), "second computer of one name")
+	mustClaim(t, r, computer("o", "mac", "c3"))
+	// A computer's name does not take the agent's slot, nor the reverse.
+	mustClaim(t, r, agent("o", "pc", "s1"))
+	got, ok, err := r.Computer(ctx, "o", "pc")
+	if err != nil || !ok || got != pc {
+		t.Fatalf("Computer(pc) = %+v, %v, %v; want %+v", got, ok, err, pc)
+	}
+	if _, ok, err := r.Computer(ctx, "o", "nobody"); err != nil || ok {
+		t.Fatalf("Computer(nobody) = %v, %v; want not found", ok, err)
+	}
+	if _, ok, err := r.Computer(ctx, "o", "s1"); err != nil || ok {
+		t.Fatalf("an agent found as a computer: %v, %v", ok, err)
+	}
+	mustRelease(t, r, pc, true)
+	if _, ok, _ := r.Computer(ctx, "o", "pc"); ok {
+		t.Fatal("released computer still found")
+	}
+	mustClaim(t, r, computer("o", "pc", "c2"))
+}
+
+// releaseOnlyItsRecord: a late release (a reaper, a session that lost a
+// race) never removes a newer holder of the slot.
+func releaseOnlyItsRecord(t *testing.T, r core.Registry) {
+	old := computer("o", "pc", "c1")
+	mustClaim(t, r, old)
+	mustRelease(t, r, old, true)
+	mustClaim(t, r, computer("o", "pc", "c2"))
+	mustRelease(t, r, old, false)
+	onOtherNode := computer("o", "pc", "c2")
+	onOtherNode.Node = "n2"
+	mustRelease(t, r, onOtherNode, false)
+	wantNames(t, r, "o", "c:pc@c2")
+
+	a := agent("o", "alice", "s1")
+	mustClaim(t, r, a)
+	mustRelease(t, r, a, true)
+	mustRelease(t, r, a, false)
+	mustClaim(t, r, agent("o", "alice", "s2"))
+	mustRelease(t, r, a, false)
+	wantNames(t, r, "o", "a:alice@s2", "c:pc@c2")
+	mustRelease(t, r, core.Member{OfficeID: "nowhere", Role: smcp.RoleComputer, Name: "x", SID: "x"}, false)
+}
+
+// membersOrder: the agent first, then the computers by name, whatever the
+// order of joining; the records come back as claimed.
+func membersOrder(t *testing.T, r core.Registry) {
+	ctx := context.Background()
+	for _, n := range []string{"zeta", "alpha", "Mike", "beta-2", "beta"} {
+		mustClaim(t, r, computer("o", n, "sid-"+n))
+	}
+	a := agent("o", "zz-agent", "s1")
+	a.Node = "n2"
+	mustClaim(t, r, a)
+	mustClaim(t, r, lease("o", "zz-agent", "lease:1"))
+	wantNames(t, r, "o", "a:zz-agent@s1", "c:Mike@sid-Mike", "c:alpha@sid-alpha",
+		"c:beta@sid-beta", "c:beta-2@sid-beta-2", "c:zeta@sid-zeta")
+	ms, err := r.Members(ctx, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms[0] != a {
+		t.Fatalf("agent record %+v, want %+v", ms[0], a)
+	}
+	wantNames(t, r, "empty")
+}
+
+// officesApart: offices do not share slots.
+func officesApart(t *testing.T, r core.Registry) {
+	mustClaim(t, r, agent("o1", "alice", "s1"))
+	mustClaim(t, r, agent("o2", "bob", "s2"))
+	mustClaim(t, r, computer("o1", "pc", "c1"))
+	mustClaim(t, r, computer("o2", "pc", "c2"))
+	wantNames(t, r, "o1", "a:alice@s1", "c:pc@c1")
+	wantNames(t, r, "o2", "a:bob@s2", "c:pc@c2")
+}
+
+// race runs claims at once and returns the indexes of the winners.
+func race(t *testing.T, r core.Registry, ms []core.Member) []int {
+	t.Helper()
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		winners []int
+		start   = make(chan struct{})
+	)
+	for i, m := range ms {
+		wg.Go(func() {
+			<-start
+			err := r.Claim(context.Background(), m)
+			if err == nil {
+				mu.Lock()
+				winners = append(winners, i)
+				mu.Unlock()
+				return
+			}
+			if e, ok := smcp.AsError(err); !ok || e.Code != smcp.CodeForbidden {
+				t.Errorf("claim %+v: %v", m, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return winners
+}
+
+// agentRace: agents of different names, sessions and leases racing for one
+// office: exactly one name wins.
+func agentRace(t *testing.T, r core.Registry) {
+	for round := range 5 {
+		office := fmt.Sprintf("o%d", round)
+		var ms []core.Member
+		for i := range 16 {
+			ms = append(ms, agent(office, fmt.Sprintf("agent%d", i), fmt.Sprintf("s%d", i)))
+		}
+		if w := race(t, r, ms); len(w) != 1 {
+			t.Fatalf("round %d: %d agents won, want 1", round, len(w))
+		} else {
+			wantNames(t, r, office, "a:"+ms[w[0]].Name+"@"+ms[w[0]].SID)
+		}
+	}
+	// Leases of two names racing: only leases of one name win.
+	ms := []core.Member{}
+	for i := range 16 {
+		ms = append(ms, lease("leased", fmt.Sprintf("n%d", i%2), fmt.Sprintf("lease:%d", i)))
+	}
+	w := race(t, r, ms)
+	if len(w) != 8 {
+		t.Fatalf("%d leases won, want the 8 of one name", len(w))
+	}
+	for _, i := range w {
+		if ms[i].Name != ms[w[0]].Name {
+			t.Fatalf("leases of %q and %q both hold the office", ms[i].Name, ms[w[0]].Name)
+		}
+	}
+}
+
+// computerNameRace: computers racing for names: one winner per name.
+func computerNameRace(t *testing.T, r core.Registry) {
+	var ms []core.Member
+	for i := range 24 {
+		ms = append(ms, computer("o", fmt.Sprintf("pc%d", i%3), fmt.Sprintf("c%d", i)))
+	}
+	w := race(t, r, ms)
+	got := map[string]int{}
+	for _, i := range w {
+		got[ms[i].Name]++
+	}
+	if len(w) != 3 || got["pc0"] != 1 || got["pc1"] != 1 || got["pc2"] != 1 {
+		t.Fatalf("winners by name %v, want one of each of pc0..pc2", got)
+	}
+	if n := names(t, r, "o"); len(n) != 3 {
+		t.Fatalf("members %v, want 3 computers", n)
+	}
+}
