@@ -236,6 +236,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
 		}
+		// A request is in flight until its answer is written, not only
+		// until its handler returns: counted here, the drain waits for the
+		// go-sdk to write the answer before Close ends the session.
+		// (Streams are GETs and are not counted: they never end on their own.)
+		if r.Method == http.MethodPost && s.calls.Begin() {
+			defer s.calls.End()
+		}
 		s.handler.ServeHTTP(w, r)
 		return
 	}

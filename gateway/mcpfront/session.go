@@ -354,10 +354,11 @@ func (x *session) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, mcpError(smcp.Errorf(core.CodeTooManyPending,
 					"rate limit of %g requests per second exceeded", x.front.opts.EventsPerSecond), false)
 			}
-			if !x.front.calls.Begin() {
+			// Counted in flight by Server.ServeHTTP; refused here once
+			// draining, so that the client gets an MCP error saying why.
+			if x.front.calls.Draining() {
 				return nil, mcpError(smcp.Errorf(codeUnavailable, "the gateway is shutting down"), false)
 			}
-			defer x.front.calls.End()
 		}
 		if rr, ok := req.(*mcp.ReadResourceRequest); ok && method == "resources/read" && rr.Params != nil {
 			return x.read(ctx, rr.Params.URI)
