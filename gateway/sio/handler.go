@@ -225,14 +225,20 @@ func (h *handler) route(event string, payload any, ack socket.Ack) {
 	// goroutine that settles the call (see core.Session.Go).
 	h.sess.Go(req, func(out json.RawMessage, err error) {
 		defer h.srv.calls.End()
-		defer span.End()
 		done(metrics.Outcome(err))
+		// The span ends before the ack goes out: a caller that has its answer
+		// (and then flushes its tracer, or reads the collector) sees the span.
+		gone := h.ctx.Err() != nil
 		switch {
-		case h.ctx.Err() != nil:
+		case gone:
 			span.SetStatus(codes.Error, "agent gone")
-			return // the agent is gone: drop silently
 		case err != nil:
 			span.SetStatus(codes.Error, metrics.Outcome(err))
+		}
+		span.End()
+		switch {
+		case gone: // drop silently: nobody to answer
+		case err != nil:
 			flat(ack, err)
 		default:
 			ack([]any{out}, nil)
