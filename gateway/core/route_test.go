@@ -127,7 +127,7 @@ func mustParse(t *testing.T, event, payload string) *Request {
 
 func TestRouteForwardsUnchanged(t *testing.T) {
 	o := newTestOffice(t, Config{}, echo)
-	for _, event := range smcp.ClientEvents {
+	for _, event := range smcp.EventNames(smcp.Routed) {
 		payload := `{"agent":"alice","req_id":"r-` + event + `","computer":"pc","tool_name":"t","timeout":3,"uri":"dpe://h/d","extra":[1,"x"]}`
 		got, err := o.agent.Route(context.Background(), mustParse(t, event, payload))
 		if err != nil {
@@ -137,7 +137,7 @@ func TestRouteForwardsUnchanged(t *testing.T) {
 			t.Fatalf("%s: answer changed: %s", event, got)
 		}
 	}
-	if got := o.pcConn.received(); fmt.Sprint(got) != fmt.Sprint(smcp.ClientEvents) {
+	if got := o.pcConn.received(); fmt.Sprint(got) != fmt.Sprint(smcp.EventNames(smcp.Routed)) {
 		t.Fatalf("computer received %v", got)
 	}
 }
