@@ -105,6 +105,15 @@ func TestClusterSocketIOBytesBothWays(t *testing.T) {
 	})
 }
 
+// TestClusterConnectBytesBothWays is TestConnectBytesBothWays with the
+// Connect and gRPC callers on one node and the computer on another.
+func TestClusterConnectBytesBothWays(t *testing.T) {
+	nodes := startCluster(t, miniRedis(t), 2)
+	connectBytesBothWays(t, func(answer func(event string, payload []byte) string) *relayOffice {
+		return newRelayOfficeOn(t, nodes[0], nodes[1], answer)
+	})
+}
+
 func TestClusterListRoomAndNotifications(t *testing.T) {
 	nodes := startCluster(t, miniRedis(t), 3)
 	// A WatchOffice stream on node 0 of an office whose members are all

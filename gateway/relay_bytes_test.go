@@ -212,9 +212,17 @@ func pcAckID(t *testing.T, o *relayOffice) string {
 // answer as it sent it, for every case of byteCases, over the Connect
 // protocol (HTTP/1.1) and gRPC (h2c).
 func TestConnectBytesBothWays(t *testing.T) {
+	connectBytesBothWays(t, func(answer func(event string, payload []byte) string) *relayOffice {
+		return newRelayOffice(t, gateway.Config{}, answer)
+	})
+}
+
+// connectBytesBothWays runs TestConnectBytesBothWays against the agent's
+// gateway (o.gw) of the office that start makes.
+func connectBytesBothWays(t *testing.T, start func(answer func(event string, payload []byte) string) *relayOffice) {
 	answers := map[string]string{}
 	var mu sync.Mutex
-	o := newRelayOffice(t, gateway.Config{}, func(event string, payload []byte) string {
+	o := start(func(event string, payload []byte) string {
 		var m struct {
 			ReqID string `json:"req_id"`
 		}
