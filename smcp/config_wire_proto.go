@@ -90,30 +90,36 @@ func protoKey(f reflect.StructField) string {
 	return k
 }
 
-func copyToProto(v reflect.Value, m protoreflect.Message) error {
-	fields := m.Descriptor().Fields()
+// pairFields calls fn for each field of the model struct v and the proto
+// field of md it maps to, descending into groups.
+func pairFields(v reflect.Value, md protoreflect.MessageDescriptor, fn func(fd protoreflect.FieldDescriptor, fv reflect.Value) error) error {
 	for i := range v.NumField() {
 		sf := v.Type().Field(i)
 		key := protoKey(sf)
 		if key == "" {
 			continue
 		}
-		fv := v.Field(i)
-		fd := fields.ByJSONName(key)
-		if fd == nil {
-			if sf.Type.Kind() == reflect.Struct {
-				if err := copyToProto(fv, m); err != nil {
-					return err
-				}
-				continue
+		fd := md.Fields().ByJSONName(key)
+		switch {
+		case fd != nil:
+			if err := fn(fd, v.Field(i)); err != nil {
+				return fmt.Errorf("%s: %w", key, err)
 			}
-			return fmt.Errorf("%s has no field %q for %s.%s", m.Descriptor().FullName(), key, v.Type().Name(), sf.Name)
-		}
-		if err := setProtoField(m, fd, fv); err != nil {
-			return fmt.Errorf("%s: %w", key, err)
+		case sf.Type.Kind() == reflect.Struct:
+			if err := pairFields(v.Field(i), md, fn); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("%s has no field %q for %s.%s", md.FullName(), key, v.Type().Name(), sf.Name)
 		}
 	}
 	return nil
+}
+
+func copyToProto(v reflect.Value, m protoreflect.Message) error {
+	return pairFields(v, m.Descriptor(), func(fd protoreflect.FieldDescriptor, fv reflect.Value) error {
+		return setProtoField(m, fd, fv)
+	})
 }
 
 func setProtoField(m protoreflect.Message, fd protoreflect.FieldDescriptor, fv reflect.Value) error {
@@ -195,29 +201,9 @@ func protoValue(fd protoreflect.FieldDescriptor, v reflect.Value, newMsg func() 
 }
 
 func copyFromProto(m protoreflect.Message, v reflect.Value) error {
-	fields := m.Descriptor().Fields()
-	for i := range v.NumField() {
-		sf := v.Type().Field(i)
-		key := protoKey(sf)
-		if key == "" {
-			continue
-		}
-		fv := v.Field(i)
-		fd := fields.ByJSONName(key)
-		if fd == nil {
-			if sf.Type.Kind() == reflect.Struct {
-				if err := copyFromProto(m, fv); err != nil {
-					return err
-				}
-				continue
-			}
-			return fmt.Errorf("%s has no field %q for %s.%s", m.Descriptor().FullName(), key, v.Type().Name(), sf.Name)
-		}
-		if err := getProtoField(m, fd, fv); err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
-	}
-	return nil
+	return pairFields(v, m.Descriptor(), func(fd protoreflect.FieldDescriptor, fv reflect.Value) error {
+		return getProtoField(m, fd, fv)
+	})
 }
 
 func getProtoField(m protoreflect.Message, fd protoreflect.FieldDescriptor, fv reflect.Value) error {
