@@ -111,6 +111,10 @@ func (s *Session) resolve(r *Request) (c *Session, o *office, remote *Member, er
 	if err != nil || c != nil {
 		return c, o, nil, err
 	}
+	if h.peers == nil {
+		// One node: a computer that is not in the hub is nowhere.
+		return nil, nil, nil, errNoComputer()
+	}
 	// Not a session of this hub: the registry knows whether it is a
 	// computer of another node.
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
@@ -122,9 +126,13 @@ func (s *Session) resolve(r *Request) (c *Session, o *office, remote *Member, er
 		return nil, nil, nil, smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
 	case !ok || m.Node == h.cfg.Node:
 		// A computer of this node that is not in the hub has just left.
-		return nil, nil, nil, smcp.Errorf(smcp.CodeNotFound, "computer not found in this office")
+		return nil, nil, nil, errNoComputer()
 	}
 	return nil, o, &m, nil
+}
+
+func errNoComputer() error {
+	return smcp.Errorf(smcp.CodeNotFound, "computer not found in this office")
 }
 
 // resolveLocal is resolve on this node: c is nil (and err too) when the
@@ -180,6 +188,29 @@ func (s *Session) Route(ctx context.Context, r *Request) (json.RawMessage, error
 // settled it does nothing.
 func (s *Session) Go(r *Request, done func(json.RawMessage, error)) (abandon func(error)) {
 	c, o, remote, err := s.resolve(r)
+	return s.goTo(r, c, o, remote, err, done)
+}
+
+// TryGo is Go when it need not wait: ok is false, and nothing is done, when
+// the computer is not a session of this node and only the registry (in a
+// cluster, a network round trip) can tell where it is. The caller then calls
+// Go where waiting harms no one. A front end reading a connection's packets
+// on one goroutine calls TryGo there: a call to a computer of this node, the
+// hot path, costs what Go costs.
+func (s *Session) TryGo(r *Request, done func(json.RawMessage, error)) (abandon func(error), ok bool) {
+	c, o, err := s.resolveLocal(r)
+	if err == nil && c == nil {
+		if s.hub.peers != nil {
+			return nil, false
+		}
+		err = errNoComputer()
+	}
+	return s.goTo(r, c, o, nil, err, done), true
+}
+
+// goTo routes r to c, a computer of this node, or to remote; err, when not
+// nil, is the answer.
+func (s *Session) goTo(r *Request, c *Session, o *office, remote *Member, err error, done func(json.RawMessage, error)) func(error) {
 	if err != nil {
 		done(nil, err)
 		return noAbandon
