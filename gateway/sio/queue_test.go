@@ -32,10 +32,10 @@ type gatedRegistry struct {
 	// claimFirst applies a claim before waiting: a claim whose answer is
 	// lost (the caller gave up) although the registry applied it.
 	claimFirst bool
-	gate    chan struct{}
-	once    sync.Once
-	entered chan string // the operation that started waiting
-	left    chan error  // what a waiting operation returned with
+	gate       chan struct{}
+	once       sync.Once
+	entered    chan string // the operation that started waiting
+	left       chan error  // what a waiting operation returned with
 }
 
 func newGatedRegistry(office string) *gatedRegistry {
