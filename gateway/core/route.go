@@ -105,7 +105,7 @@ func (r *Request) eventInfo() *smcp.EventInfo {
 // resolve applies the caller checks and finds the target computer: a
 // session of this node, or (in a cluster) a member of another node. o is the
 // caller's office on this node.
-func (s *Session) resolve(r *Request) (c *Session, o *office, remote *Member, err error) {
+func (s *Session) resolve(ctx context.Context, r *Request) (c *Session, o *office, remote *Member, err error) {
 	h := s.hub
 	c, o, err = s.resolveLocal(r)
 	if err != nil || c != nil {
@@ -117,7 +117,7 @@ func (s *Session) resolve(r *Request) (c *Session, o *office, remote *Member, er
 	}
 	// Not a session of this hub: the registry knows whether it is a
 	// computer of another node.
-	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	ctx, cancel := context.WithTimeout(ctx, clusterTimeout)
 	defer cancel()
 	m, ok, err := h.cfg.Registry.Computer(ctx, o.id, r.Computer)
 	switch {
@@ -167,7 +167,7 @@ type answer struct {
 // answer is ignored.
 func (s *Session) Route(ctx context.Context, r *Request) (json.RawMessage, error) {
 	ch := make(chan answer, 1)
-	abandon := s.Go(r, func(raw json.RawMessage, err error) { ch <- answer{raw, err} })
+	abandon := s.GoContext(ctx, r, func(raw json.RawMessage, err error) { ch <- answer{raw, err} })
 	select {
 	case a := <-ch:
 		return a.raw, a.err
@@ -187,7 +187,14 @@ func (s *Session) Route(ctx context.Context, r *Request) (json.RawMessage, error
 // the computer's answer, if it comes, is ignored; after the request is
 // settled it does nothing.
 func (s *Session) Go(r *Request, done func(json.RawMessage, error)) (abandon func(error)) {
-	c, o, remote, err := s.resolve(r)
+	return s.GoContext(context.Background(), r, done)
+}
+
+// GoContext is Go whose wait for the registry, to find a computer of another
+// node in a cluster, ends with ctx. ctx bounds only that wait: once routed,
+// the call is settled as Go says.
+func (s *Session) GoContext(ctx context.Context, r *Request, done func(json.RawMessage, error)) (abandon func(error)) {
+	c, o, remote, err := s.resolve(ctx, r)
 	return s.goTo(r, c, o, remote, err, done)
 }
 

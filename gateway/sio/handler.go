@@ -25,7 +25,7 @@ type handler struct {
 	ctx  context.Context // ends when the socket disconnects
 	sid  string
 	key  string
-	work *worker
+	work worker
 }
 
 // dispatch handles one event of the connection, called on the goroutine that
@@ -36,14 +36,14 @@ type handler struct {
 // added cost. Events queued beyond Config.MaxQueuedEvents are refused.
 func (h *handler) dispatch(name string, spec *eventSpec, args []any) {
 	if !spec.registry && h.work.idle() {
-		h.event(name, spec, args, false)
+		h.event(nil, name, spec, args)
 		return
 	}
 	if h.work.do(func(ctx context.Context) {
 		if ctx.Err() != nil {
 			return // the connection closed: nothing begun, nobody to answer
 		}
-		h.event(name, spec, args, true)
+		h.event(ctx, name, spec, args)
 	}) {
 		return
 	}
@@ -75,7 +75,7 @@ func lastAck(args []any) (socket.Ack, bool) {
 // turns a panic into a 500 rather than losing the socket. Arguments are as
 // the gateway's parser delivers them (parser.go): json.RawMessage, or
 // *badArgs.
-func (h *handler) event(name string, spec *eventSpec, args []any, queued bool) {
+func (h *handler) event(wctx context.Context, name string, spec *eventSpec, args []any) {
 	ack, ok := lastAck(args)
 	if ok {
 		args = args[:len(args)-1]
@@ -92,7 +92,7 @@ func (h *handler) event(name string, spec *eventSpec, args []any, queued bool) {
 			}
 		}
 	}()
-	spec.fn(h, name, payload, ack, queued)
+	spec.fn(h, name, payload, ack, wctx)
 }
 
 // log is the connection's logger, made when something is logged: a logger
@@ -164,11 +164,11 @@ func officeAck(ack socket.Ack, err error) {
 	ack([]any{false, reason}, nil)
 }
 
-func (h *handler) join(payload any, ack socket.Ack) {
+func (h *handler) join(ctx context.Context, payload any, ack socket.Ack) {
 	var req smcpv1.EnterOfficeReq
 	err := h.decode(payload, &req)
 	if err == nil {
-		err = h.sess.JoinContext(h.ctx, &req)
+		err = h.sess.JoinContext(ctx, &req)
 	}
 	if err != nil {
 		h.log().Info("join refused", "office", req.GetOfficeId(), "name", req.GetName(), "role", req.GetRole(), "reason", err)
@@ -185,13 +185,13 @@ func (h *handler) leave(payload any, ack socket.Ack) {
 	officeAck(ack, err)
 }
 
-func (h *handler) listRoom(payload any, ack socket.Ack) {
+func (h *handler) listRoom(ctx context.Context, payload any, ack socket.Ack) {
 	var req smcpv1.ListRoomReq
 	if err := h.decode(payload, &req); err != nil {
 		flat(ack, err)
 		return
 	}
-	sessions, err := h.sess.ListRoomContext(h.ctx, req.GetOfficeId())
+	sessions, err := h.sess.ListRoomContext(ctx, req.GetOfficeId())
 	if err != nil {
 		flat(ack, err)
 		return
@@ -242,10 +242,10 @@ func (h *handler) fireAndForget(event string, ack socket.Ack, err error) {
 	}
 }
 
-// route sends a client: event to its computer. queued: it runs on the
-// worker, where it may wait for the registry to find a computer of another
-// node; otherwise such a call is handed to the worker.
-func (h *handler) route(event string, payload any, ack socket.Ack, queued bool) {
+// route sends a client: event to its computer. On the worker (wctx not nil)
+// it may wait for the registry to find a computer of another node; at once,
+// such a call is handed to the worker.
+func (h *handler) route(event string, payload any, ack socket.Ack, wctx context.Context) {
 	if ack == nil {
 		h.log().Warn("client event without an ack: nowhere to answer, dropped", "event", event)
 		return
@@ -290,8 +290,8 @@ func (h *handler) route(event string, payload any, ack socket.Ack, queued bool) 
 			ack([]any{out}, nil)
 		}
 	}
-	if queued {
-		h.sess.Go(req, settle)
+	if wctx != nil {
+		h.sess.GoContext(wctx, req, settle)
 		return
 	}
 	if _, ok := h.sess.TryGo(req, settle); ok {
@@ -317,7 +317,7 @@ func (h *handler) route(event string, payload any, ack socket.Ack, queued bool) 
 				once(nil, smcp.Errorf(smcp.CodeInternal, "internal error"))
 			}
 		}()
-		h.sess.Go(req, once)
+		h.sess.GoContext(ctx, req, once)
 	}) {
 		h.srv.cfg.Metrics.Refused("queued_events")
 		settle(nil, h.queueFull())

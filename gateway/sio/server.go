@@ -312,7 +312,8 @@ func (s *Server) onConnection(sock *socket.Socket) {
 	s.cfg.Metrics.Connected(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.log.Info("connected", "sid", sid, "key", p.ID, "addr", sock.Handshake().Address)
-	h := &handler{srv: s, sess: sess, ctx: ctx, sid: sid, key: p.ID, work: newWorker(ctx, s.cfg.MaxQueuedEvents)}
+	h := &handler{srv: s, sess: sess, ctx: ctx, sid: sid, key: p.ID}
+	h.work.init(s.cfg.MaxQueuedEvents)
 	limit := func([]any) bool { return true }
 	if s.cfg.EventsPerSecond > 0 {
 		limit = s.rateLimit(sock, h)
@@ -346,8 +347,8 @@ func (s *Server) onConnection(sock *socket.Socket) {
 		}
 	})
 	_ = sock.On("disconnect", func(args ...any) {
-		// The worker's registry calls end with ctx; it is closed before the
-		// session so that no join of it lands after the session's close.
+		// The worker is closed (its registry calls cut short) before the
+		// session, so that no join of it lands after the session's close.
 		cancel()
 		h.work.close()
 		sess.Close()
@@ -392,9 +393,9 @@ func (s *Server) rateLimit(sock *socket.Socket, h *handler) func(args []any) boo
 
 // eventSpec is how the front end handles one event a client may send.
 type eventSpec struct {
-	// fn handles the event; queued tells it that it runs on the
-	// connection's worker.
-	fn func(h *handler, event string, payload any, ack socket.Ack, queued bool)
+	// fn handles the event. wctx is the worker's context when fn runs on
+	// the connection's worker, nil when it runs at once.
+	fn func(h *handler, event string, payload any, ack socket.Ack, wctx context.Context)
 	// registry: fn may wait on the office registry (a network round trip in
 	// a cluster), so it always runs on the connection's worker.
 	registry bool
@@ -409,13 +410,13 @@ type eventSpec struct {
 // events have handlers of their own.
 var events = func() map[string]*eventSpec {
 	own := map[string]*eventSpec{
-		smcp.EventJoinOffice: {fn: func(h *handler, _ string, p any, ack socket.Ack, _ bool) { h.join(p, ack) },
+		smcp.EventJoinOffice: {fn: func(h *handler, _ string, p any, ack socket.Ack, ctx context.Context) { h.join(ctx, p, ack) },
 			registry: true, officeAck: true},
-		smcp.EventLeaveOffice: {fn: func(h *handler, _ string, p any, ack socket.Ack, _ bool) { h.leave(p, ack) },
+		smcp.EventLeaveOffice: {fn: func(h *handler, _ string, p any, ack socket.Ack, _ context.Context) { h.leave(p, ack) },
 			registry: true, officeAck: true},
-		smcp.EventListRoom: {fn: func(h *handler, _ string, p any, ack socket.Ack, _ bool) { h.listRoom(p, ack) },
+		smcp.EventListRoom: {fn: func(h *handler, _ string, p any, ack socket.Ack, ctx context.Context) { h.listRoom(ctx, p, ack) },
 			registry: true},
-		smcp.EventToolCallCancel: {fn: func(h *handler, _ string, p any, ack socket.Ack, _ bool) { h.cancel(p, ack) }},
+		smcp.EventToolCallCancel: {fn: func(h *handler, _ string, p any, ack socket.Ack, _ context.Context) { h.cancel(p, ack) }},
 	}
 	m := map[string]*eventSpec{}
 	for _, e := range smcp.Events(smcp.Server) {
@@ -423,7 +424,7 @@ var events = func() map[string]*eventSpec {
 		case ok:
 			m[e.Name] = spec
 		case e.Notifies != "":
-			m[e.Name] = &eventSpec{fn: func(h *handler, event string, p any, ack socket.Ack, _ bool) { h.update(event, p, ack) }}
+			m[e.Name] = &eventSpec{fn: func(h *handler, event string, p any, ack socket.Ack, _ context.Context) { h.update(event, p, ack) }}
 		default:
 			panic("sio: no handler for server event " + e.Name)
 		}

@@ -17,12 +17,11 @@ const DefaultMaxQueuedEvents = 256
 // the connection, a computer's answers (acks) and the Engine.IO heartbeat
 // included.
 //
-// The worker belongs to its connection: made when it connects, closed (and
-// waited for) when it disconnects. Its goroutine runs only while events are
-// queued, as the library's own socket queue does: an idle connection, the
-// common case, holds no goroutine for it.
+// The worker belongs to its connection: readied when it connects, closed
+// (and waited for) when it disconnects. Its goroutine runs only while events
+// are queued, as the library's own socket queue does: an idle connection,
+// the common case, holds no goroutine for it.
 type worker struct {
-	ctx context.Context // the connection's: ends when it disconnects
 	max int
 
 	// running: a goroutine is running ops (ops may be empty while it runs
@@ -31,13 +30,20 @@ type worker struct {
 
 	mu     sync.Mutex
 	ops    []func(context.Context)
-	done   chan struct{} // closed when the running goroutine returns
 	closed bool
+	// stop ends the running goroutine's context. Each run has a context of
+	// its own rather than one per connection: a context derived from
+	// another (a registry call's timeout) leaves a map in its parent, which
+	// a connection's context would keep for the connection's lifetime.
+	stop context.CancelFunc
+	// wg counts the running goroutine. Add is called under mu and never
+	// once closed is set, so Add never races with close's Wait.
+	wg sync.WaitGroup
 }
 
-func newWorker(ctx context.Context, max int) *worker {
-	return &worker{ctx: ctx, max: max}
-}
+// init readies a worker kept by value in its connection's handler (one
+// allocation less per connection).
+func (w *worker) init(max int) { w.max = max }
 
 // idle reports whether no event is queued or running. The socket's packet
 // goroutine, the only producer, may then handle an event that depends on the
@@ -45,8 +51,8 @@ func newWorker(ctx context.Context, max int) *worker {
 func (w *worker) idle() bool { return !w.running.Load() }
 
 // do queues op. It is false, and op is not run, when the queue is full or the
-// worker closed. op runs with the connection's context; when that has ended
-// (the connection closed with op still queued) op must only release what it
+// worker closed. op gets a context that ends when the worker is closed (the
+// connection closed); an op that finds it ended must only release what it
 // holds: nobody awaits its answer.
 func (w *worker) do(op func(context.Context)) bool {
 	w.mu.Lock()
@@ -57,19 +63,23 @@ func (w *worker) do(op func(context.Context)) bool {
 	w.ops = append(w.ops, op)
 	if !w.running.Load() {
 		w.running.Store(true)
-		w.done = make(chan struct{})
-		go w.run(w.done)
+		ctx, stop := context.WithCancel(context.Background())
+		w.stop = stop
+		w.wg.Add(1)
+		go w.run(ctx, stop)
 	}
 	return true
 }
 
-func (w *worker) run(done chan struct{}) {
-	defer close(done)
+func (w *worker) run(ctx context.Context, stop context.CancelFunc) {
+	defer w.wg.Done()
+	defer stop()
 	for {
 		w.mu.Lock()
 		if len(w.ops) == 0 {
 			w.ops = nil // no backing array kept by an idle connection
 			w.running.Store(false)
+			w.stop = nil
 			w.mu.Unlock()
 			return
 		}
@@ -77,18 +87,18 @@ func (w *worker) run(done chan struct{}) {
 		w.ops[0] = nil
 		w.ops = w.ops[1:]
 		w.mu.Unlock()
-		op(w.ctx)
+		op(ctx)
 	}
 }
 
-// close refuses new events and waits until the queued ones have run. The
-// connection's context must have ended first, so that they return promptly.
+// close refuses new events, ends the running one's context and waits until
+// the queued ones have run (finding their context ended).
 func (w *worker) close() {
 	w.mu.Lock()
 	w.closed = true
-	done, running := w.done, w.running.Load()
-	w.mu.Unlock()
-	if running {
-		<-done
+	if w.stop != nil {
+		w.stop()
 	}
+	w.mu.Unlock()
+	w.wg.Wait()
 }
