@@ -201,7 +201,7 @@ func (s *Session) GoContext(ctx context.Context, r *Request, done func(json.RawM
 // TryGo is Go when it need not wait: ok is false, and nothing is done, when
 // the computer is not a session of this node and only the registry (in a
 // cluster, a network round trip) can tell where it is. The caller then calls
-// Go where waiting harms no one. A front end reading a connection's packets
+// Go where waiting harms no one. A front end handling a connection's packets
 // on one goroutine calls TryGo there: a call to a computer of this node, the
 // hot path, costs what Go costs.
 func (s *Session) TryGo(r *Request, done func(json.RawMessage, error)) (abandon func(error), ok bool) {

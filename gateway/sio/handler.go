@@ -28,8 +28,8 @@ type handler struct {
 	work worker
 }
 
-// dispatch handles one event of the connection, called on the goroutine that
-// reads its packets. An event that may wait on the registry runs on the
+// dispatch handles one event of the connection, called from the socket's
+// packet queue. An event that may wait on the registry runs on the
 // worker; so does any event while earlier ones are queued there, since it
 // may depend on them (a tool call after a join, a leave after a join). The
 // rest, tool calls to this node's computers above all, run at once at no
@@ -303,7 +303,7 @@ func (h *handler) route(event string, payload any, ack socket.Ack, wctx context.
 			settle(nil, ctx.Err()) // counted in flight: settle frees it
 			return
 		}
-		// Off the packet goroutine, so out of event's recover: a panic is
+		// Off the packet queue, so out of event's recover: a panic is
 		// answered here, once, rather than killing the process.
 		var settled atomic.Bool
 		once := func(out json.RawMessage, err error) {

@@ -319,9 +319,10 @@ func (s *Server) onConnection(sock *socket.Socket) {
 		limit = s.rateLimit(sock, h)
 	}
 
-	// The library calls this listener on the goroutine that reads the
-	// connection's packets, so nothing here may wait: events that may wait
-	// on the registry go to the connection's worker (handler.dispatch).
+	// The library calls this listener from the socket's packet queue, which
+	// runs one packet at a time (acks of calls included), so nothing here
+	// may wait: events that may wait on the registry go to the connection's
+	// worker (handler.dispatch).
 	// client: events wait for a computer, so they are answered from a
 	// callback and never hold the socket's queue.
 	// One catch-all listener dispatching through a shared table, rather than

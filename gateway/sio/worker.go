@@ -11,11 +11,12 @@ const DefaultMaxQueuedEvents = 256
 
 // worker runs one connection's events that may wait on the registry (in a
 // cluster, Redis: joins, leaves, list_room, calls to a computer of another
-// node), in the order they came, off the socket's packet path. The library
-// reads a connection's packets on one goroutine and calls the gateway's
-// listener there: an event that waited on it stalled every later packet of
-// the connection, a computer's answers (acks) and the Engine.IO heartbeat
-// included.
+// node), in the order they came, off the socket's packet queue. The library
+// hands each packet of a connection to the socket's task queue, which runs
+// them one at a time in order, and calls the gateway's listener there: an
+// event that waited in it stalled every later packet of the connection (a
+// computer's answers to calls included), piling them up in that unbounded
+// queue.
 //
 // The worker belongs to its connection: readied when it connects, closed
 // (and waited for) when it disconnects. Its goroutine runs only while events
