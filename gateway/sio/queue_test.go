@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -457,4 +458,30 @@ func TestRemoteLookupDoesNotStallPackets(t *testing.T) {
 	a.expect(`43/smcp,3[{"code":400,"message":"unknown event \"no:such_event\""}]`)
 	reg.open()
 	a.expect(`43/smcp,2[{"from":"far"}]`)
+}
+
+// TestPipelinedEventsKeepTheirOrder: joins, updates, listings and leaves sent
+// without waiting for their acks are applied and answered in the order sent,
+// while the worker starts and stops between them and the events that need
+// no registry run at once whenever nothing is queued.
+func TestPipelinedEventsKeepTheirOrder(t *testing.T) {
+	_, _, url := startGateway(t, core.NewMemRegistry(), Config{})
+	x := dialRawConn(t, url)
+	const rounds = 50
+	for i := range rounds {
+		id := 4 * i
+		x.join(strconv.Itoa(id+1), "computer", "pc", "o")
+		x.send(`42/smcp,` + strconv.Itoa(id+2) + `["server:update_tool_list",{"computer":"pc"}]`)
+		x.send(`42/smcp,` + strconv.Itoa(id+3) + `["server:list_room",{"office_id":"o"}]`)
+		x.send(`42/smcp,` + strconv.Itoa(id+4) + `["server:leave_office",{"office_id":"o"}]`)
+	}
+	for i := range rounds {
+		id := 4 * i
+		x.expect(`43/smcp,` + strconv.Itoa(id+1) + `[true,null]`)
+		x.expect(`43/smcp,` + strconv.Itoa(id+2) + `[]`)
+		if f := x.next(); !strings.HasPrefix(f, `43/smcp,`+strconv.Itoa(id+3)+`[{"sessions":[{"sid":"`) || !strings.Contains(f, `"name":"pc","role":"computer","office_id":"o"}]`) {
+			t.Fatalf("round %d: list_room answered %s", i, f)
+		}
+		x.expect(`43/smcp,` + strconv.Itoa(id+4) + `[true,null]`)
+	}
 }
