@@ -220,45 +220,16 @@ func (r *rawConn) request(event string) string {
 	return m[1]
 }
 
-type result struct {
-	raw json.RawMessage
-	err error
-}
-
-// call sends get_config from agent to computer and returns where its answer
-// will come.
-func call(t *testing.T, agent *core.Session, computer string) <-chan result {
-	t.Helper()
-	req, err := core.ParseRequest(smcp.EventGetConfig, []byte(`{"agent":"ag","req_id":"r-`+computer+`","computer":"`+computer+`"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := make(chan result, 1)
-	agent.Go(req, func(raw json.RawMessage, err error) { ch <- result{raw, err} })
-	return ch
-}
-
-func answered(t *testing.T, ch <-chan result, want string) {
-	t.Helper()
-	select {
-	case r := <-ch:
-		if r.err != nil || string(r.raw) != want {
-			t.Fatalf("answer %s %v, want %s", r.raw, r.err, want)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("no answer in 2 s: the computer's ack was not processed")
-	}
-}
-
 // TestSlowJoinDoesNotStallPackets: while a computer's join waits on the
-// registry, (a) another computer's answers flow, and (b) the joining
-// computer's own packets that do not depend on the join are processed: its
-// answer to a call in flight and an event answered at once. An event that
-// does depend on the join waits for it, and the acks come in order.
+// registry, (a) another computer's answers to an agent's tool calls flow, and
+// (b) the joining computer's own packets that do not depend on the join are
+// processed: its answer to a tool call in flight and an event answered at
+// once. An event that does depend on the join waits for it, and the acks
+// come in order. Agent and computers are Socket.IO connections.
 func TestSlowJoinDoesNotStallPackets(t *testing.T) {
 	reg := newGatedRegistry("slow")
 	t.Cleanup(reg.open) // before the server closes (cleanups run last first)
-	hub, _, url := startGateway(t, reg, Config{})
+	_, _, url := startGateway(t, reg, Config{})
 
 	other := dialRawConn(t, url)
 	other.join("1", "computer", "pc1", "o")
@@ -266,24 +237,20 @@ func TestSlowJoinDoesNotStallPackets(t *testing.T) {
 	x := dialRawConn(t, url)
 	x.join("1", "computer", "pcx", "o")
 	x.expect(`43/smcp,1[true,null]`)
+	agent := dialRawConn(t, url)
+	agent.join("1", "agent", "ag", "o")
+	agent.expect(`43/smcp,1[true,null]`)
 
-	p, _ := core.AllowAll{}.Authenticate(context.Background(), "")
-	agent, err := hub.ActAsAgent(p, "o", "ag")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer agent.Close()
-
-	toX := call(t, agent, "pcx")
-	xCall := x.request(smcp.EventGetConfig)
+	agent.send(`42/smcp,2["client:tool_call",{"agent":"ag","req_id":"r1","computer":"pcx","tool_name":"t","params":{},"timeout":30}]`)
+	xCall := x.request(smcp.EventToolCall)
 
 	// x moves to office "slow": the registry holds its claim.
 	x.join("2", "computer", "pcx", "slow")
 	reg.waitEntered(t, "claim")
 
 	// (b) x's answer to the call in flight is processed meanwhile.
-	x.send(`43/smcp,` + xCall + `[{"from":"pcx"}]`)
-	answered(t, toX, `{"from":"pcx"}`)
+	x.send(`43/smcp,` + xCall + `[{"content":[],"isError":false,"from":"pcx"}]`)
+	agent.expect(`43/smcp,2[{"content":[],"isError":false,"from":"pcx"}]`)
 	// (b) so is an event that does not depend on the join.
 	x.send(`42/smcp,3["no:such_event",{}]`)
 	x.expect(`43/smcp,3[{"code":400,"message":"unknown event \"no:such_event\""}]`)
@@ -292,10 +259,10 @@ func TestSlowJoinDoesNotStallPackets(t *testing.T) {
 	x.send(`42/smcp,4["server:update_tool_list",{"computer":"pcx"}]`)
 
 	// (a) the other computer's answers flow.
-	toOther := call(t, agent, "pc1")
-	otherCall := other.request(smcp.EventGetConfig)
-	other.send(`43/smcp,` + otherCall + `[{"from":"pc1"}]`)
-	answered(t, toOther, `{"from":"pc1"}`)
+	agent.send(`42/smcp,3["client:tool_call",{"agent":"ag","req_id":"r2","computer":"pc1","tool_name":"t","params":{},"timeout":30}]`)
+	otherCall := other.request(smcp.EventToolCall)
+	other.send(`43/smcp,` + otherCall + `[{"content":[],"isError":false,"from":"pc1"}]`)
+	agent.expect(`43/smcp,3[{"content":[],"isError":false,"from":"pc1"}]`)
 
 	x.none(100 * time.Millisecond) // nothing more while the join waits
 	reg.open()
