@@ -482,9 +482,9 @@ func (c *conn) Request(event string, payload json.RawMessage, done func(json.Raw
 }
 
 // doneWithJSON hands done an ack's first argument as JSON: the raw bytes
-// from this node's parser; bytes (a RawMessage that crossed nodes in the
-// cluster adapter's msgpack); or, from the cluster adapter, decoded values,
-// which are encoded again.
+// from this node's parser, or from another node (cluster.Wire carries them
+// as they are); a bad answer's marker, from this node or another; anything
+// else (an adapter that does not carry raw JSON) is encoded again.
 func doneWithJSON(arg any, done func(json.RawMessage, error)) {
 	switch x := arg.(type) {
 	case json.RawMessage:
@@ -493,11 +493,6 @@ func doneWithJSON(arg any, done func(json.RawMessage, error)) {
 	case *badArgs:
 		done(nil, &core.BadAnswerError{Reason: x.reason})
 		return
-	case []byte:
-		if smcp.CheckJSON(x) == nil {
-			done(x, nil)
-			return
-		}
 	case map[string]any:
 		if reason, ok := x["SMCPBadAnswer"].(string); ok && len(x) == 1 {
 			done(nil, &core.BadAnswerError{Reason: reason})
