@@ -7,7 +7,6 @@
 package json
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 
@@ -37,11 +36,26 @@ func (d *Decoder) Decode(v any) error {
 	return d.dec.Decode(v)
 }
 
+// Unmarshal decodes the JSON value in data into v, matching object keys to
+// struct fields case-sensitively, and rejects anything but white space after
+// that value.
+//
+// PATCHED (smcp-gateway, see third_party/modelcontextprotocol/PATCHED.md):
+// upstream wraps data in a streaming Decoder, whose first read allocates a
+// 32 KiB buffer and copies data into it; a server decodes every request 4-5
+// times. Parse reads data in place with the same flag.
 func Unmarshal(data []byte, v any) error {
 	if err := checkMaxDepth(data, defaultMaxDepth); err != nil {
 		return err
 	}
-	return NewDecoder(bytes.NewReader(data)).Decode(v)
+	rest, err := json.Parse(data, v, json.DontMatchCaseInsensitiveStructFields)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 0 {
+		return fmt.Errorf("json: invalid character %q after top-level value", rest[0])
+	}
+	return nil
 }
 
 // checkMaxDepth scans data once and reports [errMaxDepthExceeded] if the
