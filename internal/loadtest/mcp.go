@@ -151,21 +151,19 @@ func (c *mcpRawCaller) call(ctx context.Context, seq uint64) error {
 		return err
 	}
 	ans, reuse, err := c.roundTrip(ctx, hc, seq)
+	// A result with content and not a tool error (the echo's text is the
+	// params, which hold neither marker). Checked before hc, whose buffer
+	// ans is, goes back to the pool.
+	if err == nil && (!bytes.Contains(ans, []byte(`"result":`)) || !bytes.Contains(ans, []byte(`"content":`)) ||
+		bytes.Contains(ans, []byte(`"isError":true`))) {
+		err = fmt.Errorf("loadtest: tools/call answered %.200s", ans)
+	}
 	if reuse {
 		c.put(hc)
 	} else {
 		_ = hc.Close()
 	}
-	if err != nil {
-		return err
-	}
-	// A result with content and not a tool error (the echo's text is the
-	// params, which hold neither marker).
-	if !bytes.Contains(ans, []byte(`"result":`)) || !bytes.Contains(ans, []byte(`"content":`)) ||
-		bytes.Contains(ans, []byte(`"isError":true`)) {
-		return fmt.Errorf("loadtest: tools/call answered %.200s", ans)
-	}
-	return nil
+	return err
 }
 
 // roundTrip posts tools/call number seq on hc and returns the answer's body
