@@ -253,12 +253,9 @@ func toolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 		return nil, malformedResult(err)
 	}
 	for _, m := range []json.RawMessage{meta, smcpMeta} {
-		if res.Meta == nil && !isNull(m) {
+		if res.Meta == nil && !isNull(m) && string(m) != "{}" {
 			if err := json.Unmarshal(m, &res.Meta); err != nil {
 				return nil, malformedResult(err)
-			}
-			if len(res.Meta) == 0 {
-				res.Meta = nil
 			}
 		}
 	}

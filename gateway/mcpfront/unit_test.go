@@ -206,3 +206,26 @@ func fmtErr(err error) string {
 	}
 	return fmt.Sprint(err)
 }
+
+// BenchmarkToolResult weighs the conversion of a computer's plain-text
+// result on every tools/call: "scanner" is toolResult's one pass, "sdk" the
+// go-sdk's own decoding of the same bytes (what fullToolResult does).
+func BenchmarkToolResult(b *testing.B) {
+	raw := json.RawMessage(`{"content":[{"type":"text","text":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}],"isError":false,"meta":{}}`)
+	b.Run("scanner", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := toolResult(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("sdk", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := fullToolResult(raw, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
