@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -49,7 +50,9 @@ func (x *session) startSpan(ctx context.Context, method string, req mcp.Request)
 			meta = p.Meta
 		}
 	default:
-		if p != nil {
+		// A request without params (tools/list, ping) holds a typed nil,
+		// whose GetMeta would dereference it.
+		if p != nil && !reflect.ValueOf(p).IsNil() {
 			meta = p.GetMeta()
 		}
 	}

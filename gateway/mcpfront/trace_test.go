@@ -1,6 +1,7 @@
 package mcpfront_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -62,16 +63,29 @@ func TestTracingMCP(t *testing.T) {
 		t.Error("a call without a traceparent joined another call's trace")
 	}
 	endedSpan(t, rec, "tools/list")
+
+	// Requests without params (a typed nil in the go-sdk) are traced too.
+	raw := newRawSession(t, endpoint(g, "A"), keyA)
+	for _, m := range []string{"tools/list", "ping", "resources/list"} {
+		answer, err := raw.post(ctxT(t), []byte(`{"jsonrpc":"2.0","id":9,"method":"`+m+`"}`))
+		if err != nil || !strings.Contains(string(answer), `"result"`) {
+			t.Fatalf("%s without params: %v %s", m, err, answer)
+		}
+		if s := endedSpan(t, rec, m); spanAttrs(s)["mcp.session.id"] != raw.id[:8] {
+			t.Errorf("%s span of session %q, want %q", m, spanAttrs(s)["mcp.session.id"], raw.id[:8])
+		}
+	}
 }
 
 func endedSpan(t *testing.T, rec *tracetest.SpanRecorder, name string) sdktrace.ReadOnlySpan {
 	t.Helper()
 	var names []string
-	for _, s := range rec.Ended() {
-		if s.Name() == name {
-			return s
+	ended := rec.Ended()
+	for i := len(ended) - 1; i >= 0; i-- { // the latest
+		if ended[i].Name() == name {
+			return ended[i]
 		}
-		names = append(names, s.Name())
+		names = append(names, ended[i].Name())
 	}
 	t.Fatalf("no ended %q span among %v", name, names)
 	return nil
