@@ -116,3 +116,5 @@ replace github.com/zishang520/socket.io/adapters/redis/v3 => ./third_party/zisha
 replace github.com/zishang520/socket.io/clients/engine/v3 => ./third_party/zishang520/engine-client-v3
 
 replace github.com/zishang520/socket.io/v3 => ./third_party/zishang520/socket.io-v3
+
+replace github.com/modelcontextprotocol/go-sdk => ./third_party/modelcontextprotocol/go-sdk

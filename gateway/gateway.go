@@ -75,8 +75,8 @@ type Config struct {
 	TLS *tls.Config
 	// Metrics serves Prometheus metrics at /metrics.
 	Metrics bool
-	// TracerProvider, when set, traces every RPC (otelconnect) and every
-	// routed Socket.IO client: event.
+	// TracerProvider, when set, traces every RPC (otelconnect), every
+	// routed Socket.IO client: event and every MCP request.
 	TracerProvider trace.TracerProvider
 	Logger         *slog.Logger
 	// Redis, when set (redis://host:port/db), makes this gateway one node of
@@ -167,6 +167,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.TracerProvider != nil {
 		cfg.SIO.Tracer = cfg.TracerProvider.Tracer(tracerName)
+		if cfg.MCP.Tracer == nil {
+			cfg.MCP.Tracer = cfg.TracerProvider.Tracer(mcpfront.TracerName)
+		}
 		otel, err := otelconnect.NewInterceptor(otelconnect.WithTracerProvider(cfg.TracerProvider),
 			otelconnect.WithoutMetrics())
 		if err != nil {

@@ -150,7 +150,7 @@ type rawSession struct {
 	client       *http.Client
 }
 
-func newRawSession(b *testing.B, url, key string) *rawSession {
+func newRawSession(b testing.TB, url, key string) *rawSession {
 	c := &rawSession{url: url, key: key, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	b.Cleanup(c.client.CloseIdleConnections)
 	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`

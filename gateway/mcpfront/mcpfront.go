@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/httpauth"
@@ -108,6 +109,9 @@ type Options struct {
 	// MaxDocuments bounds the finder documents listed per computer.
 	MaxDocuments int
 	Logger       *slog.Logger
+	// Tracer, when set, makes every MCP request a server span (see
+	// TracerName); nil: no tracing.
+	Tracer trace.Tracer
 }
 
 func (o Options) withDefaults() Options {

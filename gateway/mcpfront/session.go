@@ -347,7 +347,23 @@ func (x *session) allow() bool { return x.limiter == nil || x.limiter.Allow() }
 // that a cancellation always gets through) and serves resources/read itself:
 // every dpe:// level and query, and window:// URIs, are routed by host and
 // document to the computer that serves them, whether or not they are listed.
+//
+// With a tracer, each request (not notification) is a span, ended here,
+// before the go-sdk writes the answer.
 func (x *session) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	serve := x.serve(next)
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if x.front.opts.Tracer == nil || isNotification(method) {
+			return serve(ctx, method, req)
+		}
+		ctx, span := x.startSpan(ctx, method, req)
+		res, err := serve(ctx, method, req)
+		endSpan(span, res, err)
+		return res, err
+	}
+}
+
+func (x *session) serve(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if !isNotification(method) && method != "initialize" {
 			if !x.allow() {

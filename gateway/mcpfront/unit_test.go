@@ -114,8 +114,51 @@ func TestToolResult(t *testing.T) {
 	if txt, ok := res.Content[1].(*mcp.TextContent); !ok || txt.Annotations == nil || txt.Annotations.Priority != 0.5 {
 		t.Errorf("annotated text %+v", res.Content[1])
 	}
-	if _, err := toolResult(json.RawMessage(`{"content":"nope"}`)); !hasSMCPCode(err, 500) {
-		t.Errorf("malformed result: %v", err)
+	for _, bad := range []string{`{"content":"nope"}`, `{"content":[{"type":"text","text":"a"}],"isError":"yes"}`,
+		`{"content":[{"type":"text","text":"a"}`, `[]`, `{"content":[{"type":"text","text":"a"}],"_meta":[1]}`} {
+		if _, err := toolResult(json.RawMessage(bad)); !hasSMCPCode(err, 500) {
+			t.Errorf("malformed result %s: %v", bad, err)
+		}
+	}
+}
+
+// The scanner's fast path gives what the go-sdk's own decoder gives, for
+// every shape of plain-text result and for those it hands over.
+func TestToolResultMatchesSDKDecoding(t *testing.T) {
+	for _, in := range []string{
+		`{"content":[{"type":"text","text":"a \"q\" \u00e9\n\ud83d\ude00"}],"isError":true}`,
+		`{"isError":false, "content" : [ {"text":"b","type":"text"} ] ,"x":1}`,
+		`{"content":[],"structuredContent":null,"_meta":{"k":1}}`,
+		`{"content":null}`,
+		`{}`,
+		`{"content":[{"type":"text","text":"c","_meta":{"m":1}}],"meta":{"smcp":true}}`,
+		`{"content":[{"type":"text"}]}`,
+		`{"content":[{"type":"text","text":"d"},{"type":"resource_link","uri":"file:///x","name":"x"}],"structuredContent":[1,2]}`,
+	} {
+		got, err := toolResult(json.RawMessage(in))
+		if err != nil {
+			t.Errorf("%s: %v", in, err)
+			continue
+		}
+		var want mcp.CallToolResult
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatalf("go-sdk refuses %s: %v", in, err)
+		}
+		if want.Meta == nil {
+			var smcpMeta struct {
+				Meta map[string]any `json:"meta"`
+			}
+			_ = json.Unmarshal([]byte(in), &smcpMeta)
+			want.Meta = smcpMeta.Meta
+		}
+		if want.Content == nil {
+			want.Content = []mcp.Content{}
+		}
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(&want)
+		if string(g) != string(w) {
+			t.Errorf("%s:\n got  %s\n want %s", in, g, w)
+		}
 	}
 }
 
@@ -162,4 +205,27 @@ func fmtErr(err error) string {
 		return fmt.Sprintf("code %d message %q data %s", we.Code, we.Message, we.Data)
 	}
 	return fmt.Sprint(err)
+}
+
+// BenchmarkToolResult weighs the conversion of a computer's plain-text
+// result on every tools/call: "scanner" is toolResult's one pass, "sdk" the
+// go-sdk's own decoding of the same bytes (what fullToolResult does).
+func BenchmarkToolResult(b *testing.B) {
+	raw := json.RawMessage(`{"content":[{"type":"text","text":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}],"isError":false,"meta":{}}`)
+	b.Run("scanner", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := toolResult(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("sdk", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := fullToolResult(raw, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -49,8 +49,9 @@ const (
 	// ModeMCP: tools/call on the office's MCP endpoint (/mcp/{office_id},
 	// streamable HTTP) with the stock go-sdk client, one session per office.
 	ModeMCP Mode = "mcp"
-	// ModeMCPRaw: the same calls as bare HTTP/1.1 POSTs on one initialized
-	// session per office (the lean client: the load generator costs less).
+	// ModeMCPRaw: the same calls as HTTP/1.1 POSTs written and parsed in
+	// place on one initialized session per office (the lean client: the
+	// load generator costs less, as ModeConnectRaw's does).
 	ModeMCPRaw Mode = "mcp-raw"
 )
 
@@ -474,6 +475,7 @@ func dialCallers(ctx context.Context, o Options, base int, closers *[]func()) ([
 			if err != nil {
 				return nil, err
 			}
+			*closers = append(*closers, c.close)
 			callers[i] = c.call
 		case ModeConnect, ModeConnectH2C, ModeGRPC:
 			c, err := stockCaller(o, httpClient, agentName, officeID, params)

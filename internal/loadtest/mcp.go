@@ -1,15 +1,23 @@
 package loadtest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -74,17 +82,42 @@ func stockMCPCaller(ctx context.Context, o Options, hc *http.Client, agentName, 
 
 // mcpRawCaller is an MCP client reduced to what a tools/call needs on an
 // initialized session: one POST of a JSON-RPC request accepting JSON or an
-// event stream, the answer read whole (it weighs the gateway's side without
-// the go-sdk client's own cost on the shared machine).
+// event stream, the answer read whole. The session is opened with net/http
+// (initialize, notifications/initialized); the calls are written and parsed
+// in place on HTTP/1.1 keep-alive connections of its own, one per call in
+// flight, like connectCaller and the Socket.IO load client: net/http's
+// client costs about as much CPU per call as the gateway's Socket.IO path,
+// and on the shared machine that CPU is taken from the server measured.
 type mcpRawCaller struct {
 	url, key, agent, session string
 	hc                       *http.Client
 	prefix                   []byte // the request up to its id
 	suffix                   []byte // after the id
+	head                     []byte // request line and headers, up to Content-Length's value
+	addr                     string
+	tls                      *tls.Config
+	idle                     chan *httpConn
+	mu                       sync.Mutex // orders put after close
+	closed                   bool
 }
 
 func newMCPRawCaller(ctx context.Context, o Options, hc *http.Client, agentName, officeID string, params json.RawMessage) (*mcpRawCaller, error) {
-	c := &mcpRawCaller{url: mcpEndpoint(o.URL, officeID), key: o.APIKey, agent: agentName, hc: hc}
+	c := &mcpRawCaller{url: mcpEndpoint(o.URL, officeID), key: o.APIKey, agent: agentName, hc: hc, idle: make(chan *httpConn, o.InFlight)}
+	u, err := url.Parse(c.url)
+	if err != nil {
+		return nil, fmt.Errorf("loadtest: gateway URL: %w", err)
+	}
+	c.addr = u.Host
+	switch u.Scheme {
+	case "http":
+	case "https":
+		c.tls = &tls.Config{ServerName: u.Hostname()}
+	default:
+		return nil, fmt.Errorf("loadtest: gateway URL %q: want http or https", o.URL)
+	}
+	if u.Port() == "" {
+		c.addr = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
+	}
 	c.prefix = []byte(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"pc__echo","arguments":` + string(params) + `},"id":`)
 	c.suffix = []byte(`}`)
 	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + mcpProtocol +
@@ -98,29 +131,183 @@ func newMCPRawCaller(ctx context.Context, o Options, hc *http.Client, agentName,
 	if _, err := c.post(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
 		return nil, fmt.Errorf("loadtest: MCP initialized of %s: %w", officeID, err)
 	}
+	head := "POST " + u.RequestURI() + " HTTP/1.1\r\n" +
+		"Host: " + u.Host + "\r\n" +
+		"Content-Type: application/json\r\n" +
+		"Accept: application/json, text/event-stream\r\n" +
+		"Mcp-Protocol-Version: " + mcpProtocol + "\r\n" +
+		"Mcp-Session-Id: " + c.session + "\r\n" +
+		"X-Smcp-Agent: " + agentName + "\r\n"
+	if o.APIKey != "" {
+		head += "X-Api-Key: " + o.APIKey + "\r\n"
+	}
+	c.head = []byte(head + "Content-Length: ")
 	return c, nil
 }
 
 func (c *mcpRawCaller) call(ctx context.Context, seq uint64) error {
-	body := make([]byte, 0, len(c.prefix)+len(c.suffix)+20)
-	body = append(body, c.prefix...)
-	body = strconv.AppendUint(body, seq, 10)
-	body = append(body, c.suffix...)
-	ans, err := c.post(ctx, body)
+	hc, err := c.conn(ctx)
 	if err != nil {
 		return err
 	}
+	ans, reuse, err := c.roundTrip(ctx, hc, seq)
 	// A result with content and not a tool error (the echo's text is the
-	// params, which hold neither marker).
-	if !bytes.Contains(ans, []byte(`"result":`)) || !bytes.Contains(ans, []byte(`"content":`)) ||
-		bytes.Contains(ans, []byte(`"isError":true`)) {
-		return fmt.Errorf("loadtest: tools/call answered %.200s", ans)
+	// params, which hold neither marker). Checked before hc, whose buffer
+	// ans is, goes back to the pool.
+	if err == nil && (!bytes.Contains(ans, []byte(`"result":`)) || !bytes.Contains(ans, []byte(`"content":`)) ||
+		bytes.Contains(ans, []byte(`"isError":true`))) {
+		err = fmt.Errorf("loadtest: tools/call answered %.200s", ans)
 	}
-	return nil
+	if reuse {
+		c.put(hc)
+	} else {
+		_ = hc.Close()
+	}
+	return err
 }
 
-// post sends one JSON-RPC message and returns the response body: a JSON
-// object, or an event stream whose data carries the answer.
+// roundTrip posts tools/call number seq on hc and returns the answer's body
+// (valid until hc's next use); reuse says whether hc can carry another.
+func (c *mcpRawCaller) roundTrip(ctx context.Context, hc *httpConn, seq uint64) (answer []byte, reuse bool, err error) {
+	deadline := time.Now().Add(30 * time.Second)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := hc.SetDeadline(deadline); err != nil {
+		return nil, false, err
+	}
+	hc.body = append(hc.body[:0], c.prefix...)
+	hc.body = strconv.AppendUint(hc.body, seq, 10)
+	hc.body = append(hc.body, c.suffix...)
+	hc.req = append(append(hc.req[:0], c.head...), strconv.Itoa(len(hc.body))...)
+	hc.req = append(append(hc.req, "\r\n\r\n"...), hc.body...)
+	if _, err := hc.Write(hc.req); err != nil {
+		return nil, false, fmt.Errorf("loadtest: write request: %w", err)
+	}
+	status, n, chunked, closing, err := readMCPResponseHead(hc.br)
+	if err != nil {
+		return nil, false, fmt.Errorf("loadtest: read response: %w", err)
+	}
+	if chunked {
+		// An answer larger than net/http buffers before it sends the head.
+		hc.body, err = io.ReadAll(httputil.NewChunkedReader(hc.br))
+	} else {
+		hc.body = slices.Grow(hc.body[:0], n)[:n]
+		_, err = io.ReadFull(hc.br, hc.body)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("loadtest: read response body: %w", err)
+	}
+	if status != http.StatusOK {
+		return nil, !closing, fmt.Errorf("loadtest: tools/call: HTTP %d: %.200s", status, hc.body)
+	}
+	return hc.body, !closing, nil
+}
+
+// readMCPResponseHead reads an HTTP/1.1 response head: its status, its body
+// length or whether the body is chunked, and whether the server closes the
+// connection after it.
+func readMCPResponseHead(br *bufio.Reader) (status, length int, chunked, closing bool, err error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		return 0, 0, false, false, err
+	}
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.1 ")) {
+		return 0, 0, false, false, fmt.Errorf("bad status line %q", line)
+	}
+	if status, err = strconv.Atoi(string(line[9:12])); err != nil {
+		return 0, 0, false, false, fmt.Errorf("bad status line %q", line)
+	}
+	length = -1
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			return 0, 0, false, false, err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			break
+		}
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			return 0, 0, false, false, fmt.Errorf("bad header line %q", line)
+		}
+		value = bytes.TrimSpace(value)
+		switch {
+		case bytes.EqualFold(name, []byte("Content-Length")):
+			if length, err = strconv.Atoi(string(value)); err != nil || length < 0 || length > 64<<20 {
+				return 0, 0, false, false, fmt.Errorf("bad Content-Length %q", value)
+			}
+		case bytes.EqualFold(name, []byte("Transfer-Encoding")):
+			if !bytes.EqualFold(value, []byte("chunked")) {
+				return 0, 0, false, false, fmt.Errorf("unexpected Transfer-Encoding %q", value)
+			}
+			chunked = true
+		case bytes.EqualFold(name, []byte("Connection")):
+			closing = bytes.EqualFold(value, []byte("close"))
+		}
+	}
+	if length < 0 && !chunked {
+		return 0, 0, false, false, errors.New("response without Content-Length")
+	}
+	return status, length, chunked, closing, nil
+}
+
+// conn takes an idle connection or dials one: the pool holds at most one
+// per worker, so a worker never waits for another's connection.
+func (c *mcpRawCaller) conn(ctx context.Context) (*httpConn, error) {
+	select {
+	case hc := <-c.idle:
+		return hc, nil
+	default:
+	}
+	d := &net.Dialer{Timeout: 10 * time.Second}
+	var nc net.Conn
+	var err error
+	if c.tls != nil {
+		nc, err = (&tls.Dialer{NetDialer: d, Config: c.tls}).DialContext(ctx, "tcp", c.addr)
+	} else {
+		nc, err = d.DialContext(ctx, "tcp", c.addr)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loadtest: dial %s: %w", c.addr, err)
+	}
+	return &httpConn{Conn: nc, br: bufio.NewReader(nc)}, nil
+}
+
+// put returns hc to the pool, or closes it once the caller is closed.
+func (c *mcpRawCaller) put(hc *httpConn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		_ = hc.Close()
+		return
+	}
+	select {
+	case c.idle <- hc:
+	default: // more connections than workers: only after a worker's call failed
+		_ = hc.Close()
+	}
+}
+
+// close closes the idle connections, and those calls in flight return.
+func (c *mcpRawCaller) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for {
+		select {
+		case hc := <-c.idle:
+			_ = hc.Close()
+		default:
+			return
+		}
+	}
+}
+
+// post sends one JSON-RPC message with net/http (the session's opening) and
+// returns the response body: a JSON object, or an event stream whose data
+// carries the answer.
 func (c *mcpRawCaller) post(ctx context.Context, body []byte) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {

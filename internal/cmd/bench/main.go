@@ -106,8 +106,9 @@ connect-go client over HTTP/1.1), connect-h2c (the same over h2c), grpc
 (CallTool, gRPC over h2c, stock connect-go client), connect-raw (CallTool,
 Connect over HTTP/1.1 with a hand-written client costing the load generator
 less), mcp (tools/call on /mcp/{office_id}, streamable HTTP, stock go-sdk
-client, one MCP session per office), mcp-raw (the same as bare HTTP/1.1
-POSTs on one session per office), finder (client:get_finder over a computer with
+client, one MCP session per office), mcp-raw (the same as HTTP/1.1 POSTs
+written and parsed in place on one session per office, a hand-written
+client costing the load generator less), finder (client:get_finder over a computer with
 --finder-docs documents), idle (--conns idle connections: memory per
 connection), startup (computer start-up with --startup-servers stdio servers).
 
