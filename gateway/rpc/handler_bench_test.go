@@ -45,7 +45,11 @@ func benchHandler(b *testing.B) http.Handler {
 	}
 	b.Cleanup(sess.Close)
 	s := New(hub, core.AllowAll{}, Options{})
-	b.Cleanup(s.Close)
+	b.Cleanup(func() {
+		if err := s.Drain(context.Background()); err != nil {
+			b.Error(err)
+		}
+	})
 	h := s.Handlers()["/"+smcpv1connect.AgentServiceName+"/"]
 	if h == nil {
 		b.Fatal("no AgentService handler")
