@@ -1,7 +1,9 @@
 package rpc
 
 import (
+	"fmt"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -46,7 +48,8 @@ func newWorkers(max int, idle time.Duration) *workers {
 
 // serve runs h for (w, r) on a worker and returns when it has returned. A
 // panic of h is raised again here, on the request's own goroutine, where
-// net/http expects it (http.ErrAbortHandler included).
+// net/http expects it: http.ErrAbortHandler as it is, any other value as a
+// *handlerPanic carrying it and the worker's stack.
 func (p *workers) serve(h http.Handler, w http.ResponseWriter, r *http.Request) {
 	j := jobs.Get().(*job)
 	j.h, j.w, j.r = h, w, r
@@ -103,9 +106,34 @@ func (p *workers) work(j *job) {
 }
 
 func (j *job) run() (panicked any) {
-	defer func() { panicked = recover() }()
+	defer func() {
+		switch v := recover(); v {
+		case nil, http.ErrAbortHandler:
+			panicked = v
+		default:
+			// Raised again on the stream's goroutine, whose stack is not
+			// where it happened: net/http's log gets this one too.
+			panicked = &handlerPanic{value: v, stack: debug.Stack()}
+		}
+	}()
 	j.h.ServeHTTP(j.w, j.r)
 	return nil
+}
+
+// handlerPanic is a handler's panic raised again by serve, with the stack
+// of the worker where it happened.
+type handlerPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *handlerPanic) Error() string {
+	return fmt.Sprintf("%v\n\nhandler goroutine (rpc worker):\n%s", p.value, p.stack)
+}
+
+func (p *handlerPanic) Unwrap() error {
+	err, _ := p.value.(error)
+	return err
 }
 
 // close stops idle workers at once and busy ones after their call; later

@@ -3,8 +3,10 @@ package rpc
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -57,9 +59,21 @@ func TestWorkersReuseAndPanic(t *testing.T) {
 		p.serve(abort, httptest.NewRecorder(), r)
 		t.Fatal("serve returned after the handler panicked")
 	}()
+	// Any other panic comes back with the stack where it happened.
+	boom := errors.New("boom")
+	func() {
+		defer func() {
+			v := recover()
+			err, _ := v.(error)
+			if !errors.Is(err, boom) || !strings.Contains(err.Error(), "TestWorkersReuseAndPanic") {
+				t.Fatalf("recovered %v, want boom with the handler's stack", v)
+			}
+		}()
+		p.serve(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(boom) }), httptest.NewRecorder(), r)
+	}()
 	p.serve(ok, httptest.NewRecorder(), r)
 	if served != 11 || p.running() != 1 {
-		t.Fatalf("after a panic: served %d on %d workers, want 11 on 1", served, p.running())
+		t.Fatalf("after panics: served %d on %d workers, want 11 on 1", served, p.running())
 	}
 }
 
