@@ -94,6 +94,26 @@ func TestClusterCrossNodeCalls(t *testing.T) {
 	}
 }
 
+// TestClusterSocketIOBytesBothWays is TestSocketIOBytesBothWays with the
+// agent on one node and the computer on another: the request crosses the
+// nodes' bus as the bytes the agent sent, and the answer as the bytes the
+// computer sent (PROTOCOL.md: the payload is forwarded unchanged).
+func TestClusterSocketIOBytesBothWays(t *testing.T) {
+	nodes := startCluster(t, miniRedis(t), 2)
+	socketIOBytesBothWays(t, func(answer func(event string, payload []byte) string) *relayOffice {
+		return newRelayOfficeOn(t, nodes[0], nodes[1], answer)
+	})
+}
+
+// TestClusterConnectBytesBothWays is TestConnectBytesBothWays with the
+// Connect and gRPC callers on one node and the computer on another.
+func TestClusterConnectBytesBothWays(t *testing.T) {
+	nodes := startCluster(t, miniRedis(t), 2)
+	connectBytesBothWays(t, func(answer func(event string, payload []byte) string) *relayOffice {
+		return newRelayOfficeOn(t, nodes[0], nodes[1], answer)
+	})
+}
+
 func TestClusterListRoomAndNotifications(t *testing.T) {
 	nodes := startCluster(t, miniRedis(t), 3)
 	// A WatchOffice stream on node 0 of an office whose members are all

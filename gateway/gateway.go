@@ -154,7 +154,9 @@ func New(cfg Config) (*Gateway, error) {
 		rc := redisv3.NewRedisClient(context.Background(), rdb)
 		clog := cfg.Logger.With("component", "cluster")
 		_ = rc.On("error", func(args ...any) { clog.Warn("redis adapter", "err", fmt.Sprint(args...)) })
-		cfg.SIO.Adapter = &redisadapter.RedisAdapterBuilder{Redis: rc, Opts: redisadapter.DefaultRedisAdapterOptions()}
+		aopts := redisadapter.DefaultRedisAdapterOptions()
+		aopts.SetParser(cluster.Wire{}) // payloads cross nodes as their bytes
+		cfg.SIO.Adapter = &redisadapter.RedisAdapterBuilder{Redis: rc, Opts: aopts}
 	}
 	hub := core.New(cfg.Core)
 	var m *metrics.Metrics

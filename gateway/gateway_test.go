@@ -86,7 +86,7 @@ func dialComputerWithKey(t testing.TB, url, key, name, office string) *computer 
 	}
 	t.Cleanup(c.Close)
 	pc := &computer{name: name, c: c, arrived: make(chan string, 1024)}
-	for _, ev := range smcp.ClientEvents {
+	for _, ev := range smcp.EventNames(smcp.Routed) {
 		c.Handle(ev, func(ctx context.Context, payload json.RawMessage) (any, error) { return pc.answer(ev, payload) })
 	}
 	for _, ev := range []string{smcp.NotifyEnterOffice, smcp.NotifyLeaveOffice, smcp.NotifyUpdateToolList, smcp.NotifyToolCallCancel} {

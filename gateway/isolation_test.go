@@ -96,7 +96,7 @@ func TestRoomIsolationEveryPath(t *testing.T) {
 	// records every request it gets.
 	pcAConn := dialKeyed(t, g.URL, keyA, smcp.RoleComputer, "pc-a", "")
 	seenByPCA := &recorder{ch: make(chan string, 256)}
-	for _, ev := range smcp.ClientEvents {
+	for _, ev := range smcp.EventNames(smcp.Routed) {
 		pcAConn.Handle(ev, func(context.Context, json.RawMessage) (any, error) {
 			seenByPCA.ch <- ev
 			return map[string]any{}, nil
@@ -135,7 +135,7 @@ func TestRoomIsolationEveryPath(t *testing.T) {
 		code  int // 0: fire and forget, no answer checked
 	}
 	var cases []sioCase
-	for _, ev := range smcp.ClientEvents {
+	for _, ev := range smcp.EventNames(smcp.Routed) {
 		body := map[string]any{"agent": "bob", "req_id": "x", "computer": "pc-a", "tool_name": "t", "timeout": 5, "uri": "dpe://h/d"}
 		cases = append(cases, sioCase{ev + " to a computer of office A", bob, ev, body, smcp.CodeNotFound})
 		spoof := map[string]any{"agent": "alice", "req_id": "x", "computer": "pc-a", "tool_name": "t", "timeout": 5, "uri": "dpe://h/d"}
@@ -149,7 +149,11 @@ func TestRoomIsolationEveryPath(t *testing.T) {
 		sioCase{"tool_call_cancel from a computer", pcB, smcp.EventToolCallCancel, map[string]any{"agent": "bob", "req_id": "x"}, smcp.CodeNotInOffice},
 		sioCase{"leave office A", bob, smcp.EventLeaveOffice, map[string]any{"office_id": "A"}, -1},
 	)
-	for ev := range smcp.UpdateNotification {
+	for _, e := range smcp.Events(smcp.Server) {
+		if e.Notifies == "" || e.Name == smcp.EventToolCallCancel {
+			continue
+		}
+		ev := e.Name
 		// An update from a computer of office B naming pc-a is broadcast in
 		// office B under pc-b's own name; from an agent it is refused.
 		cases = append(cases,

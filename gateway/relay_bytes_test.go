@@ -47,8 +47,16 @@ type relayOffice struct {
 
 func newRelayOffice(t *testing.T, cfg gateway.Config, answer func(event string, payload []byte) string) *relayOffice {
 	t.Helper()
-	o := &relayOffice{gw: startGateway(t, cfg)}
-	o.pc = dialRaw(t, o.gw.URL, func(array []byte, reply func([]byte)) {
+	gw := startGateway(t, cfg)
+	return newRelayOfficeOn(t, gw, gw, answer)
+}
+
+// newRelayOfficeOn is newRelayOffice with the agent attached to gateway ag
+// and the computer to gateway pc: two nodes of a cluster, or one gateway.
+func newRelayOfficeOn(t *testing.T, ag, pc *gateway.Running, answer func(event string, payload []byte) string) *relayOffice {
+	t.Helper()
+	o := &relayOffice{gw: ag}
+	o.pc = dialRaw(t, pc.URL, func(array []byte, reply func([]byte)) {
 		if !bytes.HasPrefix(array, []byte(`["client:`)) {
 			return // notifications
 		}
@@ -73,7 +81,7 @@ func newRelayOffice(t *testing.T, cfg gateway.Config, answer func(event string, 
 		}
 	})
 	o.pc.join("computer", "pc", "o")
-	o.agent = dialRaw(t, o.gw.URL, nil)
+	o.agent = dialRaw(t, ag.URL, nil)
 	o.agent.join("agent", "ag", "o")
 	return o
 }
@@ -98,9 +106,17 @@ func toolCall(reqID, params string, timeout int) string {
 // the bytes the computer sent, for every case of byteCases; and the same for
 // a non-tool event (get_config).
 func TestSocketIOBytesBothWays(t *testing.T) {
+	socketIOBytesBothWays(t, func(answer func(event string, payload []byte) string) *relayOffice {
+		return newRelayOffice(t, gateway.Config{}, answer)
+	})
+}
+
+// socketIOBytesBothWays runs TestSocketIOBytesBothWays on the office that
+// start makes with the given computer answers.
+func socketIOBytesBothWays(t *testing.T, start func(answer func(event string, payload []byte) string) *relayOffice) {
 	answers := map[string]string{} // req_id -> answer
 	var mu sync.Mutex
-	o := newRelayOffice(t, gateway.Config{}, func(event string, payload []byte) string {
+	o := start(func(event string, payload []byte) string {
 		var m struct {
 			ReqID string `json:"req_id"`
 		}
@@ -196,9 +212,17 @@ func pcAckID(t *testing.T, o *relayOffice) string {
 // answer as it sent it, for every case of byteCases, over the Connect
 // protocol (HTTP/1.1) and gRPC (h2c).
 func TestConnectBytesBothWays(t *testing.T) {
+	connectBytesBothWays(t, func(answer func(event string, payload []byte) string) *relayOffice {
+		return newRelayOffice(t, gateway.Config{}, answer)
+	})
+}
+
+// connectBytesBothWays runs TestConnectBytesBothWays against the agent's
+// gateway (o.gw) of the office that start makes.
+func connectBytesBothWays(t *testing.T, start func(answer func(event string, payload []byte) string) *relayOffice) {
 	answers := map[string]string{}
 	var mu sync.Mutex
-	o := newRelayOffice(t, gateway.Config{}, func(event string, payload []byte) string {
+	o := start(func(event string, payload []byte) string {
 		var m struct {
 			ReqID string `json:"req_id"`
 		}

@@ -146,14 +146,17 @@ func TestTimedOutCallsFreeTheirSlots(t *testing.T) {
 		t.Fatalf("after 1,100 timeouts: %s", got)
 	}
 	// The bound still holds exactly: of maxPending+1 calls at once, one is
-	// refused (a slot freed twice would let all through).
+	// refused (a slot freed twice would let all through). Tool calls with a
+	// deadline of seconds, not get_config's 30 ms: on a loaded machine the
+	// first calls could time out, and free their slots, before the last
+	// one is read.
 	var chs []<-chan []byte
 	for i := range maxPending + 1 {
-		chs = append(chs, get("never-x"+strconv.Itoa(i)))
+		chs = append(chs, o.agent.emit("client:tool_call", toolCall("never-x"+strconv.Itoa(i), `{}`, 3)))
 	}
 	refused := 0
 	for _, ch := range chs {
-		if got := o.agent.wait(ch, 5*time.Second); bytes.HasPrefix(got, []byte(`[{"code":429,`)) {
+		if got := o.agent.wait(ch, 10*time.Second); bytes.HasPrefix(got, []byte(`[{"code":429,`)) {
 			refused++
 		}
 	}

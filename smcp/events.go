@@ -46,24 +46,3 @@ const (
 	RoleAgent    = "agent"
 	RoleComputer = "computer"
 )
-
-// ClientEvents lists every client: event, in a stable order.
-//
-// Deprecated: a view of the protocol table kept for the packages not yet
-// dispatching through it (computer, loadtest); use EventNames(Routed).
-var ClientEvents = EventNames(Routed)
-
-// UpdateNotification maps each server:update_* event to the notify: event
-// the server broadcasts for it.
-//
-// Deprecated: a view of the protocol table (EventInfo.Notifies) kept for
-// packages not yet dispatching through it; use Event(name).
-var UpdateNotification = func() map[string]string {
-	m := map[string]string{}
-	for _, e := range Events(Server) {
-		if e.Notifies != "" && e.Name != EventToolCallCancel {
-			m[e.Name] = e.Notifies
-		}
-	}
-	return m
-}()

@@ -130,6 +130,7 @@ type gatewayConfig struct {
 	EventsPerSecond float64       `yaml:"events_per_second"`
 	EventBurst      int           `yaml:"event_burst"`
 	MaxConnsPerAddr int           `yaml:"max_conns_per_addr"`
+	MaxQueued       int           `yaml:"max_queued_events"`
 	ShutdownGrace   time.Duration `yaml:"shutdown_grace"`
 	IdleTimeout     time.Duration `yaml:"idle_timeout"`
 	BodyTimeout     time.Duration `yaml:"body_read_timeout"`
@@ -155,7 +156,7 @@ func defaultGatewayConfig() *gatewayConfig {
 		MaxMessageBytes: sio.DefaultMaxMessageBytes, MaxAnswerBytes: core.DefaultMaxAnswerBytes, CallTimeout: core.DefaultRequestTimeout,
 		MaxPending: core.DefaultMaxPending, MaxAgentCalls: core.DefaultMaxAgentInFlight,
 		EventsPerSecond: sio.DefaultEventsPerSecond, EventBurst: sio.DefaultEventBurst,
-		MaxConnsPerAddr: sio.DefaultMaxConnsPerAddr, ShutdownGrace: gateway.DefaultShutdownGrace,
+		MaxConnsPerAddr: sio.DefaultMaxConnsPerAddr, MaxQueued: sio.DefaultMaxQueuedEvents, ShutdownGrace: gateway.DefaultShutdownGrace,
 		IdleTimeout: gateway.DefaultIdleTimeout, BodyTimeout: gateway.DefaultBodyReadTimeout, HeaderTimeout: gateway.DefaultReadHeaderTimeout,
 		RPCAgent: rpc.DefaultAgent, Metrics: true, RedisTTL: cluster.DefaultHeartbeatTTL, LogLevel: "info",
 	}
@@ -179,6 +180,7 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.EventsPerSecond, "events-per-second", c.EventsPerSecond, "Socket.IO events per second per connection (token bucket; excess gets 429, twice the rate disconnects; -1: no limit)")
 	fs.IntVar(&c.EventBurst, "event-burst", c.EventBurst, "token bucket size of --events-per-second")
 	fs.IntVar(&c.MaxConnsPerAddr, "max-conns-per-addr", c.MaxConnsPerAddr, "Socket.IO connections per client IP address (-1: no limit)")
+	fs.IntVar(&c.MaxQueued, "max-queued-events", c.MaxQueued, "Socket.IO events of one connection waiting behind its joins, leaves and list_room (which wait on the office registry); more get 429")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "how long in-flight calls may finish on shutdown")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a keep-alive HTTP connection without a request after this")
 	fs.DurationVar(&c.BodyTimeout, "body-read-timeout", c.BodyTimeout, "a request's body must arrive within this (streams' and long-polls' answers are not bounded)")
@@ -251,8 +253,8 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	if c.CallTimeout <= 0 || c.MaxMessageBytes <= 0 || c.MaxAnswerBytes <= 0 || c.MaxPending <= 0 || c.ShutdownGrace <= 0 || c.MaxAgentCalls <= 0 || c.RedisTTL <= 0 ||
-		c.IdleTimeout <= 0 || c.BodyTimeout <= 0 || c.HeaderTimeout <= 0 {
-		return gateway.Config{}, errors.New("--call-timeout, --max-message-bytes, --max-answer-bytes, --max-pending, --max-agent-in-flight, --redis-ttl, --shutdown-grace, --idle-timeout, --body-read-timeout and --read-header-timeout must be positive")
+		c.IdleTimeout <= 0 || c.BodyTimeout <= 0 || c.HeaderTimeout <= 0 || c.MaxQueued <= 0 {
+		return gateway.Config{}, errors.New("--call-timeout, --max-message-bytes, --max-answer-bytes, --max-pending, --max-agent-in-flight, --max-queued-events, --redis-ttl, --shutdown-grace, --idle-timeout, --body-read-timeout and --read-header-timeout must be positive")
 	}
 	if c.EventsPerSecond == 0 || c.MaxConnsPerAddr == 0 || c.EventBurst <= 0 {
 		return gateway.Config{}, errors.New("--events-per-second and --max-conns-per-addr must be positive or -1 (no limit), --event-burst positive")
@@ -263,6 +265,7 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		SIO: sio.Config{
 			Path: c.SIOPath, APIKeyHeader: c.APIKeyHeader, MaxMessageBytes: c.MaxMessageBytes, RequireVersion: c.RequireVersion,
 			EventsPerSecond: c.EventsPerSecond, EventBurst: c.EventBurst, MaxConnsPerAddr: c.MaxConnsPerAddr,
+			MaxQueuedEvents: c.MaxQueued,
 		},
 		RPC:               rpc.Options{CORSOrigins: splitList(c.CORSOrigins), DefaultAgent: c.RPCAgent},
 		ShutdownGrace:     c.ShutdownGrace,

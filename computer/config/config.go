@@ -13,6 +13,27 @@
 // Both are normalized to the SDK shape. Placeholders stay unrendered until a
 // server starts (see [Server.Resolve]), so that a missing secret only stops
 // the server that needs it.
+//
+// # One model
+//
+// A server's configuration has one Go model, [smcp.ServerConfig] (what
+// [Resolved] embeds): its JSON is the SMCP wire form, the form the Python
+// SDK sends and a user writes in the SDK shape, and the proto
+// MCPServerConfig of the Connect API is derived from it field by field.
+// This package only adds what a computer needs on top: the two file
+// shapes, placeholders, validation (unknown transport keys, vrl, inherit_env,
+// durations), the compiled result_jq, and redaction.
+//
+// The model is in smcp rather than here because the gateway and the Go
+// agent decode configurations too and must not depend on the computer; it
+// is not the generated proto type because the wire needs what proto3
+// cannot say (a missing terminate_on_close is true, a zero timeout in a
+// file is the computer's default, the transport sits under one
+// server_parameters key chosen by type, nulls). Before a server starts, its
+// configuration is an unrendered JSON tree ([Server]), not the model: a
+// ${input:id} placeholder may stand where the model has a number or a
+// boolean. The get_config answer is made from that tree and completed with
+// [smcp.WireDefaults], the keys the model itself completes.
 package config
 
 import (
@@ -26,20 +47,22 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 // Transport types of an MCP server.
 const (
-	TypeStdio      = "stdio"
-	TypeSSE        = "sse"
-	TypeStreamable = "streamable"
+	TypeStdio      = smcp.ServerTypeStdio
+	TypeSSE        = smcp.ServerTypeSSE
+	TypeStreamable = smcp.ServerTypeStreamable
 )
 
 // Input types.
 const (
-	InputPromptString = "promptString"
-	InputPickString   = "pickString"
-	InputCommand      = "command"
+	InputPromptString = smcp.InputPromptString
+	InputPickString   = smcp.InputPickString
+	InputCommand      = smcp.InputCommand
 )
 
 // Config is a computer's configuration.

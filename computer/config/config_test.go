@@ -3,12 +3,16 @@ package config
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 func noEnv(string) (string, bool) { return "", false }
@@ -44,12 +48,12 @@ func TestParseSDKShape(t *testing.T) {
 	if err != nil || len(unknown) != 0 {
 		t.Fatal(err, unknown)
 	}
-	if fs.Type != TypeStdio || fs.Stdio.Command != "mcp-fs" || !reflect.DeepEqual(fs.Stdio.Args, StringList{"--root", "/data"}) ||
-		fs.Stdio.Env["TOKEN"] != "s3cret" || *fs.ToolMeta["read"].Alias != "fs_read" || fs.ForbiddenTools[0] != "rm" {
-		t.Fatalf("fs: %+v %+v", fs, fs.Stdio)
+	if fs.Type != TypeStdio || fs.Params.Stdio.Command != "mcp-fs" || !reflect.DeepEqual(fs.Params.Stdio.Args, smcp.StringList{"--root", "/data"}) ||
+		fs.Params.Stdio.Env["TOKEN"] != "s3cret" || *fs.ToolMeta["read"].Alias != "fs_read" || fs.ForbiddenTools[0] != "rm" {
+		t.Fatalf("fs: %+v %+v", fs, fs.Params.Stdio)
 	}
 	web, _, err := cfg.Servers["web"].Resolve(context.Background(), r)
-	if err != nil || web.Streamable.URL != "http://h/mcp" || web.ConnectTimeout() != 30*time.Second || !web.Streamable.TerminateOnClose {
+	if err != nil || web.Params.Streamable.URL != "http://h/mcp" || web.ConnectTimeout() != 30*time.Second || !web.Params.Streamable.TerminateOnClose {
 		t.Fatalf("web: %+v %v", web, err)
 	}
 	old, _, err := cfg.Servers["old"].Resolve(context.Background(), r)
@@ -90,15 +94,15 @@ func TestParseMCPServersShape(t *testing.T) {
 			}
 			r := NewResolver(nil, noEnv, nil)
 			files, _, err := cfg.Servers["files"].Resolve(context.Background(), r)
-			if err != nil || files.Stdio == nil || files.Stdio.Command != "npx" || len(files.Stdio.Args) != 3 || files.Stdio.Env["A"] != "1" {
+			if err != nil || files.Params.Stdio == nil || files.Params.Stdio.Command != "npx" || len(files.Params.Stdio.Args) != 3 || files.Params.Stdio.Env["A"] != "1" {
 				t.Fatalf("files: %+v %v", files, err)
 			}
 			remote, _, err := cfg.Servers["remote"].Resolve(context.Background(), r)
-			if err != nil || remote.Streamable == nil || remote.Streamable.Headers["Authorization"] != "Bearer x" {
+			if err != nil || remote.Params.Streamable == nil || remote.Params.Streamable.Headers["Authorization"] != "Bearer x" {
 				t.Fatalf("remote: %+v %v", remote, err)
 			}
 			legacy, _, err := cfg.Servers["legacy"].Resolve(context.Background(), r)
-			if err != nil || legacy.SSE == nil || legacy.SSE.URL != "https://example.com/sse" {
+			if err != nil || legacy.Params.SSE == nil || legacy.Params.SSE.URL != "https://example.com/sse" {
 				t.Fatalf("legacy: %+v %v", legacy, err)
 			}
 		})
@@ -215,5 +219,30 @@ func TestParseISODuration(t *testing.T) {
 		if _, err := ParseISODuration(in); err == nil {
 			t.Errorf("%q accepted", in)
 		}
+	}
+}
+
+// TestNumbersInFiles: YAML numbers and booleans where the wire has strings
+// load as strings, and a streamable timeout in seconds is a duration, both
+// for the computer and in its get_config answer.
+func TestNumbersInFiles(t *testing.T) {
+	cfg, err := Load("testdata/numbers.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewResolver(nil, noEnv, nil)
+	api, _, err := cfg.Servers["api"].Resolve(context.Background(), r)
+	if err != nil || api.ConnectTimeout() != 12500*time.Millisecond || api.Params.Streamable.SSEReadTimeout != "PT600S" ||
+		api.Params.Streamable.Headers["X-Version"] != "2" {
+		t.Fatalf("api: %+v %v", api.Params.Streamable, err)
+	}
+	tool, _, err := cfg.Servers["tool"].Resolve(context.Background(), r)
+	if err != nil || !slices.Equal(tool.Params.Stdio.Args, []string{"--port", "8080", "--fast", "true"}) ||
+		!maps.Equal(tool.Params.Stdio.Env, smcp.StringMap{"WORKERS": "4", "DEBUG": "false", "EMPTY": ""}) {
+		t.Fatalf("tool: %+v %v", tool.Params.Stdio, err)
+	}
+	p := cfg.Wire()["servers"].(map[string]any)["api"].(map[string]any)["server_parameters"].(map[string]any)
+	if p["timeout"] != "PT12.5S" || p["sse_read_timeout"] != "PT600S" {
+		t.Errorf("get_config: %v", p)
 	}
 }

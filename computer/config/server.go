@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/itchyny/gojq"
+
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 // CompileResultJQ compiles a result_jq program. Its input is the tool's
@@ -38,125 +39,17 @@ func ComputerSecretEnv(name string) bool {
 	return strings.HasPrefix(n, "SMCP_") || strings.HasPrefix(n, "A2C_SMCP_")
 }
 
-// ToolMeta is the per-tool configuration (PROTOCOL.md §5).
-type ToolMeta struct {
-	AutoApply       *bool    `json:"auto_apply,omitempty"`
-	Alias           *string  `json:"alias,omitempty"`
-	Tags            []string `json:"tags,omitempty"`
-	RetObjectMapper any      `json:"ret_object_mapper,omitempty"`
-}
+// ToolMeta is the per-tool configuration (PROTOCOL.md §5): the model's.
+type ToolMeta = smcp.ToolMeta
 
 // Resolved is a server configuration with its placeholders rendered, ready
-// to start.
+// to start: the one configuration model (smcp.ServerConfig, see the package
+// doc) plus what the computer compiles from it. It is not completed with
+// the SDK's defaults: a zero timeout is the computer's own default.
 type Resolved struct {
-	Name            string              `json:"name"`
-	Type            string              `json:"type"`
-	Disabled        bool                `json:"disabled"`
-	ForbiddenTools  []string            `json:"forbidden_tools"`
-	ToolMeta        map[string]ToolMeta `json:"tool_meta"`
-	DefaultToolMeta *ToolMeta           `json:"default_tool_meta,omitempty"`
-	// VRL is the Python SDK's result transform (Vector Remap Language).
-	// There is no VRL runtime in Go: a non-empty one fails the
-	// configuration at load; see ResultJQ.
-	VRL *string `json:"vrl,omitempty"`
-	// ResultJQ is a jq program applied to the CallToolResult of each of
-	// the server's tools (see computer/README.md); ResultJQCode is it
-	// compiled, when set.
-	ResultJQ     *string    `json:"result_jq,omitempty"`
+	smcp.ServerConfig
+	// ResultJQCode is ResultJQ compiled, when set (see computer/README.md).
 	ResultJQCode *gojq.Code `json:"-"`
-
-	// Exactly one is set, by Type.
-	Stdio      *StdioParams      `json:"-"`
-	SSE        *SSEParams        `json:"-"`
-	Streamable *StreamableParams `json:"-"`
-}
-
-// StdioParams starts a server as a child process.
-type StdioParams struct {
-	Command string     `json:"command"`
-	Args    StringList `json:"args"`
-	Env     StringMap  `json:"env"`
-	// InheritEnv names variables of the computer's environment the server
-	// gets on top of the default set (PATH, HOME, locale...): a child
-	// process does not see the rest of the computer's environment.
-	InheritEnv           StringList `json:"inherit_env,omitempty"`
-	Cwd                  *string    `json:"cwd"`
-	Encoding             string     `json:"encoding"`
-	EncodingErrorHandler string     `json:"encoding_error_handler"`
-}
-
-// SSEParams connects over HTTP+SSE. Timeouts are float seconds.
-type SSEParams struct {
-	URL            string    `json:"url"`
-	Headers        StringMap `json:"headers"`
-	Timeout        float64   `json:"timeout"`
-	SSEReadTimeout float64   `json:"sse_read_timeout"`
-}
-
-// StreamableParams connects over streamable HTTP. Timeouts are ISO-8601
-// durations ("PT30S").
-type StreamableParams struct {
-	URL              string    `json:"url"`
-	Headers          StringMap `json:"headers"`
-	Timeout          string    `json:"timeout"`
-	SSEReadTimeout   string    `json:"sse_read_timeout"`
-	TerminateOnClose bool      `json:"terminate_on_close"`
-}
-
-// StringMap is a map of strings that also accepts numbers and booleans as
-// values (a placeholder may render to one).
-type StringMap map[string]string
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (m *StringMap) UnmarshalJSON(b []byte) error {
-	var raw map[string]any
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	if raw == nil {
-		*m = nil
-		return nil
-	}
-	out := make(StringMap, len(raw))
-	for k, v := range raw {
-		switch x := v.(type) {
-		case string:
-			out[k] = x
-		case float64, bool:
-			out[k] = stringify(x)
-		case nil:
-			out[k] = ""
-		default:
-			return fmt.Errorf("%q: want a string, got %T", k, v)
-		}
-	}
-	*m = out
-	return nil
-}
-
-// StringList is a list of strings that also accepts numbers and booleans
-// (YAML reads "args: [-p, 8080]" with a number).
-type StringList []string
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (l *StringList) UnmarshalJSON(b []byte) error {
-	var raw []any
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	out := make(StringList, 0, len(raw))
-	for i, v := range raw {
-		switch x := v.(type) {
-		case string:
-			out = append(out, x)
-		case float64, bool, nil:
-			out = append(out, stringify(x))
-		default:
-			return fmt.Errorf("[%d]: want a string, got %T", i, v)
-		}
-	}
-	*l = out
-	return nil
 }
 
 // Resolve renders the server's placeholders with r and decodes the result.
@@ -176,15 +69,11 @@ func decodeServer(obj map[string]any) (*Resolved, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", name, err)
 	}
-	var s struct {
-		Resolved
-		Params json.RawMessage `json:"server_parameters"`
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&s); err != nil {
+	model, err := smcp.DecodeServerConfig(b)
+	if err != nil {
 		return nil, fmt.Errorf("server %q: %w", name, err)
 	}
-	res := s.Resolved
+	res := Resolved{ServerConfig: *model}
 	if res.VRL != nil && strings.TrimSpace(*res.VRL) != "" {
 		return nil, fmt.Errorf("server %q: vrl is not supported: this computer has no VRL runtime (VRL exists only in Rust); "+
 			"transform tool results with result_jq, a jq program (see computer/README.md), or remove vrl", name)
@@ -196,24 +85,12 @@ func decodeServer(obj map[string]any) (*Resolved, error) {
 		}
 		res.ResultJQCode = code
 	}
-	strict := func(v any) error {
-		d := json.NewDecoder(bytes.NewReader(s.Params))
-		d.DisallowUnknownFields()
-		if err := d.Decode(v); err != nil {
-			return fmt.Errorf("server %q: server_parameters: %w", name, err)
-		}
-		return nil
-	}
-	switch res.Type {
-	case TypeStdio:
-		res.Stdio = &StdioParams{}
-		if err := strict(res.Stdio); err != nil {
-			return nil, err
-		}
-		if res.Stdio.Command == "" {
+	switch p := res.Params; {
+	case p.Stdio != nil:
+		if p.Stdio.Command == "" {
 			return nil, fmt.Errorf("server %q: stdio needs a command", name)
 		}
-		for _, v := range res.Stdio.InheritEnv {
+		for _, v := range p.Stdio.InheritEnv {
 			if ComputerSecretEnv(v) {
 				return nil, fmt.Errorf("server %q: inherit_env: %s is the computer's own (the gateway API key and input values live under SMCP_ and A2C_SMCP_) and is never passed to MCP servers; "+
 					"give the server a value of its own in env", name, v)
@@ -222,35 +99,25 @@ func decodeServer(obj map[string]any) (*Resolved, error) {
 				return nil, fmt.Errorf("server %q: inherit_env: %q is not a variable name", name, v)
 			}
 		}
-	case TypeSSE:
-		res.SSE = &SSEParams{}
-		if err := strict(res.SSE); err != nil {
-			return nil, err
-		}
-		if res.SSE.URL == "" {
+	case p.SSE != nil:
+		if p.SSE.URL == "" {
 			return nil, fmt.Errorf("server %q: sse needs a url", name)
 		}
-		if res.SSE.Timeout < 0 || res.SSE.SSEReadTimeout < 0 {
+		if p.SSE.Timeout < 0 || p.SSE.SSEReadTimeout < 0 {
 			return nil, fmt.Errorf("server %q: negative timeout", name)
 		}
-	case TypeStreamable:
-		res.Streamable = &StreamableParams{}
-		if err := strict(res.Streamable); err != nil {
-			return nil, err
-		}
-		if res.Streamable.URL == "" {
+	case p.Streamable != nil:
+		if p.Streamable.URL == "" {
 			return nil, fmt.Errorf("server %q: streamable needs a url", name)
 		}
-		for _, d := range []string{res.Streamable.Timeout, res.Streamable.SSEReadTimeout} {
+		for _, d := range []smcp.Duration{p.Streamable.Timeout, p.Streamable.SSEReadTimeout} {
 			if d == "" {
 				continue
 			}
-			if _, err := ParseISODuration(d); err != nil {
+			if _, err := ParseISODuration(string(d)); err != nil {
 				return nil, fmt.Errorf("server %q: %w", name, err)
 			}
 		}
-	default:
-		return nil, fmt.Errorf("server %q: unknown type %q", name, res.Type)
 	}
 	if res.ToolMeta == nil {
 		res.ToolMeta = map[string]ToolMeta{}
@@ -264,10 +131,10 @@ func decodeServer(obj map[string]any) (*Resolved, error) {
 // ConnectTimeout is how long connecting may take (0: the caller's default).
 func (r *Resolved) ConnectTimeout() time.Duration {
 	switch {
-	case r.SSE != nil && r.SSE.Timeout > 0:
-		return time.Duration(r.SSE.Timeout * float64(time.Second))
-	case r.Streamable != nil && r.Streamable.Timeout != "":
-		d, _ := ParseISODuration(r.Streamable.Timeout)
+	case r.Params.SSE != nil && r.Params.SSE.Timeout > 0:
+		return time.Duration(r.Params.SSE.Timeout * float64(time.Second))
+	case r.Params.Streamable != nil && r.Params.Streamable.Timeout != "":
+		d, _ := ParseISODuration(string(r.Params.Streamable.Timeout))
 		return d
 	}
 	return 0

@@ -1,6 +1,10 @@
 package config
 
-import "github.com/smcpgw/smcp-gateway/smcp"
+import (
+	"encoding/json"
+
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
 
 // Redacted is the placeholder for secret values in client:get_config.
 const Redacted = "***"
@@ -40,39 +44,40 @@ func (c *Config) Wire() map[string]any {
 	return map[string]any{"servers": servers, "inputs": inputs}
 }
 
-// Wire returns the server's MCPServerConfig with the transport defaults of
-// the Python SDK filled in, list and map values as strings (the wire types),
-// and secrets redacted. Placeholders stay unrendered.
+// Wire returns the server's MCPServerConfig as written, completed with the
+// keys the wire always carries (smcp.WireDefaults: the Python SDK's
+// transport defaults, empty lists), list and map values as strings (the wire
+// types), and secrets redacted. Placeholders stay unrendered, which is why
+// this works on the JSON tree and not on the typed model: "${input:port}"
+// may stand where the model has a number.
 func (s *Server) Wire() map[string]any {
 	m := s.Raw()
-	for k, def := range map[string]any{"disabled": false, "forbidden_tools": []any{}, "tool_meta": map[string]any{}} {
-		if _, ok := m[k]; !ok {
-			m[k] = def
-		}
+	typ, _ := m["type"].(string)
+	top, defaults, err := smcp.WireDefaults(typ)
+	if err != nil { // a loaded Server has a known type
+		top, defaults = map[string]any{}, map[string]any{}
 	}
+	fillMissing(m, top)
 	p, _ := m["server_parameters"].(map[string]any)
 	if p == nil {
 		return m
 	}
-	var defaults map[string]any
-	switch m["type"] {
-	case TypeStdio:
-		defaults = map[string]any{"args": []any{}, "env": nil, "cwd": nil,
-			"encoding": smcp.DefaultStdioEncoding, "encoding_error_handler": smcp.DefaultStdioErrorHandler}
-		if args, ok := p["args"].([]any); ok {
-			for i, a := range args {
-				args[i] = stringify(a)
+	fillMissing(p, defaults)
+	if typ == TypeStreamable {
+		// A number of seconds is a duration in a file; the wire (and the
+		// proto) say it the SDK's way, "PT<n>S".
+		for _, k := range []string{"timeout", "sse_read_timeout"} {
+			if secs, ok := p[k].(float64); ok {
+				var d smcp.Duration
+				if b, err := json.Marshal(secs); err == nil && d.UnmarshalJSON(b) == nil {
+					p[k] = string(d)
+				}
 			}
 		}
-	case TypeSSE:
-		defaults = map[string]any{"headers": nil, "timeout": smcp.DefaultSSETimeout, "sse_read_timeout": smcp.DefaultSSEReadTimeout}
-	case TypeStreamable:
-		defaults = map[string]any{"headers": nil, "timeout": smcp.DefaultStreamableTimeout,
-			"sse_read_timeout": smcp.DefaultStreamableReadTimeout, "terminate_on_close": smcp.DefaultStreamableTerminateOnClose}
 	}
-	for k, def := range defaults {
-		if _, ok := p[k]; !ok {
-			p[k] = def
+	if args, ok := p["args"].([]any); ok {
+		for i, a := range args {
+			args[i] = stringify(a)
 		}
 	}
 	if u, ok := p["url"].(string); ok {
@@ -89,4 +94,14 @@ func (s *Server) Wire() map[string]any {
 		}
 	}
 	return m
+}
+
+// fillMissing sets the keys of defaults that m lacks; a key written as null
+// stays null.
+func fillMissing(m, defaults map[string]any) {
+	for k, def := range defaults {
+		if _, ok := m[k]; !ok {
+			m[k] = def
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/smcpgw/smcp-gateway/computer/config"
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 // defaultInherited are the variables every stdio MCP server gets from the
@@ -28,7 +29,7 @@ var defaultInherited = func() []string {
 // input values) are never passed on from environ, whatever the
 // configuration says; a value the configuration writes out in env is the
 // configuration's choice and is kept.
-func childEnv(p *config.StdioParams, environ []string) []string {
+func childEnv(p *smcp.StdioParams, environ []string) []string {
 	out := make([]string, 0, len(environ))
 	seen := map[string]bool{}
 	for _, kv := range environ {

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/smcpgw/smcp-gateway/computer/config"
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 // TestChildEnv checks the environment a stdio server gets, including what
@@ -13,8 +13,8 @@ import (
 func TestChildEnv(t *testing.T) {
 	environ := []string{"PATH=/bin", "HOME=/h", "LC_ALL=C", "SHELL=() { evil; }", "SMCP_API_KEY=k",
 		"Smcp_Log_Level=debug", "A2C_SMCP_PW=p", "SECRET=s", "WANTED=w", "TZ=UTC", "broken"}
-	p := &config.StdioParams{Env: config.StringMap{"TZ": "Asia/Tokyo", "X": "1"},
-		InheritEnv: config.StringList{"WANTED", "SMCP_API_KEY", "A2C_SMCP_PW", "Smcp_Log_Level"}}
+	p := &smcp.StdioParams{Env: smcp.StringMap{"TZ": "Asia/Tokyo", "X": "1"},
+		InheritEnv: smcp.StringList{"WANTED", "SMCP_API_KEY", "A2C_SMCP_PW", "Smcp_Log_Level"}}
 	got := childEnv(p, environ)
 	want := []string{"PATH=/bin", "HOME=/h", "LC_ALL=C", "WANTED=w", "TZ=Asia/Tokyo", "X=1"}
 	if !slices.Equal(got, want) {

@@ -20,8 +20,8 @@ import (
 // releases what the transport holds outside the session (the stderr pump).
 func newTransport(c *config.Resolved, log *slog.Logger) (mcp.Transport, func(), error) {
 	switch {
-	case c.Stdio != nil:
-		p := c.Stdio
+	case c.Params.Stdio != nil:
+		p := c.Params.Stdio
 		if enc := strings.ToLower(strings.ReplaceAll(p.Encoding, "-", "")); enc != "" && enc != "utf8" {
 			log.Warn("only UTF-8 is supported on stdio pipes; ignoring encoding", "encoding", p.Encoding)
 		}
@@ -46,12 +46,12 @@ func newTransport(c *config.Resolved, log *slog.Logger) (mcp.Transport, func(), 
 		}()
 		t := &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 		return t, func() { _ = pw.Close() }, nil
-	case c.SSE != nil:
-		hc, closeIdle := httpClient(c.SSE.Headers)
-		return &mcp.SSEClientTransport{Endpoint: c.SSE.URL, HTTPClient: hc}, closeIdle, nil
-	case c.Streamable != nil:
-		hc, closeIdle := httpClient(c.Streamable.Headers)
-		return &mcp.StreamableClientTransport{Endpoint: c.Streamable.URL, HTTPClient: hc}, closeIdle, nil
+	case c.Params.SSE != nil:
+		hc, closeIdle := httpClient(c.Params.SSE.Headers)
+		return &mcp.SSEClientTransport{Endpoint: c.Params.SSE.URL, HTTPClient: hc}, closeIdle, nil
+	case c.Params.Streamable != nil:
+		hc, closeIdle := httpClient(c.Params.Streamable.Headers)
+		return &mcp.StreamableClientTransport{Endpoint: c.Params.Streamable.URL, HTTPClient: hc}, closeIdle, nil
 	}
 	return nil, nil, fmt.Errorf("server %q has no transport parameters", c.Name)
 }

@@ -10,10 +10,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/smcpgw/smcp-gateway/computer/config"
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 func resolved(name string, forbidden []string, meta map[string]config.ToolMeta) *config.Resolved {
-	return &config.Resolved{Name: name, Type: config.TypeStdio, ForbiddenTools: forbidden, ToolMeta: meta}
+	return &config.Resolved{ServerConfig: smcp.ServerConfig{Name: name, Type: config.TypeStdio, ForbiddenTools: forbidden, ToolMeta: meta}}
 }
 
 func tools(names ...string) []*mcp.Tool {

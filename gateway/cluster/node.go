@@ -50,8 +50,9 @@ func (n *Node) Start(ctx context.Context) error {
 	return nil
 }
 
-// Run heartbeats and reaps until ctx ends, then withdraws the node's
-// heartbeat (its sessions have released their slots by then, or are reaped).
+// Run heartbeats and reaps until ctx ends. It leaves the heartbeat key to
+// expire: Stop withdraws it at once, after the node's sessions have released
+// their slots.
 func (n *Node) Run(ctx context.Context) {
 	t := time.NewTicker(n.ttl / 3)
 	defer t.Stop()

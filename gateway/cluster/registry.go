@@ -3,7 +3,8 @@
 // scripts, so two nodes racing for one slot get one winner), a per-node
 // heartbeat, and a reaper that removes the members of a node whose
 // heartbeat lapsed. Cross-node emits and acks go through the socket.io Redis
-// adapter (gateway/sio); this package holds the shared state.
+// adapter (gateway/sio); this package holds the shared state and the
+// adapter's encoding (Wire), which carries payloads as their bytes.
 //
 // Keys (prefix "smcp:"):
 //

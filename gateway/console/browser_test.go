@@ -9,7 +9,6 @@ import (
 	"image"
 	"image/png"
 	"log/slog"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,10 +24,10 @@ import (
 	"github.com/smcpgw/smcp-gateway/agent"
 	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/config"
-	"github.com/smcpgw/smcp-gateway/computer/tools"
 	"github.com/smcpgw/smcp-gateway/docserver"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/internal/systest"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 )
 
@@ -67,52 +66,14 @@ type system struct {
 func startSystem(t *testing.T, ctx context.Context) *system {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
-	docs, err := docserver.New(docserver.Options{Root: filepath.Join("..", "..", "examples", "docs"), Host: docsHost})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = docs.Close() })
-	mcpHTTP := httptest.NewServer(docs.Handler())
-	t.Cleanup(mcpHTTP.Close)
-
+	docsURL := systest.Docs(t, ctx, docserver.Options{Root: filepath.Join("..", "..", "examples", "docs"), Host: docsHost}, false)
 	keys, err := core.NewKeyRing(core.Key{ID: "console", Key: apiKey})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.Start(gateway.Config{Auth: keys, Metrics: true, Logger: quiet}, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := gw.Stop(); err != nil {
-			t.Errorf("gateway stop: %v", err)
-		}
-	})
-
-	server, err := config.NewServer("docs", map[string]any{"url": mcpHTTP.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc, err := computer.New(computer.Options{
-		Name: pcName, Config: &config.Config{Servers: map[string]*config.Server{"docs": server}},
-		Confirm: tools.ConfirmAuto, Logger: quiet,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pc.Close)
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	link, err := pc.Connect(ctx, computer.Gateway{URL: gw.URL, Office: office, APIKey: apiKey,
-		Dial: sioclient.Options{Logger: quiet}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(link.Close)
+	gw := systest.Gateway(t, gateway.Config{Auth: keys, Metrics: true, Logger: quiet})
+	systest.Computer(t, ctx, pcName, map[string]*config.Server{"docs": systest.Server(t, "docs", map[string]any{"url": docsURL})},
+		computer.Gateway{URL: gw.URL, Office: office, APIKey: apiKey, Dial: sioclient.Options{Logger: quiet}}, quiet)
 	return &system{gw: gw}
 }
 

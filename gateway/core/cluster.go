@@ -181,36 +181,48 @@ func (s *Session) goRemote(r *Request, m Member, release func(), done func(json.
 	})
 }
 
-// claim takes m's slot in the registry.
-func (h *Hub) claim(m Member) error {
-	ctx, cancel := h.registryContext(claimTimeout)
+// claim takes m's slot in the registry; ctx is the caller's (a connection
+// that closes gives up its join).
+func (h *Hub) claim(ctx context.Context, m Member) error {
+	cctx, cancel := h.registryContext(ctx, claimTimeout)
 	defer cancel()
-	if err := h.cfg.Registry.Claim(ctx, m); err != nil {
-		if _, ok := smcp.AsError(err); ok {
-			return err
-		}
-		h.log.Error("registry claim", "office", m.OfficeID, "name", m.Name, "err", err)
-		return smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
+	err := h.cfg.Registry.Claim(cctx, m)
+	if err == nil {
+		return nil
 	}
-	return nil
+	if _, ok := smcp.AsError(err); ok {
+		return err
+	}
+	// A claim cut short (timeout, the caller gone) may have been applied by
+	// a shared registry all the same: nobody would then release the slot,
+	// and the name would stay taken while this node lives. Release is
+	// record-exact, so this removes that very claim or nothing.
+	h.release([]Member{m})
+	if ctx.Err() != nil {
+		h.log.Info("registry claim abandoned", "office", m.OfficeID, "name", m.Name, "err", err)
+		return smcp.Errorf(smcp.CodeInternal, "join abandoned: %v", ctx.Err())
+	}
+	h.log.Error("registry claim", "office", m.OfficeID, "name", m.Name, "err", err)
+	return smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
 }
 
-// registryContext bounds a claim or release by d. The in-memory registry
-// answers at once, and every stateless RPC call claims and releases a lease:
-// on one node they go without a timer and a context each (two of each per
-// call, measured with BenchmarkHandlerCallTool in gateway/rpc).
-func (h *Hub) registryContext(d time.Duration) (context.Context, context.CancelFunc) {
+// registryContext bounds a claim or release under parent by d. The
+// in-memory registry answers at once, and every stateless RPC call claims
+// and releases a lease: on one node they go without a timer and a context
+// each (two of each per call, measured with BenchmarkHandlerCallTool in
+// gateway/rpc).
+func (h *Hub) registryContext(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	if _, local := h.cfg.Registry.(*MemRegistry); local {
-		return context.Background(), func() {}
+		return parent, func() {}
 	}
-	return context.WithTimeout(context.Background(), d)
+	return context.WithTimeout(parent, d)
 }
 
 // release gives slots back; errors are logged (the reaper of a dead node
 // settles what a failed release leaves).
 func (h *Hub) release(ms []Member) {
 	for _, m := range ms {
-		ctx, cancel := h.registryContext(clusterTimeout)
+		ctx, cancel := h.registryContext(context.Background(), clusterTimeout)
 		if _, err := h.cfg.Registry.Release(ctx, m); err != nil {
 			h.log.Error("registry release", "office", m.OfficeID, "name", m.Name, "err", err)
 		}
@@ -227,11 +239,14 @@ func (s *Session) memberLocked() Member {
 }
 
 // listMembers answers ListRoom from the registry.
-func (h *Hub) listMembers(officeID string) ([]*smcpv1.SessionInfo, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+func (h *Hub) listMembers(ctx context.Context, officeID string) ([]*smcpv1.SessionInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, clusterTimeout)
 	defer cancel()
 	ms, err := h.cfg.Registry.Members(ctx, officeID)
 	if err != nil {
+		if ctx.Err() == context.Canceled {
+			return nil, smcp.Errorf(smcp.CodeInternal, "list_room abandoned: %v", ctx.Err())
+		}
 		h.log.Error("registry members", "office", officeID, "err", err)
 		return nil, smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
 	}

@@ -239,7 +239,7 @@ func (h *Hub) ActAsAgent(p *Principal, officeID, name string) (*Session, error) 
 	s := &Session{hub: h, principal: p, lease: true, role: smcp.RoleAgent, name: name,
 		officeID: officeID, membership: context.Background(), endMember: func() {}}
 	s.leaseID = "lease:" + h.cfg.Node + ":" + strconv.FormatUint(h.leaseSeq.Add(1), 10)
-	if err := h.claim(s.memberLocked()); err != nil {
+	if err := h.claim(context.Background(), s.memberLocked()); err != nil {
 		return nil, err
 	}
 	h.mu.Lock()
@@ -267,9 +267,16 @@ func (s *Session) infoLocked() *smcpv1.SessionInfo {
 	return &smcpv1.SessionInfo{Sid: s.sid, Name: s.name, Role: s.role, OfficeId: s.officeID}
 }
 
-// Join enters an office (server:join_office). Errors are *smcp.Error whose
-// message is the reason for the [false, reason] ack.
+// Join is JoinContext without a caller's context: the registry's own
+// timeout bounds it.
 func (s *Session) Join(req *smcpv1.EnterOfficeReq) error {
+	return s.JoinContext(context.Background(), req)
+}
+
+// JoinContext enters an office (server:join_office). Errors are *smcp.Error
+// whose message is the reason for the [false, reason] ack. It waits for the
+// registry (in a cluster, Redis) and gives up when ctx ends.
+func (s *Session) JoinContext(ctx context.Context, req *smcpv1.EnterOfficeReq) error {
 	role, name, officeID := req.GetRole(), req.GetName(), req.GetOfficeId()
 	switch {
 	case role != smcp.RoleAgent && role != smcp.RoleComputer:
@@ -297,7 +304,7 @@ func (s *Session) Join(req *smcpv1.EnterOfficeReq) error {
 	// hub's lock is not held over the network.
 	m := Member{OfficeID: officeID, Role: role, Name: name, SID: s.sid, Node: h.cfg.Node}
 	h.mu.Unlock()
-	err := h.claim(m)
+	err := h.claim(ctx, m)
 	h.mu.Lock()
 	if err != nil {
 		return err
@@ -421,8 +428,16 @@ func (s *Session) leaveLocked() []Member {
 	return released
 }
 
-// ListRoom lists the members of officeID (server:list_room); only a member may.
+// ListRoom is ListRoomContext without a caller's context: the registry's
+// own timeout bounds it.
 func (s *Session) ListRoom(officeID string) ([]*smcpv1.SessionInfo, error) {
+	return s.ListRoomContext(context.Background(), officeID)
+}
+
+// ListRoomContext lists the members of officeID (server:list_room); only a
+// member may. It reads the registry (in a cluster, Redis) and gives up when
+// ctx ends.
+func (s *Session) ListRoomContext(ctx context.Context, officeID string) ([]*smcpv1.SessionInfo, error) {
 	h := s.hub
 	h.mu.Lock()
 	member := s.officeID != "" && s.officeID == officeID && !s.closed
@@ -430,7 +445,7 @@ func (s *Session) ListRoom(officeID string) ([]*smcpv1.SessionInfo, error) {
 	if !member {
 		return nil, smcp.Errorf(smcp.CodeForbidden, "not a member of office %q", officeID)
 	}
-	return h.listMembers(officeID)
+	return h.listMembers(ctx, officeID)
 }
 
 // Update handles server:update_config / update_tool_list / update_desktop /

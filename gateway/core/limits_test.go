@@ -54,7 +54,7 @@ func TestAgentInFlightBound(t *testing.T) {
 // handles through the same decode → core path the front ends use: no input
 // may panic, and every refusal is a *smcp.Error with a protocol code.
 func FuzzSessionEvents(f *testing.F) {
-	events := append([]string{smcp.EventJoinOffice, smcp.EventLeaveOffice, smcp.EventListRoom, smcp.EventToolCallCancel, smcp.EventUpdateConfig}, smcp.ClientEvents...)
+	events := append([]string{smcp.EventJoinOffice, smcp.EventLeaveOffice, smcp.EventListRoom, smcp.EventToolCallCancel, smcp.EventUpdateConfig}, smcp.EventNames(smcp.Routed)...)
 	seeds := []string{
 		`{"agent":"alice","req_id":"1","computer":"pc","tool_name":"t","params":{},"timeout":5}`,
 		`{"role":"agent","name":"alice","office_id":"o"}`,

@@ -105,15 +105,19 @@ func (r *Request) eventInfo() *smcp.EventInfo {
 // resolve applies the caller checks and finds the target computer: a
 // session of this node, or (in a cluster) a member of another node. o is the
 // caller's office on this node.
-func (s *Session) resolve(r *Request) (c *Session, o *office, remote *Member, err error) {
+func (s *Session) resolve(ctx context.Context, r *Request) (c *Session, o *office, remote *Member, err error) {
 	h := s.hub
 	c, o, err = s.resolveLocal(r)
 	if err != nil || c != nil {
 		return c, o, nil, err
 	}
+	if h.peers == nil {
+		// One node: a computer that is not in the hub is nowhere.
+		return nil, nil, nil, errNoComputer()
+	}
 	// Not a session of this hub: the registry knows whether it is a
 	// computer of another node.
-	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
+	ctx, cancel := context.WithTimeout(ctx, clusterTimeout)
 	defer cancel()
 	m, ok, err := h.cfg.Registry.Computer(ctx, o.id, r.Computer)
 	switch {
@@ -122,9 +126,13 @@ func (s *Session) resolve(r *Request) (c *Session, o *office, remote *Member, er
 		return nil, nil, nil, smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
 	case !ok || m.Node == h.cfg.Node:
 		// A computer of this node that is not in the hub has just left.
-		return nil, nil, nil, smcp.Errorf(smcp.CodeNotFound, "computer not found in this office")
+		return nil, nil, nil, errNoComputer()
 	}
 	return nil, o, &m, nil
+}
+
+func errNoComputer() error {
+	return smcp.Errorf(smcp.CodeNotFound, "computer not found in this office")
 }
 
 // resolveLocal is resolve on this node: c is nil (and err too) when the
@@ -159,7 +167,7 @@ type answer struct {
 // answer is ignored.
 func (s *Session) Route(ctx context.Context, r *Request) (json.RawMessage, error) {
 	ch := make(chan answer, 1)
-	abandon := s.Go(r, func(raw json.RawMessage, err error) { ch <- answer{raw, err} })
+	abandon := s.GoContext(ctx, r, func(raw json.RawMessage, err error) { ch <- answer{raw, err} })
 	select {
 	case a := <-ch:
 		return a.raw, a.err
@@ -179,7 +187,37 @@ func (s *Session) Route(ctx context.Context, r *Request) (json.RawMessage, error
 // the computer's answer, if it comes, is ignored; after the request is
 // settled it does nothing.
 func (s *Session) Go(r *Request, done func(json.RawMessage, error)) (abandon func(error)) {
-	c, o, remote, err := s.resolve(r)
+	return s.GoContext(context.Background(), r, done)
+}
+
+// GoContext is Go whose wait for the registry, to find a computer of another
+// node in a cluster, ends with ctx. ctx bounds only that wait: once routed,
+// the call is settled as Go says.
+func (s *Session) GoContext(ctx context.Context, r *Request, done func(json.RawMessage, error)) (abandon func(error)) {
+	c, o, remote, err := s.resolve(ctx, r)
+	return s.goTo(r, c, o, remote, err, done)
+}
+
+// TryGo is Go when it need not wait: ok is false, and nothing is done, when
+// the computer is not a session of this node and only the registry (in a
+// cluster, a network round trip) can tell where it is. The caller then calls
+// Go where waiting harms no one. A front end handling a connection's packets
+// on one goroutine calls TryGo there: a call to a computer of this node, the
+// hot path, costs what Go costs.
+func (s *Session) TryGo(r *Request, done func(json.RawMessage, error)) (abandon func(error), ok bool) {
+	c, o, err := s.resolveLocal(r)
+	if err == nil && c == nil {
+		if s.hub.peers != nil {
+			return nil, false
+		}
+		err = errNoComputer()
+	}
+	return s.goTo(r, c, o, nil, err, done), true
+}
+
+// goTo routes r to c, a computer of this node, or to remote; err, when not
+// nil, is the answer.
+func (s *Session) goTo(r *Request, c *Session, o *office, remote *Member, err error, done func(json.RawMessage, error)) func(error) {
 	if err != nil {
 		done(nil, err)
 		return noAbandon

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,7 +128,7 @@ func mustParse(t *testing.T, event, payload string) *Request {
 
 func TestRouteForwardsUnchanged(t *testing.T) {
 	o := newTestOffice(t, Config{}, echo)
-	for _, event := range smcp.ClientEvents {
+	for _, event := range smcp.EventNames(smcp.Routed) {
 		payload := `{"agent":"alice","req_id":"r-` + event + `","computer":"pc","tool_name":"t","timeout":3,"uri":"dpe://h/d","extra":[1,"x"]}`
 		got, err := o.agent.Route(context.Background(), mustParse(t, event, payload))
 		if err != nil {
@@ -137,7 +138,7 @@ func TestRouteForwardsUnchanged(t *testing.T) {
 			t.Fatalf("%s: answer changed: %s", event, got)
 		}
 	}
-	if got := o.pcConn.received(); fmt.Sprint(got) != fmt.Sprint(smcp.ClientEvents) {
+	if got := o.pcConn.received(); fmt.Sprint(got) != fmt.Sprint(smcp.EventNames(smcp.Routed)) {
 		t.Fatalf("computer received %v", got)
 	}
 }
@@ -389,5 +390,68 @@ func TestAgentCloseFreesItsCalls(t *testing.T) {
 	}
 	if n := o.pcConn.forgotten.Load(); n != 3 {
 		t.Fatalf("%d forgotten, want 3", n)
+	}
+}
+
+// lookupCounter counts the registry's computer lookups.
+type lookupCounter struct {
+	*MemRegistry
+	lookups atomic.Int64
+}
+
+func (r *lookupCounter) Computer(ctx context.Context, officeID, name string) (Member, bool, error) {
+	r.lookups.Add(1)
+	return r.MemRegistry.Computer(ctx, officeID, name)
+}
+
+// noPeers is a cluster of one: there is nobody to reach.
+type noPeers struct{}
+
+func (noPeers) Request(_, _ string, _ json.RawMessage, _ time.Duration, done func(json.RawMessage, error)) {
+	done(nil, errors.New("no peers"))
+}
+func (noPeers) Publish(Notification, string) {}
+
+// TryGo routes what needs no registry and leaves the rest to Go: a call to a
+// computer of this node is sent; on one node an unknown computer is a 404
+// at once; in a cluster a computer not on this node is not routed (ok false,
+// done not called), and Go then asks the registry.
+func TestTryGo(t *testing.T) {
+	reg := &lookupCounter{MemRegistry: NewMemRegistry()}
+	o := newTestOffice(t, Config{Registry: reg}, echo)
+	got := make(chan answer, 1)
+	done := func(raw json.RawMessage, err error) { got <- answer{raw, err} }
+	req := `{"agent":"alice","req_id":"r1","computer":"pc"}`
+	if _, ok := o.agent.TryGo(mustParse(t, smcp.EventGetTools, req), done); !ok {
+		t.Fatal("a call to a computer of this node was not routed")
+	}
+	if a := <-got; a.err != nil || string(a.raw) != req {
+		t.Fatalf("answer %s %v", a.raw, a.err)
+	}
+	if _, ok := o.agent.TryGo(mustParse(t, smcp.EventGetTools, `{"agent":"alice","req_id":"r2","computer":"nobody"}`), done); !ok {
+		t.Fatal("on one node an unknown computer was left to Go")
+	}
+	wantCode(t, (<-got).err, 404)
+	_, err := o.agent.Route(context.Background(), mustParse(t, smcp.EventGetTools, `{"agent":"alice","req_id":"r2","computer":"nobody"}`))
+	wantCode(t, err, 404)
+	if n := reg.lookups.Load(); n != 0 {
+		t.Fatalf("one node asked the registry %d times", n)
+	}
+
+	h := New(Config{Registry: reg, Node: "n1"})
+	h.SetPeers(noPeers{})
+	agent, _ := attach(t, h, "a2")
+	join(t, agent, smcp.RoleAgent, "bob", "o2")
+	r := mustParse(t, smcp.EventGetTools, `{"agent":"bob","req_id":"r3","computer":"elsewhere"}`)
+	if _, ok := agent.TryGo(r, func(json.RawMessage, error) { t.Error("done called for a call not routed") }); ok {
+		t.Fatal("a call needing the registry was routed by TryGo")
+	}
+	if n := reg.lookups.Load(); n != 0 {
+		t.Fatalf("TryGo asked the registry %d times", n)
+	}
+	_, err = agent.Route(context.Background(), r)
+	wantCode(t, err, 404)
+	if n := reg.lookups.Load(); n != 1 {
+		t.Fatalf("Go asked the registry %d times, want 1", n)
 	}
 }

@@ -1,30 +1,23 @@
 package mcpfront_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/internal/testtls"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 )
 
 // With certificates, the MCP endpoint is served over HTTPS on the same
 // port, computers joining over TLS too.
 func TestTLS(t *testing.T) {
-	cert, pool := selfSigned(t)
+	cert, pool := testtls.SelfSigned(t)
 	g := startGateway(t, gateway.Config{TLS: &tls.Config{Certificates: []tls.Certificate{cert}}})
 	if !strings.HasPrefix(g.URL, "https://") {
 		t.Fatalf("URL %s", g.URL)
@@ -44,32 +37,4 @@ func TestTLS(t *testing.T) {
 	if err != nil || text(t, res) != "pc-tls: sealed" {
 		t.Fatalf("call over TLS: %v %+v", err, res)
 	}
-}
-
-func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "mcpfront test"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }

@@ -137,7 +137,7 @@ func startComputer(t testing.TB, g *gateway.Running, name, office string, mutate
 	}
 	comp := &fakeComputer{name: name, office: office, c: c, changed: make(chan struct{}, 1), running: map[string]context.CancelFunc{}}
 	t.Cleanup(c.Close)
-	for _, ev := range smcp.ClientEvents {
+	for _, ev := range smcp.EventNames(smcp.Routed) {
 		c.Handle(ev, func(ctx context.Context, payload json.RawMessage) (any, error) {
 			comp.record(request{ev, payload})
 			return comp.answer(ctx, ev, payload)

@@ -1,19 +1,11 @@
 package rpc_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
@@ -24,6 +16,7 @@ import (
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 	"github.com/smcpgw/smcp-gateway/internal/connecttest"
+	"github.com/smcpgw/smcp-gateway/internal/testtls"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -196,7 +189,7 @@ func TestCORS(t *testing.T) {
 // TestTLS: with certificates the one port speaks HTTPS, gRPC over TLS
 // (HTTP/2 by ALPN) and Connect over HTTP/1.1.
 func TestTLS(t *testing.T) {
-	cert, pool := selfSigned(t)
+	cert, pool := testtls.SelfSigned(t)
 	g := startGateway(t, func(c *gateway.Config) { c.TLS = &tls.Config{Certificates: []tls.Certificate{cert}} })
 	if !strings.HasPrefix(g.URL, "https://") {
 		t.Fatalf("URL %s", g.URL)
@@ -227,33 +220,4 @@ func TestTLS(t *testing.T) {
 			}
 		})
 	}
-}
-
-// selfSigned makes a certificate for 127.0.0.1 and a pool that trusts it.
-func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "smcp-gateway test"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
 }

@@ -223,7 +223,8 @@ func TestWatchSeesOfficeLife(t *testing.T) {
 		if err := comp.c.Emit(ev, &smcpv1.UpdateComputerConfigReq{Computer: "pc-2"}); err != nil {
 			t.Fatal(err)
 		}
-		n := w.next(t, smcp.UpdateNotification[ev])
+		info, _ := smcp.Event(ev)
+		n := w.next(t, info.Notifies)
 		var got *smcpv1.UpdateComputerConfigReq
 		switch ev {
 		case smcp.EventUpdateConfig:

@@ -3,7 +3,6 @@ package sio
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -47,14 +46,9 @@ func (s *Server) joinCluster() {
 // Request implements core.Peers: a broadcast with ack to the socket's own
 // room, which the Redis adapter delivers on whichever node holds it.
 func (s *Server) Request(sid, event string, payload json.RawMessage, deadline time.Duration, done func(json.RawMessage, error)) {
-	// The adapter encodes with msgpack: a json.RawMessage would travel as
-	// bytes, so the payload goes as a decoded value.
-	var v any
-	if err := json.Unmarshal(payload, &v); err != nil {
-		done(nil, fmt.Errorf("sio: payload: %w", err))
-		return
-	}
-	s.nsp.To(socket.Room(sid)).Timeout(deadline+ackSlack).EmitWithAck(event, v)(func(args []any, err error) {
+	// The payload crosses as the bytes received: the adapter's encoding
+	// (cluster.Wire) gives it to the other node as this json.RawMessage.
+	s.nsp.To(socket.Room(sid)).Timeout(deadline+ackSlack).EmitWithAck(event, payload)(func(args []any, err error) {
 		if len(args) == 0 {
 			if err == nil {
 				err = errNoSocket

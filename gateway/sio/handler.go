@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
 	"go.opentelemetry.io/otel/attribute"
@@ -24,18 +25,60 @@ type handler struct {
 	ctx  context.Context // ends when the socket disconnects
 	sid  string
 	key  string
+	work worker
 }
 
-// event runs fn for one event: it splits the payload from the ack and turns
-// a panic into a 500 rather than losing the socket. Arguments are as the
-// gateway's parser delivers them (parser.go): json.RawMessage, or *badArgs.
-func (h *handler) event(name string, fn func(h *handler, event string, payload any, ack socket.Ack), args []any) {
-	var ack socket.Ack
-	if n := len(args); n > 0 {
-		if a, ok := args[n-1].(socket.Ack); ok {
-			ack = a
-			args = args[:n-1]
+// dispatch handles one event of the connection, called from the socket's
+// packet queue. An event that may wait on the registry runs on the
+// worker; so does any event while earlier ones are queued there, since it
+// may depend on them (a tool call after a join, a leave after a join). The
+// rest, tool calls to this node's computers above all, run at once at no
+// added cost. Events queued beyond Config.MaxQueuedEvents are refused.
+func (h *handler) dispatch(name string, spec *eventSpec, args []any) {
+	if !spec.registry && h.work.idle() {
+		h.event(nil, name, spec, args)
+		return
+	}
+	if h.work.do(func(ctx context.Context) {
+		if ctx.Err() != nil {
+			return // the connection closed: nothing begun, nobody to answer
 		}
+		h.event(ctx, name, spec, args)
+	}) {
+		return
+	}
+	h.srv.cfg.Metrics.Refused("queued_events")
+	err := h.queueFull()
+	if ack, ok := lastAck(args); ok {
+		if spec.officeAck {
+			officeAck(ack, err)
+		} else {
+			flat(ack, err)
+		}
+	}
+}
+
+func (h *handler) queueFull() error {
+	return smcp.Errorf(CodeRateLimited, "too many events of this connection waiting for the office registry (limit %d): retry once the earlier ones are answered",
+		h.srv.cfg.MaxQueuedEvents)
+}
+
+func lastAck(args []any) (socket.Ack, bool) {
+	if n := len(args); n > 0 {
+		ack, ok := args[n-1].(socket.Ack)
+		return ack, ok
+	}
+	return nil, false
+}
+
+// event runs one event's handler: it splits the payload from the ack and
+// turns a panic into a 500 rather than losing the socket. Arguments are as
+// the gateway's parser delivers them (parser.go): json.RawMessage, or
+// *badArgs.
+func (h *handler) event(wctx context.Context, name string, spec *eventSpec, args []any) {
+	ack, ok := lastAck(args)
+	if ok {
+		args = args[:len(args)-1]
 	}
 	var payload any
 	if len(args) > 0 {
@@ -49,7 +92,7 @@ func (h *handler) event(name string, fn func(h *handler, event string, payload a
 			}
 		}
 	}()
-	fn(h, name, payload, ack)
+	spec.fn(h, name, payload, ack, wctx)
 }
 
 // log is the connection's logger, made when something is logged: a logger
@@ -121,11 +164,11 @@ func officeAck(ack socket.Ack, err error) {
 	ack([]any{false, reason}, nil)
 }
 
-func (h *handler) join(payload any, ack socket.Ack) {
+func (h *handler) join(ctx context.Context, payload any, ack socket.Ack) {
 	var req smcpv1.EnterOfficeReq
 	err := h.decode(payload, &req)
 	if err == nil {
-		err = h.sess.Join(&req)
+		err = h.sess.JoinContext(ctx, &req)
 	}
 	if err != nil {
 		h.log().Info("join refused", "office", req.GetOfficeId(), "name", req.GetName(), "role", req.GetRole(), "reason", err)
@@ -142,13 +185,13 @@ func (h *handler) leave(payload any, ack socket.Ack) {
 	officeAck(ack, err)
 }
 
-func (h *handler) listRoom(payload any, ack socket.Ack) {
+func (h *handler) listRoom(ctx context.Context, payload any, ack socket.Ack) {
 	var req smcpv1.ListRoomReq
 	if err := h.decode(payload, &req); err != nil {
 		flat(ack, err)
 		return
 	}
-	sessions, err := h.sess.ListRoom(req.GetOfficeId())
+	sessions, err := h.sess.ListRoomContext(ctx, req.GetOfficeId())
 	if err != nil {
 		flat(ack, err)
 		return
@@ -199,7 +242,10 @@ func (h *handler) fireAndForget(event string, ack socket.Ack, err error) {
 	}
 }
 
-func (h *handler) route(event string, payload any, ack socket.Ack) {
+// route sends a client: event to its computer. On the worker (wctx not nil)
+// it may wait for the registry to find a computer of another node; at once,
+// such a call is handed to the worker.
+func (h *handler) route(event string, payload any, ack socket.Ack, wctx context.Context) {
 	if ack == nil {
 		h.log().Warn("client event without an ack: nowhere to answer, dropped", "event", event)
 		return
@@ -223,7 +269,7 @@ func (h *handler) route(event string, payload any, ack socket.Ack) {
 		trace.WithAttributes(attribute.String("smcp.computer", req.Computer), attribute.String("smcp.req_id", req.ReqID)))
 	// No goroutine per call: the answer is acked from the callback, on the
 	// goroutine that settles the call (see core.Session.Go).
-	h.sess.Go(req, func(out json.RawMessage, err error) {
+	settle := func(out json.RawMessage, err error) {
 		defer h.srv.calls.End()
 		done(metrics.Outcome(err))
 		// The span ends before the ack goes out: a caller that has its answer
@@ -243,5 +289,37 @@ func (h *handler) route(event string, payload any, ack socket.Ack) {
 		default:
 			ack([]any{out}, nil)
 		}
-	})
+	}
+	if wctx != nil {
+		h.sess.GoContext(wctx, req, settle)
+		return
+	}
+	if _, ok := h.sess.TryGo(req, settle); ok {
+		return
+	}
+	// A computer of another node: where it is takes a registry lookup.
+	if !h.work.do(func(ctx context.Context) {
+		if ctx.Err() != nil {
+			settle(nil, ctx.Err()) // counted in flight: settle frees it
+			return
+		}
+		// Off the packet queue, so out of event's recover: a panic is
+		// answered here, once, rather than killing the process.
+		var settled atomic.Bool
+		once := func(out json.RawMessage, err error) {
+			if settled.CompareAndSwap(false, true) {
+				settle(out, err)
+			}
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				h.log().Error("event handler panicked", "event", event, "panic", r)
+				once(nil, smcp.Errorf(smcp.CodeInternal, "internal error"))
+			}
+		}()
+		h.sess.GoContext(ctx, req, once)
+	}) {
+		h.srv.cfg.Metrics.Refused("queued_events")
+		settle(nil, h.queueFull())
+	}
 }

@@ -76,6 +76,11 @@ type Config struct {
 	// Tracer, when set, traces each routed client: event.
 	Tracer trace.Tracer
 	Logger *slog.Logger
+	// MaxQueuedEvents bounds the events of one connection waiting for the
+	// ones before them that wait on the office registry (joins, leaves,
+	// list_room, calls to a computer of another node, and what follows
+	// them): more get a flat 429 ack. Zero: DefaultMaxQueuedEvents.
+	MaxQueuedEvents int
 	// Adapter, when set, replaces the in-memory room adapter (the Redis
 	// adapter of a cluster). The server then serves as the hub's Peers.
 	Adapter socket.AdapterConstructor
@@ -120,6 +125,9 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	}
 	if cfg.MaxConnsPerAddr == 0 {
 		cfg.MaxConnsPerAddr = DefaultMaxConnsPerAddr
+	}
+	if cfg.MaxQueuedEvents <= 0 {
+		cfg.MaxQueuedEvents = DefaultMaxQueuedEvents
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -305,14 +313,18 @@ func (s *Server) onConnection(sock *socket.Socket) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.log.Info("connected", "sid", sid, "key", p.ID, "addr", sock.Handshake().Address)
 	h := &handler{srv: s, sess: sess, ctx: ctx, sid: sid, key: p.ID}
+	h.work.init(s.cfg.MaxQueuedEvents)
 	limit := func([]any) bool { return true }
 	if s.cfg.EventsPerSecond > 0 {
 		limit = s.rateLimit(sock, h)
 	}
 
-	// Quick events run inline, in the socket's order (a join is done before
-	// the next event is read). client: events wait for a computer, so they
-	// are answered from a callback and never hold the socket's queue.
+	// The library calls this listener from the socket's packet queue, which
+	// runs one packet at a time (acks of calls included), so nothing here
+	// may wait: events that may wait on the registry go to the connection's
+	// worker (handler.dispatch).
+	// client: events wait for a computer, so they are answered from a
+	// callback and never hold the socket's queue.
 	// One catch-all listener dispatching through a shared table, rather than
 	// a listener per event: the library's per-listener maps were ~8 KiB per
 	// connection in the heap profile of idle connections.
@@ -323,8 +335,8 @@ func (s *Server) onConnection(sock *socket.Socket) {
 			return
 		}
 		name, _ := args[0].(string)
-		if fn, ok := events[name]; ok {
-			h.event(name, fn, args[1:])
+		if spec, ok := events[name]; ok {
+			h.dispatch(name, spec, args[1:])
 			return
 		}
 		if ack, ok := args[len(args)-1].(socket.Ack); ok {
@@ -336,7 +348,10 @@ func (s *Server) onConnection(sock *socket.Socket) {
 		}
 	})
 	_ = sock.On("disconnect", func(args ...any) {
+		// The worker is closed (its registry calls cut short) before the
+		// session, so that no join of it lands after the session's close.
 		cancel()
+		h.work.close()
 		sess.Close()
 		s.addrAdd(ip, -1)
 		s.cfg.Metrics.Connected(-1)
@@ -377,30 +392,47 @@ func (s *Server) rateLimit(sock *socket.Socket, h *handler) func(args []any) boo
 	}
 }
 
+// eventSpec is how the front end handles one event a client may send.
+type eventSpec struct {
+	// fn handles the event. wctx is the worker's context when fn runs on
+	// the connection's worker, nil when it runs at once.
+	fn func(h *handler, event string, payload any, ack socket.Ack, wctx context.Context)
+	// registry: fn may wait on the office registry (a network round trip in
+	// a cluster), so it always runs on the connection's worker.
+	registry bool
+	// officeAck: refusals are acked [false, reason] (join and leave), not
+	// with a flat error.
+	officeAck bool
+}
+
 // events maps each event a client may send to its handler, from the
 // protocol table: every routed event is routed, every server event that
 // only notifies its office (server:update_*) is an update; the other server
 // events have handlers of their own.
-var events = func() map[string]func(h *handler, event string, payload any, ack socket.Ack) {
-	own := map[string]func(h *handler, event string, payload any, ack socket.Ack){
-		smcp.EventJoinOffice:     func(h *handler, _ string, p any, ack socket.Ack) { h.join(p, ack) },
-		smcp.EventLeaveOffice:    func(h *handler, _ string, p any, ack socket.Ack) { h.leave(p, ack) },
-		smcp.EventListRoom:       func(h *handler, _ string, p any, ack socket.Ack) { h.listRoom(p, ack) },
-		smcp.EventToolCallCancel: func(h *handler, _ string, p any, ack socket.Ack) { h.cancel(p, ack) },
+var events = func() map[string]*eventSpec {
+	own := map[string]*eventSpec{
+		smcp.EventJoinOffice: {fn: func(h *handler, _ string, p any, ack socket.Ack, ctx context.Context) { h.join(ctx, p, ack) },
+			registry: true, officeAck: true},
+		smcp.EventLeaveOffice: {fn: func(h *handler, _ string, p any, ack socket.Ack, _ context.Context) { h.leave(p, ack) },
+			registry: true, officeAck: true},
+		smcp.EventListRoom: {fn: func(h *handler, _ string, p any, ack socket.Ack, ctx context.Context) { h.listRoom(ctx, p, ack) },
+			registry: true},
+		smcp.EventToolCallCancel: {fn: func(h *handler, _ string, p any, ack socket.Ack, _ context.Context) { h.cancel(p, ack) }},
 	}
-	m := map[string]func(h *handler, event string, payload any, ack socket.Ack){}
+	m := map[string]*eventSpec{}
 	for _, e := range smcp.Events(smcp.Server) {
-		switch fn, ok := own[e.Name]; {
+		switch spec, ok := own[e.Name]; {
 		case ok:
-			m[e.Name] = fn
+			m[e.Name] = spec
 		case e.Notifies != "":
-			m[e.Name] = (*handler).update
+			m[e.Name] = &eventSpec{fn: func(h *handler, event string, p any, ack socket.Ack, _ context.Context) { h.update(event, p, ack) }}
 		default:
 			panic("sio: no handler for server event " + e.Name)
 		}
 	}
+	route := &eventSpec{fn: (*handler).route}
 	for _, e := range smcp.Events(smcp.Routed) {
-		m[e.Name] = (*handler).route
+		m[e.Name] = route
 	}
 	return m
 }()
@@ -450,9 +482,9 @@ func (c *conn) Request(event string, payload json.RawMessage, done func(json.Raw
 }
 
 // doneWithJSON hands done an ack's first argument as JSON: the raw bytes
-// from this node's parser; bytes (a RawMessage that crossed nodes in the
-// cluster adapter's msgpack); or, from the cluster adapter, decoded values,
-// which are encoded again.
+// from this node's parser, or from another node (cluster.Wire carries them
+// as they are); a bad answer's marker, from this node or another; anything
+// else (an adapter that does not carry raw JSON) is encoded again.
 func doneWithJSON(arg any, done func(json.RawMessage, error)) {
 	switch x := arg.(type) {
 	case json.RawMessage:
@@ -461,11 +493,6 @@ func doneWithJSON(arg any, done func(json.RawMessage, error)) {
 	case *badArgs:
 		done(nil, &core.BadAnswerError{Reason: x.reason})
 		return
-	case []byte:
-		if smcp.CheckJSON(x) == nil {
-			done(x, nil)
-			return
-		}
 	case map[string]any:
 		if reason, ok := x["SMCPBadAnswer"].(string); ok && len(x) == 1 {
 			done(nil, &core.BadAnswerError{Reason: reason})

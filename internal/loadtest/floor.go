@@ -67,7 +67,7 @@ func (f *Floor) onConnection(sock *socket.Socket) {
 			ack([]any{true, nil}, nil)
 		}
 	})
-	for _, ev := range smcp.ClientEvents {
+	for _, ev := range smcp.EventNames(smcp.Routed) {
 		_ = sock.On(ev, func(args ...any) {
 			ack, ok := args[len(args)-1].(socket.Ack)
 			if !ok || len(args) < 2 {

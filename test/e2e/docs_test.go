@@ -6,10 +6,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,13 +19,13 @@ import (
 	"github.com/smcpgw/smcp-gateway/agent"
 	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/config"
-	"github.com/smcpgw/smcp-gateway/computer/tools"
 	"github.com/smcpgw/smcp-gateway/docserver"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/internal/systest"
 	"github.com/smcpgw/smcp-gateway/internal/testfiles"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
@@ -61,63 +59,18 @@ func TestDocumentChangeReachesAgents(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
 
 	// The document server over streamable HTTP, watching the folder.
-	docs, err := docserver.New(docserver.Options{Root: root, Host: host, Debounce: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = docs.Close() })
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	watched := make(chan error, 1)
-	go func() { watched <- docs.Watch(watchCtx) }()
-	t.Cleanup(func() {
-		stopWatch()
-		if err := <-watched; !errors.Is(err, context.Canceled) {
-			t.Errorf("docserver watch: %v", err)
-		}
-	})
-	mcpHTTP := httptest.NewServer(docs.Handler())
-	t.Cleanup(mcpHTTP.Close)
+	docsURL := systest.Docs(t, ctx, docserver.Options{Root: root, Host: host, Debounce: 20 * time.Millisecond}, true)
 
 	// The gateway.
 	keys, err := core.NewKeyRing(core.Key{ID: "e2e", Key: apiKey})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.Start(gateway.Config{Auth: keys, Logger: quiet}, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := gw.Stop(); err != nil {
-			t.Errorf("gateway stop: %v", err)
-		}
-	})
+	gw := systest.Gateway(t, gateway.Config{Auth: keys, Logger: quiet})
 
 	// The computer hosting the document server, joined to the office.
-	server, err := config.NewServer("docs", map[string]any{"url": mcpHTTP.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc, err := computer.New(computer.Options{
-		Name: pcName, Config: &config.Config{Servers: map[string]*config.Server{"docs": server}},
-		Confirm: tools.ConfirmAuto, Logger: quiet,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pc.Close)
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	link, err := pc.Connect(ctx, computer.Gateway{URL: gw.URL, Office: office, APIKey: apiKey,
-		Dial: sioclient.Options{Logger: quiet}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(link.Close)
+	systest.Computer(t, ctx, pcName, map[string]*config.Server{"docs": systest.Server(t, "docs", map[string]any{"url": docsURL})},
+		computer.Gateway{URL: gw.URL, Office: office, APIKey: apiKey, Dial: sioclient.Options{Logger: quiet}}, quiet)
 
 	// The agent on Socket.IO.
 	ag, err := agent.Dial(ctx, sioclient.Options{URL: gw.URL, APIKey: apiKey, Logger: quiet}, agentName)

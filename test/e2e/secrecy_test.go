@@ -5,7 +5,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,13 +17,13 @@ import (
 	"github.com/smcpgw/smcp-gateway/agent"
 	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/config"
-	"github.com/smcpgw/smcp-gateway/computer/tools"
 	"github.com/smcpgw/smcp-gateway/docserver"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/internal/systest"
 	"github.com/smcpgw/smcp-gateway/internal/testfiles"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
@@ -68,56 +67,20 @@ func TestSecretsStayOutOfLogsAndAnswers(t *testing.T) {
 
 	root := t.TempDir()
 	testfiles.Write(t, filepath.Join(root, "plan.md"), "# Launch plan\n\nWe launch in March.\n")
-	docs, err := docserver.New(docserver.Options{Root: root, Host: host, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = docs.Close() })
-	mcpHTTP := httptest.NewServer(docs.Handler())
-	t.Cleanup(mcpHTTP.Close)
-
+	docsURL := systest.Docs(t, ctx, docserver.Options{Root: root, Host: host, Logger: log}, false)
 	keys, err := core.NewKeyRing(core.Key{ID: "e2e", Key: apiKey})
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.Start(gateway.Config{Auth: keys, Logger: log}, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = gw.Stop() })
-
-	withHeader, err := config.NewServer("docs", map[string]any{
-		"url": mcpHTTP.URL, "headers": map[string]any{"Authorization": "Bearer " + secretHeader},
+	gw := systest.Gateway(t, gateway.Config{Auth: keys, Logger: log})
+	withHeader := systest.Server(t, "docs", map[string]any{
+		"url": docsURL, "headers": map[string]any{"Authorization": "Bearer " + secretHeader},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	crashing, err := config.NewServer("crashing", map[string]any{
+	crashing := systest.Server(t, "crashing", map[string]any{
 		"command": "sh", "args": []any{"-c", "exit 3"}, "env": map[string]any{"DB_PASSWORD": secretEnv},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pc, err := computer.New(computer.Options{
-		Name:    pcName,
-		Config:  &config.Config{Servers: map[string]*config.Server{"docs": withHeader, "crashing": crashing}},
-		Confirm: tools.ConfirmAuto, Logger: log,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pc.Close)
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	link, err := pc.Connect(ctx, computer.Gateway{URL: gw.URL, Office: office, APIKey: apiKey, Dial: sioclient.Options{Logger: log}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(link.Close)
+	systest.Computer(t, ctx, pcName, map[string]*config.Server{"docs": withHeader, "crashing": crashing},
+		computer.Gateway{URL: gw.URL, Office: office, APIKey: apiKey, Dial: sioclient.Options{Logger: log}}, log)
 
 	// Refused callers on both front ends.
 	if _, err := agent.Dial(ctx, sioclient.Options{URL: gw.URL, APIKey: wrongKey, Logger: log}, "intruder"); err == nil {

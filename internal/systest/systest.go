@@ -1,0 +1,95 @@
+// Package systest starts the real components of a whole-system test (the
+// gateway, the document server, a computer joined to an office) on loopback,
+// each stopped by the test's cleanup.
+package systest
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/smcpgw/smcp-gateway/computer"
+	"github.com/smcpgw/smcp-gateway/computer/config"
+	"github.com/smcpgw/smcp-gateway/computer/tools"
+	"github.com/smcpgw/smcp-gateway/docserver"
+	"github.com/smcpgw/smcp-gateway/gateway"
+)
+
+// Gateway starts a gateway on 127.0.0.1 with cfg; a failed stop fails the
+// test.
+func Gateway(t testing.TB, cfg gateway.Config) *gateway.Running {
+	t.Helper()
+	gw, err := gateway.Start(cfg, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := gw.Stop(); err != nil {
+			t.Errorf("gateway stop: %v", err)
+		}
+	})
+	return gw
+}
+
+// Docs serves the document server over streamable HTTP and returns its URL.
+// With watch, the server watches its folder until the test ends.
+func Docs(t testing.TB, ctx context.Context, opts docserver.Options, watch bool) string {
+	t.Helper()
+	docs, err := docserver.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = docs.Close() })
+	if watch {
+		watchCtx, stop := context.WithCancel(ctx)
+		watched := make(chan error, 1)
+		go func() { watched <- docs.Watch(watchCtx) }()
+		t.Cleanup(func() {
+			stop()
+			if err := <-watched; !errors.Is(err, context.Canceled) {
+				t.Errorf("docserver watch: %v", err)
+			}
+		})
+	}
+	srv := httptest.NewServer(docs.Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// Computer starts a computer hosting servers (every tool allowed), waits
+// until they serve, and joins it to gw.Office.
+func Computer(t testing.TB, ctx context.Context, name string, servers map[string]*config.Server,
+	gw computer.Gateway, log *slog.Logger) *computer.Computer {
+	t.Helper()
+	pc, err := computer.New(computer.Options{
+		Name: name, Config: &config.Config{Servers: servers}, Confirm: tools.ConfirmAuto, Logger: log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pc.Close)
+	if err := pc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	link, err := pc.Connect(ctx, gw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(link.Close)
+	return pc
+}
+
+// Server is config.NewServer for a test: a bad config fails it.
+func Server(t testing.TB, name string, raw map[string]any) *config.Server {
+	t.Helper()
+	s, err := config.NewServer(name, raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
