@@ -33,20 +33,24 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // the caller's goroutine (net/http's contract, http.ErrAbortHandler
 // included) and the worker keeps serving.
 func TestWorkersReuseAndPanic(t *testing.T) {
-	p := newWorkers(4, time.Minute)
+	p := newWorkers(32, time.Minute)
 	t.Cleanup(func() { p.close(); p.wait() })
 	served := 0
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { served++; w.WriteHeader(http.StatusNoContent) })
 	r := httptest.NewRequest(http.MethodPost, "/x", nil)
-	for range 10 {
+	// A call right after another may find its worker not yet back waiting
+	// and start a second one: with a pause between calls they reuse one
+	// (a few, on a loaded machine), not one each.
+	for range 20 {
 		w := httptest.NewRecorder()
 		p.serve(ok, w, r)
 		if w.Code != http.StatusNoContent {
 			t.Fatalf("status %d", w.Code)
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	if served != 10 || p.running() != 1 {
-		t.Fatalf("served %d on %d workers, want 10 on 1", served, p.running())
+	if served != 20 || p.running() > 3 {
+		t.Fatalf("served %d on %d workers, want 20 on at most 3", served, p.running())
 	}
 
 	abort := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) })
@@ -71,9 +75,11 @@ func TestWorkersReuseAndPanic(t *testing.T) {
 		}()
 		p.serve(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(boom) }), httptest.NewRecorder(), r)
 	}()
+	before := p.running()
+	time.Sleep(10 * time.Millisecond)
 	p.serve(ok, httptest.NewRecorder(), r)
-	if served != 11 || p.running() != 1 {
-		t.Fatalf("after panics: served %d on %d workers, want 11 on 1", served, p.running())
+	if served != 21 || p.running() > before {
+		t.Fatalf("after panics: served %d on %d workers (%d before), want 21 on no new one", served, p.running(), before)
 	}
 }
 
