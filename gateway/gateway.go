@@ -417,7 +417,12 @@ func boundBodyReads(h http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
 			rc := http.NewResponseController(w)
-			if rc.SetReadDeadline(time.Now().Add(d)) == nil {
+			// On HTTP/2 the deadline is the stream's own and is not lifted:
+			// once the body has ended it fires on a body already at EOF
+			// (no effect) or is stopped when the stream closes, while
+			// lifting it would cost a message through the connection's
+			// serve loop per call.
+			if rc.SetReadDeadline(time.Now().Add(d)) == nil && r.ProtoMajor < 2 {
 				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
 			}
 		}

@@ -234,9 +234,10 @@ func (h *Hub) ActAsAgent(p *Principal, officeID, name string) (*Session, error) 
 	if err := p.check(smcp.RoleAgent, name, officeID); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	// No membership context: only a computer's is watched (by the calls
+	// routed to it), and a lease is never one.
 	s := &Session{hub: h, principal: p, lease: true, role: smcp.RoleAgent, name: name,
-		officeID: officeID, membership: ctx, endMember: cancel}
+		officeID: officeID, membership: context.Background(), endMember: func() {}}
 	s.leaseID = "lease:" + h.cfg.Node + ":" + strconv.FormatUint(h.leaseSeq.Add(1), 10)
 	if err := h.claim(context.Background(), s.memberLocked()); err != nil {
 		return nil, err

@@ -21,6 +21,10 @@ func BenchmarkCallTool(b *testing.B) {
 		b.Run(p.name, func(b *testing.B) {
 			cl := newClient(b, g, p, "x-api-key", keyAgent)
 			ctx := b.Context()
+			// Client, gateway and computer share the process: allocations
+			// per call are all three's (BenchmarkHandlerCallTool has the
+			// gateway's alone).
+			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if _, err := cl.CallTool(ctx, req); err != nil {

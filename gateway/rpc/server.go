@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"connectrpc.com/connect"
 	connectcors "connectrpc.com/cors"
@@ -46,6 +47,11 @@ const (
 	DefaultMaxRequestBytes = 1 << 20
 	// compressMinBytes is the smallest answer worth compressing.
 	compressMinBytes = 1024
+	// maxWorkers bounds the goroutines kept to run HTTP/2 unary calls (see
+	// workers): as many as one connection's default concurrent streams.
+	maxWorkers = 256
+	// workerIdle is how long a worker waits for a next call before it ends.
+	workerIdle = time.Second
 )
 
 // Options configure the RPC front end. Zero fields take the defaults.
@@ -87,6 +93,8 @@ type Server struct {
 	// request, so that a shutdown waits for their answers before the
 	// computers' connections are closed.
 	calls inflight.Gate
+	// workers run HTTP/2 unary calls on grown stacks.
+	workers *workers
 }
 
 // New makes the RPC front end of hub, authenticating callers with auth.
@@ -107,7 +115,7 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 	return &Server{
 		hub: hub, auth: auth, opts: opts, log: opts.Logger,
 		health:  grpchealth.NewStaticChecker(smcpv1connect.AgentServiceName),
-		closing: ctx, close: cancel,
+		closing: ctx, close: cancel, workers: newWorkers(maxWorkers, workerIdle),
 	}
 }
 
@@ -149,17 +157,24 @@ func (s *Server) Drain(ctx context.Context) error {
 	s.calls.Close()
 	s.Close()
 	if err := s.calls.Drain(ctx); err != nil {
+		// The workers end with the calls they still run.
 		return fmt.Errorf("rpc: %w", err)
 	}
+	s.workers.wait()
 	return nil
 }
 
 // track counts every request of h in flight. A request that arrives while
-// draining is not counted; drainGate refuses it.
+// draining is not counted; drainGate refuses it. HTTP/2 unary calls run on
+// the workers; streams (WatchOffice) would hold one for their whole life.
 func (s *Server) track(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.calls.Begin() {
 			defer s.calls.End()
+		}
+		if r.ProtoMajor >= 2 && r.URL.Path != smcpv1connect.AgentServiceWatchOfficeProcedure {
+			s.workers.serve(h, w, r)
+			return
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -182,6 +197,7 @@ func (s *Server) Close() {
 		s.health.SetStatus("", grpchealth.StatusNotServing)
 		s.health.SetStatus(smcpv1connect.AgentServiceName, grpchealth.StatusNotServing)
 		s.close()
+		s.workers.close()
 	})
 }
 
