@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/smcpgw/smcp-gateway/computer/internal/testmcp"
+	"github.com/smcpgw/smcp-gateway/internal/testmcp"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 

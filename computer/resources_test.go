@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/smcpgw/smcp-gateway/computer/internal/testmcp"
+	"github.com/smcpgw/smcp-gateway/internal/testmcp"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 

@@ -27,7 +27,7 @@ import (
 func TestComputerCommand(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "testmcp")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/smcpgw/smcp-gateway/computer/internal/testmcp/cmd/testmcp").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/smcpgw/smcp-gateway/internal/testmcp/cmd/testmcp").CombinedOutput(); err != nil {
 		t.Fatalf("build testmcp: %v\n%s", err, out)
 	}
 	cfg := filepath.Join(dir, "mcp.json")

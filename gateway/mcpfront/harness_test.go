@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,9 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
+	"github.com/smcpgw/smcp-gateway/internal/systest"
+	"github.com/smcpgw/smcp-gateway/internal/testfiles"
+	"github.com/smcpgw/smcp-gateway/internal/testmcp"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 )
 
@@ -83,89 +85,32 @@ func startGateway(t testing.TB, cfg gateway.Config) *gateway.Running {
 	return g
 }
 
-// fixture is a real go-sdk MCP server over streamable HTTP on loopback: the
-// tools echo (read-only), add (with an output schema) and slow (records
-// its start and its cancellation), and one window.
+// fixture is the test MCP server (internal/testmcp: echo, add with an output
+// schema, slow, which records its start and its cancellation, pid) with one
+// window, over streamable HTTP on loopback.
 type fixture struct {
-	name      string
-	server    *mcp.Server
+	*testmcp.Fixture
 	url       string
 	window    string
 	started   chan string
 	cancelled chan string
-
-	mu     sync.Mutex
-	text   string
-	listed bool
 }
 
 func newFixture(t testing.TB, name string) *fixture {
 	t.Helper()
-	f := &fixture{name: name, window: "window://" + name + "/status",
-		started: make(chan string, 16), cancelled: make(chan string, 16)}
-	f.server = mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0.0"}, &mcp.ServerOptions{
-		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
-		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
-	})
-	type echoIn struct {
-		Text string `json:"text" jsonschema:"text to echo"`
-	}
-	mcp.AddTool(f.server, &mcp.Tool{Name: "echo", Description: "Echo the text, prefixed with the server's name.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, Title: "Echo"}},
-		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + ": " + in.Text}}}, nil, nil
-		})
-	type addIn struct {
-		A float64 `json:"a"`
-		B float64 `json:"b"`
-	}
-	type addOut struct {
-		Sum float64 `json:"sum"`
-	}
-	mcp.AddTool(f.server, &mcp.Tool{Name: "add", Description: "Add two numbers."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
-			return nil, addOut{Sum: in.A + in.B}, nil
-		})
-	type slowIn struct {
-		Tag     string  `json:"tag"`
-		Seconds float64 `json:"seconds"`
-	}
-	mcp.AddTool(f.server, &mcp.Tool{Name: "slow", Description: "Wait the given seconds, or until cancelled."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
-			f.started <- in.Tag
-			select {
-			case <-time.After(time.Duration(in.Seconds * float64(time.Second))):
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done " + in.Tag}}}, nil, nil
-			case <-ctx.Done():
-				f.cancelled <- in.Tag
-				return nil, nil, ctx.Err()
-			}
-		})
-	f.setWindow("status of " + name)
-	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return f.server }, nil))
+	fx := testmcp.New(name, testmcp.Options{})
+	f := &fixture{Fixture: fx, window: "window://" + name + "/status", started: fx.SlowStarted, cancelled: fx.SlowCancelled}
+	fx.SetWindow(testmcp.Window{URI: f.window, Text: "status of " + name})
+	srv := httptest.NewServer(fx.HTTPHandler())
 	t.Cleanup(srv.Close)
 	f.url = srv.URL
 	return f
 }
 
-// setWindow (re)sets the window's text and tells the subscribed computer
+// setWindow sets the window's text and tells the subscribed computer
 // (resources/updated), which then tells its office update_desktop.
 func (f *fixture) setWindow(text string) {
-	f.mu.Lock()
-	f.text = text
-	first := !f.listed
-	f.listed = true
-	f.mu.Unlock()
-	if first {
-		f.server.AddResource(&mcp.Resource{URI: f.window, Name: f.name + " status", MIMEType: "text/plain"},
-			func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-				f.mu.Lock()
-				defer f.mu.Unlock()
-				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/plain", Text: f.text}}}, nil
-			})
-		return
-	}
-	_ = f.server.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: f.window})
+	_ = f.SetWindowText(context.Background(), f.window, text)
 }
 
 // docsServer is the real document server over a folder with one two-page
@@ -173,18 +118,8 @@ func (f *fixture) setWindow(text string) {
 func docsServer(t testing.TB) string {
 	t.Helper()
 	root := t.TempDir()
-	md := "---\ntitle: Launch plan\n---\n\n# Launch plan\n\nWe launch in March.\n\n## Risks\n\nNone known.\n"
-	if err := os.WriteFile(filepath.Join(root, "plan.md"), []byte(md), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	d, err := docserver.New(docserver.Options{Root: root, Host: docHost, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	srv := httptest.NewServer(d.Handler())
-	t.Cleanup(srv.Close)
-	return srv.URL
+	testfiles.Write(t, filepath.Join(root, "plan.md"), "---\ntitle: Launch plan\n---\n\n# Launch plan\n\nWe launch in March.\n\n## Risks\n\nNone known.\n")
+	return systest.Docs(t, t.Context(), docserver.Options{Root: root, Host: docHost, Logger: quiet}, false)
 }
 
 // startComputer runs a real computer named name in office, hosting the MCP

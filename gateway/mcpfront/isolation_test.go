@@ -95,7 +95,7 @@ func TestOfficeIsolation(t *testing.T) {
 	fxB2 := newFixture(t, "pcb2")
 	leave := startComputer(t, g, keyB, "B", "pcb2", map[string]string{"fx": fxB2.url})
 	waitNote(t, notesB, "tools")
-	mcp.AddTool(fxB.server, &mcp.Tool{Name: "more"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(fxB.Server, &mcp.Tool{Name: "more"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{}, nil, nil
 	})
 	waitNote(t, notesB, "tools")

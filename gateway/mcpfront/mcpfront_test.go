@@ -48,7 +48,7 @@ func TestToolsOfEveryComputer(t *testing.T) {
 		}
 	}
 	echo := tools["pc1__echo"]
-	if echo.Description != "Echo the text, prefixed with the server's name." {
+	if echo.Description != "Echo the text back, prefixed with the server name." {
 		t.Errorf("description %q", echo.Description)
 	}
 	if echo.Annotations == nil || !echo.Annotations.ReadOnlyHint || echo.Annotations.Title != "Echo" {
@@ -248,7 +248,7 @@ func TestNotifications(t *testing.T) {
 
 	// A tool added on pc3's MCP server: the computer sends update_tool_list.
 	drain(toolsChanged)
-	mcp.AddTool(pc3.server, &mcp.Tool{Name: "later"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(pc3.Server, &mcp.Tool{Name: "later"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "later"}}}, nil, nil
 	})
 	recv(t, toolsChanged, "tools/list_changed after update_tool_list")
@@ -266,7 +266,7 @@ func TestNotifications(t *testing.T) {
 	}
 	// A new window: resources/list_changed.
 	drain(resChanged)
-	pc3.server.AddResource(&mcp.Resource{URI: "window://pc3/extra", Name: "extra"},
+	pc3.Server.AddResource(&mcp.Resource{URI: "window://pc3/extra", Name: "extra"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "window://pc3/extra", Text: "x"}}}, nil
 		})

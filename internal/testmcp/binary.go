@@ -16,7 +16,7 @@ func RunWithBinary(m *testing.M, bin *string) {
 		panic(err)
 	}
 	*bin = filepath.Join(dir, "testmcp")
-	out, err := exec.Command("go", "build", "-o", *bin, "github.com/smcpgw/smcp-gateway/computer/internal/testmcp/cmd/testmcp").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", *bin, "github.com/smcpgw/smcp-gateway/internal/testmcp/cmd/testmcp").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build testmcp: %v\n%s", err, out)
 		os.Exit(1)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/smcpgw/smcp-gateway/computer/internal/testmcp"
+	"github.com/smcpgw/smcp-gateway/internal/testmcp"
 )
 
 func main() {

@@ -1,4 +1,5 @@
-// Package testmcp is a real go-sdk MCP server for the computer's tests:
+// Package testmcp is a real go-sdk MCP server for the tests of the computer
+// and of the gateway's MCP front end:
 // tools (echo, add, slow, pid), window:// resources and dpe:// documents
 // served at all four levels with the DPE error convention of package
 // computer (JSON-RPC error code 4201/4202/4203, data = details). It runs
@@ -97,7 +98,7 @@ func New(name string, opts Options) *Fixture {
 		Text string `json:"text" jsonschema:"text to echo"`
 	}
 	mcp.AddTool(f.Server, &mcp.Tool{Name: "echo", Description: "Echo the text back, prefixed with the server name.",
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}, Meta: mcp.Meta{"owner": "tests", "labels": []any{"a", "b"}}},
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, Title: "Echo"}, Meta: mcp.Meta{"owner": "tests", "labels": []any{"a", "b"}}},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + ": " + in.Text}}}, nil, nil
 		})
