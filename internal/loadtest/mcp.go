@@ -290,18 +290,35 @@ func (c *mcpRawCaller) put(hc *httpConn) {
 	}
 }
 
-// close closes the idle connections, and those calls in flight return.
+// close closes the idle connections, and those calls in flight return, then
+// ends the MCP session as a client should (DELETE), so that the gateway's
+// figures after the run are not those of sessions left to time out.
 func (c *mcpRawCaller) close() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.closed = true
-	for {
+	for done := false; !done; {
 		select {
 		case hc := <-c.idle:
 			_ = hc.Close()
 		default:
-			return
+			done = true
 		}
+	}
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.url, nil)
+	if err != nil {
+		return
+	}
+	req.Header.Set("Mcp-Protocol-Version", mcpProtocol)
+	req.Header.Set("Mcp-Session-Id", c.session)
+	req.Header.Set("X-Smcp-Agent", c.agent)
+	if c.key != "" {
+		req.Header.Set("X-Api-Key", c.key)
+	}
+	if resp, err := c.hc.Do(req); err == nil {
+		_ = resp.Body.Close()
 	}
 }
 
