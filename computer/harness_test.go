@@ -13,9 +13,9 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/config"
-	"github.com/smcpgw/smcp-gateway/internal/testmcp"
 	"github.com/smcpgw/smcp-gateway/computer/servers"
 	"github.com/smcpgw/smcp-gateway/computer/tools"
+	"github.com/smcpgw/smcp-gateway/internal/testmcp"
 )
 
 func quietLogger() *slog.Logger {

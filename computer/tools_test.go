@@ -13,8 +13,8 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/config"
-	"github.com/smcpgw/smcp-gateway/internal/testmcp"
 	"github.com/smcpgw/smcp-gateway/computer/tools"
+	"github.com/smcpgw/smcp-gateway/internal/testmcp"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 

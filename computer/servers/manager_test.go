@@ -19,8 +19,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/smcpgw/smcp-gateway/computer/config"
-	"github.com/smcpgw/smcp-gateway/internal/testmcp"
 	"github.com/smcpgw/smcp-gateway/computer/servers"
+	"github.com/smcpgw/smcp-gateway/internal/testmcp"
 )
 
 var fixtureBin string
