@@ -365,18 +365,24 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 // until then: a Connect call is answered over a computer's Socket.IO
 // connection. Only then the listener is closed, then every socket.
 func (g *Gateway) shutdown(srv *http.Server) {
+	g.mu.Lock()
+	drainers := append([]Drainer{g.SIO, g.RPC}, g.drainers...)
+	g.mu.Unlock()
+	// Every front end refuses before /readyz says 503: a caller who saw the
+	// 503 and still sends a call gets a refusal, not a call that is cut.
+	for _, d := range drainers {
+		if r, ok := d.(Refuser); ok {
+			r.Refuse()
+		}
+	}
 	g.draining.Store(true)
 	g.log.Info("shutting down", "grace", g.cfg.ShutdownGrace.String())
 	grace, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownGrace)
 	defer cancel()
 	var drain errgroup.Group
-	drain.Go(func() error { return g.SIO.Drain(grace) })
-	drain.Go(func() error { return g.RPC.Drain(grace) })
-	g.mu.Lock()
-	for _, d := range g.drainers {
+	for _, d := range drainers {
 		drain.Go(func() error { return d.Drain(grace) })
 	}
-	g.mu.Unlock()
 	if err := drain.Wait(); err != nil {
 		g.log.Warn("shutdown grace ended with calls in flight", "err", err)
 	}
@@ -398,6 +404,18 @@ func (g *Gateway) shutdown(srv *http.Server) {
 type Drainer interface {
 	Drain(ctx context.Context) error
 }
+
+// A Refuser is a Drainer that can refuse new calls at once, without
+// waiting: the gateway's shutdown calls Refuse on every front end first.
+type Refuser interface {
+	Refuse()
+}
+
+var (
+	_ Refuser = (*sio.Server)(nil)
+	_ Refuser = (*rpc.Server)(nil)
+	_ Refuser = (*mcpfront.Server)(nil)
+)
 
 // AddDrainer makes the gateway's shutdown wait for d, as it waits for the
 // Socket.IO and RPC front ends, before computers are disconnected.

@@ -412,6 +412,10 @@ func (s *Server) Sessions() int {
 	return len(s.sessions)
 }
 
+// Refuse refuses new calls from now on, without waiting for those in
+// flight (Drain waits).
+func (s *Server) Refuse() { s.calls.Close() }
+
 // Drain refuses new sessions and new requests (a request gets an MCP error
 // with SMCP code 503) and returns once the requests in flight are answered,
 // or with an error when ctx ends first. Sessions stay open meanwhile, so a

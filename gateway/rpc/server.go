@@ -150,6 +150,10 @@ func (s *Server) Mount(mux *http.ServeMux) {
 	}
 }
 
+// Refuse refuses new calls from now on, without waiting for those in
+// flight (Drain waits).
+func (s *Server) Refuse() { s.calls.Close() }
+
 // Drain refuses new calls with Unavailable, reports NOT_SERVING on the health
 // service, ends every WatchOffice stream (they never end on their own), then
 // waits until the calls in flight are answered or ctx ends.

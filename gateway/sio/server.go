@@ -179,6 +179,10 @@ func (s *Server) Path() string { return s.cfg.Path }
 // Handler serves Engine.IO at Path.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// Refuse refuses new calls from now on, without waiting for those in
+// flight (Drain waits).
+func (s *Server) Refuse() { s.calls.Close() }
+
 // Drain refuses new connections and requests, then waits until the requests
 // in flight are answered or ctx ends.
 func (s *Server) Drain(ctx context.Context) error {
