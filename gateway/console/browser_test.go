@@ -199,14 +199,14 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SendKeys("#key", apiKey, chromedp.ByQuery),
 		chromedp.Click("#sign-in", chromedp.ByQuery),
 		chromedp.WaitVisible(`.office[data-office="demo"] .computer[data-computer="demo-pc"]`, chromedp.ByQuery),
-		chromedp.Click(`.computer[data-computer="demo-pc"]`, chromedp.ByQuery),
+		click(`.computer[data-computer="demo-pc"]`),
 		waitText("#live", "live"),
 	)
 
 	// search_documents from the form generated from its schema.
 	step("search_documents",
 		chromedp.WaitVisible(`.tool[data-tool="search_documents"]`, chromedp.ByQuery),
-		chromedp.Click(`.tool[data-tool="search_documents"]`, chromedp.ByQuery),
+		click(`.tool[data-tool="search_documents"]`),
 		chromedp.WaitVisible(`[data-param="query"]`, chromedp.ByQuery),
 		chromedp.SendKeys(`[data-param="query"]`, "east", chromedp.ByQuery),
 		chromedp.SendKeys(`[data-param="limit"]`, "3", chromedp.ByQuery),
@@ -231,9 +231,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SendKeys("#finder-keywords", "quarterly", chromedp.ByQuery),
 		chromedp.Click("#finder-search", chromedp.ByQuery),
 		waitText("#finder-range", "1–1 of 1"),
-		chromedp.Click(`.doc[data-doc-ref="`+reportRef+`"] a`, chromedp.ByQuery),
+		click(`.doc[data-doc-ref="`+reportRef+`"] a`),
 		waitText(".document", "Revenue"),
-		chromedp.Click(`.page-link[data-page="1"]`, chromedp.ByQuery),
+		click(`.page-link[data-page="1"]`),
 		waitText("table.dpe-table", "East"),
 		chromedp.ScrollIntoView("table.dpe-table", chromedp.ByQuery),
 	)
@@ -289,7 +289,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SendKeys("#key", apiKey, chromedp.ByQuery),
 		chromedp.Click("#sign-in", chromedp.ByQuery),
 		waitText(`.office[data-office="demo"]`, "other-agent"),
-		chromedp.Click(`.computer[data-computer="demo-pc"]`, chromedp.ByQuery),
+		click(`.computer[data-computer="demo-pc"]`),
 		waitText("#tab-body", `Office "demo" already has an agent: an office holds one agent at a time`),
 	)
 	shot(t, browser, filepath.Join(shots, "held.png"))
@@ -301,13 +301,22 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.SendKeys("#key", apiKey, chromedp.ByQuery),
 		chromedp.SendKeys("#agent", "other-agent", chromedp.ByQuery),
 		chromedp.Click("#sign-in", chromedp.ByQuery),
-		chromedp.Click(`.computer[data-computer="demo-pc"]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`.tool[data-tool="search_documents"]`, chromedp.ByQuery),
 		waitText("#whoami", `acting as agent "other-agent"`),
+		click(`.computer[data-computer="demo-pc"]`),
+		chromedp.WaitVisible(`.tool[data-tool="search_documents"]`, chromedp.ByQuery),
 	)
 
 	checkRequests(t, log.all())
 	checkModules(t, browser)
+}
+
+// click clicks the first element matching sel in one step inside the page,
+// once there is one. The console re-renders its lists live (WatchOffice): a
+// node found by one DevTools call (chromedp.Click queries, then clicks) can
+// be replaced before the next ("Could not find node with given id").
+func click(sel string) chromedp.Action {
+	return chromedp.Poll(fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.click(); return true; })()`, sel),
+		nil, chromedp.WithPollingInterval(50*time.Millisecond))
 }
 
 // formProbe builds a form from a schema with every kind of input, fills it
