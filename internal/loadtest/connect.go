@@ -74,7 +74,7 @@ func newConnectCaller(o Options, agentName, officeID string, params json.RawMess
 	}
 	// Like the Socket.IO client's payload, the request is encoded once and
 	// completed per call with its req_id (fields may come in any order).
-	fixed := &smcpv1.CallToolRequest{OfficeId: officeID, Computer: "pc", ToolName: "echo", Params: st, Timeout: 30}
+	fixed := &smcpv1.CallToolRequest{OfficeId: officeID, Computer: "pc", ToolName: "echo", Params: st, Timeout: int32(CallTimeout / time.Second)}
 	if cc.fixed, err = proto.Marshal(fixed); err != nil {
 		return nil, err
 	}

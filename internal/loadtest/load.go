@@ -133,6 +133,13 @@ type Result struct {
 	LoadAvg string
 	// AtComputer is the median get_finder time inside the computer (ModeFinder).
 	AtComputer time.Duration
+	// Stragglers counts the calls that took StragglerAfter or longer,
+	// whenever they ended (warm-up, window, or after it: those are in no
+	// other column); SlowestStraggler is the longest of them. Unsettled
+	// counts the calls still running SettleWait after the window, abandoned.
+	Stragglers       int64
+	SlowestStraggler time.Duration
+	Unsettled        int64
 
 	// Idle mode.
 	Conns              int
@@ -327,6 +334,43 @@ type window struct {
 	errors    atomic.Int64
 	errOnce   sync.Once
 	firstErr  string
+
+	running    atomic.Int64 // calls in flight
+	stragglers atomic.Int64
+	slowest    atomic.Int64 // ns
+}
+
+// CallTimeout is the timeout the load tool's tool calls carry.
+const CallTimeout = 30 * time.Second
+
+// StragglerAfter: on loopback a call takes milliseconds, so one that takes
+// seconds was stalled or lost and ended by its timeout (CallTimeout, or the
+// gateway's answer at its deadline). The report counts them (Stragglers).
+const StragglerAfter = 2 * time.Second
+
+// SettleWait is how long the end of a run waits for the calls in flight:
+// past their timeout and the gateway's margin, so that a lost call is
+// counted as a straggler with its duration instead of failing the run.
+const SettleWait = CallTimeout + 15*time.Second
+
+// done records a call of d that has ended.
+func (w *window) done(d time.Duration) {
+	w.running.Add(-1)
+	if d < StragglerAfter {
+		return
+	}
+	w.stragglers.Add(1)
+	for {
+		old := w.slowest.Load()
+		if int64(d) <= old || w.slowest.CompareAndSwap(old, int64(d)) {
+			return
+		}
+	}
+}
+
+// settled copies the straggler counts to r.
+func (w *window) settled(r *Result) {
+	r.Stragglers, r.SlowestStraggler, r.Unsettled = w.stragglers.Load(), time.Duration(w.slowest.Load()), w.running.Load()
 }
 
 func (w *window) fail(err error) {
@@ -379,7 +423,8 @@ func runCalls(ctx context.Context, o Options, r *Result) (func(), error) {
 	r.ServerCPU, r.ServerRSS = srv1.CPU-srv0.CPU, srv1.RSS
 	r.RedisCPU = redis1.CPU - redis0.CPU
 	r.LoadCPU = self1.CPU - self0.CPU
-	samples, ok := wait(10 * time.Second)
+	samples, ok := wait(SettleWait)
+	w.settled(r)
 	if !ok {
 		closeAll()
 		closers = nil
@@ -511,8 +556,10 @@ func drive(ctx context.Context, o Options, callers []caller, w *window, seq *ato
 			buf := make([]time.Duration, 0, 4096)
 			defer func() { samples[i] = buf }()
 			for proceed() && ctx.Err() == nil {
+				w.running.Add(1)
 				t0 := time.Now()
 				err := call(ctx, seq.Add(1))
+				w.done(time.Since(t0))
 				if !w.measuring.Load() {
 					if err != nil {
 						time.Sleep(10 * time.Millisecond)
@@ -596,7 +643,9 @@ func sioCaller(a *Conn, mode Mode, agentName string, params json.RawMessage) cal
 		} else {
 			b = append(b, `","computer":"pc","tool_name":"echo","params":`...)
 			b = append(b, params...)
-			b = append(b, `,"timeout":30}`...)
+			b = append(b, `,"timeout":`...)
+			b = strconv.AppendInt(b, int64(CallTimeout/time.Second), 10)
+			b = append(b, '}')
 		}
 		ans, err := a.Call(ctx, event, b)
 		if err != nil {
@@ -638,7 +687,7 @@ func stockCaller(o Options, hc *http.Client, agentName, officeID string, params 
 	}
 	return func(ctx context.Context, seq uint64) error {
 		res, err := client.CallTool(ctx, &smcpv1.CallToolRequest{
-			OfficeId: officeID, Computer: "pc", ToolName: "echo", Params: st, Timeout: 30,
+			OfficeId: officeID, Computer: "pc", ToolName: "echo", Params: st, Timeout: int32(CallTimeout / time.Second),
 			ReqId: strconv.FormatUint(seq, 10),
 		})
 		if err != nil {
@@ -825,11 +874,12 @@ func RunTurns(ctx context.Context, runs []Options, turns int) ([]*Result, error)
 	}
 	setTurn(-1, true)
 	for k, r := range results {
-		samples, ok := waits[k](10 * time.Second)
-		if !ok {
-			return results, fmt.Errorf("%s: calls still running 10 s after the last turn", r.Mode)
-		}
+		samples, ok := waits[k](SettleWait)
 		w := windows[k]
+		w.settled(r)
+		if !ok {
+			return results, fmt.Errorf("%s: %d calls still running %s after the last turn (their timeout is %s)", r.Mode, r.Unsettled, SettleWait, CallTimeout)
+		}
 		r.Calls, r.Errors, r.FirstError = w.calls.Load(), w.errors.Load(), w.firstErr
 		r.Latency = Summarise(samples)
 		if o := runs[k]; o.Stats != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,6 +119,48 @@ func TestRunTurnsRefuses(t *testing.T) {
 	} {
 		if _, err := RunTurns(t.Context(), tc.runs, tc.turns); err == nil {
 			t.Errorf("%d runs in %d turns accepted", len(tc.runs), tc.turns)
+		}
+	}
+}
+
+// TestDriveCountsStragglers: a call that outlasts the window (a call lost
+// and ended by its timeout) is counted as a straggler with its duration,
+// not in the window's calls, and the end of the run waits for it instead of
+// failing.
+func TestDriveCountsStragglers(t *testing.T) {
+	slow := StragglerAfter + 200*time.Millisecond
+	var first atomic.Bool
+	call := func(ctx context.Context, seq uint64) error {
+		if first.CompareAndSwap(false, true) {
+			time.Sleep(slow)
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+		return nil
+	}
+	w := &window{}
+	var seq atomic.Uint64
+	o := Options{InFlight: 2}
+	wait := drive(context.Background(), o, []caller{call}, w, &seq, func() bool { return !w.stopped.Load() })
+	w.measuring.Store(true)
+	time.Sleep(100 * time.Millisecond)
+	w.measuring.Store(false)
+	w.stopped.Store(true)
+	samples, ok := wait(SettleWait)
+	if !ok {
+		t.Fatal("the run did not wait for its straggler")
+	}
+	var r Result
+	w.settled(&r)
+	if r.Stragglers != 1 || r.SlowestStraggler < slow || r.Unsettled != 0 {
+		t.Errorf("stragglers %d, slowest %s, unsettled %d; want 1, >= %s, 0", r.Stragglers, r.SlowestStraggler, r.Unsettled, slow)
+	}
+	if int64(len(samples)) != w.calls.Load() || w.calls.Load() == 0 {
+		t.Errorf("%d samples, %d calls in the window", len(samples), w.calls.Load())
+	}
+	for _, s := range samples {
+		if s >= StragglerAfter {
+			t.Errorf("the straggler, which ended after the window, is among the window's samples (%s)", s)
 		}
 	}
 }

@@ -615,6 +615,12 @@ func (r *benchReport) print(w io.Writer) {
 		if row.FirstError != "" {
 			fmt.Fprintf(w, "%s %s offices=%d: first error: %s\n", row.Server, row.Mode, row.Offices, row.FirstError)
 		}
+		if row.Stragglers > 0 || row.Unsettled > 0 {
+			// Calls lost or stalled: those that ended after the window are in
+			// no column above, so they are told here.
+			fmt.Fprintf(w, "%s %s offices=%d: stragglers: %d calls took %s or longer (slowest %s ms), %d still running %s after the window\n",
+				row.Server, row.Mode, row.Offices, row.Stragglers, loadtest.StragglerAfter, ms(row.SlowestStraggler), row.Unsettled, loadtest.SettleWait)
+		}
 		if row.RedisCPU > 0 && row.Calls > 0 {
 			fmt.Fprintf(w, "%s %s offices=%d: redis-server CPU/call %s µs (not in srv CPU/call)\n",
 				row.Server, row.Mode, row.Offices, us(row.RedisCPU/time.Duration(row.Calls)))

@@ -92,13 +92,28 @@ func TestBenchCluster(t *testing.T) {
 	if cl == nil || cl.Result == nil {
 		t.Fatalf("no cluster row: %s", out)
 	}
-	if cl.Calls <= 0 || cl.Errors != 0 || cl.ServerCPU <= 0 || cl.ServerRSS <= 0 {
+	if cl.Calls <= 0 || cl.Errors != 0 || cl.ServerCPU <= 0 || cl.ServerRSS <= 0 || cl.Stragglers != 0 || cl.Unsettled != 0 {
 		t.Errorf("cluster row: %+v", cl.Result)
 	}
 	var text bytes.Buffer
 	rep.print(&text)
 	if !strings.Contains(text.String(), "cluster/gateway calls/s") {
 		t.Errorf("text report lacks the cluster ratios:\n%s", text.String())
+	}
+}
+
+// TestReportTellsStragglers: calls lost or stalled, which the columns do
+// not show when they ended after the window, get a line of their own.
+func TestReportTellsStragglers(t *testing.T) {
+	rep := &benchReport{Rows: []benchRow{{Server: serverCluster, Result: &loadtest.Result{
+		Mode: loadtest.ModeSIO, Offices: 10, Calls: 100, Elapsed: time.Second,
+		Stragglers: 3, SlowestStraggler: 30012 * time.Millisecond, Unsettled: 1,
+	}}}}
+	var text bytes.Buffer
+	rep.print(&text)
+	want := "cluster sio offices=10: stragglers: 3 calls took 2s or longer (slowest 30012.00 ms), 1 still running 45s after the window"
+	if !strings.Contains(text.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, text.String())
 	}
 }
 

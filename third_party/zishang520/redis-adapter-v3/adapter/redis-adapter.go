@@ -72,6 +72,8 @@ type (
 		lastServerCount      atomic.Int64
 		redisListeners       *types.Map[string, *rds.PubSub]
 		friendlyErrorHandler func(...any)
+		// closing is set first thing in Close (patched: see Close).
+		closing atomic.Bool
 
 		ctx    context.Context
 		cancel context.CancelFunc
@@ -199,7 +201,7 @@ func (r *redisAdapter) handlePatternMessages(pubsub *rds.PubSub) {
 	for {
 		msg, err := pubsub.ReceiveMessage(r.ctx)
 		if err != nil {
-			if errors.Is(err, rds.ErrClosed) || r.ctx.Err() != nil {
+			if errors.Is(err, rds.ErrClosed) || r.ctx.Err() != nil || r.closing.Load() {
 				return
 			}
 			r.redisClient.Emit("error", err)
@@ -215,7 +217,7 @@ func (r *redisAdapter) handleChannelMessages(sub *rds.PubSub) {
 	for {
 		msg, err := sub.ReceiveMessage(r.ctx)
 		if err != nil {
-			if errors.Is(err, rds.ErrClosed) || r.ctx.Err() != nil {
+			if errors.Is(err, rds.ErrClosed) || r.ctx.Err() != nil || r.closing.Load() {
 				return
 			}
 			r.redisClient.Emit("error", err)
@@ -982,6 +984,11 @@ func (r *redisAdapter) ServerCount() int64 {
 // Close cleans up Redis subscriptions and listeners.
 // This should be called when the adapter is no longer needed.
 func (r *redisAdapter) Close() {
+	// Patched: upstream cancels r.ctx only when Close returns, after it has
+	// closed the subscriptions, so their receive loops, reading when the
+	// connection was closed under them ("use of closed network connection",
+	// not rds.ErrClosed), reported an "error" on every clean close.
+	r.closing.Store(true)
 	defer r.cancel()
 
 	// Unsubscribe from pattern subscription
