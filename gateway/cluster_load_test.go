@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -14,30 +12,8 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
-	"github.com/smcpgw/smcp-gateway/internal/loadtest"
+	"github.com/smcpgw/smcp-gateway/internal/systest"
 )
-
-// redisServer starts a redis-server for the test and returns its URL. It
-// is stopped after everything registered later (the nodes) has stopped.
-// Without one installed the test is skipped, except under CI (CI=true,
-// .ci/run installs it), where that is a failure.
-func redisServer(t *testing.T) string {
-	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-server is not installed (.ci/run installs it); CI=true makes this a failure")
-		}
-		t.Skip("redis-server is not installed (apt-get install redis-server)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	srv, err := loadtest.StartRedis(ctx)
-	if err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	t.Cleanup(srv.Stop)
-	return srv.URL
-}
 
 // TestClusterEveryCrossNodeCallAnswered is the load tool's cluster run as a
 // test: ten offices, agents on one node and computers on the other, eight
@@ -52,7 +28,7 @@ func redisServer(t *testing.T) string {
 // with the gateway's "Tool call timeout" result. Here about one run in two
 // lost a call with v9.18.0.
 func TestClusterEveryCrossNodeCallAnswered(t *testing.T) {
-	nodes := startCluster(t, redisServer(t), 2)
+	nodes := startCluster(t, systest.RedisServer(t), 2)
 	const offices, inFlight, calls = 10, 8, 50
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -109,7 +85,7 @@ func (w warnings) WithGroup(string) slog.Handler         { return w }
 // ... use of closed network connection" warnings (and the library's own
 // "missing 'error' handler" line) at the end of most cluster runs.
 func TestClusterNodeStopsQuietly(t *testing.T) {
-	url := redisServer(t)
+	url := systest.RedisServer(t)
 	var mu sync.Mutex
 	var msgs []string
 	log := slog.New(warnings{mu: &mu, msgs: &msgs})

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -18,7 +17,7 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/agent"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
-	"github.com/smcpgw/smcp-gateway/internal/loadtest"
+	"github.com/smcpgw/smcp-gateway/internal/systest"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -31,23 +30,13 @@ import (
 // reconnects through the balancer to node B, takes its own place in the
 // office back from its ghost, and the agent's calls succeed again.
 func TestClusterNodeKilled(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("redis-server is not installed (.ci/run installs it)")
-		}
-		t.Skip("redis-server is not installed")
-	}
+	redisURL := systest.RedisServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	redis, err := loadtest.StartRedis(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(redis.Stop)
 
 	const ttl = time.Second
-	nodeA := startNode(t, redis.URL, "A", ttl)
-	nodeB := startNode(t, redis.URL, "B", ttl)
+	nodeA := startNode(t, redisURL, "A", ttl)
+	nodeB := startNode(t, redisURL, "B", ttl)
 	lb := balance(t, nodeA.addr, nodeB.addr)
 
 	// The computer: echo answers at once, "hold" until the call is

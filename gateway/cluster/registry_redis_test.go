@@ -2,8 +2,6 @@ package cluster_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -12,7 +10,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/core/registrytest"
-	"github.com/smcpgw/smcp-gateway/internal/loadtest"
+	"github.com/smcpgw/smcp-gateway/internal/systest"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -22,22 +20,10 @@ import (
 // not pass only against miniredis's Lua.
 func realRedis(t *testing.T) *redis.Client {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-server is not installed (.ci/run installs it); CI=true makes this a failure")
-		}
-		t.Skip("redis-server is not installed (apt-get install redis-server)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	srv, err := loadtest.StartRedis(ctx)
+	url := systest.RedisServer(t)
+	opts, err := redis.ParseURL(url)
 	if err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	t.Cleanup(srv.Stop)
-	opts, err := redis.ParseURL(srv.URL)
-	if err != nil {
-		t.Fatalf("redis URL %q: %v", srv.URL, err)
+		t.Fatalf("redis URL %q: %v", url, err)
 	}
 	rdb := redis.NewClient(opts)
 	t.Cleanup(func() { _ = rdb.Close() })

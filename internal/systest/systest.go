@@ -8,13 +8,17 @@ import (
 	"errors"
 	"log/slog"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/config"
 	"github.com/smcpgw/smcp-gateway/computer/tools"
 	"github.com/smcpgw/smcp-gateway/docserver"
 	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/internal/loadtest"
 )
 
 // Gateway starts a gateway on 127.0.0.1 with cfg; a failed stop fails the
@@ -92,4 +96,27 @@ func Server(t testing.TB, name string, raw map[string]any) *config.Server {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// RedisServer starts a redis-server (internal/loadtest) for the test and
+// returns its URL; it stops after everything the test registers later. With
+// none installed the test is skipped, except under CI (CI=true; .ci/run
+// installs it), where that is a failure: cluster code must not be held only
+// to miniredis.
+func RedisServer(t testing.TB) string {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server is not installed (.ci/run installs it); CI=true makes this a failure")
+		}
+		t.Skip("redis-server is not installed (apt-get install redis-server)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv, err := loadtest.StartRedis(ctx)
+	if err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	t.Cleanup(srv.Stop)
+	return srv.URL
 }
