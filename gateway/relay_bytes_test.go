@@ -187,10 +187,15 @@ func TestSocketIOBinaryAttachmentsRefused(t *testing.T) {
 	mu.Unlock()
 	o.pc.setOnEvent(nil) // events now queue in o.pc.events
 	ch = o.agent.emit("client:tool_call", toolCall("b2", `{}`, 5))
-	select {
-	case <-o.pc.events:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the computer got no call")
+	// Wait for this call itself: another event (a notification) may be
+	// queued first, and the ack id read below must be the call's.
+	for got := false; !got; {
+		select {
+		case ev := <-o.pc.events:
+			got = bytes.Contains(ev, []byte(`"req_id":"b2"`))
+		case <-time.After(5 * time.Second):
+			t.Fatal("the computer got no call")
+		}
 	}
 	o.pc.write(`461-/smcp,` + pcAckID(t, o) + `[{"content":[{"type":"image","data":{"_placeholder":true,"num":0}}]}]`)
 	o.pc.writeBinary([]byte{9, 9})
