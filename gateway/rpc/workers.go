@@ -27,6 +27,9 @@ type workers struct {
 	max  int
 	idle time.Duration
 
+	// free recycles jobs: a call hands one to a worker without allocating.
+	free sync.Pool
+
 	mu     sync.Mutex
 	n      int
 	closed bool
@@ -40,10 +43,10 @@ type job struct {
 	done chan any // the handler's panic value, or nil
 }
 
-var jobs = sync.Pool{New: func() any { return &job{done: make(chan any, 1)} }}
-
 func newWorkers(max int, idle time.Duration) *workers {
-	return &workers{jobs: make(chan *job), quit: make(chan struct{}), max: max, idle: idle}
+	p := &workers{jobs: make(chan *job), quit: make(chan struct{}), max: max, idle: idle}
+	p.free.New = func() any { return &job{done: make(chan any, 1)} }
+	return p
 }
 
 // serve runs h for (w, r) on a worker and returns when it has returned. A
@@ -51,21 +54,21 @@ func newWorkers(max int, idle time.Duration) *workers {
 // net/http expects it: http.ErrAbortHandler as it is, any other value as a
 // *handlerPanic carrying it and the worker's stack.
 func (p *workers) serve(h http.Handler, w http.ResponseWriter, r *http.Request) {
-	j := jobs.Get().(*job)
+	j := p.free.Get().(*job)
 	j.h, j.w, j.r = h, w, r
 	select {
 	case p.jobs <- j:
 	default:
 		if !p.start(j) {
 			j.h, j.w, j.r = nil, nil, nil
-			jobs.Put(j)
+			p.free.Put(j)
 			h.ServeHTTP(w, r)
 			return
 		}
 	}
 	v := <-j.done
 	j.h, j.w, j.r = nil, nil, nil
-	jobs.Put(j)
+	p.free.Put(j)
 	if v != nil {
 		panic(v)
 	}
