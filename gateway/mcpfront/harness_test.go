@@ -73,16 +73,7 @@ func startGateway(t testing.TB, cfg gateway.Config) *gateway.Running {
 	if cfg.Logger == nil {
 		cfg.Logger = testLogger()
 	}
-	g, err := gateway.Start(cfg, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := g.Stop(); err != nil {
-			t.Errorf("gateway stop: %v", err)
-		}
-	})
-	return g
+	return systest.Gateway(t, cfg)
 }
 
 // fixture is the test MCP server (internal/testmcp: echo, add with an output

@@ -18,6 +18,7 @@ import (
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 	"github.com/smcpgw/smcp-gateway/internal/connecttest"
+	"github.com/smcpgw/smcp-gateway/internal/systest"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -58,16 +59,7 @@ func startGateway(t testing.TB, mutate ...func(*gateway.Config)) *gateway.Runnin
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	g, err := gateway.Start(cfg, "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := g.Stop(); err != nil {
-			t.Errorf("stop gateway: %v", err)
-		}
-	})
-	return g
+	return systest.Gateway(t, cfg)
 }
 
 // Clients of the three protocols.
