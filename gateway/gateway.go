@@ -88,6 +88,9 @@ type Config struct {
 	NodeID string
 	// HeartbeatTTL is how long a silent node is deemed alive.
 	HeartbeatTTL time.Duration
+	// RedisRegistry bounds the calls of the Redis office registry (zero:
+	// its defaults).
+	RedisRegistry cluster.RegistryOptions
 	// NoConsole turns off the web console at /console/ (gateway/console).
 	NoConsole bool
 }
@@ -148,7 +151,7 @@ func New(cfg Config) (*Gateway, error) {
 		if cfg.NodeID == "" {
 			cfg.NodeID = rand.Text()[:12]
 		}
-		reg = cluster.NewRegistry(rdb)
+		reg = cluster.NewRegistry(rdb, cfg.RedisRegistry)
 		cfg.Core.Registry = reg
 		cfg.Core.Node = cfg.NodeID
 		rc := redisv3.NewRedisClient(context.Background(), rdb)
@@ -280,6 +283,11 @@ func connectRedis(url string) (*goredis.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: --redis %q: %w", url, err)
 	}
+	// The registry bounds its calls with context deadlines, which go-redis
+	// applies to a read in progress only when asked to (the earlier of the
+	// deadline and ReadTimeout). The socket.io adapter passes contexts
+	// without deadlines: its reads keep the client's own timeouts.
+	opts.ContextTimeoutEnabled = true
 	rdb := goredis.NewClient(opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

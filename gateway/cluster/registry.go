@@ -104,18 +104,51 @@ redis.call('SREM', idx, rec)
 return removed
 `)
 
+// The registry's own bounds when RegistryOptions leaves them zero.
+const (
+	// DefaultTimeout bounds a Release, Members or Computer call.
+	DefaultTimeout = 5 * time.Second
+	// DefaultClaimTimeout bounds a Claim, which may wait out the heartbeat
+	// of a dead node (see Registry.Claim).
+	DefaultClaimTimeout = 15 * time.Second
+)
+
+// RegistryOptions bound the registry's calls. The hub passes its caller's
+// context, which may have no deadline (a release has no caller at all):
+// these are what keeps a Redis that stops answering from holding a join, a
+// listing or a closing session forever.
+type RegistryOptions struct {
+	// Timeout bounds Release, Members and Computer (DefaultTimeout if 0).
+	Timeout time.Duration
+	// ClaimTimeout bounds Claim (DefaultClaimTimeout if 0). A claim that
+	// meets a holder of another node waits up to a heartbeat TTL to learn
+	// whether that node is dead; keep it above the TTL.
+	ClaimTimeout time.Duration
+}
+
 // Registry is a core.Registry in Redis.
 type Registry struct {
 	rdb redis.UniversalClient
 	// reap removes the members of a dead node (Node.reapNode); nil: a
 	// claim refused by a member of another node is simply refused.
-	reap func(ctx context.Context, node string) error
-	ttl  time.Duration // the nodes' heartbeat TTL
+	reap         func(ctx context.Context, node string) error
+	ttl          time.Duration // the nodes' heartbeat TTL
+	timeout      time.Duration
+	claimTimeout time.Duration
 }
 
-// NewRegistry uses rdb for the registry.
-func NewRegistry(rdb redis.UniversalClient) *Registry {
-	return &Registry{rdb: rdb, ttl: DefaultHeartbeatTTL}
+// NewRegistry uses rdb for the registry, its calls bounded as opts says.
+// The bounds end a call between round trips; they cut a read in progress
+// short only when rdb has ContextTimeoutEnabled (without it go-redis keeps
+// to its own ReadTimeout and ignores the context's deadline).
+func NewRegistry(rdb redis.UniversalClient, opts RegistryOptions) *Registry {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.ClaimTimeout <= 0 {
+		opts.ClaimTimeout = DefaultClaimTimeout
+	}
+	return &Registry{rdb: rdb, ttl: DefaultHeartbeatTTL, timeout: opts.Timeout, claimTimeout: opts.ClaimTimeout}
 }
 
 var _ core.Registry = (*Registry)(nil)
@@ -136,7 +169,11 @@ func (r *Registry) run(ctx context.Context, s *redis.Script, m core.Member) (any
 // re-join) would be shut out. The claim watches that node's heartbeat (see
 // waitLapse), reaps the node if it lapsed, and tries again; a live holder
 // is refused after half a TTL.
+//
+// The whole claim, waiting included, is bounded by the ClaimTimeout.
 func (r *Registry) Claim(ctx context.Context, m core.Member) error {
+	ctx, cancel := context.WithTimeout(ctx, r.claimTimeout)
+	defer cancel()
 	reason, holder, err := r.claim(ctx, m)
 	if err != nil {
 		return err
@@ -236,6 +273,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // Release implements core.Registry.
 func (r *Registry) Release(ctx context.Context, m core.Member) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
 	res, err := r.run(ctx, releaseScript, m)
 	if err != nil {
 		return false, fmt.Errorf("cluster: release %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err)
@@ -247,6 +286,8 @@ func (r *Registry) Release(ctx context.Context, m core.Member) (bool, error) {
 // Members implements core.Registry: the agent session first, then the
 // computers by name.
 func (r *Registry) Members(ctx context.Context, officeID string) ([]core.Member, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
 	all, err := r.rdb.HGetAll(ctx, officeKey(officeID)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("cluster: members of %q: %w", officeID, err)
@@ -273,6 +314,8 @@ func (r *Registry) Members(ctx context.Context, officeID string) ([]core.Member,
 
 // Computer implements core.Registry.
 func (r *Registry) Computer(ctx context.Context, officeID, name string) (core.Member, bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
 	v, err := r.rdb.HGet(ctx, officeKey(officeID), computerField(name)).Result()
 	if errors.Is(err, redis.Nil) {
 		return core.Member{}, false, nil

@@ -17,6 +17,6 @@ func TestRegistryConformanceMiniredis(t *testing.T) {
 		mr := miniredis.RunT(t)
 		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 		t.Cleanup(func() { _ = rdb.Close() })
-		return NewRegistry(rdb)
+		return NewRegistry(rdb, RegistryOptions{})
 	})
 }

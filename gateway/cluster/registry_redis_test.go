@@ -41,7 +41,7 @@ func TestRegistryConformanceRedisServer(t *testing.T) {
 		if err := rdb.FlushDB(ctx).Err(); err != nil {
 			t.Fatalf("flushdb: %v", err)
 		}
-		return cluster.NewRegistry(rdb)
+		return cluster.NewRegistry(rdb, cluster.RegistryOptions{})
 	})
 }
 
@@ -55,7 +55,7 @@ func TestClaimAgainstDeadNodeRedisServer(t *testing.T) {
 	rdb := realRedis(t)
 	const ttl = 600 * time.Millisecond
 	newNode := func(id string) (*cluster.Registry, *cluster.Node) {
-		reg := cluster.NewRegistry(rdb)
+		reg := cluster.NewRegistry(rdb, cluster.RegistryOptions{})
 		hub := core.New(core.Config{Registry: reg, Node: id})
 		return reg, cluster.NewNode(rdb, reg, hub, ttl, nil)
 	}

@@ -32,6 +32,13 @@ type Member struct {
 // and Claim must apply them atomically (across nodes for a shared one).
 // gateway/core/registrytest is the conformance suite every implementation
 // passes.
+//
+// An implementation bounds its own calls: one that does network I/O times
+// them out itself (set where it is made), one that answers from memory
+// needs no bound at all. ctx is the caller's: it ends when the caller gives
+// up (a connection closes) and may have no deadline; Release is given
+// context.Background(), as a slot is given back whether or not anybody
+// waits for it.
 type Registry interface {
 	// Claim takes m's slot: the agent slot of its office (by name; only one
 	// non-lease agent session) or its computer name. A conflict is an
@@ -60,13 +67,6 @@ type Peers interface {
 	// watchers. It must not block and must keep the order of calls.
 	Publish(n Notification, exceptSID string)
 }
-
-// clusterTimeout bounds one registry operation; claimTimeout a claim, which
-// may wait out the heartbeat of a dead node.
-const (
-	clusterTimeout = 5 * time.Second
-	claimTimeout   = 15 * time.Second
-)
 
 // SetPeers connects the hub to the other nodes. Call it once, before the
 // first session is attached, on a hub whose Config.Registry is set.
@@ -182,11 +182,9 @@ func (s *Session) goRemote(r *Request, m Member, release func(), done func(json.
 }
 
 // claim takes m's slot in the registry; ctx is the caller's (a connection
-// that closes gives up its join).
+// that closes gives up its join). The registry bounds the claim itself.
 func (h *Hub) claim(ctx context.Context, m Member) error {
-	cctx, cancel := h.registryContext(ctx, claimTimeout)
-	defer cancel()
-	err := h.cfg.Registry.Claim(cctx, m)
+	err := h.cfg.Registry.Claim(ctx, m)
 	if err == nil {
 		return nil
 	}
@@ -206,27 +204,14 @@ func (h *Hub) claim(ctx context.Context, m Member) error {
 	return smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
 }
 
-// registryContext bounds a claim or release under parent by d. The
-// in-memory registry answers at once, and every stateless RPC call claims
-// and releases a lease: on one node they go without a timer and a context
-// each (two of each per call, measured with BenchmarkHandlerCallTool in
-// gateway/rpc).
-func (h *Hub) registryContext(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	if _, local := h.cfg.Registry.(*MemRegistry); local {
-		return parent, func() {}
-	}
-	return context.WithTimeout(parent, d)
-}
-
 // release gives slots back; errors are logged (the reaper of a dead node
-// settles what a failed release leaves).
+// settles what a failed release leaves). Nobody waits for a release: the
+// registry's own bound ends it.
 func (h *Hub) release(ms []Member) {
 	for _, m := range ms {
-		ctx, cancel := h.registryContext(context.Background(), clusterTimeout)
-		if _, err := h.cfg.Registry.Release(ctx, m); err != nil {
+		if _, err := h.cfg.Registry.Release(context.Background(), m); err != nil {
 			h.log.Error("registry release", "office", m.OfficeID, "name", m.Name, "err", err)
 		}
-		cancel()
 	}
 }
 
@@ -240,11 +225,9 @@ func (s *Session) memberLocked() Member {
 
 // listMembers answers ListRoom from the registry.
 func (h *Hub) listMembers(ctx context.Context, officeID string) ([]*smcpv1.SessionInfo, error) {
-	ctx, cancel := context.WithTimeout(ctx, clusterTimeout)
-	defer cancel()
 	ms, err := h.cfg.Registry.Members(ctx, officeID)
 	if err != nil {
-		if ctx.Err() == context.Canceled {
+		if ctx.Err() != nil {
 			return nil, smcp.Errorf(smcp.CodeInternal, "list_room abandoned: %v", ctx.Err())
 		}
 		h.log.Error("registry members", "office", officeID, "err", err)

@@ -57,8 +57,6 @@ func (h *Hub) ListOffices(ctx context.Context, p *Principal) ([]*smcpv1.OfficeSu
 
 // fillFromRegistry replaces sum's agent and computers with the registry's.
 func (h *Hub) fillFromRegistry(ctx context.Context, sum *smcpv1.OfficeSummary) error {
-	ctx, cancel := context.WithTimeout(ctx, clusterTimeout)
-	defer cancel()
 	ms, err := h.cfg.Registry.Members(ctx, sum.OfficeId)
 	if err != nil {
 		h.log.Error("registry members", "office", sum.OfficeId, "err", err)

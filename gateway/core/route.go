@@ -117,8 +117,6 @@ func (s *Session) resolve(ctx context.Context, r *Request) (c *Session, o *offic
 	}
 	// Not a session of this hub: the registry knows whether it is a
 	// computer of another node.
-	ctx, cancel := context.WithTimeout(ctx, clusterTimeout)
-	defer cancel()
 	m, ok, err := h.cfg.Registry.Computer(ctx, o.id, r.Computer)
 	switch {
 	case err != nil:
