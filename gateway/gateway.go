@@ -325,6 +325,10 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	// MCP sessions hold their office and an open event stream: once drained
 	// (shutdown), end them so that Shutdown does not wait for their streams.
 	srv.RegisterOnShutdown(g.MCP.Close)
+	// Nor for connections that never sent a request (see freshConns).
+	fresh := newFreshConns()
+	srv.ConnState = fresh.track
+	srv.RegisterOnShutdown(fresh.closeAll)
 	if g.cfg.TLS != nil {
 		srv.TLSConfig = g.cfg.TLS
 		ln = tls.NewListener(ln, g.cfg.TLS)

@@ -19,6 +19,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 )
@@ -131,6 +132,8 @@ type gatewayConfig struct {
 	EventBurst      int           `yaml:"event_burst"`
 	MaxConnsPerAddr int           `yaml:"max_conns_per_addr"`
 	MaxQueued       int           `yaml:"max_queued_events"`
+	MCPSessions     int           `yaml:"max_mcp_sessions"`
+	MCPSessionsAddr int           `yaml:"max_mcp_sessions_per_addr"`
 	ShutdownGrace   time.Duration `yaml:"shutdown_grace"`
 	IdleTimeout     time.Duration `yaml:"idle_timeout"`
 	BodyTimeout     time.Duration `yaml:"body_read_timeout"`
@@ -157,6 +160,7 @@ func defaultGatewayConfig() *gatewayConfig {
 		MaxPending: core.DefaultMaxPending, MaxAgentCalls: core.DefaultMaxAgentInFlight,
 		EventsPerSecond: sio.DefaultEventsPerSecond, EventBurst: sio.DefaultEventBurst,
 		MaxConnsPerAddr: sio.DefaultMaxConnsPerAddr, MaxQueued: sio.DefaultMaxQueuedEvents, ShutdownGrace: gateway.DefaultShutdownGrace,
+		MCPSessions: mcpfront.DefaultMaxSessions, MCPSessionsAddr: mcpfront.DefaultMaxSessionsPerAddr,
 		IdleTimeout: gateway.DefaultIdleTimeout, BodyTimeout: gateway.DefaultBodyReadTimeout, HeaderTimeout: gateway.DefaultReadHeaderTimeout,
 		RPCAgent: rpc.DefaultAgent, Metrics: true, RedisTTL: cluster.DefaultHeartbeatTTL, LogLevel: "info",
 	}
@@ -181,6 +185,8 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.EventBurst, "event-burst", c.EventBurst, "token bucket size of --events-per-second")
 	fs.IntVar(&c.MaxConnsPerAddr, "max-conns-per-addr", c.MaxConnsPerAddr, "Socket.IO connections per client IP address (-1: no limit)")
 	fs.IntVar(&c.MaxQueued, "max-queued-events", c.MaxQueued, "Socket.IO events of one connection waiting behind its joins, leaves and list_room (which wait on the office registry); more get 429")
+	fs.IntVar(&c.MCPSessions, "max-mcp-sessions", c.MCPSessions, "open MCP sessions (/mcp/{office_id}) of the gateway; more get 429")
+	fs.IntVar(&c.MCPSessionsAddr, "max-mcp-sessions-per-addr", c.MCPSessionsAddr, "open MCP sessions per client IP address; more get 429 (-1: no limit)")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "how long in-flight calls may finish on shutdown")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a keep-alive HTTP connection without a request after this")
 	fs.DurationVar(&c.BodyTimeout, "body-read-timeout", c.BodyTimeout, "a request's body must arrive within this (streams' and long-polls' answers are not bounded)")
@@ -253,11 +259,11 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	if c.CallTimeout <= 0 || c.MaxMessageBytes <= 0 || c.MaxAnswerBytes <= 0 || c.MaxPending <= 0 || c.ShutdownGrace <= 0 || c.MaxAgentCalls <= 0 || c.RedisTTL <= 0 ||
-		c.IdleTimeout <= 0 || c.BodyTimeout <= 0 || c.HeaderTimeout <= 0 || c.MaxQueued <= 0 {
-		return gateway.Config{}, errors.New("--call-timeout, --max-message-bytes, --max-answer-bytes, --max-pending, --max-agent-in-flight, --max-queued-events, --redis-ttl, --shutdown-grace, --idle-timeout, --body-read-timeout and --read-header-timeout must be positive")
+		c.IdleTimeout <= 0 || c.BodyTimeout <= 0 || c.HeaderTimeout <= 0 || c.MaxQueued <= 0 || c.MCPSessions <= 0 {
+		return gateway.Config{}, errors.New("--call-timeout, --max-message-bytes, --max-answer-bytes, --max-pending, --max-agent-in-flight, --max-queued-events, --max-mcp-sessions, --redis-ttl, --shutdown-grace, --idle-timeout, --body-read-timeout and --read-header-timeout must be positive")
 	}
-	if c.EventsPerSecond == 0 || c.MaxConnsPerAddr == 0 || c.EventBurst <= 0 {
-		return gateway.Config{}, errors.New("--events-per-second and --max-conns-per-addr must be positive or -1 (no limit), --event-burst positive")
+	if c.EventsPerSecond == 0 || c.MaxConnsPerAddr == 0 || c.MCPSessionsAddr == 0 || c.EventBurst <= 0 {
+		return gateway.Config{}, errors.New("--events-per-second, --max-conns-per-addr and --max-mcp-sessions-per-addr must be positive or -1 (no limit), --event-burst positive")
 	}
 	return gateway.Config{
 		Auth: auth,
@@ -268,6 +274,7 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 			MaxQueuedEvents: c.MaxQueued,
 		},
 		RPC:               rpc.Options{CORSOrigins: splitList(c.CORSOrigins), DefaultAgent: c.RPCAgent},
+		MCP:               mcpfront.Options{MaxSessions: c.MCPSessions, MaxSessionsPerAddr: c.MCPSessionsAddr},
 		ShutdownGrace:     c.ShutdownGrace,
 		IdleTimeout:       c.IdleTimeout,
 		BodyReadTimeout:   c.BodyTimeout,

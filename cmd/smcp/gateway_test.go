@@ -11,6 +11,7 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/agent"
 	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 )
 
@@ -115,5 +116,42 @@ func TestGatewayExampleFilesLoad(t *testing.T) {
 	}
 	if _, err := c.gatewayConfig(slog.New(slog.DiscardHandler)); err == nil {
 		t.Error("--api-key with a keys file was accepted")
+	}
+}
+
+// The MCP session bounds reach the front end from flags, the environment
+// and the file; -1 lifts the per-address one, 0 is refused.
+func TestMCPSessionLimitFlags(t *testing.T) {
+	build := func(args ...string) (gateway.Config, error) {
+		t.Helper()
+		c, err := parseGatewayConfig(append([]string{"--insecure"}, args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.gatewayConfig(slog.New(slog.DiscardHandler))
+	}
+	cfg, err := build()
+	if err != nil || cfg.MCP.MaxSessions != mcpfront.DefaultMaxSessions || cfg.MCP.MaxSessionsPerAddr != mcpfront.DefaultMaxSessionsPerAddr {
+		t.Errorf("defaults: %+v, %v", cfg.MCP, err)
+	}
+	cfg, err = build("--max-mcp-sessions", "10", "--max-mcp-sessions-per-addr", "-1")
+	if err != nil || cfg.MCP.MaxSessions != 10 || cfg.MCP.MaxSessionsPerAddr != -1 {
+		t.Errorf("flags: %+v, %v", cfg.MCP, err)
+	}
+	file := filepath.Join(t.TempDir(), "gw.yaml")
+	if err := os.WriteFile(file, []byte("max_mcp_sessions_per_addr: 3\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = build("--config", file); err != nil || cfg.MCP.MaxSessionsPerAddr != 3 {
+		t.Errorf("file: %+v, %v", cfg.MCP, err)
+	}
+	t.Setenv("SMCP_MAX_MCP_SESSIONS_PER_ADDR", "5")
+	if cfg, err = build("--config", file); err != nil || cfg.MCP.MaxSessionsPerAddr != 5 {
+		t.Errorf("environment over file: %+v, %v", cfg.MCP, err)
+	}
+	for _, args := range [][]string{{"--max-mcp-sessions-per-addr", "0"}, {"--max-mcp-sessions", "0"}, {"--max-mcp-sessions", "-1"}} {
+		if _, err := build(args...); err == nil || !strings.Contains(err.Error(), "--max-mcp-sessions") {
+			t.Errorf("%v: %v, want an error naming the flag", args, err)
+		}
 	}
 }

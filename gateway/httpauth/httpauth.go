@@ -1,10 +1,12 @@
-// Package httpauth is how the gateway's HTTP front ends (Connect / gRPC and
-// MCP) read who is calling: the API key from the configured header or from
-// "Authorization: Bearer", and the agent name a key without a fixed name
-// acts as. One reading for both, so that a key works the same way on each.
+// Package httpauth is how the gateway's front ends read who is calling: the
+// API key from the configured header or from "Authorization: Bearer", the
+// agent name a key without a fixed name acts as, and the client address their
+// per-address limits count. One reading for all, so that a key and an address
+// count the same way on each.
 package httpauth
 
 import (
+	"net"
 	"net/http"
 	"strings"
 	"unicode"
@@ -56,4 +58,15 @@ func AgentName(p *core.Principal, header, def string) (string, error) {
 		return "", smcp.Errorf(smcp.CodeBadRequest, "%s must be at most %d printable characters", AgentHeader, MaxAgentName)
 	}
 	return header, nil
+}
+
+// ClientIP is the IP of a remote address ("host:port", as in
+// http.Request.RemoteAddr), which the per-address limits count: the TCP
+// peer, since forwarding headers are the client's to forge. An address
+// without a port is returned as is.
+func ClientIP(remoteAddr string) string {
+	if host, _, err := net.SplitHostPort(remoteAddr); err == nil {
+		return host
+	}
+	return remoteAddr
 }

@@ -60,3 +60,20 @@ func TestAgentName(t *testing.T) {
 		}
 	}
 }
+
+// IPv4 and IPv6 peers lose their port (two connections of one host count as
+// one address); an address without a port is kept whole.
+func TestClientIP(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1:5123":    "127.0.0.1",
+		"[::1]:443":         "::1",
+		"[fe80::1%lo]:8080": "fe80::1%lo",
+		"10.0.0.7":          "10.0.0.7",
+		"@":                 "@",
+		"":                  "",
+	} {
+		if got := ClientIP(addr); got != want {
+			t.Errorf("ClientIP(%q) = %q, want %q", addr, got, want)
+		}
+	}
+}

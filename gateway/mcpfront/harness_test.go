@@ -189,6 +189,13 @@ func dial(t testing.TB, g *gateway.Running, office string, opts *mcp.ClientOptio
 // latest, which the stateful endpoint answers by negotiating an older one).
 func dialVersion(t testing.TB, g *gateway.Running, office, version string, opts *mcp.ClientOptions, kv ...string) (*mcp.ClientSession, error) {
 	t.Helper()
+	return dialVia(t, g, office, version, http.DefaultTransport, opts, kv...)
+}
+
+// dialVia is dialVersion over the HTTP transport base (e.g. one binding
+// another local address).
+func dialVia(t testing.TB, g *gateway.Running, office, version string, base http.RoundTripper, opts *mcp.ClientOptions, kv ...string) (*mcp.ClientSession, error) {
+	t.Helper()
 	h := http.Header{}
 	for i := 0; i+1 < len(kv); i += 2 {
 		h.Set(kv[i], kv[i+1])
@@ -198,7 +205,7 @@ func dialVersion(t testing.TB, g *gateway.Running, office, version string, opts 
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "mcpfront-test", Version: "1"}, opts)
 	tr := &mcp.StreamableClientTransport{Endpoint: endpoint(g, office), MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: headers{h: h, base: http.DefaultTransport}}}
+		HTTPClient: &http.Client{Transport: headers{h: h, base: base}}}
 	cs, err := c.Connect(ctxT(t), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		return nil, err

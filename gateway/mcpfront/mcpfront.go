@@ -70,6 +70,13 @@ const (
 	DefaultEventsPerSecond = 2000
 	DefaultEventBurst      = 4000
 	DefaultMaxSessions     = 1024
+	// DefaultMaxSessionsPerAddr bounds the sessions of one client IP. An MCP
+	// client opens one session per configured server, and a session is an
+	// agent of one office, so even a team behind one NAT needs a few dozen;
+	// at 1/16 of DefaultMaxSessions, one address (a runaway client, a
+	// reconnect loop that never sends DELETE) cannot lock every other client
+	// out of the gateway.
+	DefaultMaxSessionsPerAddr = 64
 	// DefaultSessionTimeout closes a session (and frees its office) after
 	// this long without a request from its client.
 	DefaultSessionTimeout = 30 * time.Minute
@@ -104,6 +111,9 @@ type Options struct {
 	EventBurst      int
 	// MaxSessions bounds the open MCP sessions of the gateway (429 beyond).
 	MaxSessions int
+	// MaxSessionsPerAddr bounds the open MCP sessions of one client IP
+	// address (the TCP peer; 429 beyond). Negative: no limit.
+	MaxSessionsPerAddr int
 	// SessionTimeout closes a session idle that long.
 	SessionTimeout time.Duration
 	// MaxDocuments bounds the finder documents listed per computer.
@@ -136,6 +146,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
 	}
+	if o.MaxSessionsPerAddr == 0 {
+		o.MaxSessionsPerAddr = DefaultMaxSessionsPerAddr
+	}
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = DefaultSessionTimeout
 	}
@@ -162,6 +175,11 @@ type Server struct {
 	mu       sync.Mutex
 	closed   bool
 	sessions map[string]*session // by MCP session id
+	// addrOf is the client IP of every session in sessions (reserved ones
+	// too), perAddr how many sessions each IP holds; both change with
+	// sessions, in take and release.
+	addrOf  map[string]string
+	perAddr map[string]int
 	// draining refuses new sessions and requests; inflight counts the
 	// requests being served (tools/call, resources/read, ...), and idle is
 	// closed when draining and none is left.
@@ -173,7 +191,8 @@ type Server struct {
 // New makes the MCP front end of hub, authenticating callers with auth.
 func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 	opts = opts.withDefaults()
-	s := &Server{hub: hub, auth: auth, opts: opts, log: opts.Logger, sessions: map[string]*session{}}
+	s := &Server{hub: hub, auth: auth, opts: opts, log: opts.Logger,
+		sessions: map[string]*session{}, addrOf: map[string]string{}, perAddr: map[string]int{}}
 	s.base = mcp.NewServer(implementation(""), nil)
 	s.handler = mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
 		Logger:              opts.Logger,
@@ -257,7 +276,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.handler.ServeHTTP(w, r)
 		return
 	}
-	sess, err := s.open(r.Context(), p, office, agent)
+	sess, err := s.open(r.Context(), p, office, agent, httpauth.ClientIP(r.RemoteAddr))
 	if err != nil {
 		httpError(w, err)
 		return
@@ -342,10 +361,10 @@ func httpError(w http.ResponseWriter, err error) {
 	_ = json.NewEncoder(w).Encode(e.Wire())
 }
 
-// open makes the session of a new MCP client: its agent lease, its watch of
-// the office and its own mcp.Server holding the office's tools and
-// resources as they are now.
-func (s *Server) open(ctx context.Context, p *core.Principal, office, agent string) (*session, error) {
+// open makes the session of a new MCP client at address ip: its agent
+// lease, its watch of the office and its own mcp.Server holding the office's
+// tools and resources as they are now.
+func (s *Server) open(ctx context.Context, p *core.Principal, office, agent, ip string) (*session, error) {
 	id := rand.Text()
 	s.mu.Lock()
 	switch {
@@ -355,19 +374,38 @@ func (s *Server) open(ctx context.Context, p *core.Principal, office, agent stri
 	case len(s.sessions) >= s.opts.MaxSessions:
 		s.mu.Unlock()
 		return nil, smcp.Errorf(core.CodeTooManyPending, "too many MCP sessions (%d)", s.opts.MaxSessions)
+	case s.opts.MaxSessionsPerAddr > 0 && s.perAddr[ip] >= s.opts.MaxSessionsPerAddr:
+		s.mu.Unlock()
+		return nil, smcp.Errorf(core.CodeTooManyPending, "too many MCP sessions from this address (%d)", s.opts.MaxSessionsPerAddr)
 	}
-	// Reserve the slot now so that concurrent opens respect MaxSessions.
+	// Take the slot now so that concurrent opens respect both bounds.
 	s.sessions[id] = nil
+	s.addrOf[id] = ip
+	s.perAddr[ip]++
 	s.mu.Unlock()
 	sess, err := newSession(ctx, s, id, p, office, agent)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
-		delete(s.sessions, id)
+		s.releaseLocked(id)
 		return nil, err
 	}
 	s.sessions[id] = sess
 	return sess, nil
+}
+
+// releaseLocked gives back the slots of session id, once: open's failure
+// and the session's own end (forget) may both call it.
+func (s *Server) releaseLocked(id string) {
+	delete(s.sessions, id)
+	ip, ok := s.addrOf[id]
+	if !ok {
+		return
+	}
+	delete(s.addrOf, id)
+	if s.perAddr[ip]--; s.perAddr[ip] <= 0 {
+		delete(s.perAddr, ip)
+	}
 }
 
 // started is called once the request that opened sess is answered: when the
@@ -398,10 +436,11 @@ func (s *Server) started(sess *session) {
 	sess.run()
 }
 
-// forget removes a closed session.
+// forget removes a closed session, however it ended (DELETE, idle timeout,
+// failed initialize, shutdown): every end goes through session.close.
 func (s *Server) forget(id string) {
 	s.mu.Lock()
-	delete(s.sessions, id)
+	s.releaseLocked(id)
 	s.mu.Unlock()
 }
 

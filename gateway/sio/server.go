@@ -9,7 +9,6 @@ import (
 
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/httpauth"
 	"github.com/smcpgw/smcp-gateway/gateway/inflight"
 	"github.com/smcpgw/smcp-gateway/gateway/metrics"
 	"github.com/smcpgw/smcp-gateway/smcp"
@@ -276,13 +276,7 @@ func (s *Server) credential(sock *socket.Socket) string {
 }
 
 // clientIP is the connection's remote IP, without its port.
-func clientIP(sock *socket.Socket) string {
-	addr := sock.Handshake().Address
-	if host, _, err := net.SplitHostPort(addr); err == nil {
-		return host
-	}
-	return addr
-}
+func clientIP(sock *socket.Socket) string { return httpauth.ClientIP(sock.Handshake().Address) }
 
 // addrAdd counts a connection of ip; false (nothing counted) when ip is at
 // its limit.
