@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // syncBuffer is a bytes.Buffer safe for the logging transport's writes.
@@ -57,9 +58,13 @@ func TestRawCallToolResultSentAsIs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The in-memory client speaks 2026-07-28, whose result type the session
-	// adds in front.
-	if !strings.Contains(log.String(), `"result":{"resultType":"complete",`+raw[1:]+`}`) {
-		t.Errorf("the server did not write the result as it is:\n%s", log.String())
+	// adds in front. The transport logs a message after sending it, so
+	// perhaps after the client has read it.
+	want := `"result":{"resultType":"complete",` + raw[1:] + `}`
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(log.String(), want); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server did not write the result as it is:\n%s", log.String())
+		}
 	}
 	text, ok := res.Content[0].(*TextContent)
 	if !res.IsError || !ok || text.Text != "a  <b>" || text.Annotations == nil || text.Annotations.Priority != 0.5 {

@@ -77,10 +77,6 @@ type Response struct {
 	// Extra is additional information that does not appear on the wire. It can be
 	// used to pass information from the underlying transport to the application.
 	Extra any
-
-	// compact is set when Result was marshaled by NewResponse, so is compact
-	// JSON that EncodeMessage can copy as it is.
-	compact bool
 }
 
 // StringID creates a new string request identifier.
@@ -122,7 +118,7 @@ func (msg *Request) marshal(to *wireCombined) {
 // supplied. If err is set result may be ignored.
 func NewResponse(id ID, result any, rerr error) (*Response, error) {
 	r, merr := marshalToRaw(result)
-	return &Response{ID: id, Result: r, Error: rerr, compact: true}, merr
+	return &Response{ID: id, Result: r, Error: rerr}, merr
 }
 
 func (msg *Response) marshal(to *wireCombined) {
@@ -151,7 +147,7 @@ func toWireError(err error) *WireError {
 }
 
 func EncodeMessage(msg Message) ([]byte, error) {
-	if r, ok := msg.(*Response); ok && r.compact && r.Error == nil && r.Result != nil {
+	if r, ok := msg.(*Response); ok && r.Error == nil && r.Result != nil {
 		if data, ok := appendResult(r); ok {
 			return data, nil
 		}
@@ -165,12 +161,14 @@ func EncodeMessage(msg Message) ([]byte, error) {
 	return data, nil
 }
 
-// appendResult encodes a successful response whose result NewResponse
-// marshaled: the result is copied, not encoded a second time (upstream's
-// encoding/json compacts and copies a RawMessage field, which was a third of
-// the cost of writing a tools/call answer). The bytes are those of the
-// generic path: same field order, no HTML escaping. Not ok: an ID that path
-// has to handle (none).
+// appendResult encodes a successful response without encoding/json's
+// reflection over the envelope: the ID, then the result compacted with
+// json.Compact, which is what encoding/json without HTML escaping does to a
+// RawMessage member (it validates it and removes white space), so the bytes
+// are those of the generic path. Local patch
+// (third_party/modelcontextprotocol/PATCHED.md). Not ok: an ID that path has
+// to handle (none), or a result that is not valid JSON (the generic path
+// reports it).
 func appendResult(r *Response) ([]byte, bool) {
 	var id []byte
 	switch v := r.ID.value.(type) {
@@ -185,12 +183,15 @@ func appendResult(r *Response) ([]byte, bool) {
 		return nil, false
 	}
 	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
-	data := make([]byte, 0, len(head)+len(id)+len(mid)+len(r.Result)+1)
-	data = append(data, head...)
-	data = append(data, id...)
-	data = append(data, mid...)
-	data = append(data, r.Result...)
-	return append(data, '}'), true
+	buf := bytes.NewBuffer(make([]byte, 0, len(head)+len(id)+len(mid)+len(r.Result)+1))
+	buf.WriteString(head)
+	buf.Write(id)
+	buf.WriteString(mid)
+	if json.Compact(buf, r.Result) != nil {
+		return nil, false
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), true
 }
 
 // EncodeIndent is like EncodeMessage, but honors indents.
