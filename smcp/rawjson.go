@@ -312,6 +312,33 @@ var errStop = errors.New("stop")
 // top-level key (unescaped) and its value (a sub-slice of b, checked). A
 // field error ends the walk and is returned.
 func ObjectFields(b []byte, field func(key string, value json.RawMessage) error) error {
+	return walkObject(b, func(_ int, key string, v json.RawMessage) error { return field(key, v) })
+}
+
+// RenameKey returns a copy of the JSON object b with its top-level key from
+// renamed to, or nil if b has no such key written as plain letters (without
+// escapes). Nothing else of b changes.
+func RenameKey(b []byte, from, to string) []byte {
+	token := `"` + from + `"`
+	at := -1
+	_ = walkObject(b, func(keyAt int, key string, _ json.RawMessage) error {
+		if key == from && string(b[keyAt:keyAt+len(token)]) == token {
+			at = keyAt
+			return errStop
+		}
+		return nil
+	})
+	if at < 0 {
+		return nil
+	}
+	out := make([]byte, 0, len(b)-len(from)+len(to))
+	out = append(out, b[:at+1]...)
+	out = append(out, to...)
+	return append(out, b[at+1+len(from):]...)
+}
+
+// walkObject is ObjectFields, telling field where each key starts in b.
+func walkObject(b []byte, field func(keyAt int, key string, value json.RawMessage) error) error {
 	s := rawScanner{b: b, depth: 1}
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
@@ -325,6 +352,7 @@ func ObjectFields(b []byte, field func(key string, value json.RawMessage) error)
 			if i >= len(b) || b[i] != '"' {
 				return syntaxErr(i, "expected a key")
 			}
+			keyAt := i
 			kend, err := s.str(i)
 			if err != nil {
 				return err
@@ -341,7 +369,7 @@ func ObjectFields(b []byte, field func(key string, value json.RawMessage) error)
 			if err != nil {
 				return err
 			}
-			if err := field(key, json.RawMessage(b[i:end:end])); err != nil {
+			if err := field(keyAt, key, json.RawMessage(b[i:end:end])); err != nil {
 				return err
 			}
 			i = skipSpace(b, end)

@@ -42,3 +42,19 @@ func FuzzCheckJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestRenameKey(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"meta":{"a":1},"content":[]}`:                `{"_meta":{"a":1},"content":[]}`,
+		`{ "content" : [{"meta":1}] , "meta" : null }`: `{ "content" : [{"meta":1}] , "_meta" : null }`,
+		`{"x":"\"meta\"","meta":2}`:                    `{"x":"\"meta\"","_meta":2}`,
+		`{"content":[{"meta":1}]}`:                     ``, // only a nested one
+		`{"\u006deta":1}`:                              ``, // written with an escape
+		`{}`:                                           ``,
+	} {
+		got := RenameKey([]byte(in), "meta", "_meta")
+		if string(got) != want || (want == "") != (got == nil) {
+			t.Errorf("%s: got %q, want %q", in, got, want)
+		}
+	}
+}

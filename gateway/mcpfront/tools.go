@@ -214,88 +214,95 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 	}
 }
 
-// toolResult decodes a CallToolResult as the computer (or the gateway, for a
-// timeout or a computer gone) made it. SMCP spells the result's metadata
-// "meta", MCP "_meta": both are read. Results of plain text contents, the
-// common case, are read with the smcp package's raw scanner in one pass (no
-// reflection, the text unescaped straight from the answer's bytes); any
-// other content takes the go-sdk's decoder. On the gateway's hot path this
-// was the front end's largest own cost per call (three encoding/json
-// decodes of every content).
+// toolResult makes the MCP answer of a tools/call from the CallToolResult the
+// computer (or the gateway, for a timeout or a computer gone) sent. An answer
+// already in MCP's shape is relayed as it is (mcp.RawCallToolResult; the
+// go-sdk only compacts its white space): annotations, unknown members and
+// member order reach the client unchanged, and nothing is decoded and
+// encoded again, which was the front end's largest own cost per call. SMCP
+// spells the result's metadata "meta", MCP "_meta": an answer with "meta"
+// alone has that one key renamed in place; one with both, or without
+// "content", is decoded and made anew (fullToolResult). A malformed answer
+// is an error of that call.
 func toolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
-	res := &mcp.CallToolResult{}
-	var content, meta, smcpMeta json.RawMessage
+	var (
+		content, meta, smcpMeta json.RawMessage
+		hasMeta, isError        bool
+	)
 	err := smcp.ObjectFields(raw, func(key string, v json.RawMessage) error {
 		switch key {
 		case "content":
 			content = v
-		case "structuredContent":
-			if !isNull(v) {
-				// A sub-slice of the answer, which nothing else holds.
-				res.StructuredContent = v
-			}
 		case "isError":
 			switch string(v) {
 			case "true":
-				res.IsError = true
+				isError = true
 			case "false", "null":
 			default:
 				return fmt.Errorf("isError is %.20s, not a boolean", v)
 			}
-		case "_meta":
-			meta = v
-		case "meta":
-			smcpMeta = v
+		case "_meta", "meta":
+			if !isNull(v) && v[0] != '{' {
+				return fmt.Errorf("%s is %.20s, not an object", key, v)
+			}
+			if key == "_meta" {
+				meta, hasMeta = v, true
+			} else {
+				smcpMeta = v
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, malformedResult(err)
 	}
-	for _, m := range []json.RawMessage{meta, smcpMeta} {
-		if res.Meta == nil && !isNull(m) && string(m) != "{}" {
-			if err := json.Unmarshal(m, &res.Meta); err != nil {
-				return nil, malformedResult(err)
-			}
+	if isNull(content) || (smcpMeta != nil && hasMeta) {
+		return fullToolResult(raw, meta, smcpMeta)
+	}
+	items, err := smcp.SplitArray(content)
+	if err != nil {
+		return nil, malformedResult(fmt.Errorf("content: %w", err))
+	}
+	for i, c := range items {
+		if err := checkContent(c); err != nil {
+			return nil, malformedResult(fmt.Errorf("content %d: %w", i, err))
 		}
 	}
-	var items []json.RawMessage
-	if !isNull(content) {
-		if items, err = smcp.SplitArray(content); err != nil {
-			return nil, malformedResult(fmt.Errorf("content: %w", err))
+	if smcpMeta != nil {
+		renamed := smcp.RenameKey(raw, "meta", "_meta")
+		if renamed == nil {
+			return fullToolResult(raw, meta, smcpMeta)
 		}
+		raw = renamed
 	}
-	res.Content = make([]mcp.Content, 0, len(items))
-	for _, c := range items {
-		text, ok := plainText(c)
-		if !ok {
-			return fullToolResult(raw, res.Meta)
-		}
-		res.Content = append(res.Content, &mcp.TextContent{Text: text})
-	}
-	return res, nil
+	return mcp.RawCallToolResult(raw, isError), nil
 }
 
-// plainText reads a content that is {"type":"text","text":...} and nothing
-// else (no annotations, no _meta), in either order.
-func plainText(c json.RawMessage) (string, bool) {
-	var typ, text json.RawMessage
-	n := 0
+// contentTypes are the kinds of content MCP defines.
+var contentTypes = map[string]bool{"text": true, "image": true, "audio": true, "resource_link": true, "resource": true}
+
+// checkContent refuses a content item that is not an object of a kind MCP
+// knows, which a client would refuse as a malformed answer.
+func checkContent(c json.RawMessage) error {
+	var typ string
 	err := smcp.ObjectFields(c, func(key string, v json.RawMessage) error {
-		n++
-		switch key {
-		case "type":
-			typ = v
-		case "text":
-			text = v
+		if key != "type" {
+			return nil
 		}
-		return nil
+		if len(v) == 0 || v[0] != '"' {
+			return fmt.Errorf("type is %.20s, not a string", v)
+		}
+		var err error
+		typ, err = smcp.RawString(v)
+		return err
 	})
-	if err != nil || n != 2 || string(typ) != `"text"` || len(text) == 0 || text[0] != '"' {
-		return "", false
+	if err != nil {
+		return err
 	}
-	s, err := smcp.RawString(text)
-	return s, err == nil
+	if !contentTypes[typ] {
+		return fmt.Errorf("unknown content type %q", typ)
+	}
+	return nil
 }
 
 func isNull(v json.RawMessage) bool { return len(v) == 0 || string(v) == "null" }
@@ -304,14 +311,22 @@ func malformedResult(err error) error {
 	return mcpError(smcp.Errorf(smcp.CodeInternal, "malformed tool result: %v", err), false)
 }
 
-// fullToolResult decodes a result with any kind of content (images, audio,
-// resources, annotations) with the go-sdk's own decoder.
-func fullToolResult(raw json.RawMessage, meta map[string]any) (*mcp.CallToolResult, error) {
+// fullToolResult decodes a result that cannot be relayed as it is with the
+// go-sdk's own decoder, and takes its metadata from "_meta", or from SMCP's
+// "meta" when "_meta" is empty.
+func fullToolResult(raw, meta, smcpMeta json.RawMessage) (*mcp.CallToolResult, error) {
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, malformedResult(err)
 	}
-	res.Meta = meta
+	res.Meta = nil
+	for _, m := range []json.RawMessage{meta, smcpMeta} {
+		if res.Meta == nil && !isNull(m) && string(m) != "{}" {
+			if err := json.Unmarshal(m, &res.Meta); err != nil {
+				return nil, malformedResult(err)
+			}
+		}
+	}
 	if res.Content == nil {
 		res.Content = []mcp.Content{}
 	}

@@ -90,40 +90,87 @@ func TestAddToolRefusesWhatTheSDKWouldPanicOn(t *testing.T) {
 	}
 }
 
+// clientView is a result as an MCP client reads it: encoded by the go-sdk
+// server, decoded by the go-sdk.
+func clientView(t *testing.T, res *mcp.CallToolResult) (*mcp.CallToolResult, string) {
+	t.Helper()
+	b, err := json.Marshal(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got mcp.CallToolResult
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return &got, string(b)
+}
+
 func TestToolResult(t *testing.T) {
 	// The gateway's own timeout result: SMCP's "meta" becomes "_meta".
 	res, err := toolResult(smcp.GatewayResult(smcp.ComputerTimeoutError(smcp.EventToolCall, "pc", time.Second)))
-	if err != nil || !res.IsError || res.Meta["a2c_timeout"] != true || res.Content[0].(*mcp.TextContent).Text != "Tool call timeout" {
-		t.Errorf("timeout result: %v %+v", err, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, b := clientView(t, res); !res.IsError || !got.IsError || got.Meta["a2c_timeout"] != true || got.Content[0].(*mcp.TextContent).Text != "Tool call timeout" {
+		t.Errorf("timeout result: %s", b)
 	}
 	res, err = toolResult(json.RawMessage(`{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"structuredContent":{"n":1},"_meta":{"k":"v"}}`))
-	if err != nil || len(res.Content) != 2 || res.IsError || res.Meta["k"] != "v" {
-		t.Fatalf("text result: %v %+v", err, res)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if b, _ := json.Marshal(res); !strings.Contains(string(b), `"structuredContent":{"n":1}`) {
-		t.Errorf("structured content lost: %s", b)
+	if got, b := clientView(t, res); len(got.Content) != 2 || got.IsError || got.Meta["k"] != "v" || !strings.Contains(b, `"structuredContent":{"n":1}`) {
+		t.Errorf("text result: %s", b)
 	}
-	// Other contents take the go-sdk's decoder, annotations included.
+	// Any content, annotations included.
 	res, err = toolResult(json.RawMessage(`{"content":[{"type":"image","data":"aGk=","mimeType":"image/png"},{"type":"text","text":"t","annotations":{"priority":0.5}}],"meta":{"a2c_cancelled":true}}`))
-	if err != nil || len(res.Content) != 2 || res.Meta["a2c_cancelled"] != true {
-		t.Fatalf("image result: %v %+v", err, res)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if img, ok := res.Content[0].(*mcp.ImageContent); !ok || string(img.Data) != "hi" {
-		t.Errorf("image content %+v", res.Content[0])
+	got, b := clientView(t, res)
+	if len(got.Content) != 2 || got.Meta["a2c_cancelled"] != true {
+		t.Fatalf("image result: %s", b)
 	}
-	if txt, ok := res.Content[1].(*mcp.TextContent); !ok || txt.Annotations == nil || txt.Annotations.Priority != 0.5 {
-		t.Errorf("annotated text %+v", res.Content[1])
+	if img, ok := got.Content[0].(*mcp.ImageContent); !ok || string(img.Data) != "hi" {
+		t.Errorf("image content %+v", got.Content[0])
+	}
+	if txt, ok := got.Content[1].(*mcp.TextContent); !ok || txt.Annotations == nil || txt.Annotations.Priority != 0.5 {
+		t.Errorf("annotated text %+v", got.Content[1])
 	}
 	for _, bad := range []string{`{"content":"nope"}`, `{"content":[{"type":"text","text":"a"}],"isError":"yes"}`,
-		`{"content":[{"type":"text","text":"a"}`, `[]`, `{"content":[{"type":"text","text":"a"}],"_meta":[1]}`} {
+		`{"content":[{"type":"text","text":"a"}`, `[]`, `{"content":[{"type":"text","text":"a"}],"_meta":[1]}`,
+		`{"content":[],"meta":"m"}`, `{"content":[1]}`, `{"content":[{"text":"a"}]}`, `{"content":[{"type":"bogus"}]}`,
+		`{"content":[{"type":7}]}`} {
 		if _, err := toolResult(json.RawMessage(bad)); !hasSMCPCode(err, 500) {
 			t.Errorf("malformed result %s: %v", bad, err)
 		}
 	}
 }
 
-// The scanner's fast path gives what the go-sdk's own decoder gives, for
-// every shape of plain-text result and for those it hands over.
+// An answer in MCP's shape reaches the client as the computer wrote it:
+// member order, unknown members, annotations; SMCP's "meta" alone is renamed
+// in place.
+func TestToolResultRelayedAsIs(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"isError":false,"content":[{"text":"b","type":"text","annotations":{"audience":["user"]}}],"x-vendor":{"k":[1,2.50]}}`: ``,
+		`{"content":[{"type":"resource_link","uri":"file:///x","name":"x"}],"structuredContent":[1,2],"_meta":{"k":1}}`:          ``,
+		`{"content":[{"type":"text","text":"a"}],"meta":{"a2c_tool_meta":"{}"},"isError":true}`:                                  `{"content":[{"type":"text","text":"a"}],"_meta":{"a2c_tool_meta":"{}"},"isError":true}`,
+		`{ "content" : [ ] , "meta" : null }`: `{"content":[],"_meta":null}`,
+	} {
+		res, err := toolResult(json.RawMessage(in))
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if want == "" {
+			want = in
+		}
+		if _, b := clientView(t, res); b != want {
+			t.Errorf("%s:\n got  %s\n want %s", in, b, want)
+		}
+	}
+}
+
+// Whether relayed or decoded, a result reads the same to a client as the
+// go-sdk's own decoding of the computer's answer.
 func TestToolResultMatchesSDKDecoding(t *testing.T) {
 	for _, in := range []string{
 		`{"content":[{"type":"text","text":"a \"q\" \u00e9\n\ud83d\ude00"}],"isError":true}`,
@@ -132,19 +179,21 @@ func TestToolResultMatchesSDKDecoding(t *testing.T) {
 		`{"content":null}`,
 		`{}`,
 		`{"content":[{"type":"text","text":"c","_meta":{"m":1}}],"meta":{"smcp":true}}`,
+		`{"content":[{"type":"text","text":"c"}],"meta":{"smcp":true},"_meta":{}}`,
 		`{"content":[{"type":"text"}]}`,
 		`{"content":[{"type":"text","text":"d"},{"type":"resource_link","uri":"file:///x","name":"x"}],"structuredContent":[1,2]}`,
 	} {
-		got, err := toolResult(json.RawMessage(in))
+		res, err := toolResult(json.RawMessage(in))
 		if err != nil {
 			t.Errorf("%s: %v", in, err)
 			continue
 		}
+		got, _ := clientView(t, res)
 		var want mcp.CallToolResult
 		if err := json.Unmarshal([]byte(in), &want); err != nil {
 			t.Fatalf("go-sdk refuses %s: %v", in, err)
 		}
-		if want.Meta == nil {
+		if len(want.Meta) == 0 {
 			var smcpMeta struct {
 				Meta map[string]any `json:"meta"`
 			}
@@ -207,25 +256,27 @@ func fmtErr(err error) string {
 	return fmt.Sprint(err)
 }
 
-// BenchmarkToolResult weighs the conversion of a computer's plain-text
-// result on every tools/call: "scanner" is toolResult's one pass, "sdk" the
-// go-sdk's own decoding of the same bytes (what fullToolResult does).
+// BenchmarkToolResult weighs what a computer's result costs on every
+// tools/call, made into the go-sdk's answer and encoded as the server does:
+// "relay" is toolResult (the answer relayed as it is), "sdk" the go-sdk's
+// own decoding of the same bytes (what fullToolResult does) and encoding.
 func BenchmarkToolResult(b *testing.B) {
-	raw := json.RawMessage(`{"content":[{"type":"text","text":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}],"isError":false,"meta":{}}`)
-	b.Run("scanner", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := toolResult(raw); err != nil {
-				b.Fatal(err)
+	raw := json.RawMessage(`{"content":[{"type":"text","text":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}],"isError":false}`)
+	for name, conv := range map[string]func() (*mcp.CallToolResult, error){
+		"relay": func() (*mcp.CallToolResult, error) { return toolResult(raw) },
+		"sdk":   func() (*mcp.CallToolResult, error) { return fullToolResult(raw, nil, nil) },
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := conv()
+				if err == nil {
+					_, err = json.Marshal(res)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("sdk", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := fullToolResult(raw, nil); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		})
+	}
 }

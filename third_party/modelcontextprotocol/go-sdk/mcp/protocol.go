@@ -5,6 +5,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -327,6 +328,18 @@ type CallToolResult struct {
 	// Its only use is in server sending middleware, where it can be accessed
 	// with getError.
 	err error
+	// raw, set by RawCallToolResult, is the whole result as JSON.
+	raw json.RawMessage
+}
+
+// RawCallToolResult returns a result that is encoded as raw, as it is: for a
+// server relaying the answer of another, whose bytes should reach the client
+// unchanged and not be decoded and encoded again. raw must be a JSON object
+// that is a valid CallToolResult (the caller checks it); isError is what its
+// "isError" says, for middleware to read. The other fields stay empty: raw
+// is the result. (Local patch, see third_party/modelcontextprotocol/PATCHED.md.)
+func RawCallToolResult(raw json.RawMessage, isError bool) *CallToolResult {
+	return &CallToolResult{raw: raw, IsError: isError, Content: []Content{}}
 }
 
 // SetError sets the error for the tool result and sets IsError to true.
@@ -370,6 +383,9 @@ func (r *CallToolResult) hasContent() bool {
 func (r *CallToolResult) NeedsInput() bool { return r.resultType == resultTypeInputRequired }
 
 func (x *CallToolResult) MarshalJSON() ([]byte, error) {
+	if x.raw != nil {
+		return x.rawJSON(), nil
+	}
 	type res CallToolResult // avoid recursion
 	type wire struct {
 		res
@@ -385,6 +401,20 @@ func (x *CallToolResult) MarshalJSON() ([]byte, error) {
 		w.InputRequests = ir
 	}
 	return json.Marshal(w)
+}
+
+// rawJSON is raw with the result type, when the session set one (protocol
+// 2026-07-28), as its first member.
+func (x *CallToolResult) rawJSON() []byte {
+	if x.resultType == "" {
+		return x.raw
+	}
+	body := bytes.TrimSpace(x.raw[1:]) // raw is an object: '{' first
+	out := fmt.Appendf(nil, `{"resultType":%q`, x.resultType)
+	if len(body) > 0 && body[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, body...)
 }
 
 func (x *CallToolResult) UnmarshalJSON(data []byte) error {

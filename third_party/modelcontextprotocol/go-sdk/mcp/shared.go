@@ -12,6 +12,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -534,6 +535,12 @@ func setProgressToken(p Params, pt any) {
 // field from a JSON-RPC request's raw params.
 func extractRequestMeta(rawParams json.RawMessage) Meta {
 	if len(rawParams) == 0 {
+		return nil
+	}
+	// Local patch (third_party/modelcontextprotocol/PATCHED.md): params that
+	// hold neither the letters _meta nor an escape cannot have the key, and
+	// are not decoded (twice per request) to find that out.
+	if !bytes.Contains(rawParams, []byte("_meta")) && bytes.IndexByte(rawParams, '\\') < 0 {
 		return nil
 	}
 	var meta struct {

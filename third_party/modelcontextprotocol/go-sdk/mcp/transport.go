@@ -5,6 +5,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -737,9 +738,12 @@ func (t *ioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // readBatch reads batch data, which may be either a single JSON-RPC message,
 // or an array of JSON-RPC messages.
 func readBatch(data []byte) (msgs []jsonrpc.Message, isBatch bool, _ error) {
-	// Try to read an array of messages first.
+	// Try to read an array of messages first. Local patch
+	// (third_party/modelcontextprotocol/PATCHED.md): only when it can be one;
+	// decoding a lone message as an array failed on every request, and the
+	// failure's error was built each time.
 	var rawBatch []json.RawMessage
-	if err := internaljson.Unmarshal(data, &rawBatch); err == nil {
+	if isArray(data) && internaljson.Unmarshal(data, &rawBatch) == nil {
 		if len(rawBatch) == 0 {
 			return nil, true, fmt.Errorf("empty batch")
 		}
@@ -755,6 +759,12 @@ func readBatch(data []byte) (msgs []jsonrpc.Message, isBatch bool, _ error) {
 	// Try again with a single message.
 	msg, err := jsonrpc2.DecodeMessage(data)
 	return []jsonrpc.Message{msg}, false, err
+}
+
+// isArray reports whether data's first non-space byte opens an array.
+func isArray(data []byte) bool {
+	data = bytes.TrimLeft(data, " \t\r\n")
+	return len(data) > 0 && data[0] == '['
 }
 
 func (t *ioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
