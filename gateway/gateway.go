@@ -322,10 +322,8 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	srv.Protocols.SetHTTP1(true)
 	srv.Protocols.SetHTTP2(true)
 	srv.Protocols.SetUnencryptedHTTP2(true) // h2c for gRPC on the same port
-	// MCP sessions hold their office and an open event stream: once drained
-	// (shutdown), end them so that Shutdown does not wait for their streams.
-	srv.RegisterOnShutdown(g.MCP.Close)
-	// Nor for connections that never sent a request (see freshConns).
+	// Shutdown must not wait for connections that never sent a request
+	// (see freshConns).
 	fresh := newFreshConns()
 	srv.ConnState = fresh.track
 	srv.RegisterOnShutdown(fresh.closeAll)
@@ -405,8 +403,13 @@ func (g *Gateway) shutdown(srv *http.Server) {
 		}
 		return nil
 	})
-	// Shutdown waits for requests to end, and a long-poll ends only when its
-	// socket is closed: close the sockets while it waits.
+	// Shutdown waits for requests to end: a long-poll ends only when its
+	// socket is closed, an MCP event stream when its session ends (which
+	// frees its office). End both while it waits.
+	closing.Go(func() error {
+		g.MCP.Close()
+		return nil
+	})
 	g.SIO.Close()
 	_ = closing.Wait()
 }
