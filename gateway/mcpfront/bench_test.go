@@ -26,19 +26,28 @@ import (
 // tool, an empty desktop and finder), so that the benchmark weighs the
 // gateway's front ends rather than an MCP server under the computer.
 func benchComputer(b *testing.B, g *gateway.Running, office, name string) {
-	c, err := sioclient.Dial(ctxT(b), sioclient.Options{URL: g.URL, APIKey: keyAll, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(c.Close)
-	c.Handle(smcp.EventToolCall, func(_ context.Context, p json.RawMessage) (any, error) {
+	memComputer(b, g, office, name, func(p json.RawMessage) any {
 		var req struct {
 			Params struct {
 				Text string `json:"text"`
 			} `json:"params"`
 		}
 		_ = json.Unmarshal(p, &req)
-		return map[string]any{"content": []any{map[string]any{"type": "text", "text": req.Params.Text}}, "isError": false}, nil
+		return map[string]any{"content": []any{map[string]any{"type": "text", "text": req.Params.Text}}, "isError": false}
+	})
+}
+
+// memComputer is a Socket.IO computer answering from memory: one tool,
+// "echo", whose result is answer(the client:tool_call payload), an empty
+// desktop and finder.
+func memComputer(b testing.TB, g *gateway.Running, office, name string, answer func(json.RawMessage) any) {
+	c, err := sioclient.Dial(ctxT(b), sioclient.Options{URL: g.URL, APIKey: keyAll, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(c.Close)
+	c.Handle(smcp.EventToolCall, func(_ context.Context, p json.RawMessage) (any, error) {
+		return answer(p), nil
 	})
 	c.Handle(smcp.EventGetTools, func(context.Context, json.RawMessage) (any, error) {
 		return map[string]any{"tools": []any{map[string]any{"name": "echo", "description": "echo",

@@ -527,3 +527,32 @@ func TestSessionsMetric(t *testing.T) {
 		t.Errorf("metrics lack smcp_mcp_sessions 1")
 	}
 }
+
+// A relay relays: a computer's tool result in MCP's shape reaches the MCP
+// client as the computer wrote it (member order, an unknown member, number
+// spelling, escapes, annotations), and SMCP's "meta" alone is renamed
+// "_meta" in place. (No HTML characters: this computer's Socket.IO library
+// escapes them; the gateway does not, TestSocketIOBytesBothWays.)
+func TestToolResultBytesRelayed(t *testing.T) {
+	g := startGateway(t, gateway.Config{})
+	for _, c := range []struct{ answer, want string }{
+		{`{"isError":false,"x-vendor":{"n":[1,2.50,1e3]},"content":[{"text":"caf\u00e9 \"q\" \/","type":"text","annotations":{"audience":["user"],"priority":0.5}}]}`, ""},
+		{`{"content":[{"type":"text","text":"t"}],"meta":{"a2c_tool_meta":"{\"k\":1}"},"isError":true}`,
+			`{"content":[{"type":"text","text":"t"}],"_meta":{"a2c_tool_meta":"{\"k\":1}"},"isError":true}`},
+	} {
+		office := "R" + time.Now().Format("150405.000000")
+		memComputer(t, g, office, "pc", func(json.RawMessage) any { return json.RawMessage(c.answer) })
+		s := newRawSession(t, endpoint(g, office), keyAll)
+		got, err := s.post(ctxT(t), []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pc__echo","arguments":{}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := c.want
+		if want == "" {
+			want = c.answer
+		}
+		if want = `{"jsonrpc":"2.0","id":7,"result":` + want + `}`; string(got) != want {
+			t.Errorf("answer\n got  %s\n want %s", got, want)
+		}
+	}
+}
