@@ -17,9 +17,11 @@
 //
 //   - tools: the union of the computers' tools, named "{computer}__{tool}"
 //     (the computer's alias-resolved names), schemas and annotations carried
-//     over; tools/call is a client:tool_call with the call's deadline, and an
-//     MCP cancellation (notifications/cancelled) becomes
-//     server:tool_call_cancel, which makes the computer cancel its own MCP call;
+//     over; tools/call is a client:tool_call with the call's deadline, whose
+//     result reaches the client as the computer wrote it (SMCP's "meta"
+//     renamed "_meta"), and an MCP cancellation (notifications/cancelled)
+//     becomes server:tool_call_cancel, which makes the computer cancel its
+//     own MCP call;
 //   - resources: desktop windows (window://) and finder documents (dpe://),
 //     one catalog resource per dpe:// host, the dpe:// URI templates;
 //     resources/read goes through the computer's read bridge at every level;
