@@ -76,7 +76,12 @@ type Client struct {
 	doneOnce sync.Once
 	err      error // why it is over, under mu
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// link ends when the current connection drops (and at Close): the
+	// context of the requests it delivered, whose answers can only go back
+	// on it (an ack's id means nothing on the next connection).
+	link      context.Context
+	unlink    context.CancelFunc
 	joined    *smcpv1.EnterOfficeReq // re-joined after a reconnect
 	connects  int
 	onRejoin  func(error)
@@ -177,6 +182,7 @@ const maxReconnectDelay = 5 * time.Second
 func dialOnce(ctx context.Context, o Options, mopts *socket.ManagerOptions, sopts *socket.SocketOptions) (*Client, error) {
 	cctx, cancel := context.WithCancel(context.Background())
 	c := &Client{opts: o, log: o.Logger, ctx: cctx, cancel: cancel, notes: make(chan note, 256), done: make(chan struct{})}
+	c.link, c.unlink = context.WithCancel(cctx)
 	c.manager = socket.NewManager(o.URL, mopts)
 	c.sock = c.manager.Socket(smcp.Namespace, sopts) // not connected yet: autoConnect is off
 	go c.deliver()
@@ -207,6 +213,9 @@ func dialOnce(ctx context.Context, o Options, mopts *socket.ManagerOptions, sopt
 		c.mu.Lock()
 		c.connects++
 		reconnect := c.connects > 1
+		if reconnect {
+			c.link, c.unlink = context.WithCancel(c.ctx)
+		}
 		hooks := append([]func(){}, c.onConnect...)
 		c.mu.Unlock()
 		select {
@@ -222,6 +231,9 @@ func dialOnce(ctx context.Context, o Options, mopts *socket.ManagerOptions, sopt
 		}
 	})
 	_ = c.sock.On("disconnect", func(args ...any) {
+		c.mu.Lock()
+		c.unlink()
+		c.mu.Unlock()
 		if c.ctx.Err() != nil {
 			return // Close
 		}
@@ -508,9 +520,15 @@ func (c *Client) deliver() {
 type Handler func(ctx context.Context, payload json.RawMessage) (any, error)
 
 // Handle serves requests named event, each in its own goroutine. ctx ends
-// when the client closes.
+// when the connection that delivered the request drops, or the client
+// closes: nobody can receive the answer any more (a computer's tool call
+// is then cancelled at its MCP server, rather than run to its end for
+// nothing).
 func (c *Client) Handle(event string, h Handler) {
 	_ = c.sock.On(types.EventName(event), func(args ...any) {
+		c.mu.Lock()
+		ctx := c.link
+		c.mu.Unlock()
 		var ack sockettypes.Ack
 		if n := len(args); n > 0 {
 			ack, _ = args[n-1].(sockettypes.Ack)
@@ -523,11 +541,13 @@ func (c *Client) Handle(event string, h Handler) {
 			payload, _ = json.Marshal(args[0])
 		}
 		go func() {
-			out, err := h(c.ctx, payload)
-			if ack == nil || c.ctx.Err() != nil {
+			out, err := h(ctx, payload)
+			if ack == nil || ctx.Err() != nil {
 				// Closed: Close cancelled the handler, and its answer would
 				// race the disconnect, telling the server a call was done
-				// when the client left before finishing it.
+				// when the client left before finishing it. Disconnected:
+				// the ack's id belongs to the lost connection, and on the
+				// next one it could answer another request.
 				return
 			}
 			if err != nil {

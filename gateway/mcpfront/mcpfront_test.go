@@ -556,3 +556,26 @@ func TestToolResultBytesRelayed(t *testing.T) {
 		}
 	}
 }
+
+// A gateway stopping past its grace with an MCP tools/call in flight keeps
+// its bound (the session's end does not wait for the call), and the
+// computer, its connection gone, cancels the call at its MCP server rather
+// than run it to its end for nobody.
+func TestShutdownPastGraceCancelsCalls(t *testing.T) {
+	o := newOffice(t, gateway.Config{ShutdownGrace: 300 * time.Millisecond})
+	cs := mustDial(t, o.g, "A", nil, "x-api-key", keyA)
+	go func() {
+		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "pc1__slow", Arguments: map[string]any{"tag": "stuck", "seconds": 30}})
+	}()
+	recv(t, o.pc1.started, "the slow call at its MCP server")
+	start := time.Now()
+	if err := o.g.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("shutdown took %s with a 300ms grace", d)
+	}
+	if tag := recv(t, o.pc1.cancelled, "the slow call cancelled"); tag != "stuck" {
+		t.Errorf("cancelled %q", tag)
+	}
+}
