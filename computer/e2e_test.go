@@ -24,6 +24,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 	"github.com/smcpgw/smcp-gateway/internal/connecttest"
 	"github.com/smcpgw/smcp-gateway/internal/testmcp"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -374,16 +375,12 @@ func TestE2ERejoinAfterGatewayRestart(t *testing.T) {
 	if err := ag.Join(ctxT(t), "office-1"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		tools, err := ag.GetTools(ctxT(t), "pc")
-		if err == nil && len(tools.GetTools()) == 4 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("computer not back in the office: %v %v", tools, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var tools *smcpv1.GetToolsRet
+	if !testwait.Poll(20*time.Second, func() bool {
+		tools, err = ag.GetTools(ctxT(t), "pc")
+		return err == nil && len(tools.GetTools()) == 4
+	}) {
+		t.Fatalf("computer not back in the office: %v %v", tools, err)
 	}
 }
 
@@ -453,12 +450,8 @@ func TestRunLogsRefusedTools(t *testing.T) {
 		go func() {
 			done <- c.Run(ctx, computer.Gateway{URL: gw.URL, Office: "o-" + policy, Dial: sioclient.Options{Logger: quietLogger()}})
 		}()
-		deadline := time.Now().Add(15 * time.Second)
-		for !strings.Contains(logs.String(), "joined office") {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: computer did not join: %s", policy, logs.String())
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !testwait.Poll(15*time.Second, func() bool { return strings.Contains(logs.String(), "joined office") }) {
+			t.Fatalf("%s: computer did not join: %s", policy, logs.String())
 		}
 		cancel()
 		if err := <-done; err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/computer/servers"
 	"github.com/smcpgw/smcp-gateway/computer/tools"
 	"github.com/smcpgw/smcp-gateway/internal/testmcp"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 )
 
 func quietLogger() *slog.Logger {
@@ -127,16 +128,13 @@ func (h *harness) waitConnected(name string) {
 	h.t.Helper()
 	// Connected comes after the server's documents are read: generous for
 	// the 10k-document benchmark on a loaded machine.
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		if s, ok := h.c.Servers().Snapshot(name); ok && s.State == servers.StateConnected {
-			return
-		}
-		if time.Now().After(deadline) {
-			s, _ := h.c.Servers().Snapshot(name)
-			h.t.Fatalf("server %s not connected: %s %v", name, s.State, s.Err)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var s servers.Snapshot
+	if !testwait.Poll(90*time.Second, func() bool {
+		var ok bool
+		s, ok = h.c.Servers().Snapshot(name)
+		return ok && s.State == servers.StateConnected
+	}) {
+		h.t.Fatalf("server %s not connected: %s %v", name, s.State, s.Err)
 	}
 }
 

@@ -3,11 +3,11 @@ package computer_test
 import (
 	"runtime"
 	"testing"
-	"time"
 
 	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/config"
 	"github.com/smcpgw/smcp-gateway/internal/testmcp"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -45,16 +45,9 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 		h.call(smcp.EventGetFinder, map[string]any{})
 		c.Close()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n := runtime.NumGoroutine()
-		if n <= before {
-			return
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines before, %d after closing:\n%s", before, n, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(20 * time.Millisecond)
+	var n int
+	if !testwait.Poll(testwait.Timeout, func() bool { n = runtime.NumGoroutine(); return n <= before }) {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines before, %d after closing:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
 }

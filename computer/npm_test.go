@@ -14,7 +14,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/smcpgw/smcp-gateway/computer/config"
+	"github.com/smcpgw/smcp-gateway/computer/servers"
 	"github.com/smcpgw/smcp-gateway/internal/nodetest"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -56,12 +58,8 @@ func TestNPMServerEverything(t *testing.T) {
 	// notifications/tools/list_changed: the computer refreshes its catalog
 	// and emits server:update_tool_list (a second one, after the one for the
 	// connection itself).
-	deadline := time.Now().Add(10 * time.Second)
-	for h.upd.count(smcp.EventUpdateToolList) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no update_tool_list for the server's tools/list_changed (%d)", h.upd.count(smcp.EventUpdateToolList))
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testwait.Poll(testwait.Timeout, func() bool { return h.upd.count(smcp.EventUpdateToolList) >= 2 }) {
+		t.Fatalf("no update_tool_list for the server's tools/list_changed (%d)", h.upd.count(smcp.EventUpdateToolList))
 	}
 	res := h.call(smcp.EventToolCall, map[string]any{"tool_name": "echo", "params": map[string]any{"message": "hello npm"}, "timeout": 20})
 	if res["isError"] != false || !strings.Contains(resultText(t, res), "hello npm") {
@@ -86,7 +84,7 @@ func TestNPMServerEverything(t *testing.T) {
 	}()
 	// The call registers itself before it reaches the server; a cancel that
 	// arrives before that is ignored, so keep asking until it lands.
-	deadline = time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for res = nil; res == nil; {
 		h.c.CancelToolCall("bot", "long-1")
 		select {
@@ -110,16 +108,12 @@ func TestNPMServerEverything(t *testing.T) {
 	if res["isError"] != false {
 		t.Fatalf("gzip: %v", res)
 	}
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		snap, _ := h.c.Servers().Snapshot("everything")
-		if slices.ContainsFunc(snap.Resources, func(r *mcp.Resource) bool { return strings.HasSuffix(r.URI, "/hello.txt.gz") }) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("resource list not refreshed after list_changed: %d resources", len(snap.Resources))
-		}
-		time.Sleep(10 * time.Millisecond)
+	var snap servers.Snapshot
+	if !testwait.Poll(testwait.Timeout, func() bool {
+		snap, _ = h.c.Servers().Snapshot("everything")
+		return slices.ContainsFunc(snap.Resources, func(r *mcp.Resource) bool { return strings.HasSuffix(r.URI, "/hello.txt.gz") })
+	}) {
+		t.Fatalf("resource list not refreshed after list_changed: %d resources", len(snap.Resources))
 	}
 	if n := h.upd.count(smcp.EventUpdateDesktop) + h.upd.count(smcp.EventUpdateFinder); n != 0 {
 		t.Fatalf("%d desktop/finder updates for demo:// resources", n)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/smcpgw/smcp-gateway/internal/testmcp"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -44,16 +45,7 @@ func TestKilledStdioServerComesBack(t *testing.T) {
 			"params": map[string]any{"tag": "x", "seconds": 30}})
 	}()
 	// Kill once the server is running the call.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(started); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the slow call never started")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.Until(t, "the slow call to start", func() bool { _, err := os.Stat(started); return err == nil })
 	h.upd.drain()
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/computer/config"
 	"github.com/smcpgw/smcp-gateway/computer/tools"
 	"github.com/smcpgw/smcp-gateway/internal/testmcp"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -143,12 +144,11 @@ func TestToolNameClash(t *testing.T) {
 	h.upd.wait(t, smcp.EventUpdateConfig)
 	h.upd.wait(t, smcp.EventUpdateToolList)
 	h.waitConnected("b")
-	deadline := time.Now().Add(10 * time.Second)
-	for len(toolNames(t, h.call(smcp.EventGetTools, map[string]any{}))) != 8 {
-		if time.Now().After(deadline) {
-			t.Fatalf("tools after alias: %v", toolNames(t, h.call(smcp.EventGetTools, map[string]any{})))
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testwait.Poll(testwait.Timeout, func() bool {
+		names = toolNames(t, h.call(smcp.EventGetTools, map[string]any{}))
+		return len(names) == 8
+	}) {
+		t.Fatalf("tools after alias: %v", names)
 	}
 	if got := resultText(t, h.call(smcp.EventToolCall, map[string]any{"tool_name": "b_echo", "params": map[string]any{"text": "x"}})); got != "b: x" {
 		t.Fatal(got)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/docserver/dpe"
 	"github.com/smcpgw/smcp-gateway/internal/testfiles"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 )
 
 // TestWatcher edits, adds and removes files under a watched root and checks
@@ -148,12 +149,8 @@ func drain(ch chan struct{}) {
 func TestWatchOnce(t *testing.T) {
 	srv, _ := startServer(t, t.TempDir(), Options{}, true)
 	// The first Watch runs in the background; wait until it holds the flag.
-	deadline := time.Now().Add(waitFor)
-	for !srv.watching.Load() {
-		if time.Now().After(deadline) {
-			t.Fatal("Watch did not start")
-		}
-		time.Sleep(time.Millisecond)
+	if !testwait.Poll(waitFor, srv.watching.Load) {
+		t.Fatal("Watch did not start")
 	}
 	if err := srv.Watch(context.Background()); !errors.Is(err, ErrWatching) {
 		t.Fatalf("second Watch: %v, want ErrWatching", err)
@@ -249,12 +246,8 @@ func TestSubscriptionsPruned(t *testing.T) {
 		t.Fatalf("subscribed URIs %v lack %s", got, uri)
 	}
 	gone.cs.Close()
-	deadline := time.Now().Add(waitFor)
-	for countSessions(srv) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the closed session is still registered")
-		}
-		time.Sleep(time.Millisecond)
+	if !testwait.Poll(waitFor, func() bool { return countSessions(srv) == 1 }) {
+		t.Fatal("the closed session is still registered")
 	}
 	testfiles.Write(t, filepath.Join(root, "meeting-notes.txt"), "Changed.\n")
 	c.updatesUntil(srv.StatusURI())
@@ -343,12 +336,8 @@ func TestNewestProtocolSubscription(t *testing.T) {
 	}
 	// Subscribe returns before the listen stream is registered on the
 	// server; wait until the server knows the subscription.
-	deadline := time.Now().Add(waitFor)
-	for !slices.Contains(srv.subscribedURIs(), uri) {
-		if time.Now().After(deadline) {
-			t.Fatalf("protocol %s: subscription never reached the server", cs.InitializeResult().ProtocolVersion)
-		}
-		time.Sleep(time.Millisecond)
+	if !testwait.Poll(waitFor, func() bool { return slices.Contains(srv.subscribedURIs(), uri) }) {
+		t.Fatalf("protocol %s: subscription never reached the server", cs.InitializeResult().ProtocolVersion)
 	}
 	testfiles.Write(t, filepath.Join(root, "meeting-notes.txt"), "New notes.\n")
 	select {

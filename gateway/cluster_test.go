@@ -18,6 +18,7 @@ import (
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 	"github.com/smcpgw/smcp-gateway/internal/connecttest"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -163,7 +164,7 @@ func TestClusterListRoomAndNotifications(t *testing.T) {
 		t.Fatalf("watcher saw %v", seen)
 	}
 	// pcB on node 1 is told of the agent (node 2) and pcA (node 0).
-	eventually(t, "pcB notified", func() bool { return len(pcB.notifications()) == 2 })
+	testwait.Until(t, "pcB notified", func() bool { return len(pcB.notifications()) == 2 })
 	if got := pcB.notifications(); !containsEach(got, "alice", "pcA") {
 		t.Fatalf("pcB notified %v", got)
 	}
@@ -172,7 +173,7 @@ func TestClusterListRoomAndNotifications(t *testing.T) {
 	if n := next(); !strings.HasPrefix(n, smcp.NotifyLeaveOffice+" ") || !strings.Contains(n, "pcB") {
 		t.Fatalf("watcher saw %s", n)
 	}
-	eventually(t, "pcB gone from list_room", func() bool {
+	testwait.Until(t, "pcB gone from list_room", func() bool {
 		rows, err := a.ListRoom(ctxT(t))
 		return err == nil && len(rows) == 2
 	})

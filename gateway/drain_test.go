@@ -24,6 +24,7 @@ import (
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 	"github.com/smcpgw/smcp-gateway/internal/connecttest"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -107,7 +108,7 @@ func TestShutdownDrainsEveryFrontEnd(t *testing.T) {
 		_ = resp.Body.Close()
 		return resp.StatusCode
 	}
-	eventually(t, "/readyz 503 while draining", func() bool { return probe("/readyz") == http.StatusServiceUnavailable })
+	testwait.Until(t, "/readyz 503 while draining", func() bool { return probe("/readyz") == http.StatusServiceUnavailable })
 	// New calls are refused on every front end.
 	_, err = conn.GetTools(ctx, &smcpv1.GetToolsRequest{OfficeId: "o-connect", Computer: "pc"})
 	if connect.CodeOf(err) != connect.CodeUnavailable {

@@ -13,6 +13,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 )
 
 // A computer that does not answer holds only its own calls: other computers
@@ -87,5 +88,5 @@ func TestRPCUnavailableThenRecovers(t *testing.T) {
 		t.Fatalf("gateway down: code %v, want Unavailable", code)
 	}
 	startGatewayAt(t, addr)
-	eventually(t, "RPC answered again after the restart", func() bool { return get() == nil })
+	testwait.Until(t, "RPC answered again after the restart", func() bool { return get() == nil })
 }

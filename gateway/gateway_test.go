@@ -22,6 +22,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -169,18 +170,6 @@ func (pc *computer) notifications() []string {
 	return append([]string(nil), pc.notes...)
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func wantCode(t testing.TB, err error, code int) {
 	t.Helper()
 	e, ok := smcp.AsError(err)
@@ -288,8 +277,8 @@ func TestOfficesEndToEnd(t *testing.T) {
 		if err := a.CancelToolCall("call-9"); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "pc1 notifications", func() bool { return len(pc1.notifications()) >= 3 })
-		eventually(t, "agent notifications", func() bool {
+		testwait.Until(t, "pc1 notifications", func() bool { return len(pc1.notifications()) >= 3 })
+		testwait.Until(t, "agent notifications", func() bool {
 			notesMu.Lock()
 			defer notesMu.Unlock()
 			return len(agentNotes) >= 3
@@ -306,7 +295,7 @@ func TestOfficesEndToEnd(t *testing.T) {
 		if got := fmt.Sprint(slices.Sorted(slices.Values(pc1.notifications()))); got != want {
 			t.Fatalf("pc1 notifications\n %s\nwant\n %s", got, want)
 		}
-		eventually(t, "pc2 cancel", func() bool { return len(pc2.notifications()) >= 1 })
+		testwait.Until(t, "pc2 cancel", func() bool { return len(pc2.notifications()) >= 1 })
 		if got := fmt.Sprint(pc2.notifications()); got != `[notify:tool_call_cancel {"agent":"alice","req_id":"call-9"}]` {
 			t.Fatalf("pc2 notifications %s", got)
 		}
@@ -323,7 +312,7 @@ func TestOfficesEndToEnd(t *testing.T) {
 		if err := pc2.c.LeaveOffice(ctx, "o1"); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "leave notification", func() bool {
+		testwait.Until(t, "leave notification", func() bool {
 			for _, n := range pc1.notifications() {
 				if n == `notify:leave_office {"computer":"pc2","office_id":"o1"}` {
 					return true
@@ -582,7 +571,7 @@ func TestRejoinAfterGatewayRestart(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("computer did not re-join")
 	}
-	eventually(t, "agent re-joined and sees the computer", func() bool {
+	testwait.Until(t, "agent re-joined and sees the computer", func() bool {
 		members, err := a.ListRoom(ctxT(t))
 		return err == nil && len(members) == 2
 	})
@@ -594,7 +583,7 @@ func TestRejoinAfterGatewayRestart(t *testing.T) {
 func startGatewayAt(t *testing.T, addr string) *gateway.Running {
 	t.Helper()
 	var r *gateway.Running
-	eventually(t, "port free again", func() bool {
+	testwait.Until(t, "port free again", func() bool {
 		var err error
 		r, err = gateway.Start(gateway.Config{Auth: core.AllowAll{}}, addr)
 		return err == nil
@@ -624,7 +613,7 @@ func TestGracefulShutdownFinishesInFlightCalls(t *testing.T) {
 	stopped := make(chan error, 1)
 	go func() { stopped <- r.Stop() }()
 	// New calls are refused while draining...
-	eventually(t, "draining", func() bool {
+	testwait.Until(t, "draining", func() bool {
 		_, err := a.GetTools(ctxT(t), "pc")
 		e, ok := smcp.AsError(err)
 		return ok && e.Code == sio.CodeUnavailable

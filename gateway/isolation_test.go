@@ -16,6 +16,7 @@ import (
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 	"github.com/smcpgw/smcp-gateway/internal/connecttest"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -259,7 +260,7 @@ func TestRoomIsolationEveryPath(t *testing.T) {
 	}
 	// With bob gone, office B's RPC agent reaches pc-b but never pc-a.
 	bob.Close()
-	eventually(t, "office B free", func() bool {
+	testwait.Until(t, "office B free", func() bool {
 		_, err := rpcB.GetTools(ctx, &smcpv1.GetToolsRequest{OfficeId: "B", Computer: "pc-b"})
 		return err == nil
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -151,7 +152,7 @@ func TestConnectionsPerAddress(t *testing.T) {
 	wantCode(t, err, sio.CodeRateLimited)
 	// A closed connection frees its slot.
 	first.Close()
-	eventually(t, "a slot freed", func() bool {
+	testwait.Until(t, "a slot freed", func() bool {
 		c, err := sioclient.Dial(ctx, sioclient.Options{URL: g.URL, NoReconnect: true, Logger: testLogger})
 		if err != nil {
 			return false
@@ -216,7 +217,7 @@ func TestProbesAndMetrics(t *testing.T) {
 	dctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { drained <- g.SIO.Drain(dctx) }()
-	eventually(t, "draining", g.SIO.Draining)
+	testwait.Until(t, "draining", g.SIO.Draining)
 	if probe("/readyz") != http.StatusServiceUnavailable || probe("/healthz") != 200 {
 		t.Fatal("a draining gateway must be live and not ready")
 	}

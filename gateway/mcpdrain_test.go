@@ -14,6 +14,7 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -41,7 +42,7 @@ func TestShutdownDrainsMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cs.Close() }()
-	eventually(t, "the computer's tool listed", func() bool {
+	testwait.Until(t, "the computer's tool listed", func() bool {
 		res, err := cs.ListTools(ctx, nil)
 		return err == nil && len(res.Tools) == 1 && res.Tools[0].Name == "pc__echo"
 	})
@@ -59,7 +60,7 @@ func TestShutdownDrainsMCP(t *testing.T) {
 		called <- answer{res, err}
 	}()
 	// pc.arrived also carries the session's own reads: wait for the call.
-	eventually(t, "the MCP call at its computer", func() bool {
+	testwait.Until(t, "the MCP call at its computer", func() bool {
 		return slices.Contains(pc.receivedEvents(), smcp.EventToolCall)
 	})
 
@@ -73,7 +74,7 @@ func TestShutdownDrainsMCP(t *testing.T) {
 		_ = resp.Body.Close()
 		return resp.StatusCode
 	}
-	eventually(t, "/readyz 503 while draining", func() bool { return readyz() == http.StatusServiceUnavailable })
+	testwait.Until(t, "/readyz 503 while draining", func() bool { return readyz() == http.StatusServiceUnavailable })
 	// A new request of the open session gets an MCP error saying why; a new
 	// session is refused.
 	var werr *jsonrpc.Error

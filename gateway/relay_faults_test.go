@@ -17,6 +17,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 )
 
 // TestBadAnswersFailOneCallOnly: a 375-digit integer, NaN, invalid JSON and
@@ -182,7 +183,7 @@ func TestClusterBadAnswerFailsItsCall(t *testing.T) {
 	ag := dialRaw(t, nodes[0].URL, nil)
 	ag.join("agent", "ag", "o")
 	var got []byte
-	eventually(t, "the computer is seen from the agent's node", func() bool {
+	testwait.Until(t, "the computer is seen from the agent's node", func() bool {
 		got = ag.wait(ag.emit("client:tool_call", toolCall("nan", `{}`, 5)), 10*time.Second)
 		return !bytes.Contains(got, []byte(`"code":404`))
 	})

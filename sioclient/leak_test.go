@@ -9,6 +9,7 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 )
 
 // A closed client leaves nothing behind: no goroutine, and no memory once
@@ -44,11 +45,7 @@ func TestClosedClientsAreReleased(t *testing.T) {
 	dialClose(n)
 	var g1 int
 	var h1 uint64
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		if g1, h1 = settle(); g1 <= g0 || time.Now().After(deadline) {
-			break
-		}
-	}
+	testwait.Poll(5*time.Second, func() bool { g1, h1 = settle(); return g1 <= g0 })
 	perClient := (int64(h1) - int64(h0)) / n
 	t.Logf("goroutines %d → %d; heap %+d B per closed client", g0, g1, perClient)
 	if g1 > g0 {

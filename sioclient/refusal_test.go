@@ -16,6 +16,7 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -50,10 +51,9 @@ func (h *logRecorder) find(prefix string) string {
 
 func (h *logRecorder) waitFor(t *testing.T, prefix string) string {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if l := h.find(prefix); l != "" {
-			return l
-		}
+	var l string
+	if testwait.Poll(testwait.Timeout, func() bool { l = h.find(prefix); return l != "" }) {
+		return l
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()

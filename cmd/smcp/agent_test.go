@@ -16,6 +16,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/computer/config"
 	"github.com/smcpgw/smcp-gateway/computer/tools"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -71,14 +72,11 @@ func TestAgentCommand(t *testing.T) {
 	// The finder, once the documents are indexed: a table, then JSON.
 	var out, errOut string
 	var code int
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+	if !testwait.Poll(time.Minute, func() bool {
 		code, out, errOut = agentRun(t, env, "finder")
-		if code == 0 && strings.Contains(out, "7 of 7 documents") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("smcp agent finder: exit %d\n%s\n%s", code, out, errOut)
-		}
+		return code == 0 && strings.Contains(out, "7 of 7 documents")
+	}) {
+		t.Fatalf("smcp agent finder: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if !strings.Contains(out, "dpe://"+demoHost+"/") || !strings.Contains(out, "Q3 2026 Operations Report") {
 		t.Errorf("finder table:\n%s", out)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +17,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/agent"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/internal/systest"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -240,13 +240,12 @@ func balance(t *testing.T, backends ...string) string {
 	return ln.Addr().String()
 }
 
+// waitFor polls cond until it holds, within what is left of the budget
+// ctx's deadline sets for the whole test.
 func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
 	t.Helper()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s: %v", what, errors.Join(ctx.Err(), context.Cause(ctx)))
-		case <-time.After(20 * time.Millisecond):
-		}
+	deadline, _ := ctx.Deadline()
+	if !testwait.Poll(time.Until(deadline), cond) {
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 )
 
@@ -57,16 +58,11 @@ func TestComputerCommand(t *testing.T) {
 	}
 	args, _ := structpb.NewStruct(map[string]any{"text": "hi"})
 	var res *smcpv1.CallToolResult
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	if !testwait.Poll(20*time.Second, func() bool {
 		res, err = ag.CallTool(context.Background(), &smcpv1.ToolCallReq{Computer: "pc", ToolName: "echo", Params: args, Timeout: 10})
-		if err == nil && !res.GetIsError() {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("echo through smcp computer: %v %v", res, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil && !res.GetIsError()
+	}) {
+		t.Fatalf("echo through smcp computer: %v %v", res, err)
 	}
 	if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != "from-env: hi" {
 		t.Fatalf("echo = %q (the ${input:label} placeholder comes from A2C_SMCP_LABEL)", got)
@@ -81,15 +77,11 @@ func TestComputerCommand(t *testing.T) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	for {
+	if !testwait.Poll(20*time.Second, func() bool {
 		res, err = ag.CallTool(context.Background(), &smcpv1.ToolCallReq{Computer: "pc", ToolName: "echo2", Params: args, Timeout: 10})
-		if err == nil && !res.GetIsError() {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("echo2 after SIGHUP: %v %v", res, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil && !res.GetIsError()
+	}) {
+		t.Fatalf("echo2 after SIGHUP: %v %v", res, err)
 	}
 	pidRes, err := ag.CallTool(context.Background(), &smcpv1.ToolCallReq{Computer: "pc", ToolName: "pid", Timeout: 10})
 	if err != nil {

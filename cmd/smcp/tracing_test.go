@@ -19,6 +19,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/computer/config"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 )
 
@@ -120,14 +121,9 @@ func TestTracingOTLP(t *testing.T) {
 	if err := ag.Join(ctx, "o"); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err = ag.GetTools(ctx, "pc"); err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("get_tools: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	deadline, _ := ctx.Deadline()
+	if !testwait.Poll(time.Until(deadline), func() bool { _, err = ag.GetTools(ctx, "pc"); return err == nil }) {
+		t.Fatalf("get_tools: %v", err)
 	}
 	// Shutdown flushes the batch to the collector.
 	if err := tp.Shutdown(ctx); err != nil {

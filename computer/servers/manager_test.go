@@ -21,6 +21,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/computer/config"
 	"github.com/smcpgw/smcp-gateway/computer/servers"
 	"github.com/smcpgw/smcp-gateway/internal/testmcp"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 )
 
 var fixtureBin string
@@ -69,17 +70,11 @@ func serve(t *testing.T, f *testmcp.Fixture) *httptest.Server {
 
 func waitState(t *testing.T, m *servers.Manager, name string, st servers.State) servers.Snapshot {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		s, _ := m.Snapshot(name)
-		if s.State == st {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: state %s, want %s (%v)", name, s.State, st, s.Err)
-		}
-		time.Sleep(2 * time.Millisecond)
+	var s servers.Snapshot
+	if !testwait.Poll(testwait.Timeout, func() bool { s, _ = m.Snapshot(name); return s.State == st }) {
+		t.Fatalf("%s: state %s, want %s (%v)", name, s.State, st, s.Err)
 	}
+	return s
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -250,23 +245,19 @@ func TestFailingServerDoesNotStopOthers(t *testing.T) {
 	if _, err := m.CallTool(context.Background(), "good", "echo", map[string]any{"text": "x"}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		b, _ := m.Snapshot("broken")
-		ni, _ := m.Snapshot("needs-input")
-		if b.Restarts >= 2 && ni.State == servers.StateFailed {
-			if b.State == servers.StateConnected || b.Err == nil {
-				t.Fatalf("broken: %+v", b)
-			}
-			if !strings.Contains(ni.Err.Error(), `input "token"`) || !strings.Contains(ni.Err.Error(), "A2C_SMCP_TOKEN") {
-				t.Fatalf("needs-input error does not name the input: %v", ni.Err)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("broken %+v / needs-input %+v", b, ni)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var b, ni servers.Snapshot
+	if !testwait.Poll(testwait.Timeout, func() bool {
+		b, _ = m.Snapshot("broken")
+		ni, _ = m.Snapshot("needs-input")
+		return b.Restarts >= 2 && ni.State == servers.StateFailed
+	}) {
+		t.Fatalf("broken %+v / needs-input %+v", b, ni)
+	}
+	if b.State == servers.StateConnected || b.Err == nil {
+		t.Fatalf("broken: %+v", b)
+	}
+	if !strings.Contains(ni.Err.Error(), `input "token"`) || !strings.Contains(ni.Err.Error(), "A2C_SMCP_TOKEN") {
+		t.Fatalf("needs-input error does not name the input: %v", ni.Err)
 	}
 	if _, err := m.CallTool(context.Background(), "broken", "echo", nil); err == nil {
 		t.Fatal("call on a broken server succeeded")

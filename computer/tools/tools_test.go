@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/smcpgw/smcp-gateway/computer/config"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -134,9 +135,7 @@ func TestUnansweredConfirmationTimesOut(t *testing.T) {
 	go func() {
 		done <- x.Execute(context.Background(), Call{Agent: "a", ReqID: "c", Name: "t", Timeout: time.Minute})
 	}()
-	for !x.Cancel("a", "c") {
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(t, "the cancel to find the call awaiting confirmation", func() bool { return x.Cancel("a", "c") })
 	if meta, _ := (<-done)["meta"].(map[string]any); meta["a2c_cancelled"] != true {
 		t.Fatalf("cancel during confirmation: %v", meta)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 )
 
 func TestDrainWaitsForCallsInFlight(t *testing.T) {
@@ -14,9 +16,7 @@ func TestDrainWaitsForCallsInFlight(t *testing.T) {
 	}
 	drained := make(chan error, 1)
 	go func() { drained <- g.Drain(context.Background()) }()
-	for !g.Draining() {
-		time.Sleep(time.Millisecond)
-	}
+	testwait.Until(t, "Drain to start", g.Draining)
 	if g.Begin() {
 		t.Fatal("Begin counted a call while draining")
 	}

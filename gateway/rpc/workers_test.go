@@ -16,18 +16,8 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 )
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // Sequential calls reuse one worker; a handler's panic is raised again on
 // the caller's goroutine (net/http's contract, http.ErrAbortHandler
@@ -110,7 +100,7 @@ func TestWorkersBoundIdleAndClose(t *testing.T) {
 	}
 	close(release)
 	calls.Wait()
-	waitFor(t, "idle workers to end", func() bool { return p.running() == 0 })
+	testwait.Until(t, "idle workers to end", func() bool { return p.running() == 0 })
 
 	p.close()
 	p.wait()

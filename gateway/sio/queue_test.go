@@ -18,6 +18,7 @@ import (
 	ws "github.com/gorilla/websocket"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -337,12 +338,9 @@ func stuckGoroutines() []string {
 
 func waitNoneStuck(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(stuckGoroutines()) != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("goroutines left:\n%s", strings.Join(stuckGoroutines(), "\n\n"))
-		}
-		time.Sleep(time.Millisecond)
+	var stuck []string
+	if !testwait.Poll(5*time.Second, func() bool { stuck = stuckGoroutines(); return len(stuck) == 0 }) {
+		t.Fatalf("goroutines left:\n%s", strings.Join(stuck, "\n\n"))
 	}
 }
 
@@ -369,13 +367,7 @@ func TestDisconnectDuringStuckJoin(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the stuck claim was not cancelled by the disconnect")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for hub.Stats().Sessions != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the session outlived its connection")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(t, "the session to end with its connection", func() bool { return hub.Stats().Sessions == 0 })
 	waitNoneStuck(t)
 	select {
 	case op := <-reg.entered:

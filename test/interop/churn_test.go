@@ -13,6 +13,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/internal/nodetest"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 )
 
 // Connections that come and go must not leave goroutines behind in the
@@ -44,15 +45,8 @@ func TestConnectionChurnLeavesNoGoroutines(t *testing.T) {
 		t.Fatalf("node churn.mjs: %v\n%s", err, out)
 	}
 	// Closing connections finishes asynchronously: poll until it settles.
-	deadline := time.Now().Add(10 * time.Second)
 	var now int
-	for {
-		now = runtime.NumGoroutine()
-		if now <= base+slack || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.Poll(10*time.Second, func() bool { now = runtime.NumGoroutine(); return now <= base+slack })
 	t.Logf("goroutines: %d before, %d after %d connections came and went", base, now, n)
 	if now > base+slack {
 		_ = pprof.Lookup("goroutine").WriteTo(os.Stdout, 2)
