@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 )
 
 // In a cluster, an MCP session on one node uses the computers of another:
@@ -35,5 +36,5 @@ func TestClusterSessionUsesOtherNodesComputers(t *testing.T) {
 	}
 	startComputer(t, n1, keyA, "A", "pc2", map[string]string{"fx": newFixture(t, "pc2").url})
 	recv(t, changed, "tools/list_changed on node 0 when pc2 joined node 1")
-	eventually(t, "pc2's tools on node 0", func() bool { return toolNames(t, cs)["pc2__echo"] != nil })
+	testwait.Within(t, waitFor, "pc2's tools on node 0", func() bool { return toolNames(t, cs)["pc2__echo"] != nil })
 }

@@ -223,17 +223,6 @@ func mustDial(t testing.TB, g *gateway.Running, office string, opts *mcp.ClientO
 	return cs
 }
 
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func toolNames(t testing.TB, cs *mcp.ClientSession) map[string]*mcp.Tool {
 	t.Helper()
 	out := map[string]*mcp.Tool{}

@@ -18,6 +18,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 )
 
@@ -241,7 +242,7 @@ func TestNotifications(t *testing.T) {
 	pc3 := newFixture(t, "pc3")
 	leave := startComputer(t, o.g, keyA, "A", "pc3", map[string]string{"fx": pc3.url})
 	recv(t, toolsChanged, "tools/list_changed after pc3 joined")
-	eventually(t, "pc3's tools listed", func() bool { return toolNames(t, cs)["pc3__echo"] != nil })
+	testwait.Within(t, waitFor, "pc3's tools listed", func() bool { return toolNames(t, cs)["pc3__echo"] != nil })
 	res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "pc3__echo", Arguments: map[string]any{"text": "new"}})
 	if err != nil || text(t, res) != "pc3: new" {
 		t.Fatalf("call pc3: %v %+v", err, res)
@@ -253,7 +254,7 @@ func TestNotifications(t *testing.T) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "later"}}}, nil, nil
 	})
 	recv(t, toolsChanged, "tools/list_changed after update_tool_list")
-	eventually(t, "pc3__later listed", func() bool { return toolNames(t, cs)["pc3__later"] != nil })
+	testwait.Within(t, waitFor, "pc3__later listed", func() bool { return toolNames(t, cs)["pc3__later"] != nil })
 
 	// pc2's window text changes: resources/updated for the subscriber.
 	drain(updated)
@@ -276,7 +277,7 @@ func TestNotifications(t *testing.T) {
 	drain(toolsChanged)
 	leave()
 	recv(t, toolsChanged, "tools/list_changed after pc3 left")
-	eventually(t, "pc3's tools gone", func() bool { return toolNames(t, cs)["pc3__echo"] == nil })
+	testwait.Within(t, waitFor, "pc3's tools gone", func() bool { return toolNames(t, cs)["pc3__echo"] == nil })
 }
 
 // The endpoint takes the gateway's keys: none is 401, a wrong one 401, a
@@ -354,7 +355,7 @@ func TestSessionHoldsTheOffice(t *testing.T) {
 		t.Error("a second agent got the office")
 	}
 	_ = cs.Close()
-	eventually(t, "the office freed", func() bool { return g.MCP.Sessions() == 1 })
+	testwait.Within(t, waitFor, "the office freed", func() bool { return g.MCP.Sessions() == 1 })
 }
 
 // A session closed by the gateway's shutdown frees its office, and the
@@ -507,7 +508,7 @@ func TestIdleSessionFreesTheOffice(t *testing.T) {
 	if err := other.Join(ctxT(t), "A"); err == nil {
 		t.Fatal("joined while the MCP session held the office")
 	}
-	eventually(t, "the idle session to end", func() bool { return g.MCP.Sessions() == 0 })
+	testwait.Within(t, waitFor, "the idle session to end", func() bool { return g.MCP.Sessions() == 0 })
 	if err := other.Join(ctxT(t), "A"); err != nil {
 		t.Errorf("the office is still held after the idle session ended: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 )
 
@@ -94,7 +95,7 @@ func TestSessionsPerAddress(t *testing.T) {
 	if err := open[0].Close(); err != nil { // DELETE
 		t.Fatal(err)
 	}
-	eventually(t, "the closed session to end", func() bool { return g.MCP.Sessions() == limit })
+	testwait.Within(t, waitFor, "the closed session to end", func() bool { return g.MCP.Sessions() == limit })
 	if _, err := dial(t, g, "A", nil, "x-api-key", keyA); err != nil {
 		t.Fatalf("a session after one of the address's ended: %v", err)
 	}
@@ -105,7 +106,7 @@ func TestSessionsPerAddress(t *testing.T) {
 func TestIdleSessionFreesItsAddressSlot(t *testing.T) {
 	g := startGateway(t, gateway.Config{MCP: mcpfront.Options{MaxSessionsPerAddr: 1, SessionTimeout: 300 * time.Millisecond}})
 	_ = mustDial(t, g, "A", nil, "x-api-key", keyA)
-	eventually(t, "the idle session to end", func() bool { return g.MCP.Sessions() == 0 })
+	testwait.Within(t, waitFor, "the idle session to end", func() bool { return g.MCP.Sessions() == 0 })
 	if _, err := dial(t, g, "A", nil, "x-api-key", keyA); err != nil {
 		t.Fatalf("a session after the address's idle one ended: %v", err)
 	}

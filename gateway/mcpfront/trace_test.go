@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 )
 
 // With a TracerProvider, every MCP request is a server span named after the
@@ -24,7 +25,7 @@ func TestTracingMCP(t *testing.T) {
 	pc := newFixture(t, "pc1")
 	startComputer(t, g, keyA, "A", "pc1", map[string]string{"fx": pc.url})
 	cs := mustDial(t, g, "A", nil, "x-api-key", keyA)
-	eventually(t, "pc1's tools listed", func() bool { return toolNames(t, cs)["pc1__echo"] != nil })
+	testwait.Within(t, waitFor, "pc1's tools listed", func() bool { return toolNames(t, cs)["pc1__echo"] != nil })
 
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "pc1__echo", Arguments: map[string]any{"text": "hi"},

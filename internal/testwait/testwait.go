@@ -18,10 +18,11 @@ const interval = 5 * time.Millisecond
 // Timeout has passed.
 func Until(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	until(t, Timeout, what, cond)
+	Within(t, Timeout, what, cond)
 }
 
-func until(t testing.TB, d time.Duration, what string, cond func() bool) {
+// Within is Until with a bound of its own, for a wait that may take longer.
+func Within(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	if !Poll(d, cond) {
 		t.Fatalf("timed out after %v waiting for %s", d, what)

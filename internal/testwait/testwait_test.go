@@ -21,7 +21,7 @@ func (r *fatalRecorder) Fatalf(format string, args ...any) { r.msg = fmt.Sprintf
 func TestUntilReturnsOnceTheConditionHolds(t *testing.T) {
 	var n atomic.Int32
 	r := &fatalRecorder{TB: t}
-	until(r, time.Minute, "the third look", func() bool { return n.Add(1) == 3 })
+	Within(r, time.Minute, "the third look", func() bool { return n.Add(1) == 3 })
 	if r.msg != "" || n.Load() != 3 {
 		t.Fatalf("after %d looks: %q", n.Load(), r.msg)
 	}
@@ -30,7 +30,7 @@ func TestUntilReturnsOnceTheConditionHolds(t *testing.T) {
 func TestUntilFailsNamingWhatWasAwaited(t *testing.T) {
 	r := &fatalRecorder{TB: t}
 	start := time.Now()
-	until(r, 50*time.Millisecond, "the impossible", func() bool { return false })
+	Within(r, 50*time.Millisecond, "the impossible", func() bool { return false })
 	if took := time.Since(start); took < 50*time.Millisecond {
 		t.Errorf("gave up after %v, before the deadline", took)
 	}
