@@ -268,6 +268,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && s.calls.Begin() {
 			defer s.calls.End()
 		}
+		if r.Method == http.MethodDelete && sess != nil {
+			// The go-sdk ends a session once its calls are done: end them
+			// first (each is cancelled at its computer), or a slow one
+			// would hold the DELETE, and run on for nobody.
+			sess.cancel()
+		}
 		s.handler.ServeHTTP(w, r)
 		return
 	}

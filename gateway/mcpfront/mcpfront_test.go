@@ -580,3 +580,38 @@ func TestShutdownPastGraceCancelsCalls(t *testing.T) {
 		t.Errorf("cancelled %q", tag)
 	}
 }
+
+// A session ended by its client (DELETE) with a tools/call in flight ends at
+// once, and the call is cancelled at the MCP server under the computer: the
+// go-sdk ends a session only when its calls are done, which held the DELETE
+// for as long as the tool ran.
+func TestDeleteCancelsCallsInFlight(t *testing.T) {
+	o := newOffice(t, gateway.Config{})
+	s := newRawSession(t, endpoint(o.g, "A"), keyA)
+	answered := make(chan error, 1)
+	go func() {
+		_, err := s.post(context.Background(), []byte(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"pc1__slow","arguments":{"tag":"deleted","seconds":30}}}`))
+		answered <- err
+	}()
+	recv(t, o.pc1.started, "the slow call at its MCP server")
+	req, _ := http.NewRequest(http.MethodDelete, endpoint(o.g, "A"), nil)
+	req.Header.Set("x-api-key", keyA)
+	req.Header.Set("Mcp-Session-Id", s.id)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if d := time.Since(start); resp.StatusCode >= 300 || d > 10*time.Second {
+		t.Errorf("DELETE answered %d after %s", resp.StatusCode, d)
+	}
+	if tag := recv(t, o.pc1.cancelled, "the slow call cancelled"); tag != "deleted" {
+		t.Errorf("cancelled %q", tag)
+	}
+	recv(t, answered, "the call's POST to end")
+	if n := o.g.MCP.Sessions(); n != 0 {
+		t.Errorf("%d sessions after DELETE", n)
+	}
+}

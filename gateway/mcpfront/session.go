@@ -29,8 +29,9 @@ type session struct {
 	limiter   *rate.Limiter // nil: no limit
 	log       *slog.Logger
 
-	// ctx ends when the session closes: it stops the pump and the reads of
-	// a refresh in progress.
+	// ctx ends when the session closes, or its client's DELETE arrives: it
+	// stops the pump, the reads of a refresh in progress and the session's
+	// tool calls.
 	ctx       context.Context
 	cancel    context.CancelFunc
 	closeOnce sync.Once

@@ -185,6 +185,11 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 	// The arguments are spliced in as the go-sdk read them (valid JSON);
 	// the core's check refuses anything but an object.
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// The call also ends with its session (its ctx), and is then
+		// cancelled at its computer (see the DELETE in Server.ServeHTTP).
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(x.ctx, cancel)()
 		args := bytes.TrimSpace(req.Params.Arguments)
 		if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 			args = []byte("{}")
