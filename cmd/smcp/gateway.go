@@ -144,6 +144,8 @@ type gatewayConfig struct {
 	Redis           string        `yaml:"redis"`
 	NodeID          string        `yaml:"node_id"`
 	RedisTTL        time.Duration `yaml:"redis_ttl"`
+	RedisTimeout    time.Duration `yaml:"redis_timeout"`
+	RedisClaim      time.Duration `yaml:"redis_claim_timeout"`
 	TraceStdout     bool          `yaml:"trace_stdout"`
 	LogLevel        string        `yaml:"log_level"`
 	LogJSON         bool          `yaml:"log_json"`
@@ -162,7 +164,8 @@ func defaultGatewayConfig() *gatewayConfig {
 		MaxConnsPerAddr: sio.DefaultMaxConnsPerAddr, MaxQueued: sio.DefaultMaxQueuedEvents, ShutdownGrace: gateway.DefaultShutdownGrace,
 		MCPSessions: mcpfront.DefaultMaxSessions, MCPSessionsAddr: mcpfront.DefaultMaxSessionsPerAddr,
 		IdleTimeout: gateway.DefaultIdleTimeout, BodyTimeout: gateway.DefaultBodyReadTimeout, HeaderTimeout: gateway.DefaultReadHeaderTimeout,
-		RPCAgent: rpc.DefaultAgent, Metrics: true, RedisTTL: cluster.DefaultHeartbeatTTL, LogLevel: "info",
+		RPCAgent: rpc.DefaultAgent, Metrics: true, RedisTTL: cluster.DefaultHeartbeatTTL,
+		RedisTimeout: cluster.DefaultTimeout, RedisClaim: cluster.DefaultClaimTimeout, LogLevel: "info",
 	}
 }
 
@@ -197,6 +200,8 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Redis, "redis", c.Redis, "Redis URL (redis://host:6379/0): run as one node of a cluster sharing offices through Redis")
 	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "this node's id in the cluster (default: random)")
 	fs.DurationVar(&c.RedisTTL, "redis-ttl", c.RedisTTL, "cluster: a node silent this long is dead and its sessions leave their offices")
+	fs.DurationVar(&c.RedisTimeout, "redis-timeout", c.RedisTimeout, "cluster: bound of one office-registry call to Redis (a listing, a lookup, a release)")
+	fs.DurationVar(&c.RedisClaim, "redis-claim-timeout", c.RedisClaim, "cluster: bound of a join's claim in Redis, which may wait out a dead node's heartbeat: above --redis-ttl")
 	fs.BoolVar(&c.TraceStdout, "trace-stdout", c.TraceStdout, "export OpenTelemetry traces of RPCs and routed events to stderr (OTEL_TRACES_EXPORTER=console; otlp and OTEL_EXPORTER_OTLP_ENDPOINT for a collector)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.BoolVar(&c.LogJSON, "log-json", c.LogJSON, "log as JSON")
@@ -262,6 +267,9 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		c.IdleTimeout <= 0 || c.BodyTimeout <= 0 || c.HeaderTimeout <= 0 || c.MaxQueued <= 0 || c.MCPSessions <= 0 {
 		return gateway.Config{}, errors.New("--call-timeout, --max-message-bytes, --max-answer-bytes, --max-pending, --max-agent-in-flight, --max-queued-events, --max-mcp-sessions, --redis-ttl, --shutdown-grace, --idle-timeout, --body-read-timeout and --read-header-timeout must be positive")
 	}
+	if c.RedisTimeout <= 0 || c.RedisClaim <= c.RedisTTL {
+		return gateway.Config{}, errors.New("--redis-timeout must be positive, --redis-claim-timeout above --redis-ttl (a claim may wait out a dead node's heartbeat)")
+	}
 	if c.EventsPerSecond == 0 || c.MaxConnsPerAddr == 0 || c.MCPSessionsAddr == 0 || c.EventBurst <= 0 {
 		return gateway.Config{}, errors.New("--events-per-second, --max-conns-per-addr and --max-mcp-sessions-per-addr must be positive or -1 (no limit), --event-burst positive")
 	}
@@ -285,6 +293,7 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		Redis:             c.Redis,
 		NodeID:            c.NodeID,
 		HeartbeatTTL:      c.RedisTTL,
+		RedisRegistry:     cluster.RegistryOptions{Timeout: c.RedisTimeout, ClaimTimeout: c.RedisClaim},
 	}, nil
 }
 

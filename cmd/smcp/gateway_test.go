@@ -11,6 +11,7 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/agent"
 	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 )
@@ -151,6 +152,40 @@ func TestMCPSessionLimitFlags(t *testing.T) {
 	}
 	for _, args := range [][]string{{"--max-mcp-sessions-per-addr", "0"}, {"--max-mcp-sessions", "0"}, {"--max-mcp-sessions", "-1"}} {
 		if _, err := build(args...); err == nil || !strings.Contains(err.Error(), "--max-mcp-sessions") {
+			t.Errorf("%v: %v, want an error naming the flag", args, err)
+		}
+	}
+}
+
+// The Redis registry's bounds come from flags or the file; a claim bound
+// not above the heartbeat TTL is refused (a claim may wait a TTL for a dead
+// node's heartbeat to lapse).
+func TestRedisRegistryTimeoutFlags(t *testing.T) {
+	build := func(args ...string) (gateway.Config, error) {
+		t.Helper()
+		c, err := parseGatewayConfig(append([]string{"--insecure"}, args...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.gatewayConfig(slog.New(slog.DiscardHandler))
+	}
+	cfg, err := build()
+	if err != nil || cfg.RedisRegistry.Timeout != cluster.DefaultTimeout || cfg.RedisRegistry.ClaimTimeout != cluster.DefaultClaimTimeout {
+		t.Errorf("defaults: %+v, %v", cfg.RedisRegistry, err)
+	}
+	cfg, err = build("--redis-timeout", "2s", "--redis-claim-timeout", "9s")
+	if err != nil || cfg.RedisRegistry.Timeout != 2*time.Second || cfg.RedisRegistry.ClaimTimeout != 9*time.Second {
+		t.Errorf("flags: %+v, %v", cfg.RedisRegistry, err)
+	}
+	file := filepath.Join(t.TempDir(), "gw.yaml")
+	if err := os.WriteFile(file, []byte("redis_timeout: 1s\nredis_claim_timeout: 4s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = build("--config", file); err != nil || cfg.RedisRegistry.Timeout != time.Second || cfg.RedisRegistry.ClaimTimeout != 4*time.Second {
+		t.Errorf("file: %+v, %v", cfg.RedisRegistry, err)
+	}
+	for _, args := range [][]string{{"--redis-timeout", "0"}, {"--redis-claim-timeout", "3s", "--redis-ttl", "3s"}} {
+		if _, err := build(args...); err == nil || !strings.Contains(err.Error(), "--redis-") {
 			t.Errorf("%v: %v, want an error naming the flag", args, err)
 		}
 	}
