@@ -120,22 +120,25 @@ func TestGatewayExampleFilesLoad(t *testing.T) {
 	}
 }
 
+// buildGatewayConfig is the gateway's configuration from an --insecure
+// command line with args.
+func buildGatewayConfig(t *testing.T, args ...string) (gateway.Config, error) {
+	t.Helper()
+	c, err := parseGatewayConfig(append([]string{"--insecure"}, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.gatewayConfig(slog.New(slog.DiscardHandler))
+}
+
 // The MCP session bounds reach the front end from flags, the environment
 // and the file; -1 lifts the per-address one, 0 is refused.
 func TestMCPSessionLimitFlags(t *testing.T) {
-	build := func(args ...string) (gateway.Config, error) {
-		t.Helper()
-		c, err := parseGatewayConfig(append([]string{"--insecure"}, args...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c.gatewayConfig(slog.New(slog.DiscardHandler))
-	}
-	cfg, err := build()
+	cfg, err := buildGatewayConfig(t)
 	if err != nil || cfg.MCP.MaxSessions != mcpfront.DefaultMaxSessions || cfg.MCP.MaxSessionsPerAddr != mcpfront.DefaultMaxSessionsPerAddr {
 		t.Errorf("defaults: %+v, %v", cfg.MCP, err)
 	}
-	cfg, err = build("--max-mcp-sessions", "10", "--max-mcp-sessions-per-addr", "-1")
+	cfg, err = buildGatewayConfig(t, "--max-mcp-sessions", "10", "--max-mcp-sessions-per-addr", "-1")
 	if err != nil || cfg.MCP.MaxSessions != 10 || cfg.MCP.MaxSessionsPerAddr != -1 {
 		t.Errorf("flags: %+v, %v", cfg.MCP, err)
 	}
@@ -143,15 +146,15 @@ func TestMCPSessionLimitFlags(t *testing.T) {
 	if err := os.WriteFile(file, []byte("max_mcp_sessions_per_addr: 3\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if cfg, err = build("--config", file); err != nil || cfg.MCP.MaxSessionsPerAddr != 3 {
+	if cfg, err = buildGatewayConfig(t, "--config", file); err != nil || cfg.MCP.MaxSessionsPerAddr != 3 {
 		t.Errorf("file: %+v, %v", cfg.MCP, err)
 	}
 	t.Setenv("SMCP_MAX_MCP_SESSIONS_PER_ADDR", "5")
-	if cfg, err = build("--config", file); err != nil || cfg.MCP.MaxSessionsPerAddr != 5 {
+	if cfg, err = buildGatewayConfig(t, "--config", file); err != nil || cfg.MCP.MaxSessionsPerAddr != 5 {
 		t.Errorf("environment over file: %+v, %v", cfg.MCP, err)
 	}
 	for _, args := range [][]string{{"--max-mcp-sessions-per-addr", "0"}, {"--max-mcp-sessions", "0"}, {"--max-mcp-sessions", "-1"}} {
-		if _, err := build(args...); err == nil || !strings.Contains(err.Error(), "--max-mcp-sessions") {
+		if _, err := buildGatewayConfig(t, args...); err == nil || !strings.Contains(err.Error(), "--max-mcp-sessions") {
 			t.Errorf("%v: %v, want an error naming the flag", args, err)
 		}
 	}
@@ -161,19 +164,11 @@ func TestMCPSessionLimitFlags(t *testing.T) {
 // not above the heartbeat TTL is refused (a claim may wait a TTL for a dead
 // node's heartbeat to lapse).
 func TestRedisRegistryTimeoutFlags(t *testing.T) {
-	build := func(args ...string) (gateway.Config, error) {
-		t.Helper()
-		c, err := parseGatewayConfig(append([]string{"--insecure"}, args...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c.gatewayConfig(slog.New(slog.DiscardHandler))
-	}
-	cfg, err := build()
+	cfg, err := buildGatewayConfig(t)
 	if err != nil || cfg.RedisRegistry.Timeout != cluster.DefaultTimeout || cfg.RedisRegistry.ClaimTimeout != cluster.DefaultClaimTimeout {
 		t.Errorf("defaults: %+v, %v", cfg.RedisRegistry, err)
 	}
-	cfg, err = build("--redis-timeout", "2s", "--redis-claim-timeout", "9s")
+	cfg, err = buildGatewayConfig(t, "--redis-timeout", "2s", "--redis-claim-timeout", "9s")
 	if err != nil || cfg.RedisRegistry.Timeout != 2*time.Second || cfg.RedisRegistry.ClaimTimeout != 9*time.Second {
 		t.Errorf("flags: %+v, %v", cfg.RedisRegistry, err)
 	}
@@ -181,11 +176,11 @@ func TestRedisRegistryTimeoutFlags(t *testing.T) {
 	if err := os.WriteFile(file, []byte("redis_timeout: 1s\nredis_claim_timeout: 4s\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if cfg, err = build("--config", file); err != nil || cfg.RedisRegistry.Timeout != time.Second || cfg.RedisRegistry.ClaimTimeout != 4*time.Second {
+	if cfg, err = buildGatewayConfig(t, "--config", file); err != nil || cfg.RedisRegistry.Timeout != time.Second || cfg.RedisRegistry.ClaimTimeout != 4*time.Second {
 		t.Errorf("file: %+v, %v", cfg.RedisRegistry, err)
 	}
 	for _, args := range [][]string{{"--redis-timeout", "0"}, {"--redis-claim-timeout", "3s", "--redis-ttl", "3s"}} {
-		if _, err := build(args...); err == nil || !strings.Contains(err.Error(), "--redis-") {
+		if _, err := buildGatewayConfig(t, args...); err == nil || !strings.Contains(err.Error(), "--redis-") {
 			t.Errorf("%v: %v, want an error naming the flag", args, err)
 		}
 	}
