@@ -4,17 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -34,22 +31,11 @@ import (
 // call; ModeConnect, ModeConnectH2C and ModeGRPC measure the stock
 // connect-go client.) It serves ModeConnectRaw.
 type connectCaller struct {
-	addr      string
-	tls       *tls.Config
+	*connPool
 	head      []byte // request line and fixed headers, up to Content-Length
 	fixed     []byte // CallToolRequest without req_id, encoded once
 	reqID     protowire.Number
-	idle      chan *httpConn
-	mu        sync.Mutex // orders put after close
-	closed    bool
 	callLimit time.Duration
-}
-
-type httpConn struct {
-	net.Conn
-	br   *bufio.Reader
-	req  []byte
-	body []byte
 }
 
 func newConnectCaller(o Options, agentName, officeID string, params json.RawMessage) (*connectCaller, error) {
@@ -57,17 +43,11 @@ func newConnectCaller(o Options, agentName, officeID string, params json.RawMess
 	if err != nil {
 		return nil, fmt.Errorf("loadtest: gateway URL: %w", err)
 	}
-	cc := &connectCaller{addr: u.Host, idle: make(chan *httpConn, o.InFlight), callLimit: 30 * time.Second}
-	switch u.Scheme {
-	case "http":
-	case "https":
-		cc.tls = &tls.Config{ServerName: u.Hostname()}
-	default:
-		return nil, fmt.Errorf("loadtest: gateway URL %q: want http or https", o.URL)
+	pool, err := newConnPool(u, o.InFlight)
+	if err != nil {
+		return nil, err
 	}
-	if u.Port() == "" {
-		cc.addr = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
-	}
+	cc := &connectCaller{connPool: pool, callLimit: 30 * time.Second}
 	st := &structpb.Struct{}
 	if err := st.UnmarshalJSON(params); err != nil {
 		return nil, err
@@ -92,7 +72,7 @@ func newConnectCaller(o Options, agentName, officeID string, params json.RawMess
 }
 
 func (cc *connectCaller) call(ctx context.Context, seq uint64) error {
-	c, err := cc.conn(ctx)
+	c, err := cc.get(ctx)
 	if err != nil {
 		return err
 	}
@@ -109,54 +89,6 @@ func (cc *connectCaller) call(ctx context.Context, seq uint64) error {
 		return errors.New("loadtest: the echo tool answered with an error")
 	}
 	return nil
-}
-
-// put returns c to the pool, or closes it once the caller is closed.
-func (cc *connectCaller) put(c *httpConn) {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	if cc.closed {
-		_ = c.Close()
-		return
-	}
-	cc.idle <- c // never blocks: at most one connection per worker
-}
-
-// close closes the idle connections, and those calls in flight return.
-func (cc *connectCaller) close() {
-	cc.mu.Lock()
-	defer cc.mu.Unlock()
-	cc.closed = true
-	for {
-		select {
-		case c := <-cc.idle:
-			_ = c.Close()
-		default:
-			return
-		}
-	}
-}
-
-// conn takes an idle connection or dials one: the pool holds at most one
-// per worker, so a worker never waits for another's connection.
-func (cc *connectCaller) conn(ctx context.Context) (*httpConn, error) {
-	select {
-	case c := <-cc.idle:
-		return c, nil
-	default:
-	}
-	d := &net.Dialer{Timeout: 10 * time.Second}
-	var nc net.Conn
-	var err error
-	if cc.tls != nil {
-		nc, err = (&tls.Dialer{NetDialer: d, Config: cc.tls}).DialContext(ctx, "tcp", cc.addr)
-	} else {
-		nc, err = d.DialContext(ctx, "tcp", cc.addr)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("loadtest: dial %s: %w", cc.addr, err)
-	}
-	return &httpConn{Conn: nc, br: bufio.NewReader(nc)}, nil
 }
 
 // roundTrip makes one call on c; reuse says whether c can carry another.

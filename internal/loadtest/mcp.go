@@ -4,19 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -94,29 +91,17 @@ type mcpRawCaller struct {
 	prefix                   []byte // the request up to its id
 	suffix                   []byte // after the id
 	head                     []byte // request line and headers, up to Content-Length's value
-	addr                     string
-	tls                      *tls.Config
-	idle                     chan *httpConn
-	mu                       sync.Mutex // orders put after close
-	closed                   bool
+	pool                     *connPool
 }
 
 func newMCPRawCaller(ctx context.Context, o Options, hc *http.Client, agentName, officeID string, params json.RawMessage) (*mcpRawCaller, error) {
-	c := &mcpRawCaller{url: mcpEndpoint(o.URL, officeID), key: o.APIKey, agent: agentName, hc: hc, idle: make(chan *httpConn, o.InFlight)}
+	c := &mcpRawCaller{url: mcpEndpoint(o.URL, officeID), key: o.APIKey, agent: agentName, hc: hc}
 	u, err := url.Parse(c.url)
 	if err != nil {
 		return nil, fmt.Errorf("loadtest: gateway URL: %w", err)
 	}
-	c.addr = u.Host
-	switch u.Scheme {
-	case "http":
-	case "https":
-		c.tls = &tls.Config{ServerName: u.Hostname()}
-	default:
-		return nil, fmt.Errorf("loadtest: gateway URL %q: want http or https", o.URL)
-	}
-	if u.Port() == "" {
-		c.addr = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
+	if c.pool, err = newConnPool(u, o.InFlight); err != nil {
+		return nil, err
 	}
 	c.prefix = []byte(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"pc__echo","arguments":` + string(params) + `},"id":`)
 	c.suffix = []byte(`}`)
@@ -146,7 +131,7 @@ func newMCPRawCaller(ctx context.Context, o Options, hc *http.Client, agentName,
 }
 
 func (c *mcpRawCaller) call(ctx context.Context, seq uint64) error {
-	hc, err := c.conn(ctx)
+	hc, err := c.pool.get(ctx)
 	if err != nil {
 		return err
 	}
@@ -159,7 +144,7 @@ func (c *mcpRawCaller) call(ctx context.Context, seq uint64) error {
 		err = fmt.Errorf("loadtest: tools/call answered %.200s", ans)
 	}
 	if reuse {
-		c.put(hc)
+		c.pool.put(hc)
 	} else {
 		_ = hc.Close()
 	}
@@ -253,58 +238,11 @@ func readMCPResponseHead(br *bufio.Reader) (status, length int, chunked, closing
 	return status, length, chunked, closing, nil
 }
 
-// conn takes an idle connection or dials one: the pool holds at most one
-// per worker, so a worker never waits for another's connection.
-func (c *mcpRawCaller) conn(ctx context.Context) (*httpConn, error) {
-	select {
-	case hc := <-c.idle:
-		return hc, nil
-	default:
-	}
-	d := &net.Dialer{Timeout: 10 * time.Second}
-	var nc net.Conn
-	var err error
-	if c.tls != nil {
-		nc, err = (&tls.Dialer{NetDialer: d, Config: c.tls}).DialContext(ctx, "tcp", c.addr)
-	} else {
-		nc, err = d.DialContext(ctx, "tcp", c.addr)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("loadtest: dial %s: %w", c.addr, err)
-	}
-	return &httpConn{Conn: nc, br: bufio.NewReader(nc)}, nil
-}
-
-// put returns hc to the pool, or closes it once the caller is closed.
-func (c *mcpRawCaller) put(hc *httpConn) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		_ = hc.Close()
-		return
-	}
-	select {
-	case c.idle <- hc:
-	default: // more connections than workers: only after a worker's call failed
-		_ = hc.Close()
-	}
-}
-
 // close closes the idle connections, and those calls in flight return, then
 // ends the MCP session as a client should (DELETE), so that the gateway's
 // figures after the run are not those of sessions left to time out.
 func (c *mcpRawCaller) close() {
-	c.mu.Lock()
-	c.closed = true
-	for done := false; !done; {
-		select {
-		case hc := <-c.idle:
-			_ = hc.Close()
-		default:
-			done = true
-		}
-	}
-	c.mu.Unlock()
+	c.pool.close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.url, nil)
