@@ -25,6 +25,11 @@ func newFreshConns() *freshConns { return &freshConns{conns: map[net.Conn]struct
 
 // track is the server's ConnState hook.
 func (f *freshConns) track(c net.Conn, state http.ConnState) {
+	if state == http.StateIdle {
+		// Between two requests (every request of a keep-alive connection):
+		// the connection left StateNew at its first request already.
+		return
+	}
 	f.mu.Lock()
 	if state != http.StateNew {
 		delete(f.conns, c)

@@ -283,9 +283,6 @@ func toolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	return mcp.RawCallToolResult(raw, isError), nil
 }
 
-// contentTypes are the kinds of content MCP defines.
-var contentTypes = map[string]bool{"text": true, "image": true, "audio": true, "resource_link": true, "resource": true}
-
 // checkContent refuses a content item that is not an object of a kind MCP
 // knows, which a client would refuse as a malformed answer.
 func checkContent(c json.RawMessage) error {
@@ -304,10 +301,11 @@ func checkContent(c json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	if !contentTypes[typ] {
-		return fmt.Errorf("unknown content type %q", typ)
+	switch typ {
+	case "text", "image", "audio", "resource_link", "resource": // MCP's kinds
+		return nil
 	}
-	return nil
+	return fmt.Errorf("unknown content type %q", typ)
 }
 
 func isNull(v json.RawMessage) bool { return len(v) == 0 || string(v) == "null" }
