@@ -178,10 +178,10 @@ type Server struct {
 	closed   bool
 	sessions map[string]*session // by MCP session id
 	// addrOf is the client IP of every session in sessions (reserved ones
-	// too), perAddr how many sessions each IP holds; both change with
-	// sessions, in take and release.
-	addrOf  map[string]string
-	perAddr map[string]int
+	// too), whose slot in addrs it holds; both change with sessions, in
+	// open and releaseLocked.
+	addrOf map[string]string
+	addrs  *httpauth.AddrSlots
 	// draining refuses new sessions and requests; inflight counts the
 	// requests being served (tools/call, resources/read, ...), and idle is
 	// closed when draining and none is left.
@@ -194,7 +194,7 @@ type Server struct {
 func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{hub: hub, auth: auth, opts: opts, log: opts.Logger,
-		sessions: map[string]*session{}, addrOf: map[string]string{}, perAddr: map[string]int{}}
+		sessions: map[string]*session{}, addrOf: map[string]string{}, addrs: httpauth.NewAddrSlots(opts.MaxSessionsPerAddr)}
 	s.base = mcp.NewServer(implementation(""), nil)
 	s.handler = mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
 		Logger:              opts.Logger,
@@ -382,14 +382,13 @@ func (s *Server) open(ctx context.Context, p *core.Principal, office, agent, ip 
 	case len(s.sessions) >= s.opts.MaxSessions:
 		s.mu.Unlock()
 		return nil, smcp.Errorf(core.CodeTooManyPending, "too many MCP sessions (%d)", s.opts.MaxSessions)
-	case s.opts.MaxSessionsPerAddr > 0 && s.perAddr[ip] >= s.opts.MaxSessionsPerAddr:
+	case !s.addrs.Take(ip): // last: the address's slot is taken unless refused
 		s.mu.Unlock()
 		return nil, smcp.Errorf(core.CodeTooManyPending, "too many MCP sessions from this address (%d)", s.opts.MaxSessionsPerAddr)
 	}
-	// Take the slot now so that concurrent opens respect both bounds.
+	// Take the slots now so that concurrent opens respect both bounds.
 	s.sessions[id] = nil
 	s.addrOf[id] = ip
-	s.perAddr[ip]++
 	s.mu.Unlock()
 	sess, err := newSession(ctx, s, id, p, office, agent)
 	s.mu.Lock()
@@ -411,9 +410,7 @@ func (s *Server) releaseLocked(id string) {
 		return
 	}
 	delete(s.addrOf, id)
-	if s.perAddr[ip]--; s.perAddr[ip] <= 0 {
-		delete(s.perAddr, ip)
-	}
+	s.addrs.Give(ip)
 }
 
 // started is called once the request that opened sess is answered: when the

@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -97,9 +96,8 @@ type Server struct {
 	handler http.Handler
 	publish *publisher // cluster only
 
-	mu      sync.Mutex
-	perAddr map[string]int
-	calls   inflight.Gate // client: requests in flight
+	addrs *httpauth.AddrSlots // connections per client address
+	calls inflight.Gate       // client: requests in flight
 }
 
 // New builds the front end over hub. auth must not be nil: use
@@ -135,7 +133,7 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider().Tracer("")
 	}
-	s := &Server{cfg: cfg, hub: hub, auth: auth, log: cfg.Logger, perAddr: map[string]int{}}
+	s := &Server{cfg: cfg, hub: hub, auth: auth, log: cfg.Logger, addrs: httpauth.NewAddrSlots(cfg.MaxConnsPerAddr)}
 
 	opts := socket.DefaultServerOptions()
 	opts.SetPath(strings.TrimSuffix(cfg.Path, "/"))
@@ -251,7 +249,7 @@ func (s *Server) authenticate(sock *socket.Socket, next func(*socket.ExtendedErr
 	}
 	// The slot is taken here, before the client is told it is connected, so
 	// that a client never sees a connect that is then cut for its address.
-	if !s.addrAdd(clientIP(sock), 1) {
+	if !s.addrs.Take(clientIP(sock)) {
 		s.cfg.Metrics.Refused("connections_per_address")
 		refuse(smcp.Errorf(CodeRateLimited, "too many connections from this address"))
 		return
@@ -278,20 +276,6 @@ func (s *Server) credential(sock *socket.Socket) string {
 // clientIP is the connection's remote IP, without its port.
 func clientIP(sock *socket.Socket) string { return httpauth.ClientIP(sock.Handshake().Address) }
 
-// addrAdd counts a connection of ip; false (nothing counted) when ip is at
-// its limit.
-func (s *Server) addrAdd(ip string, delta int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if delta > 0 && s.cfg.MaxConnsPerAddr > 0 && s.perAddr[ip] >= s.cfg.MaxConnsPerAddr {
-		return false
-	}
-	if s.perAddr[ip] += delta; s.perAddr[ip] <= 0 {
-		delete(s.perAddr, ip)
-	}
-	return true
-}
-
 func (s *Server) onConnection(sock *socket.Socket) {
 	p, _ := sock.Data().(*core.Principal)
 	if p == nil {
@@ -302,7 +286,7 @@ func (s *Server) onConnection(sock *socket.Socket) {
 	sid := string(sock.Id())
 	sess, err := s.hub.Attach(sid, p, &conn{sock: sock})
 	if err != nil {
-		s.addrAdd(ip, -1)
+		s.addrs.Give(ip)
 		s.log.Error("attach session", "sid", sid, "err", err)
 		sock.Disconnect(true)
 		return
@@ -351,7 +335,7 @@ func (s *Server) onConnection(sock *socket.Socket) {
 		cancel()
 		h.work.close()
 		sess.Close()
-		s.addrAdd(ip, -1)
+		s.addrs.Give(ip)
 		s.cfg.Metrics.Connected(-1)
 		h.log().Info("disconnected", "reason", fmt.Sprint(args...))
 	})
