@@ -85,6 +85,9 @@ type ServerConfig struct {
 	// ResultJQ is a jq program applied to the server's tool results (a Go
 	// computer extension, its counterpart of VRL).
 	ResultJQ *string `json:"result_jq,omitempty"`
+	// BundleID is an explicit bundle id (0.3+, PROTOCOL-0.4.md §5.2); unset,
+	// it is derived from Name or the transport.
+	BundleID *string `json:"bundle_id,omitempty"`
 }
 
 // ServerParameters holds the transport parameters: exactly one is set, the

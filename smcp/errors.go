@@ -21,13 +21,24 @@ const (
 	// how a computer without a handler for the event (an SDK 0.1.x
 	// computer asked for its Finder) replies. A gateway extension: the
 	// request is valid, this computer does not serve it.
-	CodeNotSupported     = 501
-	CodeVersionMismatch  = 4008
-	CodeNotInOffice      = 4103
-	CodeDocumentNotFound = 4201
-	CodePageOutOfRange   = 4202
-	CodeElementNotFound  = 4203
-	CodeInvalidDPEURI    = 4204
+	CodeNotSupported    = 501
+	CodeVersionMismatch = 4008
+	CodeNotInOffice     = 4103
+	// Codes of the 0.3 and 0.4 profiles (PROTOCOL-0.4.md §6).
+	CodeToolNotFound               = 4001
+	CodeToolExecutionFailed        = 4003
+	CodeToolAuthorizationRequired  = 4006
+	CodeToolAuthorizationFailed    = 4007
+	CodeMCPServerNotFound          = 4014
+	CodeMCPCapabilityNotSupported  = 4015
+	CodeInvalidSkillName           = 4016
+	CodeSkillResourceNotAccessible = 4017
+	CodeBlobNotAccessible          = 4018
+	CodeBlobWriteFailed            = 4019
+	CodeDocumentNotFound           = 4201
+	CodePageOutOfRange             = 4202
+	CodeElementNotFound            = 4203
+	CodeInvalidDPEURI              = 4204
 )
 
 // Error is the flat protocol error: {"code": int, "message": string, "details"?: object}.

@@ -46,3 +46,14 @@ const (
 	RoleAgent    = "agent"
 	RoleComputer = "computer"
 )
+
+// Events of the 0.3 and 0.4 profiles (PROTOCOL-0.4.md §4).
+const (
+	EventGetResources  = "client:get_resources"
+	EventGetSkills     = "client:get_skills"
+	EventGetSkill      = "client:get_skill"
+	EventGetBlob       = "client:get_blob"
+	EventPutBlob       = "client:put_blob" // 0.4
+	EventUpdateSkills  = "server:update_skills"
+	NotifyUpdateSkills = "notify:update_skills"
+)

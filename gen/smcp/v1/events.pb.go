@@ -1300,6 +1300,880 @@ func (x *ReadResourceRet) GetReqId() string {
 	return ""
 }
 
+// GetResourcesReq is the payload of client:get_resources (0.3+).
+type GetResourcesReq struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Caller's agent name.
+	Agent string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	// Request id, echoed in the answer.
+	ReqId string `protobuf:"bytes,2,opt,name=req_id,proto3" json:"req_id,omitempty"`
+	// Target computer.
+	Computer string `protobuf:"bytes,3,opt,name=computer,proto3" json:"computer,omitempty"`
+	// Bundle id of the MCP server whose resources are listed.
+	McpServer string `protobuf:"bytes,4,opt,name=mcp_server,proto3" json:"mcp_server,omitempty"`
+	// Paging cursor from a previous answer's next_cursor.
+	Cursor        *string `protobuf:"bytes,5,opt,name=cursor,proto3,oneof" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetResourcesReq) Reset() {
+	*x = GetResourcesReq{}
+	mi := &file_smcp_v1_events_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetResourcesReq) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetResourcesReq) ProtoMessage() {}
+
+func (x *GetResourcesReq) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_events_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetResourcesReq.ProtoReflect.Descriptor instead.
+func (*GetResourcesReq) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_events_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *GetResourcesReq) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *GetResourcesReq) GetReqId() string {
+	if x != nil {
+		return x.ReqId
+	}
+	return ""
+}
+
+func (x *GetResourcesReq) GetComputer() string {
+	if x != nil {
+		return x.Computer
+	}
+	return ""
+}
+
+func (x *GetResourcesReq) GetMcpServer() string {
+	if x != nil {
+		return x.McpServer
+	}
+	return ""
+}
+
+func (x *GetResourcesReq) GetCursor() string {
+	if x != nil && x.Cursor != nil {
+		return *x.Cursor
+	}
+	return ""
+}
+
+// GetResourcesRet answers client:get_resources: MCP resources/list, unfiltered.
+type GetResourcesRet struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// MCP Resource objects as the server listed them.
+	Resources []*structpb.Struct `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
+	// Cursor of the next page; unset on the last page.
+	NextCursor *string `protobuf:"bytes,2,opt,name=next_cursor,proto3,oneof" json:"next_cursor,omitempty"`
+	// Echo of the request id.
+	ReqId         string `protobuf:"bytes,3,opt,name=req_id,proto3" json:"req_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetResourcesRet) Reset() {
+	*x = GetResourcesRet{}
+	mi := &file_smcp_v1_events_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetResourcesRet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetResourcesRet) ProtoMessage() {}
+
+func (x *GetResourcesRet) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_events_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetResourcesRet.ProtoReflect.Descriptor instead.
+func (*GetResourcesRet) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_events_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *GetResourcesRet) GetResources() []*structpb.Struct {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *GetResourcesRet) GetNextCursor() string {
+	if x != nil && x.NextCursor != nil {
+		return *x.NextCursor
+	}
+	return ""
+}
+
+func (x *GetResourcesRet) GetReqId() string {
+	if x != nil {
+		return x.ReqId
+	}
+	return ""
+}
+
+// GetSkillsReq is the payload of client:get_skills (0.3+).
+type GetSkillsReq struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Caller's agent name.
+	Agent string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	// Request id, echoed in the answer.
+	ReqId string `protobuf:"bytes,2,opt,name=req_id,proto3" json:"req_id,omitempty"`
+	// Target computer.
+	Computer      string `protobuf:"bytes,3,opt,name=computer,proto3" json:"computer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSkillsReq) Reset() {
+	*x = GetSkillsReq{}
+	mi := &file_smcp_v1_events_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSkillsReq) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSkillsReq) ProtoMessage() {}
+
+func (x *GetSkillsReq) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_events_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSkillsReq.ProtoReflect.Descriptor instead.
+func (*GetSkillsReq) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_events_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *GetSkillsReq) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *GetSkillsReq) GetReqId() string {
+	if x != nil {
+		return x.ReqId
+	}
+	return ""
+}
+
+func (x *GetSkillsReq) GetComputer() string {
+	if x != nil {
+		return x.Computer
+	}
+	return ""
+}
+
+// GetSkillsRet answers client:get_skills: available skills in discovery order.
+type GetSkillsRet struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The skills.
+	Skills []*A2CSkillRef `protobuf:"bytes,1,rep,name=skills,proto3" json:"skills,omitempty"`
+	// Echo of the request id.
+	ReqId         string `protobuf:"bytes,2,opt,name=req_id,proto3" json:"req_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSkillsRet) Reset() {
+	*x = GetSkillsRet{}
+	mi := &file_smcp_v1_events_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSkillsRet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSkillsRet) ProtoMessage() {}
+
+func (x *GetSkillsRet) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_events_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSkillsRet.ProtoReflect.Descriptor instead.
+func (*GetSkillsRet) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_events_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GetSkillsRet) GetSkills() []*A2CSkillRef {
+	if x != nil {
+		return x.Skills
+	}
+	return nil
+}
+
+func (x *GetSkillsRet) GetReqId() string {
+	if x != nil {
+		return x.ReqId
+	}
+	return ""
+}
+
+// GetSkillReq is the payload of client:get_skill (0.3+).
+type GetSkillReq struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Caller's agent name.
+	Agent string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	// Request id, echoed in the answer.
+	ReqId string `protobuf:"bytes,2,opt,name=req_id,proto3" json:"req_id,omitempty"`
+	// Target computer.
+	Computer string `protobuf:"bytes,3,opt,name=computer,proto3" json:"computer,omitempty"`
+	// Skill name as listed by client:get_skills.
+	Name string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	// File inside the skill, relative POSIX path; default "SKILL.md".
+	RelPath       *string `protobuf:"bytes,5,opt,name=rel_path,proto3,oneof" json:"rel_path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSkillReq) Reset() {
+	*x = GetSkillReq{}
+	mi := &file_smcp_v1_events_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSkillReq) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSkillReq) ProtoMessage() {}
+
+func (x *GetSkillReq) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_events_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSkillReq.ProtoReflect.Descriptor instead.
+func (*GetSkillReq) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_events_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *GetSkillReq) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *GetSkillReq) GetReqId() string {
+	if x != nil {
+		return x.ReqId
+	}
+	return ""
+}
+
+func (x *GetSkillReq) GetComputer() string {
+	if x != nil {
+		return x.Computer
+	}
+	return ""
+}
+
+func (x *GetSkillReq) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetSkillReq) GetRelPath() string {
+	if x != nil && x.RelPath != nil {
+		return *x.RelPath
+	}
+	return ""
+}
+
+// GetSkillRet answers client:get_skill: exactly one of body and blob_handle.
+type GetSkillRet struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Echo of the skill name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Echo of rel_path ("SKILL.md" when defaulted).
+	RelPath string `protobuf:"bytes,2,opt,name=rel_path,proto3" json:"rel_path,omitempty"`
+	// MIME type from the computer's extension table.
+	MimeType string `protobuf:"bytes,3,opt,name=mime_type,proto3" json:"mime_type,omitempty"`
+	// Size in bytes of what the agent consumes.
+	TotalSize int64 `protobuf:"varint,4,opt,name=total_size,proto3" json:"total_size,omitempty"`
+	// Hex SHA-256 of those bytes.
+	Sha256 string `protobuf:"bytes,5,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// The text, when it is text within the inline budget.
+	Body *string `protobuf:"bytes,6,opt,name=body,proto3,oneof" json:"body,omitempty"`
+	// Handle to read the bytes with client:get_blob otherwise.
+	BlobHandle *string `protobuf:"bytes,7,opt,name=blob_handle,proto3,oneof" json:"blob_handle,omitempty"`
+	// Echo of the request id.
+	ReqId         string `protobuf:"bytes,8,opt,name=req_id,proto3" json:"req_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSkillRet) Reset() {
+	*x = GetSkillRet{}
+	mi := &file_smcp_v1_events_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSkillRet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSkillRet) ProtoMessage() {}
+
+func (x *GetSkillRet) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_events_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSkillRet.ProtoReflect.Descriptor instead.
+func (*GetSkillRet) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_events_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *GetSkillRet) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetSkillRet) GetRelPath() string {
+	if x != nil {
+		return x.RelPath
+	}
+	return ""
+}
+
+func (x *GetSkillRet) GetMimeType() string {
+	if x != nil {
+		return x.MimeType
+	}
+	return ""
+}
+
+func (x *GetSkillRet) GetTotalSize() int64 {
+	if x != nil {
+		return x.TotalSize
+	}
+	return 0
+}
+
+func (x *GetSkillRet) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *GetSkillRet) GetBody() string {
+	if x != nil && x.Body != nil {
+		return *x.Body
+	}
+	return ""
+}
+
+func (x *GetSkillRet) GetBlobHandle() string {
+	if x != nil && x.BlobHandle != nil {
+		return *x.BlobHandle
+	}
+	return ""
+}
+
+func (x *GetSkillRet) GetReqId() string {
+	if x != nil {
+		return x.ReqId
+	}
+	return ""
+}
+
+// GetBlobReq is the payload of client:get_blob (0.3+).
+type GetBlobReq struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Caller's agent name.
+	Agent string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	// Request id, echoed in the answer.
+	ReqId string `protobuf:"bytes,2,opt,name=req_id,proto3" json:"req_id,omitempty"`
+	// Target computer.
+	Computer string `protobuf:"bytes,3,opt,name=computer,proto3" json:"computer,omitempty"`
+	// Opaque handle minted by the computer.
+	BlobHandle string `protobuf:"bytes,4,opt,name=blob_handle,proto3" json:"blob_handle,omitempty"`
+	// Absolute byte offset of the chunk (default 0).
+	ChunkOffset *int64 `protobuf:"varint,5,opt,name=chunk_offset,proto3,oneof" json:"chunk_offset,omitempty"`
+	// Largest chunk wanted; the computer may send less.
+	MaxChunkBytes *int64 `protobuf:"varint,6,opt,name=max_chunk_bytes,proto3,oneof" json:"max_chunk_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBlobReq) Reset() {
+	*x = GetBlobReq{}
+	mi := &file_smcp_v1_events_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBlobReq) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBlobReq) ProtoMessage() {}
+
+func (x *GetBlobReq) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_events_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBlobReq.ProtoReflect.Descriptor instead.
+func (*GetBlobReq) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_events_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *GetBlobReq) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *GetBlobReq) GetReqId() string {
+	if x != nil {
+		return x.ReqId
+	}
+	return ""
+}
+
+func (x *GetBlobReq) GetComputer() string {
+	if x != nil {
+		return x.Computer
+	}
+	return ""
+}
+
+func (x *GetBlobReq) GetBlobHandle() string {
+	if x != nil {
+		return x.BlobHandle
+	}
+	return ""
+}
+
+func (x *GetBlobReq) GetChunkOffset() int64 {
+	if x != nil && x.ChunkOffset != nil {
+		return *x.ChunkOffset
+	}
+	return 0
+}
+
+func (x *GetBlobReq) GetMaxChunkBytes() int64 {
+	if x != nil && x.MaxChunkBytes != nil {
+		return *x.MaxChunkBytes
+	}
+	return 0
+}
+
+// GetBlobRet answers client:get_blob with one chunk.
+type GetBlobRet struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Echo of the handle.
+	BlobHandle string `protobuf:"bytes,1,opt,name=blob_handle,proto3" json:"blob_handle,omitempty"`
+	// MIME type of the whole blob.
+	MimeType string `protobuf:"bytes,2,opt,name=mime_type,proto3" json:"mime_type,omitempty"`
+	// Size in bytes of the whole blob.
+	TotalSize int64 `protobuf:"varint,3,opt,name=total_size,proto3" json:"total_size,omitempty"`
+	// Hex SHA-256 of the whole blob.
+	Sha256 string `protobuf:"bytes,4,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// Offset of this chunk.
+	ChunkOffset int64 `protobuf:"varint,5,opt,name=chunk_offset,proto3" json:"chunk_offset,omitempty"`
+	// True when this chunk ends the blob.
+	Eof bool `protobuf:"varint,6,opt,name=eof,proto3" json:"eof,omitempty"`
+	// The chunk, base64.
+	Blob string `protobuf:"bytes,7,opt,name=blob,proto3" json:"blob,omitempty"`
+	// Echo of the request id.
+	ReqId         string `protobuf:"bytes,8,opt,name=req_id,proto3" json:"req_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBlobRet) Reset() {
+	*x = GetBlobRet{}
+	mi := &file_smcp_v1_events_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBlobRet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBlobRet) ProtoMessage() {}
+
+func (x *GetBlobRet) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_events_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBlobRet.ProtoReflect.Descriptor instead.
+func (*GetBlobRet) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_events_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *GetBlobRet) GetBlobHandle() string {
+	if x != nil {
+		return x.BlobHandle
+	}
+	return ""
+}
+
+func (x *GetBlobRet) GetMimeType() string {
+	if x != nil {
+		return x.MimeType
+	}
+	return ""
+}
+
+func (x *GetBlobRet) GetTotalSize() int64 {
+	if x != nil {
+		return x.TotalSize
+	}
+	return 0
+}
+
+func (x *GetBlobRet) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *GetBlobRet) GetChunkOffset() int64 {
+	if x != nil {
+		return x.ChunkOffset
+	}
+	return 0
+}
+
+func (x *GetBlobRet) GetEof() bool {
+	if x != nil {
+		return x.Eof
+	}
+	return false
+}
+
+func (x *GetBlobRet) GetBlob() string {
+	if x != nil {
+		return x.Blob
+	}
+	return ""
+}
+
+func (x *GetBlobRet) GetReqId() string {
+	if x != nil {
+		return x.ReqId
+	}
+	return ""
+}
+
+// PutBlobReq is the payload of client:put_blob (0.4): one upload chunk.
+type PutBlobReq struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Caller's agent name.
+	Agent string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	// Request id, echoed in the answer.
+	ReqId string `protobuf:"bytes,2,opt,name=req_id,proto3" json:"req_id,omitempty"`
+	// Target computer.
+	Computer string `protobuf:"bytes,3,opt,name=computer,proto3" json:"computer,omitempty"`
+	// Upload id from the first chunk's answer; absent on the first chunk.
+	UploadId *string `protobuf:"bytes,4,opt,name=upload_id,proto3,oneof" json:"upload_id,omitempty"`
+	// Offset of this chunk; equal to the bytes sent before.
+	ChunkOffset int64 `protobuf:"varint,5,opt,name=chunk_offset,proto3" json:"chunk_offset,omitempty"`
+	// True on the last chunk.
+	Eof bool `protobuf:"varint,6,opt,name=eof,proto3" json:"eof,omitempty"`
+	// Size of the whole upload (first chunk only).
+	TotalSize *int64 `protobuf:"varint,7,opt,name=total_size,proto3,oneof" json:"total_size,omitempty"`
+	// Hex SHA-256 of the whole upload (first chunk only).
+	Sha256 *string `protobuf:"bytes,8,opt,name=sha256,proto3,oneof" json:"sha256,omitempty"`
+	// Suggested file name (first chunk only).
+	NameHint *string `protobuf:"bytes,9,opt,name=name_hint,proto3,oneof" json:"name_hint,omitempty"`
+	// The chunk, base64.
+	Blob          string `protobuf:"bytes,10,opt,name=blob,proto3" json:"blob,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutBlobReq) Reset() {
+	*x = PutBlobReq{}
+	mi := &file_smcp_v1_events_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutBlobReq) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutBlobReq) ProtoMessage() {}
+
+func (x *PutBlobReq) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_events_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutBlobReq.ProtoReflect.Descriptor instead.
+func (*PutBlobReq) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_events_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *PutBlobReq) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *PutBlobReq) GetReqId() string {
+	if x != nil {
+		return x.ReqId
+	}
+	return ""
+}
+
+func (x *PutBlobReq) GetComputer() string {
+	if x != nil {
+		return x.Computer
+	}
+	return ""
+}
+
+func (x *PutBlobReq) GetUploadId() string {
+	if x != nil && x.UploadId != nil {
+		return *x.UploadId
+	}
+	return ""
+}
+
+func (x *PutBlobReq) GetChunkOffset() int64 {
+	if x != nil {
+		return x.ChunkOffset
+	}
+	return 0
+}
+
+func (x *PutBlobReq) GetEof() bool {
+	if x != nil {
+		return x.Eof
+	}
+	return false
+}
+
+func (x *PutBlobReq) GetTotalSize() int64 {
+	if x != nil && x.TotalSize != nil {
+		return *x.TotalSize
+	}
+	return 0
+}
+
+func (x *PutBlobReq) GetSha256() string {
+	if x != nil && x.Sha256 != nil {
+		return *x.Sha256
+	}
+	return ""
+}
+
+func (x *PutBlobReq) GetNameHint() string {
+	if x != nil && x.NameHint != nil {
+		return *x.NameHint
+	}
+	return ""
+}
+
+func (x *PutBlobReq) GetBlob() string {
+	if x != nil {
+		return x.Blob
+	}
+	return ""
+}
+
+// PutBlobRet answers client:put_blob.
+type PutBlobRet struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The upload's id.
+	UploadId string `protobuf:"bytes,1,opt,name=upload_id,proto3" json:"upload_id,omitempty"`
+	// Offset of the chunk answered.
+	ChunkOffset int64 `protobuf:"varint,2,opt,name=chunk_offset,proto3" json:"chunk_offset,omitempty"`
+	// Absolute path of the landed file (eof only).
+	LandingPath *string `protobuf:"bytes,3,opt,name=landing_path,proto3,oneof" json:"landing_path,omitempty"`
+	// Stored size (eof only).
+	TotalSize *int64 `protobuf:"varint,4,opt,name=total_size,proto3,oneof" json:"total_size,omitempty"`
+	// Recomputed hex SHA-256 (eof only).
+	Sha256 *string `protobuf:"bytes,5,opt,name=sha256,proto3,oneof" json:"sha256,omitempty"`
+	// Echo of the request id.
+	ReqId         string `protobuf:"bytes,6,opt,name=req_id,proto3" json:"req_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutBlobRet) Reset() {
+	*x = PutBlobRet{}
+	mi := &file_smcp_v1_events_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutBlobRet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutBlobRet) ProtoMessage() {}
+
+func (x *PutBlobRet) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_events_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutBlobRet.ProtoReflect.Descriptor instead.
+func (*PutBlobRet) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_events_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *PutBlobRet) GetUploadId() string {
+	if x != nil {
+		return x.UploadId
+	}
+	return ""
+}
+
+func (x *PutBlobRet) GetChunkOffset() int64 {
+	if x != nil {
+		return x.ChunkOffset
+	}
+	return 0
+}
+
+func (x *PutBlobRet) GetLandingPath() string {
+	if x != nil && x.LandingPath != nil {
+		return *x.LandingPath
+	}
+	return ""
+}
+
+func (x *PutBlobRet) GetTotalSize() int64 {
+	if x != nil && x.TotalSize != nil {
+		return *x.TotalSize
+	}
+	return 0
+}
+
+func (x *PutBlobRet) GetSha256() string {
+	if x != nil && x.Sha256 != nil {
+		return *x.Sha256
+	}
+	return ""
+}
+
+func (x *PutBlobRet) GetReqId() string {
+	if x != nil {
+		return x.ReqId
+	}
+	return ""
+}
+
 var File_smcp_v1_events_proto protoreflect.FileDescriptor
 
 const file_smcp_v1_events_proto_rawDesc = "" +
@@ -1397,7 +2271,104 @@ const file_smcp_v1_events_proto_rawDesc = "" +
 	"\x03uri\x18\x04 \x01(\tR\x03uri\"`\n" +
 	"\x0fReadResourceRet\x125\n" +
 	"\bcontents\x18\x01 \x03(\v2\x19.smcp.v1.ResourceContentsR\bcontents\x12\x16\n" +
-	"\x06req_id\x18\x02 \x01(\tR\x06req_idB3Z1github.com/smcpgw/smcp-gateway/gen/smcp/v1;smcpv1b\x06proto3"
+	"\x06req_id\x18\x02 \x01(\tR\x06req_id\"\xa3\x01\n" +
+	"\x0fGetResourcesReq\x12\x14\n" +
+	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x16\n" +
+	"\x06req_id\x18\x02 \x01(\tR\x06req_id\x12\x1a\n" +
+	"\bcomputer\x18\x03 \x01(\tR\bcomputer\x12\x1e\n" +
+	"\n" +
+	"mcp_server\x18\x04 \x01(\tR\n" +
+	"mcp_server\x12\x1b\n" +
+	"\x06cursor\x18\x05 \x01(\tH\x00R\x06cursor\x88\x01\x01B\t\n" +
+	"\a_cursor\"\x97\x01\n" +
+	"\x0fGetResourcesRet\x125\n" +
+	"\tresources\x18\x01 \x03(\v2\x17.google.protobuf.StructR\tresources\x12%\n" +
+	"\vnext_cursor\x18\x02 \x01(\tH\x00R\vnext_cursor\x88\x01\x01\x12\x16\n" +
+	"\x06req_id\x18\x03 \x01(\tR\x06req_idB\x0e\n" +
+	"\f_next_cursor\"X\n" +
+	"\fGetSkillsReq\x12\x14\n" +
+	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x16\n" +
+	"\x06req_id\x18\x02 \x01(\tR\x06req_id\x12\x1a\n" +
+	"\bcomputer\x18\x03 \x01(\tR\bcomputer\"T\n" +
+	"\fGetSkillsRet\x12,\n" +
+	"\x06skills\x18\x01 \x03(\v2\x14.smcp.v1.A2CSkillRefR\x06skills\x12\x16\n" +
+	"\x06req_id\x18\x02 \x01(\tR\x06req_id\"\x99\x01\n" +
+	"\vGetSkillReq\x12\x14\n" +
+	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x16\n" +
+	"\x06req_id\x18\x02 \x01(\tR\x06req_id\x12\x1a\n" +
+	"\bcomputer\x18\x03 \x01(\tR\bcomputer\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12\x1f\n" +
+	"\brel_path\x18\x05 \x01(\tH\x00R\brel_path\x88\x01\x01B\v\n" +
+	"\t_rel_path\"\x84\x02\n" +
+	"\vGetSkillRet\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\brel_path\x18\x02 \x01(\tR\brel_path\x12\x1c\n" +
+	"\tmime_type\x18\x03 \x01(\tR\tmime_type\x12\x1e\n" +
+	"\n" +
+	"total_size\x18\x04 \x01(\x03R\n" +
+	"total_size\x12\x16\n" +
+	"\x06sha256\x18\x05 \x01(\tR\x06sha256\x12\x17\n" +
+	"\x04body\x18\x06 \x01(\tH\x00R\x04body\x88\x01\x01\x12%\n" +
+	"\vblob_handle\x18\a \x01(\tH\x01R\vblob_handle\x88\x01\x01\x12\x16\n" +
+	"\x06req_id\x18\b \x01(\tR\x06req_idB\a\n" +
+	"\x05_bodyB\x0e\n" +
+	"\f_blob_handle\"\xf5\x01\n" +
+	"\n" +
+	"GetBlobReq\x12\x14\n" +
+	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x16\n" +
+	"\x06req_id\x18\x02 \x01(\tR\x06req_id\x12\x1a\n" +
+	"\bcomputer\x18\x03 \x01(\tR\bcomputer\x12 \n" +
+	"\vblob_handle\x18\x04 \x01(\tR\vblob_handle\x12'\n" +
+	"\fchunk_offset\x18\x05 \x01(\x03H\x00R\fchunk_offset\x88\x01\x01\x12-\n" +
+	"\x0fmax_chunk_bytes\x18\x06 \x01(\x03H\x01R\x0fmax_chunk_bytes\x88\x01\x01B\x0f\n" +
+	"\r_chunk_offsetB\x12\n" +
+	"\x10_max_chunk_bytes\"\xe6\x01\n" +
+	"\n" +
+	"GetBlobRet\x12 \n" +
+	"\vblob_handle\x18\x01 \x01(\tR\vblob_handle\x12\x1c\n" +
+	"\tmime_type\x18\x02 \x01(\tR\tmime_type\x12\x1e\n" +
+	"\n" +
+	"total_size\x18\x03 \x01(\x03R\n" +
+	"total_size\x12\x16\n" +
+	"\x06sha256\x18\x04 \x01(\tR\x06sha256\x12\"\n" +
+	"\fchunk_offset\x18\x05 \x01(\x03R\fchunk_offset\x12\x10\n" +
+	"\x03eof\x18\x06 \x01(\bR\x03eof\x12\x12\n" +
+	"\x04blob\x18\a \x01(\tR\x04blob\x12\x16\n" +
+	"\x06req_id\x18\b \x01(\tR\x06req_id\"\xde\x02\n" +
+	"\n" +
+	"PutBlobReq\x12\x14\n" +
+	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x16\n" +
+	"\x06req_id\x18\x02 \x01(\tR\x06req_id\x12\x1a\n" +
+	"\bcomputer\x18\x03 \x01(\tR\bcomputer\x12!\n" +
+	"\tupload_id\x18\x04 \x01(\tH\x00R\tupload_id\x88\x01\x01\x12\"\n" +
+	"\fchunk_offset\x18\x05 \x01(\x03R\fchunk_offset\x12\x10\n" +
+	"\x03eof\x18\x06 \x01(\bR\x03eof\x12#\n" +
+	"\n" +
+	"total_size\x18\a \x01(\x03H\x01R\n" +
+	"total_size\x88\x01\x01\x12\x1b\n" +
+	"\x06sha256\x18\b \x01(\tH\x02R\x06sha256\x88\x01\x01\x12!\n" +
+	"\tname_hint\x18\t \x01(\tH\x03R\tname_hint\x88\x01\x01\x12\x12\n" +
+	"\x04blob\x18\n" +
+	" \x01(\tR\x04blobB\f\n" +
+	"\n" +
+	"_upload_idB\r\n" +
+	"\v_total_sizeB\t\n" +
+	"\a_sha256B\f\n" +
+	"\n" +
+	"_name_hint\"\xfc\x01\n" +
+	"\n" +
+	"PutBlobRet\x12\x1c\n" +
+	"\tupload_id\x18\x01 \x01(\tR\tupload_id\x12\"\n" +
+	"\fchunk_offset\x18\x02 \x01(\x03R\fchunk_offset\x12'\n" +
+	"\flanding_path\x18\x03 \x01(\tH\x00R\flanding_path\x88\x01\x01\x12#\n" +
+	"\n" +
+	"total_size\x18\x04 \x01(\x03H\x01R\n" +
+	"total_size\x88\x01\x01\x12\x1b\n" +
+	"\x06sha256\x18\x05 \x01(\tH\x02R\x06sha256\x88\x01\x01\x12\x16\n" +
+	"\x06req_id\x18\x06 \x01(\tR\x06req_idB\x0f\n" +
+	"\r_landing_pathB\r\n" +
+	"\v_total_sizeB\t\n" +
+	"\a_sha256B3Z1github.com/smcpgw/smcp-gateway/gen/smcp/v1;smcpv1b\x06proto3"
 
 var (
 	file_smcp_v1_events_proto_rawDescOnce sync.Once
@@ -1411,7 +2382,7 @@ func file_smcp_v1_events_proto_rawDescGZIP() []byte {
 	return file_smcp_v1_events_proto_rawDescData
 }
 
-var file_smcp_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_smcp_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_smcp_v1_events_proto_goTypes = []any{
 	(*EnterOfficeReq)(nil),          // 0: smcp.v1.EnterOfficeReq
 	(*LeaveOfficeReq)(nil),          // 1: smcp.v1.LeaveOfficeReq
@@ -1433,29 +2404,42 @@ var file_smcp_v1_events_proto_goTypes = []any{
 	(*GetFinderRet)(nil),            // 17: smcp.v1.GetFinderRet
 	(*ReadResourceReq)(nil),         // 18: smcp.v1.ReadResourceReq
 	(*ReadResourceRet)(nil),         // 19: smcp.v1.ReadResourceRet
-	nil,                             // 20: smcp.v1.GetComputerConfigRet.ServersEntry
-	(*SessionInfo)(nil),             // 21: smcp.v1.SessionInfo
-	(*structpb.Struct)(nil),         // 22: google.protobuf.Struct
-	(*SMCPTool)(nil),                // 23: smcp.v1.SMCPTool
-	(*MCPServerInput)(nil),          // 24: smcp.v1.MCPServerInput
-	(*DPEDocumentSummary)(nil),      // 25: smcp.v1.DPEDocumentSummary
-	(*ResourceContents)(nil),        // 26: smcp.v1.ResourceContents
-	(*MCPServerConfig)(nil),         // 27: smcp.v1.MCPServerConfig
+	(*GetResourcesReq)(nil),         // 20: smcp.v1.GetResourcesReq
+	(*GetResourcesRet)(nil),         // 21: smcp.v1.GetResourcesRet
+	(*GetSkillsReq)(nil),            // 22: smcp.v1.GetSkillsReq
+	(*GetSkillsRet)(nil),            // 23: smcp.v1.GetSkillsRet
+	(*GetSkillReq)(nil),             // 24: smcp.v1.GetSkillReq
+	(*GetSkillRet)(nil),             // 25: smcp.v1.GetSkillRet
+	(*GetBlobReq)(nil),              // 26: smcp.v1.GetBlobReq
+	(*GetBlobRet)(nil),              // 27: smcp.v1.GetBlobRet
+	(*PutBlobReq)(nil),              // 28: smcp.v1.PutBlobReq
+	(*PutBlobRet)(nil),              // 29: smcp.v1.PutBlobRet
+	nil,                             // 30: smcp.v1.GetComputerConfigRet.ServersEntry
+	(*SessionInfo)(nil),             // 31: smcp.v1.SessionInfo
+	(*structpb.Struct)(nil),         // 32: google.protobuf.Struct
+	(*SMCPTool)(nil),                // 33: smcp.v1.SMCPTool
+	(*MCPServerInput)(nil),          // 34: smcp.v1.MCPServerInput
+	(*DPEDocumentSummary)(nil),      // 35: smcp.v1.DPEDocumentSummary
+	(*ResourceContents)(nil),        // 36: smcp.v1.ResourceContents
+	(*A2CSkillRef)(nil),             // 37: smcp.v1.A2CSkillRef
+	(*MCPServerConfig)(nil),         // 38: smcp.v1.MCPServerConfig
 }
 var file_smcp_v1_events_proto_depIdxs = []int32{
-	21, // 0: smcp.v1.ListRoomRet.sessions:type_name -> smcp.v1.SessionInfo
-	22, // 1: smcp.v1.ToolCallReq.params:type_name -> google.protobuf.Struct
-	23, // 2: smcp.v1.GetToolsRet.tools:type_name -> smcp.v1.SMCPTool
-	20, // 3: smcp.v1.GetComputerConfigRet.servers:type_name -> smcp.v1.GetComputerConfigRet.ServersEntry
-	24, // 4: smcp.v1.GetComputerConfigRet.inputs:type_name -> smcp.v1.MCPServerInput
-	25, // 5: smcp.v1.GetFinderRet.documents:type_name -> smcp.v1.DPEDocumentSummary
-	26, // 6: smcp.v1.ReadResourceRet.contents:type_name -> smcp.v1.ResourceContents
-	27, // 7: smcp.v1.GetComputerConfigRet.ServersEntry.value:type_name -> smcp.v1.MCPServerConfig
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	31, // 0: smcp.v1.ListRoomRet.sessions:type_name -> smcp.v1.SessionInfo
+	32, // 1: smcp.v1.ToolCallReq.params:type_name -> google.protobuf.Struct
+	33, // 2: smcp.v1.GetToolsRet.tools:type_name -> smcp.v1.SMCPTool
+	30, // 3: smcp.v1.GetComputerConfigRet.servers:type_name -> smcp.v1.GetComputerConfigRet.ServersEntry
+	34, // 4: smcp.v1.GetComputerConfigRet.inputs:type_name -> smcp.v1.MCPServerInput
+	35, // 5: smcp.v1.GetFinderRet.documents:type_name -> smcp.v1.DPEDocumentSummary
+	36, // 6: smcp.v1.ReadResourceRet.contents:type_name -> smcp.v1.ResourceContents
+	32, // 7: smcp.v1.GetResourcesRet.resources:type_name -> google.protobuf.Struct
+	37, // 8: smcp.v1.GetSkillsRet.skills:type_name -> smcp.v1.A2CSkillRef
+	38, // 9: smcp.v1.GetComputerConfigRet.ServersEntry.value:type_name -> smcp.v1.MCPServerConfig
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_smcp_v1_events_proto_init() }
@@ -1469,13 +2453,20 @@ func file_smcp_v1_events_proto_init() {
 	file_smcp_v1_events_proto_msgTypes[8].OneofWrappers = []any{}
 	file_smcp_v1_events_proto_msgTypes[14].OneofWrappers = []any{}
 	file_smcp_v1_events_proto_msgTypes[16].OneofWrappers = []any{}
+	file_smcp_v1_events_proto_msgTypes[20].OneofWrappers = []any{}
+	file_smcp_v1_events_proto_msgTypes[21].OneofWrappers = []any{}
+	file_smcp_v1_events_proto_msgTypes[24].OneofWrappers = []any{}
+	file_smcp_v1_events_proto_msgTypes[25].OneofWrappers = []any{}
+	file_smcp_v1_events_proto_msgTypes[26].OneofWrappers = []any{}
+	file_smcp_v1_events_proto_msgTypes[28].OneofWrappers = []any{}
+	file_smcp_v1_events_proto_msgTypes[29].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smcp_v1_events_proto_rawDesc), len(file_smcp_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -53,6 +53,27 @@ const (
 	ErrorCode_ERROR_CODE_INTERNAL ErrorCode = 500
 	// Incompatible protocol version (handshake).
 	ErrorCode_ERROR_CODE_VERSION_MISMATCH ErrorCode = 4008
+	// Tool not found: the exposed name is not in the computer's mapping (0.3+,
+	// in a CallToolResult's meta.error_code).
+	ErrorCode_ERROR_CODE_TOOL_NOT_FOUND ErrorCode = 4001
+	// Generic tool failure (CallToolResult meta.error_code).
+	ErrorCode_ERROR_CODE_TOOL_EXECUTION_FAILED ErrorCode = 4003
+	// The upstream MCP server needs (re)authorization (CallToolResult meta).
+	ErrorCode_ERROR_CODE_TOOL_AUTHORIZATION_REQUIRED ErrorCode = 4006
+	// The upstream MCP server refused the authorization (CallToolResult meta).
+	ErrorCode_ERROR_CODE_TOOL_AUTHORIZATION_FAILED ErrorCode = 4007
+	// mcp_server (a bundle id) not registered; also a skill not found (0.3+).
+	ErrorCode_ERROR_CODE_MCP_SERVER_NOT_FOUND ErrorCode = 4014
+	// The MCP server lacks the capability, e.g. resources (0.3+).
+	ErrorCode_ERROR_CODE_MCP_CAPABILITY_NOT_SUPPORTED ErrorCode = 4015
+	// The skill name fails the lexer (0.3+).
+	ErrorCode_ERROR_CODE_INVALID_SKILL_NAME ErrorCode = 4016
+	// The skill's rel_path cannot be served (0.3+).
+	ErrorCode_ERROR_CODE_SKILL_RESOURCE_NOT_ACCESSIBLE ErrorCode = 4017
+	// A blob download chunk is refused (0.3+).
+	ErrorCode_ERROR_CODE_BLOB_NOT_ACCESSIBLE ErrorCode = 4018
+	// A blob upload chunk is refused (0.4).
+	ErrorCode_ERROR_CODE_BLOB_WRITE_FAILED ErrorCode = 4019
 	// The caller has not joined an office.
 	ErrorCode_ERROR_CODE_NOT_IN_OFFICE ErrorCode = 4103
 	// DPE document not found (unknown doc_ref).
@@ -76,6 +97,16 @@ var (
 		408:  "ERROR_CODE_TIMEOUT",
 		500:  "ERROR_CODE_INTERNAL",
 		4008: "ERROR_CODE_VERSION_MISMATCH",
+		4001: "ERROR_CODE_TOOL_NOT_FOUND",
+		4003: "ERROR_CODE_TOOL_EXECUTION_FAILED",
+		4006: "ERROR_CODE_TOOL_AUTHORIZATION_REQUIRED",
+		4007: "ERROR_CODE_TOOL_AUTHORIZATION_FAILED",
+		4014: "ERROR_CODE_MCP_SERVER_NOT_FOUND",
+		4015: "ERROR_CODE_MCP_CAPABILITY_NOT_SUPPORTED",
+		4016: "ERROR_CODE_INVALID_SKILL_NAME",
+		4017: "ERROR_CODE_SKILL_RESOURCE_NOT_ACCESSIBLE",
+		4018: "ERROR_CODE_BLOB_NOT_ACCESSIBLE",
+		4019: "ERROR_CODE_BLOB_WRITE_FAILED",
 		4103: "ERROR_CODE_NOT_IN_OFFICE",
 		4201: "ERROR_CODE_DPE_DOCUMENT_NOT_FOUND",
 		4202: "ERROR_CODE_DPE_PAGE_OUT_OF_RANGE",
@@ -83,19 +114,29 @@ var (
 		4204: "ERROR_CODE_DPE_INVALID_URI",
 	}
 	ErrorCode_value = map[string]int32{
-		"ERROR_CODE_UNSPECIFIED":            0,
-		"ERROR_CODE_BAD_REQUEST":            400,
-		"ERROR_CODE_UNAUTHENTICATED":        401,
-		"ERROR_CODE_FORBIDDEN":              403,
-		"ERROR_CODE_NOT_FOUND":              404,
-		"ERROR_CODE_TIMEOUT":                408,
-		"ERROR_CODE_INTERNAL":               500,
-		"ERROR_CODE_VERSION_MISMATCH":       4008,
-		"ERROR_CODE_NOT_IN_OFFICE":          4103,
-		"ERROR_CODE_DPE_DOCUMENT_NOT_FOUND": 4201,
-		"ERROR_CODE_DPE_PAGE_OUT_OF_RANGE":  4202,
-		"ERROR_CODE_DPE_ELEMENT_NOT_FOUND":  4203,
-		"ERROR_CODE_DPE_INVALID_URI":        4204,
+		"ERROR_CODE_UNSPECIFIED":                   0,
+		"ERROR_CODE_BAD_REQUEST":                   400,
+		"ERROR_CODE_UNAUTHENTICATED":               401,
+		"ERROR_CODE_FORBIDDEN":                     403,
+		"ERROR_CODE_NOT_FOUND":                     404,
+		"ERROR_CODE_TIMEOUT":                       408,
+		"ERROR_CODE_INTERNAL":                      500,
+		"ERROR_CODE_VERSION_MISMATCH":              4008,
+		"ERROR_CODE_TOOL_NOT_FOUND":                4001,
+		"ERROR_CODE_TOOL_EXECUTION_FAILED":         4003,
+		"ERROR_CODE_TOOL_AUTHORIZATION_REQUIRED":   4006,
+		"ERROR_CODE_TOOL_AUTHORIZATION_FAILED":     4007,
+		"ERROR_CODE_MCP_SERVER_NOT_FOUND":          4014,
+		"ERROR_CODE_MCP_CAPABILITY_NOT_SUPPORTED":  4015,
+		"ERROR_CODE_INVALID_SKILL_NAME":            4016,
+		"ERROR_CODE_SKILL_RESOURCE_NOT_ACCESSIBLE": 4017,
+		"ERROR_CODE_BLOB_NOT_ACCESSIBLE":           4018,
+		"ERROR_CODE_BLOB_WRITE_FAILED":             4019,
+		"ERROR_CODE_NOT_IN_OFFICE":                 4103,
+		"ERROR_CODE_DPE_DOCUMENT_NOT_FOUND":        4201,
+		"ERROR_CODE_DPE_PAGE_OUT_OF_RANGE":         4202,
+		"ERROR_CODE_DPE_ELEMENT_NOT_FOUND":         4203,
+		"ERROR_CODE_DPE_INVALID_URI":               4204,
 	}
 )
 
@@ -203,7 +244,9 @@ type SessionInfo struct {
 	// "agent" or "computer".
 	Role string `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
 	// The office the member is in.
-	OfficeId      string `protobuf:"bytes,4,opt,name=office_id,proto3" json:"office_id,omitempty"`
+	OfficeId string `protobuf:"bytes,4,opt,name=office_id,proto3" json:"office_id,omitempty"`
+	// The a2c_version the member sent at its handshake (0.3+; display only).
+	A2CVersion    *string `protobuf:"bytes,5,opt,name=a2c_version,proto3,oneof" json:"a2c_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -262,6 +305,13 @@ func (x *SessionInfo) GetRole() string {
 func (x *SessionInfo) GetOfficeId() string {
 	if x != nil {
 		return x.OfficeId
+	}
+	return ""
+}
+
+func (x *SessionInfo) GetA2CVersion() string {
+	if x != nil && x.A2CVersion != nil {
+		return *x.A2CVersion
 	}
 	return ""
 }
@@ -354,7 +404,10 @@ type SMCPTool struct {
 	// Flat metadata: "a2c_tool_meta" is a JSON string of the effective ToolMeta,
 	// "MCP_TOOL_ANNOTATION" a JSON string of the MCP annotations; other keys are
 	// the MCP tool's own _meta.
-	Meta          *structpb.Struct `protobuf:"bytes,5,opt,name=meta,proto3" json:"meta,omitempty"`
+	Meta *structpb.Struct `protobuf:"bytes,5,opt,name=meta,proto3" json:"meta,omitempty"`
+	// The owning MCP server's bundle id (0.3+); name then starts with
+	// "<bundle_id>__" and is opaque.
+	BundleId      *string `protobuf:"bytes,6,opt,name=bundle_id,proto3,oneof" json:"bundle_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -424,6 +477,149 @@ func (x *SMCPTool) GetMeta() *structpb.Struct {
 	return nil
 }
 
+func (x *SMCPTool) GetBundleId() string {
+	if x != nil && x.BundleId != nil {
+		return *x.BundleId
+	}
+	return ""
+}
+
+// A2CSkillRef is one skill a computer offers (client:get_skills, 0.3+).
+type A2CSkillRef struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "<skill>", "<plugin>:<skill>" or "mcp:<bundle_id>:<skill>"; opaque to agents.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// "user", "marketplace:<repo>" or "mcp:<bundle_id>".
+	Source string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	// Absolute directory of the skill on the computer.
+	Path string `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	// What the skill is for.
+	Description string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	// skill://host/skill, for skills served by an MCP server.
+	Uri *string `protobuf:"bytes,5,opt,name=uri,proto3,oneof" json:"uri,omitempty"`
+	// License named by the skill.
+	License *string `protobuf:"bytes,6,opt,name=license,proto3,oneof" json:"license,omitempty"`
+	// Compatibility note.
+	Compatibility *string `protobuf:"bytes,7,opt,name=compatibility,proto3,oneof" json:"compatibility,omitempty"`
+	// Tools the skill may use.
+	AllowedTools []string `protobuf:"bytes,8,rep,name=allowed_tools,proto3" json:"allowed_tools,omitempty"`
+	// Tags from the front matter (0.4).
+	Tags []string `protobuf:"bytes,9,rep,name=tags,proto3" json:"tags,omitempty"`
+	// Free-form metadata of the skill.
+	SkillMetadata *structpb.Struct `protobuf:"bytes,10,opt,name=skill_metadata,proto3" json:"skill_metadata,omitempty"`
+	// Version of the skill's source.
+	Version       *string `protobuf:"bytes,11,opt,name=version,proto3,oneof" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *A2CSkillRef) Reset() {
+	*x = A2CSkillRef{}
+	mi := &file_smcp_v1_types_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *A2CSkillRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*A2CSkillRef) ProtoMessage() {}
+
+func (x *A2CSkillRef) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_types_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use A2CSkillRef.ProtoReflect.Descriptor instead.
+func (*A2CSkillRef) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_types_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *A2CSkillRef) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *A2CSkillRef) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *A2CSkillRef) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *A2CSkillRef) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *A2CSkillRef) GetUri() string {
+	if x != nil && x.Uri != nil {
+		return *x.Uri
+	}
+	return ""
+}
+
+func (x *A2CSkillRef) GetLicense() string {
+	if x != nil && x.License != nil {
+		return *x.License
+	}
+	return ""
+}
+
+func (x *A2CSkillRef) GetCompatibility() string {
+	if x != nil && x.Compatibility != nil {
+		return *x.Compatibility
+	}
+	return ""
+}
+
+func (x *A2CSkillRef) GetAllowedTools() []string {
+	if x != nil {
+		return x.AllowedTools
+	}
+	return nil
+}
+
+func (x *A2CSkillRef) GetTags() []string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
+}
+
+func (x *A2CSkillRef) GetSkillMetadata() *structpb.Struct {
+	if x != nil {
+		return x.SkillMetadata
+	}
+	return nil
+}
+
+func (x *A2CSkillRef) GetVersion() string {
+	if x != nil && x.Version != nil {
+		return *x.Version
+	}
+	return ""
+}
+
 // StdioServerParameters starts an MCP server as a child process.
 type StdioServerParameters struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -448,7 +644,7 @@ type StdioServerParameters struct {
 
 func (x *StdioServerParameters) Reset() {
 	*x = StdioServerParameters{}
-	mi := &file_smcp_v1_types_proto_msgTypes[4]
+	mi := &file_smcp_v1_types_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -460,7 +656,7 @@ func (x *StdioServerParameters) String() string {
 func (*StdioServerParameters) ProtoMessage() {}
 
 func (x *StdioServerParameters) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_types_proto_msgTypes[4]
+	mi := &file_smcp_v1_types_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -473,7 +669,7 @@ func (x *StdioServerParameters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StdioServerParameters.ProtoReflect.Descriptor instead.
 func (*StdioServerParameters) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_types_proto_rawDescGZIP(), []int{4}
+	return file_smcp_v1_types_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *StdioServerParameters) GetCommand() string {
@@ -542,7 +738,7 @@ type SseServerParameters struct {
 
 func (x *SseServerParameters) Reset() {
 	*x = SseServerParameters{}
-	mi := &file_smcp_v1_types_proto_msgTypes[5]
+	mi := &file_smcp_v1_types_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -554,7 +750,7 @@ func (x *SseServerParameters) String() string {
 func (*SseServerParameters) ProtoMessage() {}
 
 func (x *SseServerParameters) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_types_proto_msgTypes[5]
+	mi := &file_smcp_v1_types_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -567,7 +763,7 @@ func (x *SseServerParameters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SseServerParameters.ProtoReflect.Descriptor instead.
 func (*SseServerParameters) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_types_proto_rawDescGZIP(), []int{5}
+	return file_smcp_v1_types_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SseServerParameters) GetUrl() string {
@@ -617,7 +813,7 @@ type StreamableHttpServerParameters struct {
 
 func (x *StreamableHttpServerParameters) Reset() {
 	*x = StreamableHttpServerParameters{}
-	mi := &file_smcp_v1_types_proto_msgTypes[6]
+	mi := &file_smcp_v1_types_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -629,7 +825,7 @@ func (x *StreamableHttpServerParameters) String() string {
 func (*StreamableHttpServerParameters) ProtoMessage() {}
 
 func (x *StreamableHttpServerParameters) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_types_proto_msgTypes[6]
+	mi := &file_smcp_v1_types_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -642,7 +838,7 @@ func (x *StreamableHttpServerParameters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamableHttpServerParameters.ProtoReflect.Descriptor instead.
 func (*StreamableHttpServerParameters) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_types_proto_rawDescGZIP(), []int{6}
+	return file_smcp_v1_types_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *StreamableHttpServerParameters) GetUrl() string {
@@ -710,14 +906,16 @@ type MCPServerConfig struct {
 	ServerParameters isMCPServerConfig_ServerParameters `protobuf_oneof:"server_parameters"`
 	// Optional jq program applied to the server's tool results (a Go computer
 	// extension, its counterpart of vrl; see computer/README.md).
-	ResultJq      *string `protobuf:"bytes,11,opt,name=result_jq,proto3,oneof" json:"result_jq,omitempty"`
+	ResultJq *string `protobuf:"bytes,11,opt,name=result_jq,proto3,oneof" json:"result_jq,omitempty"`
+	// Explicit bundle id (0.3+); derived from name (or the transport) when unset.
+	BundleId      *string `protobuf:"bytes,12,opt,name=bundle_id,proto3,oneof" json:"bundle_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MCPServerConfig) Reset() {
 	*x = MCPServerConfig{}
-	mi := &file_smcp_v1_types_proto_msgTypes[7]
+	mi := &file_smcp_v1_types_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -729,7 +927,7 @@ func (x *MCPServerConfig) String() string {
 func (*MCPServerConfig) ProtoMessage() {}
 
 func (x *MCPServerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_types_proto_msgTypes[7]
+	mi := &file_smcp_v1_types_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -742,7 +940,7 @@ func (x *MCPServerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MCPServerConfig.ProtoReflect.Descriptor instead.
 func (*MCPServerConfig) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_types_proto_rawDescGZIP(), []int{7}
+	return file_smcp_v1_types_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *MCPServerConfig) GetName() string {
@@ -835,6 +1033,13 @@ func (x *MCPServerConfig) GetResultJq() string {
 	return ""
 }
 
+func (x *MCPServerConfig) GetBundleId() string {
+	if x != nil && x.BundleId != nil {
+		return *x.BundleId
+	}
+	return ""
+}
+
 type isMCPServerConfig_ServerParameters interface {
 	isMCPServerConfig_ServerParameters()
 }
@@ -860,6 +1065,61 @@ func (*MCPServerConfig_Sse) isMCPServerConfig_ServerParameters() {}
 
 func (*MCPServerConfig_Streamable) isMCPServerConfig_ServerParameters() {}
 
+// PickOption is one choice of a pickString input (0.3.2+).
+type PickOption struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Shown to the user.
+	Label string `protobuf:"bytes,1,opt,name=label,proto3" json:"label,omitempty"`
+	// The value used.
+	Value         string `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PickOption) Reset() {
+	*x = PickOption{}
+	mi := &file_smcp_v1_types_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PickOption) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PickOption) ProtoMessage() {}
+
+func (x *PickOption) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_types_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PickOption.ProtoReflect.Descriptor instead.
+func (*PickOption) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_types_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PickOption) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *PickOption) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
 // MCPServerInput declares a value that ${input:<id>} placeholders in server
 // configs refer to. Tagged by "type": "promptString", "pickString" or "command".
 type MCPServerInput struct {
@@ -874,19 +1134,23 @@ type MCPServerInput struct {
 	Default *string `protobuf:"bytes,4,opt,name=default,proto3,oneof" json:"default,omitempty"`
 	// Hide the typed value (promptString).
 	Password *bool `protobuf:"varint,5,opt,name=password,proto3,oneof" json:"password,omitempty"`
-	// Choices (pickString).
+	// Choices (pickString), the 0.2 form. From 0.3.2 the wire form is
+	// pick_options: [{label, value}] under the same "options" key.
 	Options []string `protobuf:"bytes,6,rep,name=options,proto3" json:"options,omitempty"`
 	// Command whose output is the value (command).
 	Command *string `protobuf:"bytes,7,opt,name=command,proto3,oneof" json:"command,omitempty"`
 	// Arguments of the command (command).
-	Args          *structpb.Struct `protobuf:"bytes,8,opt,name=args,proto3" json:"args,omitempty"`
+	Args *structpb.Struct `protobuf:"bytes,8,opt,name=args,proto3" json:"args,omitempty"`
+	// Choices (pickString, 0.3.2+): on the Socket.IO wire these are the
+	// objects of "options"; the smcp codec maps them here.
+	PickOptions   []*PickOption `protobuf:"bytes,9,rep,name=pick_options,proto3" json:"pick_options,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MCPServerInput) Reset() {
 	*x = MCPServerInput{}
-	mi := &file_smcp_v1_types_proto_msgTypes[8]
+	mi := &file_smcp_v1_types_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -898,7 +1162,7 @@ func (x *MCPServerInput) String() string {
 func (*MCPServerInput) ProtoMessage() {}
 
 func (x *MCPServerInput) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_types_proto_msgTypes[8]
+	mi := &file_smcp_v1_types_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -911,7 +1175,7 @@ func (x *MCPServerInput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MCPServerInput.ProtoReflect.Descriptor instead.
 func (*MCPServerInput) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_types_proto_rawDescGZIP(), []int{8}
+	return file_smcp_v1_types_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *MCPServerInput) GetType() string {
@@ -970,6 +1234,13 @@ func (x *MCPServerInput) GetArgs() *structpb.Struct {
 	return nil
 }
 
+func (x *MCPServerInput) GetPickOptions() []*PickOption {
+	if x != nil {
+		return x.PickOptions
+	}
+	return nil
+}
+
 // CallToolResult is MCP's tools/call result, with MCP's camelCase keys.
 type CallToolResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -988,7 +1259,7 @@ type CallToolResult struct {
 
 func (x *CallToolResult) Reset() {
 	*x = CallToolResult{}
-	mi := &file_smcp_v1_types_proto_msgTypes[9]
+	mi := &file_smcp_v1_types_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1000,7 +1271,7 @@ func (x *CallToolResult) String() string {
 func (*CallToolResult) ProtoMessage() {}
 
 func (x *CallToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_types_proto_msgTypes[9]
+	mi := &file_smcp_v1_types_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1013,7 +1284,7 @@ func (x *CallToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolResult.ProtoReflect.Descriptor instead.
 func (*CallToolResult) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_types_proto_rawDescGZIP(), []int{9}
+	return file_smcp_v1_types_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CallToolResult) GetContent() []*structpb.Struct {
@@ -1063,7 +1334,7 @@ type ResourceContents struct {
 
 func (x *ResourceContents) Reset() {
 	*x = ResourceContents{}
-	mi := &file_smcp_v1_types_proto_msgTypes[10]
+	mi := &file_smcp_v1_types_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1075,7 +1346,7 @@ func (x *ResourceContents) String() string {
 func (*ResourceContents) ProtoMessage() {}
 
 func (x *ResourceContents) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_types_proto_msgTypes[10]
+	mi := &file_smcp_v1_types_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1088,7 +1359,7 @@ func (x *ResourceContents) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceContents.ProtoReflect.Descriptor instead.
 func (*ResourceContents) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_types_proto_rawDescGZIP(), []int{10}
+	return file_smcp_v1_types_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ResourceContents) GetUri() string {
@@ -1155,7 +1426,7 @@ type DPEDocumentSummary struct {
 
 func (x *DPEDocumentSummary) Reset() {
 	*x = DPEDocumentSummary{}
-	mi := &file_smcp_v1_types_proto_msgTypes[11]
+	mi := &file_smcp_v1_types_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +1438,7 @@ func (x *DPEDocumentSummary) String() string {
 func (*DPEDocumentSummary) ProtoMessage() {}
 
 func (x *DPEDocumentSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_types_proto_msgTypes[11]
+	mi := &file_smcp_v1_types_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +1451,7 @@ func (x *DPEDocumentSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPEDocumentSummary.ProtoReflect.Descriptor instead.
 func (*DPEDocumentSummary) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_types_proto_rawDescGZIP(), []int{11}
+	return file_smcp_v1_types_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DPEDocumentSummary) GetDocRef() string {
@@ -1272,7 +1543,7 @@ type DPEPageSummary struct {
 
 func (x *DPEPageSummary) Reset() {
 	*x = DPEPageSummary{}
-	mi := &file_smcp_v1_types_proto_msgTypes[12]
+	mi := &file_smcp_v1_types_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1284,7 +1555,7 @@ func (x *DPEPageSummary) String() string {
 func (*DPEPageSummary) ProtoMessage() {}
 
 func (x *DPEPageSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_types_proto_msgTypes[12]
+	mi := &file_smcp_v1_types_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1297,7 +1568,7 @@ func (x *DPEPageSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPEPageSummary.ProtoReflect.Descriptor instead.
 func (*DPEPageSummary) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_types_proto_rawDescGZIP(), []int{12}
+	return file_smcp_v1_types_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DPEPageSummary) GetPageIndex() int32 {
@@ -1360,7 +1631,7 @@ type DPEElementDetail struct {
 
 func (x *DPEElementDetail) Reset() {
 	*x = DPEElementDetail{}
-	mi := &file_smcp_v1_types_proto_msgTypes[13]
+	mi := &file_smcp_v1_types_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1372,7 +1643,7 @@ func (x *DPEElementDetail) String() string {
 func (*DPEElementDetail) ProtoMessage() {}
 
 func (x *DPEElementDetail) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_types_proto_msgTypes[13]
+	mi := &file_smcp_v1_types_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1385,7 +1656,7 @@ func (x *DPEElementDetail) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DPEElementDetail.ProtoReflect.Descriptor instead.
 func (*DPEElementDetail) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_types_proto_rawDescGZIP(), []int{13}
+	return file_smcp_v1_types_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DPEElementDetail) GetElementId() string {
@@ -1452,12 +1723,14 @@ const file_smcp_v1_types_proto_rawDesc = "" +
 	"\x05Error\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\x05R\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x121\n" +
-	"\adetails\x18\x03 \x01(\v2\x17.google.protobuf.StructR\adetails\"e\n" +
+	"\adetails\x18\x03 \x01(\v2\x17.google.protobuf.StructR\adetails\"\x9c\x01\n" +
 	"\vSessionInfo\x12\x10\n" +
 	"\x03sid\x18\x01 \x01(\tR\x03sid\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
 	"\x04role\x18\x03 \x01(\tR\x04role\x12\x1c\n" +
-	"\toffice_id\x18\x04 \x01(\tR\toffice_id\"\xbd\x01\n" +
+	"\toffice_id\x18\x04 \x01(\tR\toffice_id\x12%\n" +
+	"\va2c_version\x18\x05 \x01(\tH\x00R\va2c_version\x88\x01\x01B\x0e\n" +
+	"\f_a2c_version\"\xbd\x01\n" +
 	"\bToolMeta\x12#\n" +
 	"\n" +
 	"auto_apply\x18\x01 \x01(\bH\x00R\n" +
@@ -1466,13 +1739,35 @@ const file_smcp_v1_types_proto_rawDesc = "" +
 	"\x04tags\x18\x03 \x03(\tR\x04tags\x12D\n" +
 	"\x11ret_object_mapper\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\x11ret_object_mapperB\r\n" +
 	"\v_auto_applyB\b\n" +
-	"\x06_alias\"\xea\x01\n" +
+	"\x06_alias\"\x9b\x02\n" +
 	"\bSMCPTool\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12=\n" +
 	"\rparams_schema\x18\x03 \x01(\v2\x17.google.protobuf.StructR\rparams_schema\x12<\n" +
 	"\rreturn_schema\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\rreturn_schema\x12+\n" +
-	"\x04meta\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x04meta\"\xcd\x02\n" +
+	"\x04meta\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x04meta\x12!\n" +
+	"\tbundle_id\x18\x06 \x01(\tH\x00R\tbundle_id\x88\x01\x01B\f\n" +
+	"\n" +
+	"_bundle_id\"\x9c\x03\n" +
+	"\vA2CSkillRef\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\x12\x12\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x15\n" +
+	"\x03uri\x18\x05 \x01(\tH\x00R\x03uri\x88\x01\x01\x12\x1d\n" +
+	"\alicense\x18\x06 \x01(\tH\x01R\alicense\x88\x01\x01\x12)\n" +
+	"\rcompatibility\x18\a \x01(\tH\x02R\rcompatibility\x88\x01\x01\x12$\n" +
+	"\rallowed_tools\x18\b \x03(\tR\rallowed_tools\x12\x12\n" +
+	"\x04tags\x18\t \x03(\tR\x04tags\x12?\n" +
+	"\x0eskill_metadata\x18\n" +
+	" \x01(\v2\x17.google.protobuf.StructR\x0eskill_metadata\x12\x1d\n" +
+	"\aversion\x18\v \x01(\tH\x03R\aversion\x88\x01\x01B\x06\n" +
+	"\x04_uriB\n" +
+	"\n" +
+	"\b_licenseB\x10\n" +
+	"\x0e_compatibilityB\n" +
+	"\n" +
+	"\b_version\"\xcd\x02\n" +
 	"\x15StdioServerParameters\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\tR\acommand\x12\x12\n" +
 	"\x04args\x18\x02 \x03(\tR\x04args\x129\n" +
@@ -1501,7 +1796,7 @@ const file_smcp_v1_types_proto_rawDesc = "" +
 	"\x12terminate_on_close\x18\x05 \x01(\bR\x12terminate_on_close\x1a:\n" +
 	"\fHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xf0\x04\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa1\x05\n" +
 	"\x0fMCPServerConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1a\n" +
@@ -1516,14 +1811,21 @@ const file_smcp_v1_types_proto_rawDesc = "" +
 	"streamable\x18\n" +
 	" \x01(\v2'.smcp.v1.StreamableHttpServerParametersH\x00R\n" +
 	"streamable\x12!\n" +
-	"\tresult_jq\x18\v \x01(\tH\x02R\tresult_jq\x88\x01\x01\x1aN\n" +
+	"\tresult_jq\x18\v \x01(\tH\x02R\tresult_jq\x88\x01\x01\x12!\n" +
+	"\tbundle_id\x18\f \x01(\tH\x03R\tbundle_id\x88\x01\x01\x1aN\n" +
 	"\rToolMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12'\n" +
 	"\x05value\x18\x02 \x01(\v2\x11.smcp.v1.ToolMetaR\x05value:\x028\x01B\x13\n" +
 	"\x11server_parametersB\x06\n" +
 	"\x04_vrlB\f\n" +
 	"\n" +
-	"_result_jq\"\xa1\x02\n" +
+	"_result_jqB\f\n" +
+	"\n" +
+	"_bundle_id\"8\n" +
+	"\n" +
+	"PickOption\x12\x14\n" +
+	"\x05label\x18\x01 \x01(\tR\x05label\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\xda\x02\n" +
 	"\x0eMCPServerInput\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12 \n" +
@@ -1532,7 +1834,8 @@ const file_smcp_v1_types_proto_rawDesc = "" +
 	"\bpassword\x18\x05 \x01(\bH\x01R\bpassword\x88\x01\x01\x12\x18\n" +
 	"\aoptions\x18\x06 \x03(\tR\aoptions\x12\x1d\n" +
 	"\acommand\x18\a \x01(\tH\x02R\acommand\x88\x01\x01\x12+\n" +
-	"\x04args\x18\b \x01(\v2\x17.google.protobuf.StructR\x04argsB\n" +
+	"\x04args\x18\b \x01(\v2\x17.google.protobuf.StructR\x04args\x127\n" +
+	"\fpick_options\x18\t \x03(\v2\x13.smcp.v1.PickOptionR\fpick_optionsB\n" +
 	"\n" +
 	"\b_defaultB\v\n" +
 	"\t_passwordB\n" +
@@ -1599,7 +1902,7 @@ const file_smcp_v1_types_proto_rawDesc = "" +
 	"\n" +
 	"\b_doc_refB\r\n" +
 	"\v_page_indexB\x06\n" +
-	"\x04_uri*\xa6\x03\n" +
+	"\x04_uri*\xb4\x06\n" +
 	"\tErrorCode\x12\x1a\n" +
 	"\x16ERROR_CODE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x16ERROR_CODE_BAD_REQUEST\x10\x90\x03\x12\x1f\n" +
@@ -1608,7 +1911,17 @@ const file_smcp_v1_types_proto_rawDesc = "" +
 	"\x14ERROR_CODE_NOT_FOUND\x10\x94\x03\x12\x17\n" +
 	"\x12ERROR_CODE_TIMEOUT\x10\x98\x03\x12\x18\n" +
 	"\x13ERROR_CODE_INTERNAL\x10\xf4\x03\x12 \n" +
-	"\x1bERROR_CODE_VERSION_MISMATCH\x10\xa8\x1f\x12\x1d\n" +
+	"\x1bERROR_CODE_VERSION_MISMATCH\x10\xa8\x1f\x12\x1e\n" +
+	"\x19ERROR_CODE_TOOL_NOT_FOUND\x10\xa1\x1f\x12%\n" +
+	" ERROR_CODE_TOOL_EXECUTION_FAILED\x10\xa3\x1f\x12+\n" +
+	"&ERROR_CODE_TOOL_AUTHORIZATION_REQUIRED\x10\xa6\x1f\x12)\n" +
+	"$ERROR_CODE_TOOL_AUTHORIZATION_FAILED\x10\xa7\x1f\x12$\n" +
+	"\x1fERROR_CODE_MCP_SERVER_NOT_FOUND\x10\xae\x1f\x12,\n" +
+	"'ERROR_CODE_MCP_CAPABILITY_NOT_SUPPORTED\x10\xaf\x1f\x12\"\n" +
+	"\x1dERROR_CODE_INVALID_SKILL_NAME\x10\xb0\x1f\x12-\n" +
+	"(ERROR_CODE_SKILL_RESOURCE_NOT_ACCESSIBLE\x10\xb1\x1f\x12#\n" +
+	"\x1eERROR_CODE_BLOB_NOT_ACCESSIBLE\x10\xb2\x1f\x12!\n" +
+	"\x1cERROR_CODE_BLOB_WRITE_FAILED\x10\xb3\x1f\x12\x1d\n" +
 	"\x18ERROR_CODE_NOT_IN_OFFICE\x10\x87 \x12&\n" +
 	"!ERROR_CODE_DPE_DOCUMENT_NOT_FOUND\x10\xe9 \x12%\n" +
 	" ERROR_CODE_DPE_PAGE_OUT_OF_RANGE\x10\xea \x12%\n" +
@@ -1628,57 +1941,61 @@ func file_smcp_v1_types_proto_rawDescGZIP() []byte {
 }
 
 var file_smcp_v1_types_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_smcp_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_smcp_v1_types_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_smcp_v1_types_proto_goTypes = []any{
 	(ErrorCode)(0),                         // 0: smcp.v1.ErrorCode
 	(*Error)(nil),                          // 1: smcp.v1.Error
 	(*SessionInfo)(nil),                    // 2: smcp.v1.SessionInfo
 	(*ToolMeta)(nil),                       // 3: smcp.v1.ToolMeta
 	(*SMCPTool)(nil),                       // 4: smcp.v1.SMCPTool
-	(*StdioServerParameters)(nil),          // 5: smcp.v1.StdioServerParameters
-	(*SseServerParameters)(nil),            // 6: smcp.v1.SseServerParameters
-	(*StreamableHttpServerParameters)(nil), // 7: smcp.v1.StreamableHttpServerParameters
-	(*MCPServerConfig)(nil),                // 8: smcp.v1.MCPServerConfig
-	(*MCPServerInput)(nil),                 // 9: smcp.v1.MCPServerInput
-	(*CallToolResult)(nil),                 // 10: smcp.v1.CallToolResult
-	(*ResourceContents)(nil),               // 11: smcp.v1.ResourceContents
-	(*DPEDocumentSummary)(nil),             // 12: smcp.v1.DPEDocumentSummary
-	(*DPEPageSummary)(nil),                 // 13: smcp.v1.DPEPageSummary
-	(*DPEElementDetail)(nil),               // 14: smcp.v1.DPEElementDetail
-	nil,                                    // 15: smcp.v1.StdioServerParameters.EnvEntry
-	nil,                                    // 16: smcp.v1.SseServerParameters.HeadersEntry
-	nil,                                    // 17: smcp.v1.StreamableHttpServerParameters.HeadersEntry
-	nil,                                    // 18: smcp.v1.MCPServerConfig.ToolMetaEntry
-	(*structpb.Struct)(nil),                // 19: google.protobuf.Struct
-	(*structpb.Value)(nil),                 // 20: google.protobuf.Value
+	(*A2CSkillRef)(nil),                    // 5: smcp.v1.A2CSkillRef
+	(*StdioServerParameters)(nil),          // 6: smcp.v1.StdioServerParameters
+	(*SseServerParameters)(nil),            // 7: smcp.v1.SseServerParameters
+	(*StreamableHttpServerParameters)(nil), // 8: smcp.v1.StreamableHttpServerParameters
+	(*MCPServerConfig)(nil),                // 9: smcp.v1.MCPServerConfig
+	(*PickOption)(nil),                     // 10: smcp.v1.PickOption
+	(*MCPServerInput)(nil),                 // 11: smcp.v1.MCPServerInput
+	(*CallToolResult)(nil),                 // 12: smcp.v1.CallToolResult
+	(*ResourceContents)(nil),               // 13: smcp.v1.ResourceContents
+	(*DPEDocumentSummary)(nil),             // 14: smcp.v1.DPEDocumentSummary
+	(*DPEPageSummary)(nil),                 // 15: smcp.v1.DPEPageSummary
+	(*DPEElementDetail)(nil),               // 16: smcp.v1.DPEElementDetail
+	nil,                                    // 17: smcp.v1.StdioServerParameters.EnvEntry
+	nil,                                    // 18: smcp.v1.SseServerParameters.HeadersEntry
+	nil,                                    // 19: smcp.v1.StreamableHttpServerParameters.HeadersEntry
+	nil,                                    // 20: smcp.v1.MCPServerConfig.ToolMetaEntry
+	(*structpb.Struct)(nil),                // 21: google.protobuf.Struct
+	(*structpb.Value)(nil),                 // 22: google.protobuf.Value
 }
 var file_smcp_v1_types_proto_depIdxs = []int32{
-	19, // 0: smcp.v1.Error.details:type_name -> google.protobuf.Struct
-	20, // 1: smcp.v1.ToolMeta.ret_object_mapper:type_name -> google.protobuf.Value
-	19, // 2: smcp.v1.SMCPTool.params_schema:type_name -> google.protobuf.Struct
-	20, // 3: smcp.v1.SMCPTool.return_schema:type_name -> google.protobuf.Value
-	19, // 4: smcp.v1.SMCPTool.meta:type_name -> google.protobuf.Struct
-	15, // 5: smcp.v1.StdioServerParameters.env:type_name -> smcp.v1.StdioServerParameters.EnvEntry
-	16, // 6: smcp.v1.SseServerParameters.headers:type_name -> smcp.v1.SseServerParameters.HeadersEntry
-	17, // 7: smcp.v1.StreamableHttpServerParameters.headers:type_name -> smcp.v1.StreamableHttpServerParameters.HeadersEntry
-	18, // 8: smcp.v1.MCPServerConfig.tool_meta:type_name -> smcp.v1.MCPServerConfig.ToolMetaEntry
-	3,  // 9: smcp.v1.MCPServerConfig.default_tool_meta:type_name -> smcp.v1.ToolMeta
-	5,  // 10: smcp.v1.MCPServerConfig.stdio:type_name -> smcp.v1.StdioServerParameters
-	6,  // 11: smcp.v1.MCPServerConfig.sse:type_name -> smcp.v1.SseServerParameters
-	7,  // 12: smcp.v1.MCPServerConfig.streamable:type_name -> smcp.v1.StreamableHttpServerParameters
-	19, // 13: smcp.v1.MCPServerInput.args:type_name -> google.protobuf.Struct
-	19, // 14: smcp.v1.CallToolResult.content:type_name -> google.protobuf.Struct
-	20, // 15: smcp.v1.CallToolResult.structured_content:type_name -> google.protobuf.Value
-	19, // 16: smcp.v1.CallToolResult.meta:type_name -> google.protobuf.Struct
-	19, // 17: smcp.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
-	19, // 18: smcp.v1.DPEElementDetail.content:type_name -> google.protobuf.Struct
-	19, // 19: smcp.v1.DPEElementDetail.metadata:type_name -> google.protobuf.Struct
-	3,  // 20: smcp.v1.MCPServerConfig.ToolMetaEntry.value:type_name -> smcp.v1.ToolMeta
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	21, // 0: smcp.v1.Error.details:type_name -> google.protobuf.Struct
+	22, // 1: smcp.v1.ToolMeta.ret_object_mapper:type_name -> google.protobuf.Value
+	21, // 2: smcp.v1.SMCPTool.params_schema:type_name -> google.protobuf.Struct
+	22, // 3: smcp.v1.SMCPTool.return_schema:type_name -> google.protobuf.Value
+	21, // 4: smcp.v1.SMCPTool.meta:type_name -> google.protobuf.Struct
+	21, // 5: smcp.v1.A2CSkillRef.skill_metadata:type_name -> google.protobuf.Struct
+	17, // 6: smcp.v1.StdioServerParameters.env:type_name -> smcp.v1.StdioServerParameters.EnvEntry
+	18, // 7: smcp.v1.SseServerParameters.headers:type_name -> smcp.v1.SseServerParameters.HeadersEntry
+	19, // 8: smcp.v1.StreamableHttpServerParameters.headers:type_name -> smcp.v1.StreamableHttpServerParameters.HeadersEntry
+	20, // 9: smcp.v1.MCPServerConfig.tool_meta:type_name -> smcp.v1.MCPServerConfig.ToolMetaEntry
+	3,  // 10: smcp.v1.MCPServerConfig.default_tool_meta:type_name -> smcp.v1.ToolMeta
+	6,  // 11: smcp.v1.MCPServerConfig.stdio:type_name -> smcp.v1.StdioServerParameters
+	7,  // 12: smcp.v1.MCPServerConfig.sse:type_name -> smcp.v1.SseServerParameters
+	8,  // 13: smcp.v1.MCPServerConfig.streamable:type_name -> smcp.v1.StreamableHttpServerParameters
+	21, // 14: smcp.v1.MCPServerInput.args:type_name -> google.protobuf.Struct
+	10, // 15: smcp.v1.MCPServerInput.pick_options:type_name -> smcp.v1.PickOption
+	21, // 16: smcp.v1.CallToolResult.content:type_name -> google.protobuf.Struct
+	22, // 17: smcp.v1.CallToolResult.structured_content:type_name -> google.protobuf.Value
+	21, // 18: smcp.v1.CallToolResult.meta:type_name -> google.protobuf.Struct
+	21, // 19: smcp.v1.ResourceContents.meta:type_name -> google.protobuf.Struct
+	21, // 20: smcp.v1.DPEElementDetail.content:type_name -> google.protobuf.Struct
+	21, // 21: smcp.v1.DPEElementDetail.metadata:type_name -> google.protobuf.Struct
+	3,  // 22: smcp.v1.MCPServerConfig.ToolMetaEntry.value:type_name -> smcp.v1.ToolMeta
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_smcp_v1_types_proto_init() }
@@ -1686,26 +2003,29 @@ func file_smcp_v1_types_proto_init() {
 	if File_smcp_v1_types_proto != nil {
 		return
 	}
+	file_smcp_v1_types_proto_msgTypes[1].OneofWrappers = []any{}
 	file_smcp_v1_types_proto_msgTypes[2].OneofWrappers = []any{}
+	file_smcp_v1_types_proto_msgTypes[3].OneofWrappers = []any{}
 	file_smcp_v1_types_proto_msgTypes[4].OneofWrappers = []any{}
-	file_smcp_v1_types_proto_msgTypes[7].OneofWrappers = []any{
+	file_smcp_v1_types_proto_msgTypes[5].OneofWrappers = []any{}
+	file_smcp_v1_types_proto_msgTypes[8].OneofWrappers = []any{
 		(*MCPServerConfig_Stdio)(nil),
 		(*MCPServerConfig_Sse)(nil),
 		(*MCPServerConfig_Streamable)(nil),
 	}
-	file_smcp_v1_types_proto_msgTypes[8].OneofWrappers = []any{}
-	file_smcp_v1_types_proto_msgTypes[9].OneofWrappers = []any{}
 	file_smcp_v1_types_proto_msgTypes[10].OneofWrappers = []any{}
 	file_smcp_v1_types_proto_msgTypes[11].OneofWrappers = []any{}
 	file_smcp_v1_types_proto_msgTypes[12].OneofWrappers = []any{}
 	file_smcp_v1_types_proto_msgTypes[13].OneofWrappers = []any{}
+	file_smcp_v1_types_proto_msgTypes[14].OneofWrappers = []any{}
+	file_smcp_v1_types_proto_msgTypes[15].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smcp_v1_types_proto_rawDesc), len(file_smcp_v1_types_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
