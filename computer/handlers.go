@@ -110,7 +110,8 @@ func (c *Computer) newHandlers() (map[string]handler, error) {
 		smcp.EventReadResource: func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleReadResource) },
 	}
 	out := make(map[string]handler, len(byEvent))
-	for _, e := range smcp.Events(smcp.Routed) {
+	// The 0.2 profile's events until the computer speaks 0.3 and 0.4.
+	for _, e := range smcp.ProfileOf(smcp.V02).Events(smcp.Routed) {
 		mk, ok := byEvent[e.Name]
 		if !ok {
 			return nil, fmt.Errorf("computer: no handler for routed event %s", e.Name)

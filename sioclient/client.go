@@ -59,6 +59,9 @@ type Options struct {
 	ReconnectDelay time.Duration
 	TLSConfig      *tls.Config
 	Logger         *slog.Logger
+	// Version is the a2c_version sent at the handshake, which picks the
+	// profile the connection speaks (default smcp.ProtocolVersion, 0.2).
+	Version string
 }
 
 // Client is one connection to the /smcp namespace.
@@ -114,6 +117,9 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Version == "" {
+		o.Version = smcp.ProtocolVersion
+	}
 	mopts := socket.DefaultManagerOptions()
 	mopts.SetPath(o.Path)
 	mopts.SetAutoConnect(false)
@@ -133,7 +139,7 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 	// Python SDK's default). Events are small JSON; the gateway answers
 	// this client uncompressed either way.
 	mopts.SetPerMessageDeflate(nil)
-	mopts.SetQuery(url.Values{"a2c_version": {smcp.ProtocolVersion}})
+	mopts.SetQuery(url.Values{"a2c_version": {o.Version}})
 	if o.TLSConfig != nil {
 		mopts.SetTLSClientConfig(o.TLSConfig)
 	}
