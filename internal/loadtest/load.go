@@ -29,6 +29,9 @@ type Mode string
 const (
 	// ModeSIO: client:tool_call over Socket.IO, agent → server → computer → back.
 	ModeSIO Mode = "sio"
+	// ModeSIO04: the same in 0.4 offices (a2c_version=0.4.0 in every
+	// handshake); ModeSIO's clients send none and speak 0.2.
+	ModeSIO04 Mode = "sio-0.4"
 	// ModeConnect: CallTool over the Connect protocol (binary proto) with
 	// the stock connect-go client over HTTP/1.1 keep-alive connections, to a
 	// Socket.IO computer.
@@ -61,7 +64,18 @@ func (m Mode) CallTool() bool {
 }
 
 // InTurns reports whether runs of m can be measured in turns (RunTurns).
-func (m Mode) InTurns() bool { return m == ModeSIO || m.CallTool() || m.MCP() }
+func (m Mode) InTurns() bool { return m.SIO() || m.CallTool() || m.MCP() }
+
+// SIO reports whether m drives client:tool_call over Socket.IO.
+func (m Mode) SIO() bool { return m == ModeSIO || m == ModeSIO04 }
+
+// a2cVersion is what m's connections send as a2c_version.
+func (m Mode) a2cVersion() string {
+	if m == ModeSIO04 {
+		return smcp.V04.Full()
+	}
+	return ""
+}
 
 // MCP reports whether m drives tools/call on the MCP front end.
 func (m Mode) MCP() bool { return m == ModeMCP || m == ModeMCPRaw }
@@ -264,7 +278,7 @@ func (o *Options) dial(ctx context.Context, url string, handler func(event strin
 	var err error
 	for range 3 {
 		var c *Conn
-		if c, err = Dial(ctx, url, o.Path, smcp.Namespace, handler); err == nil {
+		if c, err = Dial(ctx, url, o.Path, smcp.Namespace, o.Mode.a2cVersion(), handler); err == nil {
 			return c, nil
 		}
 		if ctx.Err() != nil {
@@ -491,7 +505,7 @@ func dialCallers(ctx context.Context, o Options, base int, closers *[]func()) ([
 		}
 		agentName := "agent-" + strconv.Itoa(base+i)
 		switch o.Mode {
-		case ModeSIO, ModeFinder:
+		case ModeSIO, ModeSIO04, ModeFinder:
 			a, err := o.dial(ctx, o.URL, nil)
 			if err != nil {
 				return nil, err

@@ -41,7 +41,7 @@ type Conn struct {
 // Dial opens a WebSocket to the Engine.IO endpoint base+path and connects the
 // namespace. handler, when set, receives server-sent events; id > 0 means
 // the server wants an ack (Conn.Ack).
-func Dial(ctx context.Context, base, path, nsp string, handler func(event string, id int64, payload json.RawMessage)) (*Conn, error) {
+func Dial(ctx context.Context, base, path, nsp, a2cVersion string, handler func(event string, id int64, payload json.RawMessage)) (*Conn, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, fmt.Errorf("loadtest: gateway URL: %w", err)
@@ -54,6 +54,9 @@ func Dial(ctx context.Context, base, path, nsp string, handler func(event string
 	}
 	u.Path = strings.TrimSuffix(path, "/") + "/"
 	u.RawQuery = "EIO=4&transport=websocket"
+	if a2cVersion != "" {
+		u.RawQuery += "&a2c_version=" + url.QueryEscape(a2cVersion)
+	}
 	d := websocket.Dialer{ReadBufferSize: 4096, WriteBufferSize: 4096}
 	ws, _, err := d.DialContext(ctx, u.String(), nil)
 	if err != nil {
