@@ -264,7 +264,12 @@ func TestRequestValidation(t *testing.T) {
 
 func TestGetConfigRedactsSecrets(t *testing.T) {
 	f := testmcp.New("s", testmcp.Options{})
-	h := newComputer(t, map[string]map[string]any{"s": {"url": fixture(t, f), "headers": map[string]any{"Authorization": "Bearer secret"}}})
+	h := newComputer(t, map[string]map[string]any{
+		"s": {"url": fixture(t, f), "headers": map[string]any{"Authorization": "Bearer secret"}},
+		// Never started: shown in get_config only.
+		"cli": {"command": "npx", "disabled": true, "args": []any{"mcp-remote", "-k", "secret-k", "--header", "Authorization: Bearer secret-h",
+			"-e", "API_KEY=secret-e", "Bearer", "secret-b", "--port", "8080"}},
+	})
 	ans := h.call(smcp.EventGetConfig, map[string]any{})
 	s := ans["servers"].(map[string]any)["s"].(map[string]any)
 	if s["type"] != "streamable" || s["server_parameters"].(map[string]any)["headers"].(map[string]any)["Authorization"] != config.Redacted {
@@ -273,6 +278,9 @@ func TestGetConfigRedactsSecrets(t *testing.T) {
 	b, _ := json.Marshal(ans)
 	if strings.Contains(string(b), "secret") {
 		t.Fatalf("secret leaked: %s", b)
+	}
+	if !strings.Contains(string(b), `"mcp-remote","-k","***","--header","Authorization: ***","-e","API_KEY=***","Bearer","***","--port","8080"`) {
+		t.Fatalf("stdio args: %s", b)
 	}
 }
 

@@ -13,8 +13,9 @@ import (
 // 4): it checks that they are JSON and reads the few top-level fields it
 // routes on, and nothing is decoded into Go values or encoded again. This
 // file is that reader. It accepts exactly RFC 8259 JSON (what
-// encoding/json's Valid accepts, with the same nesting limit), plus one rule
-// of its own: every number must fit a float64 (RFC 8259 §6). A number such
+// encoding/json's Valid accepts, with the same nesting limit, and only in
+// UTF-8, which Valid does not check: see str), plus one rule of its own:
+// every number must fit a float64 (RFC 8259 §6). A number such
 // as 1e400 or a 375-digit integer has no meaning for most receivers (the
 // Python SDK's json turns it into inf, JavaScript into Infinity, protobuf's
 // Struct refuses it), so it is refused as malformed rather than relayed
@@ -164,13 +165,28 @@ func (s *rawScanner) array(i int) (int, error) {
 	}
 }
 
-// str checks a string: escapes are checked for form only, so a lone
-// surrogate (\ud800) is valid, as JSON's grammar says, and relayed as is.
+// str checks a string: its bytes must be UTF-8 (RFC 8259 §8.1), and escapes
+// are checked for form only.
+//
+// Invalid UTF-8 is refused rather than relayed or replaced: the gateway
+// relays payloads inside WebSocket text frames, which RFC 6455 §8.1 makes a
+// receiver (Node's ws, aiohttp) fail the connection for, ending every call
+// in flight on it; replacing the bytes with U+FFFD, as encoding/json does,
+// would relay text the sender did not write. Every front end's payload
+// passes here, so this is the one place the rule lives.
+//
+// A lone surrogate escape (\ud800) is valid: JSON's grammar allows it, it is
+// ASCII on the wire so it breaks no WebSocket peer, and it is relayed as is
+// (a receiver decides what it means; encoding/json reads it as U+FFFD).
 func (s *rawScanner) str(i int) (int, error) {
 	start := i
 	i++
 	for i < len(s.b) {
 		c := s.b[i]
+		if c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
+			i++
+			continue
+		}
 		switch {
 		case c == '"':
 			return i + 1, nil
@@ -192,10 +208,43 @@ func (s *rawScanner) str(i int) (int, error) {
 		case c < 0x20:
 			return i, syntaxErr(i, "control character in string")
 		default:
-			i++
+			// A multi-byte sequence holds only bytes >= 0x80, so text is UTF-8
+			// when each run of such bytes is; utf8.Valid checks a run faster
+			// than decoding it rune by rune.
+			j := i + 1
+			for j < len(s.b) && s.b[j] >= utf8.RuneSelf {
+				j++
+			}
+			if !utf8.Valid(s.b[i:j]) {
+				return i, invalidUTF8(s.b, i)
+			}
+			i = j
 		}
 	}
 	return start, syntaxErr(start, "unterminated string")
+}
+
+// CheckUTF8 reports where b is not UTF-8, for a front end whose JSON a
+// library decodes (encoding/json replaces such bytes with U+FFFD): the
+// relay's rule (see str) before the text is read.
+func CheckUTF8(b []byte) error {
+	if utf8.Valid(b) {
+		return nil
+	}
+	return invalidUTF8(b, 0)
+}
+
+// invalidUTF8 locates the first byte at or after i that starts no valid
+// sequence.
+func invalidUTF8(b []byte, i int) error {
+	for i < len(b) {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			break
+		}
+		i += n
+	}
+	return syntaxErr(i, "invalid UTF-8 (byte 0x%02x): JSON text must be UTF-8", b[min(i, len(b)-1)])
 }
 
 func isHex4(b []byte) bool {

@@ -59,7 +59,7 @@ func runAgent(ctx context.Context, args []string) error {
 	url := fs.String("url", "http://127.0.0.1:8080", "gateway base URL")
 	office := fs.String("office", "", "office to act in (required)")
 	name := fs.String("name", "smcp-agent", "agent name (a key bound to a name uses its own)")
-	apiKey := fs.String("api-key", "", "API key for the gateway")
+	apiKeyArg, apiKeyFile := fs.addAPIKey("API key for the gateway")
 	computerName := fs.String("computer", "", "computer to ask (default: the office's only computer)")
 	timeout := fs.Duration("timeout", 30*time.Second, "deadline of each request; a tool call's timeout too")
 	asJSON := fs.Bool("json", false, "print the answers as JSON, for scripts")
@@ -83,12 +83,17 @@ func runAgent(ctx context.Context, args []string) error {
 	if *timeout <= 0 {
 		return usagef("--timeout must be positive")
 	}
-	if _, err := fs.logger(); err != nil {
+	log, err := fs.logger()
+	if err != nil {
+		return err
+	}
+	apiKey, err := fs.apiKey(*apiKeyArg, *apiKeyFile, log)
+	if err != nil {
 		return err
 	}
 	a := &agentCLI{
 		api: smcpv1connect.NewAgentServiceClient(
-			&http.Client{Transport: headerTransport{key: *apiKey, agent: *name}}, strings.TrimRight(*url, "/")),
+			&http.Client{Transport: headerTransport{key: apiKey, agent: *name}}, strings.TrimRight(*url, "/")),
 		office: *office, computer: *computerName, timeout: *timeout, asJSON: *asJSON, out: os.Stdout,
 	}
 	sub, rest := pos[0], pos[1:]

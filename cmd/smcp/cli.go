@@ -171,3 +171,60 @@ func newLogger(level string, asJSON bool) (*slog.Logger, error) {
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
 }
+
+// apiKeyFileFlag and apiKeyFlag name the two ways to give a command its key
+// besides $SMCP_API_KEY.
+const (
+	apiKeyFlag     = "api-key"
+	apiKeyFileFlag = "api-key-file"
+)
+
+// addAPIKey registers --api-key and --api-key-file (each also read from the
+// environment, as every flag); apiKey resolves them once parsed.
+func (f *flags) addAPIKey(usage string) (key, file *string) {
+	key = f.String(apiKeyFlag, "", usage+" (better from $SMCP_API_KEY or --api-key-file: a command line is visible to every user of the machine)")
+	file = f.String(apiKeyFileFlag, "", "file holding the API key (its first line)")
+	return key, file
+}
+
+// onCommandLine reports whether flag name was given on the command line,
+// rather than taken from the environment.
+func (f *flags) onCommandLine(name string) bool {
+	given := false
+	f.Visit(func(fl *flag.Flag) { given = given || fl.Name == name })
+	return given && f.fromEnv[name] == ""
+}
+
+// apiKey returns the key of --api-key (or $SMCP_API_KEY), else the one in
+// --api-key-file; both is a usage error. A key given on the command line
+// works, with one warning: ps and /proc show a process's arguments to
+// every user of the machine, while its environment and a file of mode 600
+// stay its user's.
+func (f *flags) apiKey(key, file string, log *slog.Logger) (string, error) {
+	if key != "" && file != "" {
+		return "", usagef("use either --%s (or $%s) or --%s, not both", apiKeyFlag, envName(apiKeyFlag), apiKeyFileFlag)
+	}
+	if key != "" {
+		if f.onCommandLine(apiKeyFlag) {
+			log.Warn("--api-key on the command line is visible to other users of this machine (ps); use $SMCP_API_KEY or --api-key-file")
+		}
+		return key, nil
+	}
+	if file == "" {
+		return "", nil
+	}
+	return readKeyFile(file)
+}
+
+// readKeyFile reads the key in the first line of path.
+func readKeyFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--%s: %w", apiKeyFileFlag, err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	if key := strings.TrimSpace(first); key != "" {
+		return key, nil
+	}
+	return "", fmt.Errorf("--%s %s: the first line holds no key", apiKeyFileFlag, path)
+}

@@ -29,7 +29,7 @@ func runComputer(ctx context.Context, args []string) error {
 	office := fs.String("office", "", "office to join (required)")
 	hostname, _ := os.Hostname()
 	name := fs.String("name", hostname, "computer name in the office")
-	apiKey := fs.String("api-key", "", "API key for the gateway")
+	apiKeyArg, apiKeyFile := fs.addAPIKey("API key for the gateway")
 	confirm := fs.String("confirm", tools.ConfirmDeny,
 		"tools that are not auto_apply, when no terminal can ask: auto (run them) or deny (refuse them)")
 	fs.addLogFlags("info")
@@ -40,6 +40,10 @@ func runComputer(ctx context.Context, args []string) error {
 		return usagef("--config and --office are required")
 	}
 	log, err := fs.logger()
+	if err != nil {
+		return err
+	}
+	apiKey, err := fs.apiKey(*apiKeyArg, *apiKeyFile, log)
 	if err != nil {
 		return err
 	}
@@ -81,5 +85,5 @@ func runComputer(ctx context.Context, args []string) error {
 		}
 	}()
 	log.Info("computer starting", "name", *name, "servers", len(cfg.Servers), "gateway", *gatewayURL, "office", *office)
-	return c.Run(ctx, computer.Gateway{URL: *gatewayURL, Path: *sioPath, Office: *office, APIKey: *apiKey})
+	return c.Run(ctx, computer.Gateway{URL: *gatewayURL, Path: *sioPath, Office: *office, APIKey: apiKey})
 }

@@ -54,7 +54,7 @@ func runDemo(ctx context.Context, args []string) error {
 		"commands to try. Ctrl-C stops it all.")
 	listen := fs.String("listen", "127.0.0.1:8080", "address of the gateway (Socket.IO and the Connect/gRPC API)")
 	root := fs.String("root", "examples/docs", "folder the document server serves")
-	apiKey := fs.String("api-key", "", "API key of the gateway (default: the public demo key "+demoAPIKey+")")
+	apiKeyArg, apiKeyFile := fs.addAPIKey("API key of the gateway (default: the public demo key " + demoAPIKey + ")")
 	readyTimeout := fs.Duration("ready-timeout", time.Minute, "how long to wait for the computer to show its documents")
 	fs.addLogFlags("warn")
 	if err := fs.parse(args); err != nil {
@@ -77,7 +77,11 @@ func runDemo(ctx context.Context, args []string) error {
 	if !hasDocuments(absRoot) {
 		return fmt.Errorf("--root %s holds no file the document server reads (%s)", absRoot, strings.Join(formats.FileTypes(), ", "))
 	}
-	key := demoKey{value: *apiKey, source: "--api-key"}
+	apiKey, err := fs.apiKey(*apiKeyArg, *apiKeyFile, log)
+	if err != nil {
+		return err
+	}
+	key := demoKey{value: apiKey, source: "--api-key"}
 	if fs.fromEnv["api-key"] != "" {
 		// Printed commands then name the variable instead of the key.
 		key.source = "$SMCP_API_KEY"
@@ -414,8 +418,12 @@ func (t *tour) write(w io.Writer) {
 	p("# Watch the office (leave it running, then edit a file under %s)", t.root)
 	p("%s", t.bufCurl("WatchOffice", rpcBody{OfficeID: demoOffice}))
 	p("")
-	p("# The same from the command-line agent (smcp agent -h for more; --json for scripts)")
-	agentCmd := fmt.Sprintf("go run ./cmd/smcp agent --url http://%s --office %s --name %s --api-key %s", t.addr, demoOffice, demoAgent, t.key.shell())
+	p("# The same from the command-line agent (smcp agent -h for more; --json for scripts), its key in")
+	p("# $SMCP_API_KEY (or --api-key-file): a command line is visible to every user of the machine")
+	if t.key.source != "$SMCP_API_KEY" {
+		p("export SMCP_API_KEY=%s", t.key.value)
+	}
+	agentCmd := fmt.Sprintf("go run ./cmd/smcp agent --url http://%s --office %s --name %s", t.addr, demoOffice, demoAgent)
 	p("%s finder", agentCmd)
 	p("%s read '%s?depth=pages'", agentCmd, t.doc.GetUri())
 	p("%s call search_documents '{\"query\":%q}'", agentCmd, t.query)

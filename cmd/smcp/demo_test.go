@@ -164,9 +164,16 @@ func TestDemo(t *testing.T) {
 	t.Run("smcp agent", func(t *testing.T) {
 		want := map[string]string{"finder": "7 of 7 documents", "read": `"title": "Q3 2026 Operations Report"`, "call": `hits for "`}
 		ran := 0
+		key := ""
 		for line := range strings.SplitSeq(text, "\n") {
+			if k, ok := strings.CutPrefix(line, "export SMCP_API_KEY="); ok {
+				key = k
+			}
 			if !strings.HasPrefix(line, "go run ./cmd/smcp agent ") {
 				continue
+			}
+			if strings.Contains(line, "api-key") {
+				t.Errorf("a key on the command line: %s", line)
 			}
 			words := shellWords(t, line)[3:] // agent --url ... SUBCOMMAND ...
 			sub := ""
@@ -178,7 +185,9 @@ func TestDemo(t *testing.T) {
 			if sub == "watch" {
 				continue
 			}
-			out, err := smcpCommand(t, words...).Output()
+			cmd := smcpCommand(t, words...)
+			cmd.Env = append(cmd.Env, "SMCP_API_KEY="+key)
+			out, err := cmd.Output()
 			if err != nil || want[sub] == "" || !strings.Contains(string(out), want[sub]) {
 				t.Errorf("%s: %v\n%s", line, err, out)
 			}

@@ -95,7 +95,8 @@ func parseGatewayConfig(args []string) (*gatewayConfig, error) {
 	if err := fs.parse(args); err != nil {
 		return nil, err
 	}
-	c.apiKeyFromEnv = fs.fromEnv["api-key"] != ""
+	c.apiKeyFromEnv = fs.fromEnv[apiKeyFlag] != ""
+	c.apiKeyOnArgv = fs.onCommandLine(apiKeyFlag)
 	if *configFile == "" {
 		return c, nil
 	}
@@ -117,6 +118,7 @@ func parseGatewayConfig(args []string) (*gatewayConfig, error) {
 type gatewayConfig struct {
 	Listen          string        `yaml:"listen"`
 	APIKey          string        `yaml:"api_key"`
+	APIKeyFile      string        `yaml:"api_key_file"`
 	KeysFile        string        `yaml:"keys_file"`
 	Insecure        bool          `yaml:"insecure"`
 	SIOPath         string        `yaml:"sio_path"`
@@ -155,6 +157,8 @@ type gatewayConfig struct {
 	// apiKeyFromEnv: APIKey came from $SMCP_API_KEY, not the command line
 	// or the file; a keys file then takes precedence over it.
 	apiKeyFromEnv bool
+	// apiKeyOnArgv: APIKey came from the command line, where ps shows it.
+	apiKeyOnArgv bool
 }
 
 func defaultGatewayConfig() *gatewayConfig {
@@ -173,7 +177,8 @@ func defaultGatewayConfig() *gatewayConfig {
 
 func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Listen, "listen", c.Listen, "address to listen on")
-	fs.StringVar(&c.APIKey, "api-key", c.APIKey, "API key every caller must present (one key for everyone; see --keys-file)")
+	fs.StringVar(&c.APIKey, apiKeyFlag, c.APIKey, "API key every caller must present (one key for everyone; see --keys-file); better from $SMCP_API_KEY or --api-key-file: a command line is visible to every user of the machine")
+	fs.StringVar(&c.APIKeyFile, apiKeyFileFlag, c.APIKeyFile, "file holding the API key (its first line)")
 	fs.StringVar(&c.KeysFile, "keys-file", c.KeysFile, "YAML or JSON file of API keys with their allowed roles, offices and names (docs/keys.example.yaml)")
 	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "accept callers without an API key (development only)")
 	fs.StringVar(&c.SIOPath, "sio-path", c.SIOPath, "Engine.IO HTTP path of the Socket.IO endpoint")
@@ -230,7 +235,7 @@ func (c *gatewayConfig) load(path string) error {
 		now *string
 		was string
 	}{
-		{&c.KeysFile, before.KeysFile}, {&c.TLSCert, before.TLSCert}, {&c.TLSKey, before.TLSKey},
+		{&c.KeysFile, before.KeysFile}, {&c.TLSCert, before.TLSCert}, {&c.TLSKey, before.TLSKey}, {&c.APIKeyFile, before.APIKeyFile},
 	} {
 		if *p.now != p.was && *p.now != "" && !filepath.IsAbs(*p.now) {
 			*p.now = filepath.Join(dir, *p.now)
@@ -245,6 +250,20 @@ func (c *gatewayConfig) load(path string) error {
 // gatewayConfig checks c and builds the gateway's configuration.
 func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) {
 	apiKey := c.APIKey
+	switch {
+	case apiKey != "" && c.APIKeyFile != "" && !c.apiKeyFromEnv:
+		return gateway.Config{}, errors.New("use either --api-key or --api-key-file, not both")
+	case c.APIKeyFile != "":
+		// The file wins over $SMCP_API_KEY, which the README has clients
+		// export in the same shell.
+		k, err := readKeyFile(c.APIKeyFile)
+		if err != nil {
+			return gateway.Config{}, err
+		}
+		apiKey, c.apiKeyFromEnv = k, false
+	case c.apiKeyOnArgv:
+		log.Warn("--api-key on the command line is visible to other users of this machine (ps); use $SMCP_API_KEY or --api-key-file")
+	}
 	if c.KeysFile != "" && c.apiKeyFromEnv {
 		// The README has clients export SMCP_API_KEY; the same shell may
 		// start a gateway with a keys file, which then decides alone.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -88,9 +89,37 @@ func SecretName(name string) bool {
 	return false
 }
 
+// secretFlag reports whether a command-line flag (dashes removed) takes a
+// credential: a secret-looking name, or -k, the short form of --key (curl
+// and many CLIs read -k as --insecure, whose next argument is no value: it
+// is redacted too, which costs only a readable word).
+func secretFlag(name string) bool {
+	return name == "k" || SecretName(name)
+}
+
+// authScheme matches an HTTP authorization scheme and its credentials
+// ("Bearer eyJ...", "Basic dXNlcjpwYXNz"), wherever it appears in an
+// argument or a header value.
+var authScheme = regexp.MustCompile(`(?i)\b(bearer|basic)(\s+)[^\s,;"']+`)
+
+// RedactAuth hides the credentials of every "Bearer xxx" / "Basic xxx" in
+// s, keeping the scheme name.
+func RedactAuth(s string) string {
+	return authScheme.ReplaceAllStringFunc(s, func(m string) string {
+		sub := authScheme.FindStringSubmatch(m)
+		if sub == nil || strings.Trim(m[len(sub[1])+len(sub[2]):], "*") == "" {
+			return m // already redacted
+		}
+		return sub[1] + sub[2] + Redacted
+	})
+}
+
 // redactArgs hides secrets in a stdio command line: URLs (see RedactURL),
-// --name=value where name looks secret, the argument after a bare --name
-// that looks secret, and "Name: value" headers whose name looks secret.
+// --name=value and -k=value where name looks secret, the argument after a
+// bare --name that looks secret or after -k, "Name: value" headers whose
+// name looks secret, NAME=value pairs (docker -e, env) whose name looks
+// secret, and the credentials of "Bearer xxx" / "Basic xxx", written as one
+// argument, inside another, or as two.
 func redactArgs(args []any) {
 	hideNext := false
 	for i, a := range args {
@@ -105,27 +134,72 @@ func redactArgs(args []any) {
 				continue
 			}
 		}
+		switch lower := strings.ToLower(strings.TrimSpace(s)); lower {
+		case "bearer", "basic":
+			hideNext = true // the scheme and its credentials as two arguments
+			continue
+		}
 		if strings.HasPrefix(s, "-") {
 			flag := strings.TrimLeft(s, "-")
 			if name, _, ok := strings.Cut(flag, "="); ok {
-				if SecretName(name) {
+				if secretFlag(name) {
 					args[i] = s[:len(s)-len(flag)] + name + "=" + Redacted
+				} else {
+					args[i] = RedactAuth(s) // --header=Authorization: Bearer x
 				}
 				continue
 			}
-			hideNext = SecretName(flag)
+			hideNext = secretFlag(flag)
 			continue
 		}
-		if name, _, ok := strings.Cut(s, ":"); ok && !strings.ContainsAny(name, " /") && SecretName(name) {
+		if name, value, ok := strings.Cut(s, ":"); ok && !strings.ContainsAny(name, " /") && SecretName(name) {
 			// A header given on the command line (mcp-remote --header
-			// "Authorization: Bearer ...").
+			// "Authorization: Bearer ..."), or its name alone, the value
+			// being the next argument.
+			if strings.TrimSpace(value) == "" {
+				hideNext = true
+				continue
+			}
 			args[i] = name + ": " + Redacted
 			continue
 		}
-		if strings.Contains(s, "://") {
-			args[i] = RedactURL(s)
+		if name, _, ok := strings.Cut(s, "="); ok && !strings.ContainsAny(name, " /:") && SecretName(name) {
+			args[i] = name + "=" + Redacted // docker run -e API_KEY=..., env TOKEN=...
+			continue
 		}
+		if strings.ContainsAny(s, " \t\n") {
+			// A shell line (sh -c "curl -k KEY ..."): word by word, where a
+			// URL ends at a space.
+			args[i] = redactWords(RedactAuth(s))
+			continue
+		}
+		if strings.Contains(s, "://") {
+			s = RedactURL(s)
+		}
+		args[i] = RedactAuth(s)
 	}
+}
+
+var word = regexp.MustCompile(`\S+`)
+
+// redactWords applies redactArgs to the words of one argument (a command
+// line given to a shell), keeping the text between them.
+func redactWords(s string) string {
+	spans := word.FindAllStringIndex(s, -1)
+	words := make([]any, len(spans))
+	for i, sp := range spans {
+		words[i] = s[sp[0]:sp[1]]
+	}
+	redactArgs(words) // words hold no white space: no deeper recursion
+	var out strings.Builder
+	prev := 0
+	for i, sp := range spans {
+		out.WriteString(s[prev:sp[0]])
+		out.WriteString(words[i].(string))
+		prev = sp[1]
+	}
+	out.WriteString(s[prev:])
+	return out.String()
 }
 
 // userinfoColon finds the colon between user name and password, skipping

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -87,4 +88,49 @@ func FuzzRedactURL(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRedactArgs: the credentials a stdio command line may carry are
+// hidden in client:get_config, whatever their form, and the rest is kept.
+func TestRedactArgs(t *testing.T) {
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"-k", "s1", "--key", "s2", "--token=s3", "--api-key", "s4", "--password", "s5", "--secret=s6", "-k=s7"},
+			[]string{"-k", "***", "--key", "***", "--token=***", "--api-key", "***", "--password", "***", "--secret=***", "-k=***"}},
+		{[]string{"--header", "Authorization: Bearer s1", "-H", "Authorization:", "Bearer s2", "Bearer", "s3", "Basic s4"},
+			[]string{"--header", "Authorization: ***", "-H", "Authorization:", "***", "Bearer", "***", "Basic ***"}},
+		{[]string{"--header=X-Trace: Bearer s1", "run", "-e", "API_KEY=s2", "-e", "MODE=fast", "--port", "8080", "-v"},
+			[]string{"--header=X-Trace: Bearer ***", "run", "-e", "API_KEY=***", "-e", "MODE=fast", "--port", "8080", "-v"}},
+		{[]string{"-c", `curl -k s1 -H 'Authorization: Bearer s2'  --api-key=s3 https://u:s4@h/x?token=s5 -o out`},
+			[]string{"-c", `curl -k *** -H 'Authorization: *** ***'  --api-key=*** https://u:***@h/x?token=*** -o out`}},
+		{[]string{"mcp-remote", "https://h/mcp", "--transport", "http-only", "bearer-less", "basic"},
+			[]string{"mcp-remote", "https://h/mcp", "--transport", "http-only", "bearer-less", "basic"}},
+	} {
+		args := make([]any, len(c.in))
+		for i, a := range c.in {
+			args[i] = a
+		}
+		redactArgs(args)
+		got := make([]string, len(args))
+		for i, a := range args {
+			got[i] = a.(string)
+		}
+		if strings.Join(got, "\x00") != strings.Join(c.want, "\x00") {
+			t.Errorf("redactArgs(%q)\n = %q\nwant %q", c.in, got, c.want)
+		}
+		for _, g := range got {
+			for n := 1; n <= 7; n++ {
+				if strings.Contains(g, fmt.Sprintf("s%d", n)) {
+					t.Errorf("secret s%d survives in %q", n, g)
+				}
+			}
+		}
+		// Redacting what is already redacted changes nothing.
+		again := append([]any(nil), args...)
+		redactArgs(again)
+		for i := range again {
+			if again[i] != args[i] {
+				t.Errorf("not idempotent: %q -> %q", args[i], again[i])
+			}
+		}
+	}
 }

@@ -329,16 +329,18 @@ const formProbe = `(async () => {
   const schema = { type: "object", required: ["s", "n"], properties: {
     s: { type: "string" }, n: { type: "number" }, i: { type: ["null", "integer"] }, b: { type: "boolean" },
     e: { enum: ["x", 2, true] }, a: { type: "array", items: { type: "string" } }, o: { type: "object" },
-    unset: { type: "string" } } };
-  let values;
-  const form = buildForm(schema, (v) => { values = v; });
+    unset: { type: "string" }, timeout: { type: "integer" } } };
+  let values, callTimeout;
+  const form = buildForm(schema, (v, t) => { values = v; callTimeout = t; });
   document.body.append(form);
   const set = (n, v) => { form.querySelector('[data-param="' + n + '"]').value = v; };
   const attempt = () => { try { return JSON.stringify(values()); } catch (e) { return "error: " + e.message; } };
   set("s", "hi"); set("n", "1.5"); set("i", "7"); set("b", "false"); set("e", "1");
   set("a", '["p", "q"]'); set("o", '{"k": {"z": null}}');
+  // A tool input named timeout is the tool's; the call's deadline is its own field.
+  set("timeout", "5"); form.querySelector("input:not([data-param])").value = "9";
   form.requestSubmit();
-  const out = [attempt()];
+  const out = [attempt(), "call timeout " + callTimeout];
   set("i", "7.5"); out.push(attempt());
   set("i", ""); set("o", "{bad"); out.push(attempt().replace(/ \(.*/, ""));
   set("o", ""); set("s", ""); out.push(attempt());
@@ -377,7 +379,8 @@ func checkModules(t *testing.T, ctx context.Context) {
 		t.Fatalf("form probe: %v", err)
 	}
 	want := []string{
-		`{"s":"hi","n":1.5,"i":7,"b":false,"e":2,"a":["p","q"],"o":{"k":{"z":null}}}`,
+		`{"s":"hi","n":1.5,"i":7,"b":false,"e":2,"a":["p","q"],"o":{"k":{"z":null}},"timeout":5}`,
+		"call timeout 9",
 		"error: i must be an integer",
 		"error: o is not valid JSON",
 		"error: s is required",

@@ -36,10 +36,12 @@
 package mcpfront
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -250,6 +252,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, err)
 		return
 	}
+	if r.Method == http.MethodPost {
+		if err := s.checkBody(r); err != nil {
+			httpError(w, err)
+			return
+		}
+	}
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid != "" {
 		// A session answers only to the key and office that opened it; to
@@ -291,6 +299,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess)))
 	s.started(sess)
+}
+
+// checkBody refuses a body that is not UTF-8 (400, nothing relayed). The
+// go-sdk decodes it with encoding/json, which would replace such bytes with
+// U+FFFD and relay text the client did not write, where the Socket.IO and
+// Connect front ends refuse it (smcp.CheckJSON). The body is read here and
+// handed on as read; a body over the limit is left to the go-sdk's 413.
+func (s *Server) checkBody(r *http.Request) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxRequestBytes+1))
+	if err != nil {
+		return smcp.Errorf(smcp.CodeBadRequest, "reading the request body: %v", err)
+	}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+	if int64(len(body)) > s.opts.MaxRequestBytes {
+		return nil
+	}
+	if err := smcp.CheckUTF8(body); err != nil {
+		return smcp.Errorf(smcp.CodeBadRequest, "request body: %v", err)
+	}
+	return nil
 }
 
 // rebound reports a request that reached a loopback listener under another

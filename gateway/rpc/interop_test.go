@@ -94,6 +94,17 @@ func TestBufCurl(t *testing.T) {
 			t.Fatalf("CallTool: %v", m)
 		}
 	})
+	t.Run("key from a headers file (README: -H @<(echo ...))", func(t *testing.T) {
+		headers := filepath.Join(t.TempDir(), "headers")
+		if err := os.WriteFile(headers, []byte(key+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		m := run(t, "--protocol", "grpc", "--http2-prior-knowledge", "-H", "@"+headers,
+			"-d", `{"office_id":"office-a","computer":"pc-1"}`, g.URL+"/smcp.v1.AgentService/GetFinder")
+		if m["total_count"] == nil {
+			t.Fatalf("GetFinder: %v", m)
+		}
+	})
 	t.Run("health", func(t *testing.T) {
 		m := run(t, "--protocol", "grpc", "--http2-prior-knowledge",
 			g.URL+"/grpc.health.v1.Health/Check")

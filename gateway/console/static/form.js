@@ -13,8 +13,10 @@ export function kindOf(schema) {
   return "json";
 }
 
-// buildForm returns {form, values()}; values() returns the arguments object
-// or throws an Error naming the field at fault.
+// buildForm returns the form; on submit it calls onSubmit(values, timeout):
+// values() returns the arguments object or throws an Error naming the field
+// at fault, timeout is the call's deadline in seconds (undefined: the
+// gateway's default).
 export function buildForm(schema, onSubmit) {
   const props = schema?.properties ?? {};
   const required = new Set(schema?.required ?? []);
@@ -94,15 +96,19 @@ export function buildForm(schema, onSubmit) {
     return out;
   };
 
+  // The call's own deadline, not an argument: its id is outside the
+  // param- names of the tool's fields, so a tool input named "timeout"
+  // stays the tool's.
+  const callTimeout = el("input", { id: "call-timeout", type: "number", min: 1, max: 3600, step: 1, placeholder: "60" });
   const form = el("form", { class: "tool-form", id: "tool-form", method: "post", novalidate: true },
     rows.length ? rows : el("p", { class: "muted" }, "This tool takes no arguments."),
     el("div", { class: "field" },
-      el("label", { for: "param-timeout" }, "timeout", el("span", { class: "kind" }, " seconds")),
-      el("input", { id: "param-timeout", type: "number", min: 1, max: 3600, step: 1, placeholder: "60" })),
+      el("label", { for: "call-timeout" }, "call timeout", el("span", { class: "kind" }, " seconds")),
+      callTimeout),
     el("button", { type: "submit", id: "call-tool" }, "Call"));
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
-    const t = form.querySelector("#param-timeout").value;
+    const t = callTimeout.value;
     onSubmit(values, t === "" ? undefined : Number(t));
   });
   return form;
