@@ -37,6 +37,9 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 )
 
+// maxHeaderBytes bounds a request's headers (HTTP/1 and HTTP/2).
+const maxHeaderBytes = 64 << 10
+
 // Defaults of Config.
 const (
 	// DefaultShutdownGrace is how long in-flight calls may finish on shutdown.
@@ -347,6 +350,11 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		// would cut long-polling, WebSockets and WatchOffice streams. Bodies
 		// are bounded by boundBodyReads instead.
 		ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
+		// Headers are read before anyone is authenticated: net/http's 1 MiB
+		// default would let each unauthenticated connection make the
+		// gateway hold a megabyte. Keys, tokens and the A2C headers are far
+		// smaller.
+		MaxHeaderBytes: maxHeaderBytes,
 	}
 	srv.Protocols = new(http.Protocols)
 	srv.Protocols.SetHTTP1(true)

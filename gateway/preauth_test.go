@@ -344,3 +344,27 @@ func fmtErr(err error) string {
 	}
 	return err.Error()
 }
+
+// A request's headers are read before anyone is authenticated: they are
+// bounded to 64 KiB (431), not net/http's 1 MiB.
+func TestRequestHeadersBounded(t *testing.T) {
+	g := keyedGateway(t, gateway.Config{})
+	req, _ := http.NewRequest(http.MethodGet, g.URL+"/healthz", nil)
+	req.Header.Set("X-Filler", strings.Repeat("a", 100<<10))
+	resp, err := pollingClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+		t.Fatalf("100 KiB of headers: %d, want 431", resp.StatusCode)
+	}
+	req.Header.Set("X-Filler", strings.Repeat("a", 16<<10))
+	if resp, err = pollingClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("16 KiB of headers: %d", resp.StatusCode)
+	}
+}
