@@ -152,6 +152,9 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	if cfg.MaxConnsPerAddr == 0 {
 		cfg.MaxConnsPerAddr = DefaultMaxConnsPerAddr
 	}
+	if cfg.MaxFrameBytesBeforeAuth <= 0 {
+		cfg.MaxFrameBytesBeforeAuth = DefaultMaxFrameBytesBeforeAuth
+	}
 	if cfg.MaxUnauthenticatedPerAddr == 0 {
 		cfg.MaxUnauthenticatedPerAddr = DefaultMaxUnauthenticatedPerAddr
 	}
@@ -183,9 +186,6 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	// Until a namespace CONNECT is authenticated (authenticate raises it),
 	// a connection may cost only this much per message: a client without a
 	// key must not make the gateway read a 17 MiB frame.
-	if cfg.MaxFrameBytesBeforeAuth <= 0 {
-		cfg.MaxFrameBytesBeforeAuth = DefaultMaxFrameBytesBeforeAuth
-	}
 	opts.SetInitialMaxHttpBufferSize(min(int64(cfg.MaxFrameBytesBeforeAuth), s.maxFrame))
 	// Event and ack arguments stay the bytes received (parser.go).
 	opts.SetParser(rawParser{})
