@@ -37,6 +37,9 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 )
 
+// maxHeaderBytes bounds a request's headers (HTTP/1 and HTTP/2).
+const maxHeaderBytes = 64 << 10
+
 // Defaults of Config.
 const (
 	// DefaultShutdownGrace is how long in-flight calls may finish on shutdown.
@@ -93,6 +96,16 @@ type Config struct {
 	RedisRegistry cluster.RegistryOptions
 	// NoConsole turns off the web console at /console/ (gateway/console).
 	NoConsole bool
+	// MaxUnauthenticatedPerAddr bounds, per client address, the HTTP
+	// connections that have not carried an authenticated request yet (more
+	// are closed when accepted) and, on its own count, the Socket.IO
+	// sessions that have not authenticated yet; negative: no limit.
+	// AuthTimeout bounds how long either may stay so: a Socket.IO session
+	// is closed, an HTTP connection's reads (the idle wait, headers,
+	// bodies) get at most this. Zero: sio.DefaultMaxUnauthenticatedPerAddr
+	// and sio.DefaultAuthTimeout, unless SIO sets its own.
+	MaxUnauthenticatedPerAddr int
+	AuthTimeout               time.Duration
 }
 
 // Gateway is an assembled gateway, not yet serving.
@@ -135,6 +148,26 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.BodyReadTimeout <= 0 {
 		cfg.BodyReadTimeout = DefaultBodyReadTimeout
 	}
+	if cfg.MaxUnauthenticatedPerAddr == 0 {
+		cfg.MaxUnauthenticatedPerAddr = sio.DefaultMaxUnauthenticatedPerAddr
+	}
+	if cfg.AuthTimeout <= 0 {
+		cfg.AuthTimeout = sio.DefaultAuthTimeout
+	}
+	if cfg.SIO.MaxUnauthenticatedPerAddr == 0 {
+		cfg.SIO.MaxUnauthenticatedPerAddr = cfg.MaxUnauthenticatedPerAddr
+	}
+	if cfg.SIO.AuthTimeout <= 0 {
+		cfg.SIO.AuthTimeout = cfg.AuthTimeout
+	}
+	// One list of browser origins: those the Connect API answers with CORS
+	// may open Socket.IO connections too.
+	if cfg.SIO.AllowedOrigins == nil {
+		cfg.SIO.AllowedOrigins = cfg.RPC.CORSOrigins
+	}
+	// Every front end authenticates through it, so that a connection that
+	// carried an authenticated request leaves the bounds of unauthConns.
+	cfg.Auth = markingAuth{cfg.Auth}
 	if cfg.Core.Logger == nil {
 		cfg.Core.Logger = cfg.Logger.With("component", "core")
 	}
@@ -317,6 +350,11 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		// would cut long-polling, WebSockets and WatchOffice streams. Bodies
 		// are bounded by boundBodyReads instead.
 		ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
+		// Headers are read before anyone is authenticated: net/http's 1 MiB
+		// default would let each unauthenticated connection make the
+		// gateway hold a megabyte. Keys, tokens and the A2C headers are far
+		// smaller.
+		MaxHeaderBytes: maxHeaderBytes,
 	}
 	srv.Protocols = new(http.Protocols)
 	srv.Protocols.SetHTTP1(true)
@@ -325,8 +363,15 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	// Shutdown must not wait for connections that never sent a request
 	// (see freshConns).
 	fresh := newFreshConns()
-	srv.ConnState = fresh.track
+	srv.ConnState = func(c net.Conn, state http.ConnState) {
+		fresh.track(c, state)
+		trackState(c, state)
+	}
 	srv.RegisterOnShutdown(fresh.closeAll)
+	// Connections without an authenticated request are bounded (see
+	// unauthConns); the bound is below TLS, which counts as unauthenticated.
+	ln = newUnauthConns(g.cfg.MaxUnauthenticatedPerAddr, g.cfg.AuthTimeout, g.Metrics).listener(ln)
+	srv.ConnContext = connContext
 	if g.cfg.TLS != nil {
 		srv.TLSConfig = g.cfg.TLS
 		ln = tls.NewListener(ln, g.cfg.TLS)

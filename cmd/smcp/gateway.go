@@ -135,6 +135,8 @@ type gatewayConfig struct {
 	EventsPerSecond float64       `yaml:"events_per_second"`
 	EventBurst      int           `yaml:"event_burst"`
 	MaxConnsPerAddr int           `yaml:"max_conns_per_addr"`
+	MaxUnauthAddr   int           `yaml:"max_unauthenticated_per_addr"`
+	AuthTimeout     time.Duration `yaml:"auth_timeout"`
 	MaxQueued       int           `yaml:"max_queued_events"`
 	MCPSessions     int           `yaml:"max_mcp_sessions"`
 	MCPSessionsAddr int           `yaml:"max_mcp_sessions_per_addr"`
@@ -167,7 +169,8 @@ func defaultGatewayConfig() *gatewayConfig {
 		MaxMessageBytes: sio.DefaultMaxMessageBytes, MaxAnswerBytes: core.DefaultMaxAnswerBytes, CallTimeout: core.DefaultRequestTimeout,
 		MaxPending: core.DefaultMaxPending, MaxAgentCalls: core.DefaultMaxAgentInFlight,
 		EventsPerSecond: sio.DefaultEventsPerSecond, EventBurst: sio.DefaultEventBurst,
-		MaxConnsPerAddr: sio.DefaultMaxConnsPerAddr, MaxQueued: sio.DefaultMaxQueuedEvents, ShutdownGrace: gateway.DefaultShutdownGrace,
+		MaxConnsPerAddr: sio.DefaultMaxConnsPerAddr, MaxUnauthAddr: sio.DefaultMaxUnauthenticatedPerAddr, AuthTimeout: sio.DefaultAuthTimeout,
+		MaxQueued: sio.DefaultMaxQueuedEvents, ShutdownGrace: gateway.DefaultShutdownGrace,
 		MCPSessions: mcpfront.DefaultMaxSessions, MCPSessionsAddr: mcpfront.DefaultMaxSessionsPerAddr,
 		IdleTimeout: gateway.DefaultIdleTimeout, BodyTimeout: gateway.DefaultBodyReadTimeout, HeaderTimeout: gateway.DefaultReadHeaderTimeout,
 		RPCAgent: rpc.DefaultAgent, Metrics: true, RedisTTL: cluster.DefaultHeartbeatTTL,
@@ -195,6 +198,8 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.Float64Var(&c.EventsPerSecond, "events-per-second", c.EventsPerSecond, "Socket.IO events per second per connection (token bucket; excess gets 429, twice the rate disconnects; -1: no limit)")
 	fs.IntVar(&c.EventBurst, "event-burst", c.EventBurst, "token bucket size of --events-per-second")
 	fs.IntVar(&c.MaxConnsPerAddr, "max-conns-per-addr", c.MaxConnsPerAddr, "Socket.IO connections per client IP address (-1: no limit)")
+	fs.IntVar(&c.MaxUnauthAddr, "max-unauthenticated-per-addr", c.MaxUnauthAddr, "per client IP address: HTTP connections without an authenticated request yet (more are closed), and Socket.IO sessions not authenticated yet (more get 429), each counted on its own (-1: no limit)")
+	fs.DurationVar(&c.AuthTimeout, "auth-timeout", c.AuthTimeout, "a Socket.IO session must authenticate within this; an HTTP connection without an authenticated request waits at most this for its next request")
 	fs.IntVar(&c.MaxQueued, "max-queued-events", c.MaxQueued, "Socket.IO events of one connection waiting behind its joins, leaves and list_room (which wait on the office registry); more get 429")
 	fs.IntVar(&c.MCPSessions, "max-mcp-sessions", c.MCPSessions, "open MCP sessions (/mcp/{office_id}) of the gateway; more get 429")
 	fs.IntVar(&c.MCPSessionsAddr, "max-mcp-sessions-per-addr", c.MCPSessionsAddr, "open MCP sessions per client IP address; more get 429 (-1: no limit)")
@@ -202,7 +207,7 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a keep-alive HTTP connection without a request after this")
 	fs.DurationVar(&c.BodyTimeout, "body-read-timeout", c.BodyTimeout, "a request's body must arrive within this (streams' and long-polls' answers are not bounded)")
 	fs.DurationVar(&c.HeaderTimeout, "read-header-timeout", c.HeaderTimeout, "a request's headers must arrive within this")
-	fs.StringVar(&c.CORSOrigins, "cors-origins", c.CORSOrigins, "comma-separated browser origins allowed to call the Connect/gRPC-Web API (\"*\" for any)")
+	fs.StringVar(&c.CORSOrigins, "cors-origins", c.CORSOrigins, "comma-separated browser origins allowed to call the Connect/gRPC-Web API and to open Socket.IO connections (\"*\" for any; the gateway's own origin always may)")
 	fs.StringVar(&c.RPCAgent, "rpc-agent", c.RPCAgent, "agent name of RPC callers whose key has no fixed name and who send no x-smcp-agent")
 	fs.BoolVar(&c.Metrics, "metrics", c.Metrics, "serve Prometheus metrics at /metrics")
 	fs.StringVar(&c.Redis, "redis", c.Redis, "Redis URL (redis://host:6379/0): run as one node of a cluster sharing offices through Redis")
@@ -286,14 +291,14 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	if c.CallTimeout <= 0 || c.MaxMessageBytes <= 0 || c.MaxAnswerBytes <= 0 || c.MaxPending <= 0 || c.ShutdownGrace <= 0 || c.MaxAgentCalls <= 0 || c.RedisTTL <= 0 ||
-		c.IdleTimeout <= 0 || c.BodyTimeout <= 0 || c.HeaderTimeout <= 0 || c.MaxQueued <= 0 || c.MCPSessions <= 0 {
-		return gateway.Config{}, errors.New("--call-timeout, --max-message-bytes, --max-answer-bytes, --max-pending, --max-agent-in-flight, --max-queued-events, --max-mcp-sessions, --redis-ttl, --shutdown-grace, --idle-timeout, --body-read-timeout and --read-header-timeout must be positive")
+		c.IdleTimeout <= 0 || c.BodyTimeout <= 0 || c.HeaderTimeout <= 0 || c.MaxQueued <= 0 || c.MCPSessions <= 0 || c.AuthTimeout <= 0 {
+		return gateway.Config{}, errors.New("--call-timeout, --max-message-bytes, --max-answer-bytes, --max-pending, --max-agent-in-flight, --max-queued-events, --max-mcp-sessions, --redis-ttl, --shutdown-grace, --idle-timeout, --body-read-timeout, --read-header-timeout and --auth-timeout must be positive")
 	}
 	if c.RedisTimeout <= 0 || c.RedisClaim <= c.RedisTTL {
 		return gateway.Config{}, errors.New("--redis-timeout must be positive, --redis-claim-timeout above --redis-ttl (a claim may wait out a dead node's heartbeat)")
 	}
-	if c.EventsPerSecond == 0 || c.MaxConnsPerAddr == 0 || c.MCPSessionsAddr == 0 || c.EventBurst <= 0 {
-		return gateway.Config{}, errors.New("--events-per-second, --max-conns-per-addr and --max-mcp-sessions-per-addr must be positive or -1 (no limit), --event-burst positive")
+	if c.EventsPerSecond == 0 || c.MaxConnsPerAddr == 0 || c.MCPSessionsAddr == 0 || c.MaxUnauthAddr == 0 || c.EventBurst <= 0 {
+		return gateway.Config{}, errors.New("--events-per-second, --max-conns-per-addr, --max-mcp-sessions-per-addr and --max-unauthenticated-per-addr must be positive or -1 (no limit), --event-burst positive")
 	}
 	var protocols []smcp.Version
 	for _, p := range splitList(c.Protocols) {
@@ -314,19 +319,21 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 			Protocols: protocols, EventsPerSecond: c.EventsPerSecond, EventBurst: c.EventBurst, MaxConnsPerAddr: c.MaxConnsPerAddr,
 			MaxQueuedEvents: c.MaxQueued,
 		},
-		RPC:               rpc.Options{CORSOrigins: splitList(c.CORSOrigins), DefaultAgent: c.RPCAgent},
-		MCP:               mcpfront.Options{MaxSessions: c.MCPSessions, MaxSessionsPerAddr: c.MCPSessionsAddr},
-		ShutdownGrace:     c.ShutdownGrace,
-		IdleTimeout:       c.IdleTimeout,
-		BodyReadTimeout:   c.BodyTimeout,
-		ReadHeaderTimeout: c.HeaderTimeout,
-		TLS:               tlsConfig,
-		Metrics:           c.Metrics,
-		Logger:            log,
-		Redis:             c.Redis,
-		NodeID:            c.NodeID,
-		HeartbeatTTL:      c.RedisTTL,
-		RedisRegistry:     cluster.RegistryOptions{Timeout: c.RedisTimeout, ClaimTimeout: c.RedisClaim},
+		RPC:                       rpc.Options{CORSOrigins: splitList(c.CORSOrigins), DefaultAgent: c.RPCAgent},
+		MCP:                       mcpfront.Options{MaxSessions: c.MCPSessions, MaxSessionsPerAddr: c.MCPSessionsAddr},
+		ShutdownGrace:             c.ShutdownGrace,
+		IdleTimeout:               c.IdleTimeout,
+		BodyReadTimeout:           c.BodyTimeout,
+		ReadHeaderTimeout:         c.HeaderTimeout,
+		MaxUnauthenticatedPerAddr: c.MaxUnauthAddr,
+		AuthTimeout:               c.AuthTimeout,
+		TLS:                       tlsConfig,
+		Metrics:                   c.Metrics,
+		Logger:                    log,
+		Redis:                     c.Redis,
+		NodeID:                    c.NodeID,
+		HeartbeatTTL:              c.RedisTTL,
+		RedisRegistry:             cluster.RegistryOptions{Timeout: c.RedisTimeout, ClaimTimeout: c.RedisClaim},
 	}, nil
 }
 

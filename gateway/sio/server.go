@@ -41,6 +41,17 @@ const (
 	DefaultEventBurst      = 4000
 	// DefaultMaxConnsPerAddr bounds the connections of one client address.
 	DefaultMaxConnsPerAddr = 4096
+	// DefaultMaxFrameBytesBeforeAuth bounds a message before the
+	// connection has authenticated: a namespace CONNECT with its auth
+	// object is a few hundred bytes.
+	DefaultMaxFrameBytesBeforeAuth = 16 << 10
+	// DefaultMaxUnauthenticatedPerAddr bounds the sessions of one client
+	// address that have not authenticated yet; a legitimate client holds
+	// one for the few milliseconds between handshake and CONNECT.
+	DefaultMaxUnauthenticatedPerAddr = 256
+	// DefaultAuthTimeout is how long a session may stay without
+	// authenticating.
+	DefaultAuthTimeout = 10 * time.Second
 )
 
 // CodeRateLimited answers an event beyond the connection's rate.
@@ -75,6 +86,20 @@ type Config struct {
 	// MaxConnsPerAddr bounds the open connections of one client IP address;
 	// more are refused with 429 at connect. Negative: no limit.
 	MaxConnsPerAddr int
+	// MaxFrameBytesBeforeAuth bounds each message of a connection until a
+	// namespace CONNECT on it is authenticated (a larger one closes it);
+	// the frame limit above applies after. MaxUnauthenticatedPerAddr bounds
+	// the connections of one client address in that state (more handshakes
+	// get 429; negative: no limit), AuthTimeout how long one may stay in it
+	// (then it is closed).
+	MaxFrameBytesBeforeAuth   int
+	MaxUnauthenticatedPerAddr int
+	AuthTimeout               time.Duration
+	// AllowedOrigins are the browser origins, besides the gateway's own,
+	// whose pages may connect ("*" for any); requests with another Origin
+	// get 403. Clients that send no Origin (every non-browser client) are
+	// not affected.
+	AllowedOrigins []string
 	// Metrics, when set, records connections, calls and refusals.
 	Metrics *metrics.Metrics
 	// Tracer, when set, traces each routed client: event.
@@ -104,6 +129,9 @@ type Server struct {
 
 	addrs *httpauth.AddrSlots // connections per client address
 	calls inflight.Gate       // client: requests in flight
+	pre   *preauth            // sessions not authenticated yet
+	// maxFrame is the Engine.IO frame limit once authenticated.
+	maxFrame int64
 }
 
 // New builds the front end over hub. auth must not be nil: use
@@ -130,6 +158,15 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	if cfg.MaxConnsPerAddr == 0 {
 		cfg.MaxConnsPerAddr = DefaultMaxConnsPerAddr
 	}
+	if cfg.MaxFrameBytesBeforeAuth <= 0 {
+		cfg.MaxFrameBytesBeforeAuth = DefaultMaxFrameBytesBeforeAuth
+	}
+	if cfg.MaxUnauthenticatedPerAddr == 0 {
+		cfg.MaxUnauthenticatedPerAddr = DefaultMaxUnauthenticatedPerAddr
+	}
+	if cfg.AuthTimeout <= 0 {
+		cfg.AuthTimeout = DefaultAuthTimeout
+	}
 	if cfg.MaxQueuedEvents <= 0 {
 		cfg.MaxQueuedEvents = DefaultMaxQueuedEvents
 	}
@@ -140,7 +177,8 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 		cfg.Tracer = noop.NewTracerProvider().Tracer("")
 	}
 	s := &Server{cfg: cfg, hub: hub, auth: auth, log: cfg.Logger, addrs: httpauth.NewAddrSlots(cfg.MaxConnsPerAddr),
-		vers: newVersions(cfg.Protocols, cfg.RequireVersion)}
+		vers: newVersions(cfg.Protocols, cfg.RequireVersion),
+		pre:  newPreauth(cfg.MaxUnauthenticatedPerAddr, cfg.AuthTimeout, cfg.Metrics, cfg.Logger)}
 
 	opts := socket.DefaultServerOptions()
 	opts.SetPath(strings.TrimSuffix(cfg.Path, "/"))
@@ -150,7 +188,12 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	// connection), so it is set above both payload limits: a request over
 	// MaxMessageBytes gets a 400 and an answer over the hub's MaxAnswerBytes
 	// fails its one call (core), both on a connection that survives.
-	opts.SetMaxHttpBufferSize(int64(max(2*cfg.MaxMessageBytes, hub.Config().MaxAnswerBytes+cfg.MaxMessageBytes)))
+	s.maxFrame = int64(max(2*cfg.MaxMessageBytes, hub.Config().MaxAnswerBytes+cfg.MaxMessageBytes))
+	opts.SetMaxHttpBufferSize(s.maxFrame)
+	// Until a namespace CONNECT is authenticated (authenticate raises it),
+	// a connection may cost only this much per message: a client without a
+	// key must not make the gateway read a 17 MiB frame.
+	opts.SetInitialMaxHttpBufferSize(min(int64(cfg.MaxFrameBytesBeforeAuth), s.maxFrame))
 	// Event and ack arguments stay the bytes received (parser.go).
 	opts.SetParser(rawParser{})
 	// The library can drop a namespace CONNECT that arrives right after the
@@ -162,7 +205,8 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	}
 	s.io = socket.NewServer(nil, opts)
 	engine := s.io.ServeHandler(opts)
-	s.handler = s.vers.check(engine)
+	_ = s.io.Engine().On("connection", s.pre.opened)
+	s.handler = originCheck(cfg.AllowedOrigins, s.vers.check(s.pre.handshakes(engine)))
 
 	nsp := s.io.Of(smcp.Namespace, nil)
 	s.nsp = nsp
@@ -243,7 +287,7 @@ func (s *Server) authenticate(sock *socket.Socket, next func(*socket.ExtendedErr
 		refuse(smcp.Errorf(CodeUnavailable, "gateway is shutting down"))
 		return
 	}
-	p, err := s.auth.Authenticate(context.Background(), s.credential(sock))
+	p, err := s.auth.Authenticate(s.handshakeContext(sock), s.credential(sock))
 	if err != nil {
 		e, ok := smcp.AsError(err)
 		if !ok {
@@ -270,6 +314,12 @@ func (s *Server) authenticate(sock *socket.Socket, next func(*socket.ExtendedErr
 		return
 	}
 	sock.SetData(&connData{principal: p, proto: proto})
+	// Raised before the CONNECT ack is written (next), so the client's
+	// first events, which it sends once acked, are read under it.
+	if conn := sock.Conn(); conn != nil {
+		conn.SetMaxHttpBufferSize(s.maxFrame)
+		s.pre.authenticated(conn.Id())
+	}
 	next(nil)
 }
 
@@ -286,6 +336,16 @@ func handshakeQuery(sock *socket.Socket) url.Values {
 		return req.Request().URL.Query()
 	}
 	return nil
+}
+
+// handshakeContext is the context of the connection's handshake request,
+// which names the HTTP connection it came on (the gateway's authenticator
+// marks it), without its cancellation: that request may be over.
+func (s *Server) handshakeContext(sock *socket.Socket) context.Context {
+	if req := sock.Request(); req != nil && req.Request() != nil {
+		return context.WithoutCancel(req.Request().Context())
+	}
+	return context.Background()
 }
 
 func (s *Server) credential(sock *socket.Socket) string {

@@ -315,13 +315,15 @@ func (bs *baseServer) Handshake(transportName string, ctx *types.HttpContext) (*
 		})
 		return BAD_REQUEST, nil
 	}
+	// smcp-gateway patch: every transport of a new session starts at the
+	// initial limit (the socket raises it, Socket.SetMaxHttpBufferSize);
+	// upstream gave polling and WebTransport MaxHttpBufferSize and left the
+	// WebSocket's to the upgrade.
+	transport.SetMaxHttpBufferSize(bs.opts.InitialMaxHttpBufferSize())
 	if transports.POLLING == transportName {
-		transport.SetMaxHttpBufferSize(bs.opts.MaxHttpBufferSize())
 		transport.SetHttpCompression(bs.opts.HttpCompression())
 	} else if transports.WEBSOCKET == transportName {
 		transport.SetPerMessageDeflate(bs.opts.PerMessageDeflate())
-	} else if transports.WEBTRANSPORT == transportName {
-		transport.SetMaxHttpBufferSize(bs.opts.MaxHttpBufferSize())
 	}
 
 	_ = transport.On("headers", func(args ...any) {

@@ -149,7 +149,16 @@ func (s *server) HandleUpgrade(ctx *types.HttpContext) {
 			s.emitAbortRequest(ctx, BAD_REQUEST, map[string]any{"name": "UPGRADE_FAILURE"})
 			serverLog.Debug("websocket error before upgrade: %s", err.Error())
 		} else {
-			conn.SetReadLimit(s.Opts().MaxHttpBufferSize())
+			// smcp-gateway patch: a new session's initial limit, or the
+			// limit of the session this upgrade belongs to; set before the
+			// transport's reader starts, which alone changes it after.
+			limit := s.Opts().InitialMaxHttpBufferSize()
+			if sid := ctx.Query().Peek("sid"); sid != "" {
+				if client, ok := s.Clients().Load(sid); ok {
+					limit = client.MaxHttpBufferSize()
+				}
+			}
+			conn.SetReadLimit(limit)
 			wsc.Conn = conn
 			s.onWebSocket(upgraded(ctx), wsc)
 		}
@@ -269,7 +278,7 @@ func (s *server) OnWebTransportSession(ctx *types.HttpContext, wt *webtransport.
 	}
 
 	wtc := webtrans.NewConn(session, stream, true, 0, 0, nil, nil, nil)
-	wtc.SetReadLimit(s.Opts().MaxHttpBufferSize())
+	wtc.SetReadLimit(s.Opts().InitialMaxHttpBufferSize()) // smcp-gateway patch
 
 	ctx.WebTransport = &types.WebTransportConn{EventEmitter: types.NewEventEmitter(), Conn: wtc}
 

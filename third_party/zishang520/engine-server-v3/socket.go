@@ -73,6 +73,32 @@ type socket struct {
 	lastPacket atomic.Int64
 
 	flushMu sync.Mutex
+
+	// limitMu orders SetMaxHttpBufferSize against setTransport (patched):
+	// a limit raised during an upgrade reaches the new transport.
+	limitMu           sync.Mutex
+	maxHttpBufferSize int64
+}
+
+// MaxHttpBufferSize is the largest message the connection may send now
+// (smcp-gateway patch).
+func (s *socket) MaxHttpBufferSize() int64 {
+	s.limitMu.Lock()
+	defer s.limitMu.Unlock()
+	return s.maxHttpBufferSize
+}
+
+// SetMaxHttpBufferSize sets the largest message the connection may send,
+// for the messages its transport reads from now on and those of a transport
+// it upgrades to (smcp-gateway patch). A WebSocket applies it from the next
+// message on: a frame whose header was read before applies the earlier one.
+func (s *socket) SetMaxHttpBufferSize(n int64) {
+	s.limitMu.Lock()
+	defer s.limitMu.Unlock()
+	s.maxHttpBufferSize = n
+	if t := s.Transport(); t != nil {
+		t.SetMaxHttpBufferSize(n)
+	}
 }
 
 func (s *socket) Protocol() int {
@@ -159,6 +185,7 @@ func (s *socket) Construct(id string, server BaseServer, transport transports.Tr
 		s.remoteAddress = ctx.Request().RemoteAddr
 	}
 
+	s.maxHttpBufferSize = server.Opts().InitialMaxHttpBufferSize()
 	s.setTransport(transport)
 	// smcp-gateway patch: onOpen (which sends the OPEN packet) is called by
 	// the server's Handshake after it has emitted "connection", so that the
@@ -322,13 +349,17 @@ func (s *socket) setTransport(transport transports.Transport) {
 	onDrain := func(...any) { s.onDrain() }
 	onClose := func(...any) { s.OnClose("transport close") }
 
+	s.limitMu.Lock()
 	s.transport.Store(&transport)
+	transport.SetMaxHttpBufferSize(s.maxHttpBufferSize)
+	s.limitMu.Unlock()
 
 	_ = transport.Once("error", onError)
 	_ = transport.On("ready", onReady)
 	_ = transport.On("packet", onPacket)
 	_ = transport.On("drain", onDrain)
 	_ = transport.Once("close", onClose)
+	startReading(transport)
 
 	s.cleanupFn.Push(func() {
 		transport.RemoveListener("error", onError)
@@ -354,6 +385,9 @@ func (s *socket) MaybeUpgrade(transport transports.Transport) {
 	socketLog.Debug(`might upgrade socket transport from "%s" to "%s"`, s.Transport().Name(), transport.Name())
 
 	s.upgrading.Store(true)
+	// smcp-gateway patch: the probe and the upgrade packet are read under
+	// the session's limit (setTransport applies a later one).
+	transport.SetMaxHttpBufferSize(s.MaxHttpBufferSize())
 
 	var check, cleanup func()
 	var onPacket, onError, onTransportClose, onClose types.EventListener
@@ -456,6 +490,15 @@ func (s *socket) MaybeUpgrade(transport transports.Transport) {
 	_ = transport.Once("error", onError)
 
 	_ = s.Once("close", onClose)
+	startReading(transport)
+}
+
+// startReading starts a transport that reads on a goroutine of its own (the
+// WebSocket) once its listeners are in place (smcp-gateway patch).
+func startReading(t transports.Transport) {
+	if r, ok := t.(interface{ StartReading() }); ok {
+		r.StartReading()
+	}
 }
 
 // Clears listeners and timers associated with current transport.

@@ -138,5 +138,12 @@ type (
 		Write(io.Reader, *packet.Options, SendCallback) Socket
 		// Closes the socket and underlying transport.
 		Close(bool)
+
+		// smcp-gateway patch: the largest message this connection may
+		// send. It starts at the server's InitialMaxHttpBufferSize;
+		// SetMaxHttpBufferSize changes it for every message read from now
+		// on, on the current transport and any it upgrades to.
+		MaxHttpBufferSize() int64
+		SetMaxHttpBufferSize(int64)
 	}
 )

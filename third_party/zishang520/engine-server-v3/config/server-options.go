@@ -30,6 +30,12 @@ type (
 		GetRawMaxHttpBufferSize() types.Optional[int64]
 		MaxHttpBufferSize() int64
 
+		// smcp-gateway patch: a new connection's limit until its socket's
+		// SetMaxHttpBufferSize raises it (zero: MaxHttpBufferSize).
+		SetInitialMaxHttpBufferSize(int64)
+		GetRawInitialMaxHttpBufferSize() types.Optional[int64]
+		InitialMaxHttpBufferSize() int64
+
 		SetAllowRequest(AllowRequest)
 		GetRawAllowRequest() types.Optional[AllowRequest]
 		AllowRequest() AllowRequest
@@ -79,6 +85,11 @@ type (
 
 		// how many bytes or characters a message can be, before closing the session (to avoid DoS).
 		maxHttpBufferSize types.Optional[int64]
+
+		// smcp-gateway patch: how many bytes a message of a new connection
+		// can be until Socket.SetMaxHttpBufferSize raises its limit (a
+		// connection that has not authenticated yet).
+		initialMaxHttpBufferSize types.Optional[int64]
 
 		// A function that receives a given handshake or upgrade request as its first parameter,
 		// and can decide whether to continue. Returning an error indicates that the request was rejected.
@@ -137,6 +148,9 @@ func (s *ServerOptions) Assign(data ServerOptionsInterface) ServerOptionsInterfa
 	}
 	if data.GetRawMaxHttpBufferSize() != nil {
 		s.SetMaxHttpBufferSize(data.MaxHttpBufferSize())
+	}
+	if data.GetRawInitialMaxHttpBufferSize() != nil {
+		s.SetInitialMaxHttpBufferSize(data.InitialMaxHttpBufferSize())
 	}
 	if data.GetRawAllowRequest() != nil {
 		s.SetAllowRequest(data.AllowRequest())
@@ -227,6 +241,22 @@ func (s *ServerOptions) MaxHttpBufferSize() int64 {
 	}
 
 	return s.maxHttpBufferSize.Get()
+}
+
+// smcp-gateway patch: how many bytes a message of a new connection can be
+// until its socket's SetMaxHttpBufferSize raises the limit; zero or unset:
+// MaxHttpBufferSize from the start.
+func (s *ServerOptions) SetInitialMaxHttpBufferSize(n int64) {
+	s.initialMaxHttpBufferSize = types.NewSome(n)
+}
+func (s *ServerOptions) GetRawInitialMaxHttpBufferSize() types.Optional[int64] {
+	return s.initialMaxHttpBufferSize
+}
+func (s *ServerOptions) InitialMaxHttpBufferSize() int64 {
+	if s.initialMaxHttpBufferSize == nil || s.initialMaxHttpBufferSize.Get() <= 0 {
+		return s.MaxHttpBufferSize()
+	}
+	return s.initialMaxHttpBufferSize.Get()
 }
 
 // A function that receives a given handshake or upgrade request as its first parameter,

@@ -191,11 +191,15 @@ func (p *polling) onDataRequest(ctx *types.HttpContext) {
 
 	_ = ctx.Once("close", onClose)
 
-	if ctx.Request().ContentLength > p.MaxHttpBufferSize() {
+	limit := p.MaxHttpBufferSize()
+	tooLarge := func() {
 		cleanup()
 
 		_ = ctx.SetStatusCode(http.StatusRequestEntityTooLarge)
 		_, _ = ctx.Write(nil)
+	}
+	if ctx.Request().ContentLength > limit {
+		tooLarge()
 		return
 	}
 
@@ -206,8 +210,16 @@ func (p *polling) onDataRequest(ctx *types.HttpContext) {
 		packet = types.NewStringBuffer(nil)
 	}
 	if body := ctx.Request().Body; body != nil {
-		_, _ = packet.ReadFrom(io.LimitReader(body, p.MaxHttpBufferSize()))
+		// smcp-gateway patch: one byte past the limit is read, and a body
+		// that has it is refused. Upstream read at most the limit of a body
+		// without Content-Length (chunked) and handed the truncated payload
+		// on as if it were whole.
+		_, _ = packet.ReadFrom(io.LimitReader(body, limit+1))
 		_ = body.Close()
+		if int64(packet.Len()) > limit {
+			tooLarge()
+			return
+		}
 	}
 	p.Proto().OnData(packet)
 

@@ -24,6 +24,7 @@ type websocket struct {
 	socket     *types.WebSocketConn
 	mu         sync.Mutex
 	writeQueue *queue.Queue
+	reading    sync.Once
 }
 
 // WebSocket transport
@@ -59,11 +60,20 @@ func (w *websocket) Construct(ctx *types.HttpContext) {
 		w.OnClose()
 	})
 
-	// This goroutine is invoked only once.
-	go w.message()
+	// smcp-gateway patch: the reader starts in StartReading, once the
+	// engine socket listens to this transport.
 
 	w.SetWritable(true)
 	w.SetPerMessageDeflate(nil)
+}
+
+// StartReading starts the transport's reader; later calls do nothing
+// (smcp-gateway patch). Upstream started it in Construct, before the engine
+// socket had registered its "packet" listener: a packet read in between was
+// emitted to no one and lost, so an upgrade whose probe ("2probe") came that
+// fast hung until the upgrade timeout.
+func (w *websocket) StartReading() {
+	w.reading.Do(func() { go w.message() })
 }
 
 // Transport name
@@ -92,6 +102,14 @@ func (w *websocket) message() {
 	// PATCHED.md).
 	defer func() { _ = w.socket.Close() }()
 	for {
+		// smcp-gateway patch: the limit may have been raised since the last
+		// message (Socket.SetMaxHttpBufferSize); gorilla's limit is a plain
+		// field read by this goroutine, so only this goroutine sets it. It
+		// is checked against each frame's header, before its payload is
+		// read. Zero: the limit the upgrade set (server.go HandleUpgrade).
+		if n := w.MaxHttpBufferSize(); n > 0 {
+			w.socket.SetReadLimit(n)
+		}
 		mt, message, err := w.socket.NextReader()
 		if err != nil {
 			w._error(err)
