@@ -162,7 +162,7 @@ type Input struct {
 	Description string `json:"description"`
 	// Default value (promptString, pickString). Any JSON value: a
 	// placeholder that is a whole string takes its type.
-	Default  any      `json:"default,omitempty"`
+	Default  any   `json:"default,omitempty"`
 	Password *bool `json:"password,omitempty"`
 	// Options of a pickString in the 0.2 form (strings); PickOptions in
 	// the 0.3.2 form ([{label, value}]). A file writes either under
