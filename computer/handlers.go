@@ -108,9 +108,10 @@ func (c *Computer) newHandlers() (map[string]handler, error) {
 		smcp.EventGetDesktop:   func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetDesktop) },
 		smcp.EventGetFinder:    func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetFinder) },
 		smcp.EventReadResource: func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleReadResource) },
+		smcp.EventGetResources: func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetResources) },
 	}
 	out := make(map[string]handler, len(byEvent))
-	for _, e := range smcp.Events(smcp.Routed) {
+	for _, e := range c.profileEvents() {
 		mk, ok := byEvent[e.Name]
 		if !ok {
 			return nil, fmt.Errorf("computer: no handler for routed event %s", e.Name)
@@ -214,7 +215,14 @@ func (c *Computer) handleGetTools(_ context.Context, req *smcpv1.GetToolsReq) (a
 }
 
 func (c *Computer) handleGetConfig(_ context.Context, _ *smcpv1.GetComputerConfigReq) (any, error) {
+	var ids map[string]string
+	if c.bundled {
+		ids = c.bundleIDs() // before cfgMu: the manager is not under it
+	}
 	c.cfgMu.Lock()
 	defer c.cfgMu.Unlock()
+	if c.bundled {
+		return c.cfg.WireBundled(ids), nil
+	}
 	return c.cfg.Wire(), nil
 }

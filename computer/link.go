@@ -64,7 +64,7 @@ func (c *Computer) Connect(ctx context.Context, gw Gateway) (*Link, error) {
 		return nil, fmt.Errorf("computer: connect to gateway %s: %w", o.URL, err)
 	}
 	l := &Link{c: c, conn: conn, office: gw.Office}
-	for _, e := range smcp.Events(smcp.Routed) {
+	for _, e := range c.profileEvents() {
 		conn.Handle(e.Name, func(ctx context.Context, payload json.RawMessage) (any, error) {
 			return c.Handle(ctx, e.Name, payload), nil
 		})

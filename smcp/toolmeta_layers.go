@@ -105,3 +105,13 @@ func CanonicalToolMetaJSON(tm ToolMeta) (string, error) {
 	}
 	return string(b), nil
 }
+
+// Result-level meta keys of the 0.3 and 0.4 profiles (PROTOCOL-0.4.md §6):
+// a tool failure that has a protocol code carries it as error_code (0.2's
+// a2c_error_code stays in the 0.2 profile); 4006 and 4007 add the bundle id
+// of the MCP server and a user-readable hint.
+const (
+	MetaCode      = "error_code"
+	MetaMCPServer = "mcp_server"
+	MetaAuthHint  = "auth_hint"
+)
