@@ -364,4 +364,3 @@ func TestProtocolRefusesOldPickString(t *testing.T) {
 		t.Error("protocol 0.5 accepted")
 	}
 }
-
