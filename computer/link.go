@@ -59,6 +59,9 @@ func (c *Computer) Connect(ctx context.Context, gw Gateway) (*Link, error) {
 	if o.Logger == nil {
 		o.Logger = c.log.With("component", "link")
 	}
+	if o.A2CVersion == "" {
+		o.A2CVersion, _ = A2CVersion(c.protocol)
+	}
 	conn, err := sioclient.Dial(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("computer: connect to gateway %s: %w", o.URL, err)
