@@ -111,10 +111,19 @@ func (c *Computer) newHandlers() (map[string]handler, error) {
 		smcp.EventGetResources: func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetResources) },
 	}
 	out := make(map[string]handler, len(byEvent))
+	v02 := smcp.ProfileOf(smcp.V02)
 	for _, e := range c.profileEvents() {
 		mk, ok := byEvent[e.Name]
 		if !ok {
-			return nil, fmt.Errorf("computer: no handler for routed event %s", e.Name)
+			if _, old := v02.Event(e.Name); old {
+				return nil, fmt.Errorf("computer: no handler for routed event %s", e.Name)
+			}
+			// An event of 0.3/0.4 this computer does not serve yet (skills
+			// and blobs come from computer/skills and computer/blobs): not
+			// registered, so the agent's call ends at the gateway's
+			// deadline, as for any computer without it.
+			c.log.Debug("routed event not served", "event", e.Name, "protocol", c.protocol)
+			continue
 		}
 		h, err := mk(e)
 		if err != nil {

@@ -13,7 +13,7 @@ import (
 // wrong type by the table's rules (400), before doing anything.
 func TestEveryRoutedEventIsServedByItsTypedHandler(t *testing.T) {
 	h := newComputer(t, nil)
-	for _, e := range smcp.Events(smcp.Routed) {
+	for _, e := range smcp.ProfileOf(smcp.V02).Events(smcp.Routed) {
 		if ans := h.call(e.Name, map[string]any{"computer": "other"}); ans["code"] != 404.0 ||
 			!strings.Contains(ans["message"].(string), `this is computer "pc", not "other"`) {
 			t.Errorf("%s for another computer: %v", e.Name, ans)

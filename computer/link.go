@@ -59,8 +59,8 @@ func (c *Computer) Connect(ctx context.Context, gw Gateway) (*Link, error) {
 	if o.Logger == nil {
 		o.Logger = c.log.With("component", "link")
 	}
-	if o.A2CVersion == "" {
-		o.A2CVersion, _ = A2CVersion(c.protocol)
+	if o.Version == "" {
+		o.Version, _ = A2CVersion(c.protocol)
 	}
 	conn, err := sioclient.Dial(ctx, o)
 	if err != nil {

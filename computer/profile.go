@@ -8,7 +8,6 @@ import (
 	"sort"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/smcpgw/smcp-gateway/computer/config"
 	"github.com/smcpgw/smcp-gateway/computer/servers"
@@ -117,33 +116,19 @@ func (c *Computer) bundleIDs() map[string]string {
 	return ids
 }
 
-// profileEvents are the routed events the computer serves: those of the
-// protocol table, plus, from 0.3, client:get_resources.
-//
-// The protocol table on this branch has no version column and no
-// get_resources entry yet (they come with the gateway's 0.3/0.4 support);
-// until then the entry is declared here with the same shape the table
-// will have. An event the table knows is always taken from the table.
+// version is the computer's profile in the protocol table.
+func (c *Computer) version() smcp.Version {
+	v, err := smcp.ParseProfile(c.protocol)
+	if err != nil { // New checked the protocol
+		return smcp.V02
+	}
+	return v
+}
+
+// profileEvents are the routed events of the computer's profile (the
+// protocol table's version dimension).
 func (c *Computer) profileEvents() []*smcp.EventInfo {
-	events := smcp.Events(smcp.Routed)
-	if !c.bundled {
-		return events
-	}
-	if _, ok := smcp.Event(smcp.EventGetResources); !ok {
-		events = append(events, &smcp.EventInfo{
-			Name: smcp.EventGetResources, Kind: smcp.Routed,
-			NewRequest: func() proto.Message { return &smcpv1.GetResourcesReq{} },
-			NewAnswer:  func() proto.Message { return &smcpv1.GetResourcesRet{} },
-			Fields: []smcp.Field{
-				{Key: "agent", Type: smcp.String, Required: true},
-				{Key: "req_id", Type: smcp.String, Required: true},
-				{Key: "computer", Type: smcp.String, Required: true},
-				{Key: "mcp_server", Type: smcp.String, Required: true},
-				{Key: "cursor", Type: smcp.String},
-			},
-		})
-	}
-	return events
+	return smcp.ProfileOf(c.version()).Events(smcp.Routed)
 }
 
 // getResourcesRet is the answer of client:get_resources (GetResourcesRet).

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -506,46 +505,6 @@ func TestAuth(t *testing.T) {
 	if err := pc.JoinOffice(ctx, smcp.RoleAgent, "x", "o2"); err == nil {
 		t.Fatal("computer key joined as agent")
 	}
-}
-
-func TestVersionHandshake(t *testing.T) {
-	g := startGateway(t, gateway.Config{})
-	get := func(v string) *http.Response {
-		t.Helper()
-		resp, err := http.Get(g.URL + "/socket.io/?EIO=4&transport=polling&a2c_version=" + v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = resp.Body.Close() })
-		return resp
-	}
-	resp := get("0.3.0")
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 400 || resp.Header.Get("X-A2C-Error-Code") != "4008" {
-		t.Fatalf("status %d header %q", resp.StatusCode, resp.Header.Get("X-A2C-Error-Code"))
-	}
-	var e struct {
-		Code          int    `json:"code"`
-		Message       string `json:"message"`
-		ServerVersion string `json:"server_version"`
-		ClientVersion string `json:"client_version"`
-	}
-	if err := json.Unmarshal(body, &e); err != nil || e.Code != 4008 || e.ServerVersion != "0.2.0" || e.ClientVersion != "0.3.0" || e.Message == "" {
-		t.Fatalf("body %s", body)
-	}
-	for _, bad := range []string{"1.2.0", "0.2", "x.y.z", ""} {
-		if resp := get(bad); resp.StatusCode != 400 {
-			t.Fatalf("%q accepted", bad)
-		}
-	}
-	if resp := get("0.2.9"); resp.StatusCode != 200 {
-		t.Fatalf("0.2.9 refused: %d", resp.StatusCode)
-	}
-	resp, err := http.Get(g.URL + "/healthz")
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("healthz %v %v", resp, err)
-	}
-	_ = resp.Body.Close()
 }
 
 func TestRejoinAfterGatewayRestart(t *testing.T) {

@@ -53,9 +53,6 @@ type Options struct {
 	KeyInAuth    bool
 	// ConnectTimeout bounds each connection attempt (default 2 s).
 	ConnectTimeout time.Duration
-	// A2CVersion is the protocol version sent as the a2c_version query
-	// parameter of the handshake (default smcp.ProtocolVersion, "0.2.0").
-	A2CVersion string
 	// NoReconnect disables automatic reconnection once connected (Dial itself
 	// retries until its ctx ends or the gateway refuses).
 	NoReconnect bool
@@ -64,6 +61,9 @@ type Options struct {
 	ReconnectDelay time.Duration
 	TLSConfig      *tls.Config
 	Logger         *slog.Logger
+	// Version is the a2c_version sent at the handshake, which picks the
+	// profile the connection speaks (default smcp.ProtocolVersion, 0.2).
+	Version string
 }
 
 // Client is one connection to the /smcp namespace.
@@ -116,11 +116,11 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 	if o.ReconnectDelay <= 0 {
 		o.ReconnectDelay = 200 * time.Millisecond
 	}
-	if o.A2CVersion == "" {
-		o.A2CVersion = smcp.ProtocolVersion
-	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Version == "" {
+		o.Version = smcp.ProtocolVersion
 	}
 	mopts := socket.DefaultManagerOptions()
 	mopts.SetPath(o.Path)
@@ -141,7 +141,7 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 	// Python SDK's default). Events are small JSON; the gateway answers
 	// this client uncompressed either way.
 	mopts.SetPerMessageDeflate(nil)
-	mopts.SetQuery(url.Values{"a2c_version": {o.A2CVersion}})
+	mopts.SetQuery(url.Values{"a2c_version": {o.Version}})
 	if o.TLSConfig != nil {
 		mopts.SetTLSClientConfig(o.TLSConfig)
 	}
@@ -162,7 +162,7 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 			}
 			return c, nil
 		}
-		if refusal := versionRefusal(err, o.A2CVersion); refusal != nil {
+		if refusal := versionRefusal(err, o.Version); refusal != nil {
 			return nil, refusal
 		}
 		if _, refused := smcp.AsError(err); refused || ctx.Err() != nil {
@@ -255,7 +255,7 @@ func dialOnce(ctx context.Context, o Options, mopts *socket.ManagerOptions, sopt
 		}
 		var ce *websocket.CloseError
 		if errors.As(detail, &ce) && ce.Code == closeVersionMismatch {
-			err := &VersionError{ClientVersion: o.A2CVersion, CloseCode: ce.Code, Message: ce.Text}
+			err := &VersionError{ClientVersion: o.Version, CloseCode: ce.Code, Message: ce.Text}
 			c.log.Error("disconnected for good", "url", o.URL, "err", err)
 			c.finish(err)
 			go c.Close() // no reconnect: the answer would be the same
@@ -273,7 +273,7 @@ func dialOnce(ctx context.Context, o Options, mopts *socket.ManagerOptions, sopt
 		if len(args) > 0 {
 			err, _ = args[0].(error)
 		}
-		if refusal := versionRefusal(err, o.A2CVersion); refusal != nil {
+		if refusal := versionRefusal(err, o.Version); refusal != nil {
 			c.log.Error("reconnect refused for good", "url", o.URL, "err", refusal)
 			c.finish(refusal)
 			go c.Close()

@@ -222,7 +222,7 @@ func TestVersionErrorNamesSupported(t *testing.T) {
 	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err := Dial(ctx, Options{URL: url, A2CVersion: "0.5.0"})
+	_, err := Dial(ctx, Options{URL: url, Version: "0.5.0"})
 	var ve *VersionError
 	if !errors.As(err, &ve) {
 		t.Fatalf("Dial: %v; want a *VersionError", err)

@@ -37,6 +37,30 @@ const (
 	ToolCallDeadline
 )
 
+// AckForm is how an event's ack is answered in one profile.
+type AckForm int
+
+const (
+	// NoAck: the event has no ack; one the client asks for anyway is never
+	// answered (server:tool_call_cancel from 0.3, PROTOCOL-0.4.md §4).
+	NoAck AckForm = iota
+	// AckIfAsked: fire and forget, but a client that asks for an ack gets
+	// [] (done) or a flat error (refused).
+	AckIfAsked
+	// OfficeAck: two arguments, [true, null] or [false, "<reason>"] (join
+	// and leave).
+	OfficeAck
+	// AnswerAck: one argument, the answer or a flat error.
+	AnswerAck
+)
+
+// Span is a stretch of versions over which an event keeps one ack form:
+// from From until the next span of the event, or its Until.
+type Span struct {
+	From Version
+	Ack  AckForm
+}
+
 // FieldType is the JSON type a checked field must have.
 type FieldType int
 
@@ -64,6 +88,13 @@ type Field struct {
 type EventInfo struct {
 	Name string
 	Kind Kind
+	// Spans say from which version the event exists (the first span's
+	// From) and its ack form in each version, oldest first. A profile is
+	// the events whose spans cover it: a new version is a new column, that
+	// is a span where an event changes and nothing where it does not.
+	Spans []Span
+	// Until is the first version without the event; zero while it exists.
+	Until Version
 	// NewRequest makes the event's payload message; nil for none.
 	NewRequest func() proto.Message
 	// NewAnswer makes the message of its answer (the computer's ack for a
@@ -104,42 +135,74 @@ func msg[T any, P interface {
 	return func() proto.Message { return P(new(T)) }
 }
 
-// protocol is the table, in PROTOCOL.md's order.
-var protocol = []EventInfo{
-	{Name: EventJoinOffice, Kind: Server, NewRequest: msg[smcpv1.EnterOfficeReq](), NewAnswer: msg[smcpv1.OfficeAck]()},
-	{Name: EventLeaveOffice, Kind: Server, NewRequest: msg[smcpv1.LeaveOfficeReq](), NewAnswer: msg[smcpv1.OfficeAck]()},
-	{Name: EventListRoom, Kind: Server, NewRequest: msg[smcpv1.ListRoomReq](), NewAnswer: msg[smcpv1.ListRoomRet]()},
-	{Name: EventUpdateConfig, Kind: Server, NewRequest: msg[smcpv1.UpdateComputerConfigReq](), Notifies: NotifyUpdateConfig},
-	{Name: EventUpdateToolList, Kind: Server, NewRequest: msg[smcpv1.UpdateComputerConfigReq](), Notifies: NotifyUpdateToolList},
-	{Name: EventUpdateDesktop, Kind: Server, NewRequest: msg[smcpv1.UpdateComputerConfigReq](), Notifies: NotifyUpdateDesktop},
-	{Name: EventUpdateFinder, Kind: Server, NewRequest: msg[smcpv1.UpdateComputerConfigReq](), Notifies: NotifyUpdateFinder},
-	{Name: EventToolCallCancel, Kind: Server, NewRequest: msg[smcpv1.AgentCallData](), Notifies: NotifyToolCallCancel},
+// Spans of the table: the ack forms by version.
+var (
+	since02Office  = []Span{{V02, OfficeAck}}
+	since02Answer  = []Span{{V02, AnswerAck}}
+	since03Answer  = []Span{{V03, AnswerAck}}
+	since04Answer  = []Span{{V04, AnswerAck}}
+	since02IfAsked = []Span{{V02, AckIfAsked}}
+	since03IfAsked = []Span{{V03, AckIfAsked}}
+	since02NoAck   = []Span{{V02, NoAck}}
+	since03NoAck   = []Span{{V03, NoAck}}
+)
 
-	{Name: EventToolCall, Kind: Routed, NewRequest: msg[smcpv1.ToolCallReq](), NewAnswer: msg[smcpv1.CallToolResult](),
+// protocol is the table, in PROTOCOL.md's order, then PROTOCOL-0.4.md's
+// additions. client:get_finder, client:read_resource and
+// server:update_finder are this gateway's extensions, kept in every profile
+// (PROTOCOL-0.4.md §8).
+var protocol = []EventInfo{
+	{Name: EventJoinOffice, Kind: Server, Spans: since02Office, NewRequest: msg[smcpv1.EnterOfficeReq](), NewAnswer: msg[smcpv1.OfficeAck]()},
+	{Name: EventLeaveOffice, Kind: Server, Spans: since02Office, NewRequest: msg[smcpv1.LeaveOfficeReq](), NewAnswer: msg[smcpv1.OfficeAck]()},
+	{Name: EventListRoom, Kind: Server, Spans: since02Answer, NewRequest: msg[smcpv1.ListRoomReq](), NewAnswer: msg[smcpv1.ListRoomRet]()},
+	{Name: EventUpdateConfig, Kind: Server, Spans: since02IfAsked, NewRequest: msg[smcpv1.UpdateComputerConfigReq](), Notifies: NotifyUpdateConfig},
+	{Name: EventUpdateToolList, Kind: Server, Spans: since02IfAsked, NewRequest: msg[smcpv1.UpdateComputerConfigReq](), Notifies: NotifyUpdateToolList},
+	{Name: EventUpdateDesktop, Kind: Server, Spans: since02IfAsked, NewRequest: msg[smcpv1.UpdateComputerConfigReq](), Notifies: NotifyUpdateDesktop},
+	{Name: EventUpdateFinder, Kind: Server, Spans: since02IfAsked, NewRequest: msg[smcpv1.UpdateComputerConfigReq](), Notifies: NotifyUpdateFinder},
+	// 0.2.2 took the ack away (PROTOCOL-0.4.md §1): a 0.2 client that asks
+	// gets one as before.
+	{Name: EventToolCallCancel, Kind: Server, Spans: []Span{{V02, AckIfAsked}, {V03, NoAck}}, NewRequest: msg[smcpv1.AgentCallData](), Notifies: NotifyToolCallCancel},
+	{Name: EventUpdateSkills, Kind: Server, Spans: since03IfAsked, NewRequest: msg[smcpv1.UpdateComputerConfigReq](), Notifies: NotifyUpdateSkills},
+
+	{Name: EventToolCall, Kind: Routed, Spans: since02Answer, NewRequest: msg[smcpv1.ToolCallReq](), NewAnswer: msg[smcpv1.CallToolResult](),
 		Fields: routed(
 			Field{Key: "tool_name", Type: String, Required: true},
 			Field{Key: "params", Type: Object},
 			Field{Key: "timeout", Type: Int, Required: true, Min: MinToolCallTimeout, Max: MaxToolCallTimeout},
 		),
 		Deadline: ToolCallDeadline, GatewayResults: true},
-	{Name: EventGetConfig, Kind: Routed, NewRequest: msg[smcpv1.GetComputerConfigReq](), NewAnswer: msg[smcpv1.GetComputerConfigRet](),
+	{Name: EventGetConfig, Kind: Routed, Spans: since02Answer, NewRequest: msg[smcpv1.GetComputerConfigReq](), NewAnswer: msg[smcpv1.GetComputerConfigRet](),
 		Fields: routed()},
-	{Name: EventGetTools, Kind: Routed, NewRequest: msg[smcpv1.GetToolsReq](), NewAnswer: msg[smcpv1.GetToolsRet](),
+	{Name: EventGetTools, Kind: Routed, Spans: since02Answer, NewRequest: msg[smcpv1.GetToolsReq](), NewAnswer: msg[smcpv1.GetToolsRet](),
 		Fields: routed()},
-	{Name: EventGetDesktop, Kind: Routed, NewRequest: msg[smcpv1.GetDeskTopReq](), NewAnswer: msg[smcpv1.GetDeskTopRet](),
+	{Name: EventGetDesktop, Kind: Routed, Spans: since02Answer, NewRequest: msg[smcpv1.GetDeskTopReq](), NewAnswer: msg[smcpv1.GetDeskTopRet](),
 		Fields: routed()},
-	{Name: EventGetFinder, Kind: Routed, NewRequest: msg[smcpv1.GetFinderReq](), NewAnswer: msg[smcpv1.GetFinderRet](),
+	{Name: EventGetFinder, Kind: Routed, Spans: since02Answer, NewRequest: msg[smcpv1.GetFinderReq](), NewAnswer: msg[smcpv1.GetFinderRet](),
 		Fields: routed()},
-	{Name: EventReadResource, Kind: Routed, NewRequest: msg[smcpv1.ReadResourceReq](), NewAnswer: msg[smcpv1.ReadResourceRet](),
+	{Name: EventReadResource, Kind: Routed, Spans: since02Answer, NewRequest: msg[smcpv1.ReadResourceReq](), NewAnswer: msg[smcpv1.ReadResourceRet](),
 		Fields: routed(Field{Key: "uri", Type: String, Required: true})},
+	// The 0.3 additions read nothing beyond the routing fields: mcp_server,
+	// name, rel_path, blob_handle, upload_id and blob are the computer's
+	// (PROTOCOL-0.4.md §4 G2).
+	{Name: EventGetResources, Kind: Routed, Spans: since03Answer, NewRequest: msg[smcpv1.GetResourcesReq](), NewAnswer: msg[smcpv1.GetResourcesRet](),
+		Fields: routed()},
+	{Name: EventGetSkills, Kind: Routed, Spans: since03Answer, NewRequest: msg[smcpv1.GetSkillsReq](), NewAnswer: msg[smcpv1.GetSkillsRet](),
+		Fields: routed()},
+	{Name: EventGetSkill, Kind: Routed, Spans: since03Answer, NewRequest: msg[smcpv1.GetSkillReq](), NewAnswer: msg[smcpv1.GetSkillRet](),
+		Fields: routed()},
+	{Name: EventGetBlob, Kind: Routed, Spans: since03Answer, NewRequest: msg[smcpv1.GetBlobReq](), NewAnswer: msg[smcpv1.GetBlobRet](),
+		Fields: routed()},
+	{Name: EventPutBlob, Kind: Routed, Spans: since04Answer, NewRequest: msg[smcpv1.PutBlobReq](), NewAnswer: msg[smcpv1.PutBlobRet](),
+		Fields: routed()},
 
-	{Name: NotifyEnterOffice, Kind: Notify, NewRequest: msg[smcpv1.EnterOfficeNotification]()},
-	{Name: NotifyLeaveOffice, Kind: Notify, NewRequest: msg[smcpv1.LeaveOfficeNotification]()},
-	{Name: NotifyUpdateConfig, Kind: Notify, NewRequest: msg[smcpv1.UpdateComputerConfigReq]()},
-	{Name: NotifyUpdateToolList, Kind: Notify, NewRequest: msg[smcpv1.UpdateComputerConfigReq]()},
-	{Name: NotifyUpdateDesktop, Kind: Notify, NewRequest: msg[smcpv1.UpdateComputerConfigReq]()},
-	{Name: NotifyUpdateFinder, Kind: Notify, NewRequest: msg[smcpv1.UpdateComputerConfigReq]()},
-	{Name: NotifyToolCallCancel, Kind: Notify, NewRequest: msg[smcpv1.AgentCallData]()},
+	{Name: NotifyEnterOffice, Kind: Notify, Spans: since02NoAck, NewRequest: msg[smcpv1.EnterOfficeNotification]()},
+	{Name: NotifyLeaveOffice, Kind: Notify, Spans: since02NoAck, NewRequest: msg[smcpv1.LeaveOfficeNotification]()},
+	{Name: NotifyUpdateConfig, Kind: Notify, Spans: since02NoAck, NewRequest: msg[smcpv1.UpdateComputerConfigReq]()},
+	{Name: NotifyUpdateToolList, Kind: Notify, Spans: since02NoAck, NewRequest: msg[smcpv1.UpdateComputerConfigReq]()},
+	{Name: NotifyUpdateDesktop, Kind: Notify, Spans: since02NoAck, NewRequest: msg[smcpv1.UpdateComputerConfigReq]()},
+	{Name: NotifyUpdateFinder, Kind: Notify, Spans: since02NoAck, NewRequest: msg[smcpv1.UpdateComputerConfigReq]()},
+	{Name: NotifyToolCallCancel, Kind: Notify, Spans: since02NoAck, NewRequest: msg[smcpv1.AgentCallData]()},
+	{Name: NotifyUpdateSkills, Kind: Notify, Spans: since03NoAck, NewRequest: msg[smcpv1.UpdateComputerConfigReq]()},
 }
 
 var byName = func() map[string]*EventInfo {
@@ -156,7 +219,71 @@ func Event(name string) (*EventInfo, bool) {
 	return e, ok
 }
 
-// Events returns the declarations of one kind, in the table's order.
+// In reports whether the event exists in profile v.
+func (e *EventInfo) In(v Version) bool {
+	return len(e.Spans) > 0 && e.Spans[0].From.Compare(v) <= 0 && (e.Until.IsZero() || v.Compare(e.Until) < 0)
+}
+
+// Since is the first version with the event.
+func (e *EventInfo) Since() Version { return e.Spans[0].From }
+
+// Ack is the event's ack form in profile v (NoAck where it does not exist).
+func (e *EventInfo) Ack(v Version) AckForm {
+	if !e.In(v) {
+		return NoAck
+	}
+	form := NoAck
+	for _, s := range e.Spans {
+		if s.From.Compare(v) <= 0 {
+			form = s.Ack
+		}
+	}
+	return form
+}
+
+// Profile is the part of the table one version speaks.
+type Profile struct {
+	Version Version
+	events  map[string]*EventInfo
+}
+
+// profileTables are derived from the table once, one per known version.
+var profileTables = func() map[Version]*Profile {
+	m := map[Version]*Profile{}
+	for _, v := range Versions() {
+		p := &Profile{Version: v, events: map[string]*EventInfo{}}
+		for i := range protocol {
+			if protocol[i].In(v) {
+				p.events[protocol[i].Name] = &protocol[i]
+			}
+		}
+		m[v] = p
+	}
+	return m
+}()
+
+// ProfileOf returns the profile of a known version, nil otherwise.
+func ProfileOf(v Version) *Profile { return profileTables[v] }
+
+// Event returns the declaration of an event of the profile.
+func (p *Profile) Event(name string) (*EventInfo, bool) {
+	e, ok := p.events[name]
+	return e, ok
+}
+
+// Events returns the profile's events of one kind, in the table's order.
+func (p *Profile) Events(k Kind) []*EventInfo {
+	var out []*EventInfo
+	for i := range protocol {
+		if protocol[i].Kind == k && protocol[i].In(p.Version) {
+			out = append(out, &protocol[i])
+		}
+	}
+	return out
+}
+
+// Events returns the declarations of one kind in any profile, in the
+// table's order.
 func Events(k Kind) []*EventInfo {
 	var out []*EventInfo
 	for i := range protocol {

@@ -64,8 +64,8 @@ func TestProtocolTable(t *testing.T) {
 			t.Errorf("%s: no kind", e.Name)
 		}
 	}
-	if n := len(EventNames(Routed)); n != 6 {
-		t.Errorf("%d routed events, want 6", n)
+	if n := len(EventNames(Routed)); n != 11 {
+		t.Errorf("%d routed events, want 11", n)
 	}
 }
 
@@ -92,5 +92,89 @@ func TestCheckRoutedFields(t *testing.T) {
 		if err != nil || f.Timeout != 30 || f.Agent != "a" {
 			t.Errorf("%s: %+v %v", good, f, err)
 		}
+	}
+}
+
+// The profiles derived from the table are PROTOCOL-0.4.md §3's and §4's:
+// which events each version has, and their ack forms.
+func TestProfiles(t *testing.T) {
+	has := func(v Version, name string) bool { _, ok := ProfileOf(v).Event(name); return ok }
+	for _, name := range []string{EventGetResources, EventGetSkills, EventGetSkill, EventGetBlob, EventUpdateSkills, NotifyUpdateSkills} {
+		if has(V02, name) || !has(V03, name) || !has(V04, name) {
+			t.Errorf("%s: want in 0.3 and 0.4 only", name)
+		}
+	}
+	if has(V02, EventPutBlob) || has(V03, EventPutBlob) || !has(V04, EventPutBlob) {
+		t.Errorf("%s: want in 0.4 only", EventPutBlob)
+	}
+	// This gateway's extensions are in every profile (§8).
+	for _, v := range Versions() {
+		for _, name := range []string{EventGetFinder, EventReadResource, EventUpdateFinder, NotifyUpdateFinder, EventToolCall, EventJoinOffice} {
+			if !has(v, name) {
+				t.Errorf("%s missing from profile %s", name, v)
+			}
+		}
+	}
+	cancel, _ := Event(EventToolCallCancel)
+	if cancel.Ack(V02) != AckIfAsked || cancel.Ack(V03) != NoAck || cancel.Ack(V04) != NoAck {
+		t.Errorf("tool_call_cancel acks: %v %v %v", cancel.Ack(V02), cancel.Ack(V03), cancel.Ack(V04))
+	}
+	join, _ := Event(EventJoinOffice)
+	if join.Ack(V04) != OfficeAck {
+		t.Errorf("join ack in 0.4: %v", join.Ack(V04))
+	}
+	if n, want := len(ProfileOf(V02).Events(Routed)), 6; n != want {
+		t.Errorf("0.2 has %d routed events, want %d", n, want)
+	}
+	if n, want := len(ProfileOf(V04).Events(Routed)), 11; n != want {
+		t.Errorf("0.4 has %d routed events, want %d", n, want)
+	}
+	// An event removed in a later version leaves that profile.
+	gone := EventInfo{Name: "x", Spans: []Span{{V02, AnswerAck}}, Until: V04}
+	if !gone.In(V03) || gone.In(V04) || gone.Ack(V04) != NoAck {
+		t.Errorf("Until not honoured")
+	}
+}
+
+// PROTOCOL-0.4.md §2 H3 and H4, every row of the handshake matrix that is
+// about versions.
+func TestClientVersion(t *testing.T) {
+	for _, bad := range []string{"", "0.2", "abc", "0.4.0-dev", "+0.4.0", " 0.4.0", "0.4.0 ", "1_0.0.0", "0.4.0.1", "0x1.0.0", "0..0"} {
+		if _, ok := ParseClientVersion(bad); ok {
+			t.Errorf("%q parsed as well-formed", bad)
+		}
+	}
+	for _, c := range []struct {
+		client string
+		server Version
+		ok     bool
+	}{
+		{"0.2.0", V02, true},
+		{"0.2.1", V02, true},
+		{"0.2.0", V03, false},
+		{"0.3.0", V02, false},
+		{"1.0.0", V02, false},
+		{"1.0.0", Version{1, 2}, true},
+		{"1.2.0", Version{1, 0}, false},
+		{"0.4.999", V04, true},
+		{"00.04.0", V04, true},
+		{"99999999999999999999999.4.0", V04, false},
+	} {
+		cv, ok := ParseClientVersion(c.client)
+		if !ok {
+			t.Fatalf("%q: malformed", c.client)
+		}
+		if got := cv.CompatibleWith(c.server); got != c.ok {
+			t.Errorf("client %s, server %s: compatible %v, want %v", c.client, c.server, got, c.ok)
+		}
+	}
+	if V03.Full() != "0.3.2" || V04.Full() != "0.4.0" || V02.Full() != "0.2.0" {
+		t.Errorf("full versions: %s %s %s", V02.Full(), V03.Full(), V04.Full())
+	}
+	if _, err := ParseProfile("0.5"); err == nil {
+		t.Errorf("0.5 accepted as a profile")
+	}
+	if v, err := ParseProfile("0.3"); err != nil || v != V03 {
+		t.Errorf("ParseProfile(0.3) = %v, %v", v, err)
 	}
 }

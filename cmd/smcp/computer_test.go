@@ -16,9 +16,11 @@ import (
 	"github.com/smcpgw/smcp-gateway/agent"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/sio"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 // TestComputerCommand runs `smcp computer` against a real gateway with an
@@ -136,10 +138,18 @@ func TestComputerCommandRefusedKey(t *testing.T) {
 
 // A computer whose protocol the gateway does not serve stops at once with
 // one line naming what the gateway supports and the flag to use (exit
-// status 1), without retrying. The gateway here is the real one, which
-// serves 0.2 only on this branch; the computer's default is 0.4.
+// status 1), without retrying. The gateway is the real one, serving 0.2
+// only; the computer's default is 0.4.
 func TestComputerCommandVersionRefused(t *testing.T) {
-	gw := startKeyedGateway(t, "k")
+	keys, err := core.NewKeyRing(core.Key{ID: "test", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.Start(gateway.Config{Auth: keys, SIO: sio.Config{Protocols: []smcp.Version{smcp.V02}}}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gw.Stop() })
 	cfg := filepath.Join(t.TempDir(), "mcp.yaml")
 	if err := os.WriteFile(cfg, []byte("mcpServers: {}\n"), 0o600); err != nil {
 		t.Fatal(err)

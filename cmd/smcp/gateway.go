@@ -22,6 +22,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 func runGateway(ctx context.Context, args []string) error {
@@ -121,6 +122,7 @@ type gatewayConfig struct {
 	SIOPath         string        `yaml:"sio_path"`
 	APIKeyHeader    string        `yaml:"api_key_header"`
 	RequireVersion  bool          `yaml:"require_version"`
+	Protocols       string        `yaml:"protocols"`
 	TLSCert         string        `yaml:"tls_cert"`
 	TLSKey          string        `yaml:"tls_key"`
 	MaxMessageBytes int           `yaml:"max_message_bytes"`
@@ -157,7 +159,7 @@ type gatewayConfig struct {
 
 func defaultGatewayConfig() *gatewayConfig {
 	return &gatewayConfig{
-		Listen: "127.0.0.1:8080", SIOPath: sio.DefaultPath, APIKeyHeader: sio.DefaultAPIKeyHeader,
+		Listen: "127.0.0.1:8080", Protocols: "0.2,0.3,0.4", SIOPath: sio.DefaultPath, APIKeyHeader: sio.DefaultAPIKeyHeader,
 		MaxMessageBytes: sio.DefaultMaxMessageBytes, MaxAnswerBytes: core.DefaultMaxAnswerBytes, CallTimeout: core.DefaultRequestTimeout,
 		MaxPending: core.DefaultMaxPending, MaxAgentCalls: core.DefaultMaxAgentInFlight,
 		EventsPerSecond: sio.DefaultEventsPerSecond, EventBurst: sio.DefaultEventBurst,
@@ -176,7 +178,8 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Insecure, "insecure", c.Insecure, "accept callers without an API key (development only)")
 	fs.StringVar(&c.SIOPath, "sio-path", c.SIOPath, "Engine.IO HTTP path of the Socket.IO endpoint")
 	fs.StringVar(&c.APIKeyHeader, "api-key-header", c.APIKeyHeader, "header carrying the API key")
-	fs.BoolVar(&c.RequireVersion, "require-version", c.RequireVersion, "refuse clients that do not send a2c_version")
+	fs.BoolVar(&c.RequireVersion, "require-version", c.RequireVersion, "refuse clients that do not send a2c_version (otherwise they speak 0.2)")
+	fs.StringVar(&c.Protocols, "protocols", c.Protocols, "comma-separated SMCP protocol versions served side by side, each office in one of them")
 	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "TLS certificate file (PEM); serve HTTPS with --tls-key")
 	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "TLS private key file (PEM)")
 	fs.IntVar(&c.MaxMessageBytes, "max-message-bytes", c.MaxMessageBytes, "largest event payload accepted")
@@ -273,12 +276,23 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 	if c.EventsPerSecond == 0 || c.MaxConnsPerAddr == 0 || c.MCPSessionsAddr == 0 || c.EventBurst <= 0 {
 		return gateway.Config{}, errors.New("--events-per-second, --max-conns-per-addr and --max-mcp-sessions-per-addr must be positive or -1 (no limit), --event-burst positive")
 	}
+	var protocols []smcp.Version
+	for _, p := range splitList(c.Protocols) {
+		v, err := smcp.ParseProfile(p)
+		if err != nil {
+			return gateway.Config{}, fmt.Errorf("--protocols: %w", err)
+		}
+		protocols = append(protocols, v)
+	}
+	if len(protocols) == 0 {
+		return gateway.Config{}, errors.New("--protocols: name at least one version (0.2, 0.3, 0.4)")
+	}
 	return gateway.Config{
 		Auth: auth,
 		Core: core.Config{RequestTimeout: c.CallTimeout, MaxPending: c.MaxPending, MaxAgentInFlight: c.MaxAgentCalls, MaxAnswerBytes: c.MaxAnswerBytes},
 		SIO: sio.Config{
 			Path: c.SIOPath, APIKeyHeader: c.APIKeyHeader, MaxMessageBytes: c.MaxMessageBytes, RequireVersion: c.RequireVersion,
-			EventsPerSecond: c.EventsPerSecond, EventBurst: c.EventBurst, MaxConnsPerAddr: c.MaxConnsPerAddr,
+			Protocols: protocols, EventsPerSecond: c.EventsPerSecond, EventBurst: c.EventBurst, MaxConnsPerAddr: c.MaxConnsPerAddr,
 			MaxQueuedEvents: c.MaxQueued,
 		},
 		RPC:               rpc.Options{CORSOrigins: splitList(c.CORSOrigins), DefaultAgent: c.RPCAgent},

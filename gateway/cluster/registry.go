@@ -51,10 +51,25 @@ func decode(s string) (core.Member, error) {
 }
 
 // claimScript: KEYS office, node members; ARGV role, name, sid, lease
-// ("1"/"0"), record. Returns {""} or {refusal reason, holder record}.
+// ("1"/"0"), record, version ("" for a lease). Returns {""} or {refusal
+// reason, holder record}; for "version", the office's version instead of a
+// record. The office's version is its "v" field while it has a non-lease
+// member (releaseScript clears it with the last).
 var claimScript = redis.NewScript(`
 local k, idx = KEYS[1], KEYS[2]
-local role, name, sid, lease, rec = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local role, name, sid, lease, rec, ver = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+if ver ~= '' then
+  local cur = redis.call('HGET', k, 'v')
+  if cur and cur ~= ver then
+    local held = redis.call('HEXISTS', k, 'as') == 1
+    if not held then
+      for _, f in ipairs(redis.call('HKEYS', k)) do
+        if string.sub(f, 1, 2) == 'c:' then held = true break end
+      end
+    end
+    if held then return {'version', cur} end
+  end
+end
 if role == 'agent' then
   local cur = redis.call('HGET', k, 'agent')
   local as = redis.call('HGET', k, 'as')
@@ -74,6 +89,7 @@ else
   if cur then return {'computer', cur} end
   redis.call('HSET', k, 'c:' .. name, rec)
 end
+if ver ~= '' then redis.call('HSET', k, 'v', ver) end
 redis.call('SADD', idx, rec)
 return {''}
 `)
@@ -99,6 +115,13 @@ else
     redis.call('HDEL', k, 'c:' .. name)
     removed = 1
   end
+end
+if removed == 1 and redis.call('HEXISTS', k, 'as') == 0 then
+  local held = false
+  for _, f in ipairs(redis.call('HKEYS', k)) do
+    if string.sub(f, 1, 2) == 'c:' then held = true break end
+  end
+  if not held then redis.call('HDEL', k, 'v') end
 end
 redis.call('SREM', idx, rec)
 return removed
@@ -159,7 +182,7 @@ func (r *Registry) run(ctx context.Context, s *redis.Script, m core.Member) (any
 		lease = "1"
 	}
 	return s.Run(ctx, r.rdb, []string{officeKey(m.OfficeID), membersKey(m.Node)},
-		m.Role, m.Name, m.SID, lease, encode(m)).Result()
+		m.Role, m.Name, m.SID, lease, encode(m), m.Version).Result()
 }
 
 // Claim implements core.Registry. A slot held by a member of another node
@@ -178,7 +201,7 @@ func (r *Registry) Claim(ctx context.Context, m core.Member) error {
 	if err != nil {
 		return err
 	}
-	if reason != "" && r.reap != nil && holder.Node != "" && holder.Node != m.Node {
+	if reason != "" && reason != "version" && r.reap != nil && holder.Node != "" && holder.Node != m.Node {
 		lapsed, err := r.waitLapse(ctx, holder.Node)
 		if err != nil {
 			return err
@@ -197,6 +220,8 @@ func (r *Registry) Claim(ctx context.Context, m core.Member) error {
 		return nil
 	case "agent":
 		return smcp.Errorf(smcp.CodeForbidden, "office %q already has an agent", m.OfficeID)
+	case "version":
+		return core.VersionRefusal(m, holder.Version)
 	default:
 		return smcp.Errorf(smcp.CodeForbidden, "a computer named %q is already in office %q", m.Name, m.OfficeID)
 	}
@@ -215,6 +240,10 @@ func (r *Registry) claim(ctx context.Context, m core.Member) (string, core.Membe
 	}
 	reason, _ := out[0].(string)
 	var holder core.Member
+	if reason == "version" && len(out) > 1 {
+		holder.Version, _ = out[1].(string)
+		return reason, holder, nil
+	}
 	if len(out) > 1 {
 		if rec, _ := out[1].(string); rec != "" {
 			holder, _ = decode(rec) // unreadable: refused without waiting

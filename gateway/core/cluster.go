@@ -24,6 +24,19 @@ type Member struct {
 	// Lease marks a one-call agent (ActAsAgent): it holds the agent slot by
 	// name but is not listed and never notified.
 	Lease bool `json:"l,omitempty"`
+	// Version is the profile the member speaks ("0.2", "0.4"); "" for a
+	// lease, which acts in whatever version the office speaks. An office
+	// speaks the version of its members: a member of another is refused.
+	Version string `json:"v,omitempty"`
+	// Announced is the a2c_version the member's connection sent, shown by
+	// list_room from 0.3 on ("" when it sent none).
+	Announced string `json:"av,omitempty"`
+}
+
+// VersionRefusal is how a Registry refuses m when its office speaks
+// officeVersion (PROTOCOL-0.4.md §3 P2).
+func VersionRefusal(m Member, officeVersion string) error {
+	return smcp.Errorf(smcp.CodeForbidden, "office %s speaks %s; this connection speaks %s", m.OfficeID, officeVersion, m.Version)
 }
 
 // Registry is the office membership: MemRegistry on one node, a shared one
@@ -41,8 +54,10 @@ type Member struct {
 // waits for it.
 type Registry interface {
 	// Claim takes m's slot: the agent slot of its office (by name; only one
-	// non-lease agent session) or its computer name. A conflict is an
-	// *smcp.Error 403 whose message is the refusal reason. It may wait
+	// non-lease agent session) or its computer name. A member whose Version
+	// is not that of the office's other non-lease members is refused
+	// (VersionRefusal). A conflict is an *smcp.Error 403 whose message is
+	// the refusal reason. It may wait
 	// (up to the cluster's heartbeat TTL) to find out whether the holder's
 	// node is dead.
 	Claim(ctx context.Context, m Member) error
@@ -220,7 +235,11 @@ func (s *Session) memberLocked() Member {
 	if s.lease {
 		sid = s.leaseID
 	}
-	return Member{OfficeID: s.officeID, Role: s.role, Name: s.name, SID: sid, Node: s.hub.cfg.Node, Lease: s.lease}
+	m := Member{OfficeID: s.officeID, Role: s.role, Name: s.name, SID: sid, Node: s.hub.cfg.Node, Lease: s.lease}
+	if !s.lease {
+		m.Version, m.Announced = s.proto.Version.String(), s.proto.Announced
+	}
+	return m
 }
 
 // listMembers answers ListRoom from the registry.
@@ -235,7 +254,17 @@ func (h *Hub) listMembers(ctx context.Context, officeID string) ([]*smcpv1.Sessi
 	}
 	out := make([]*smcpv1.SessionInfo, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, &smcpv1.SessionInfo{Sid: m.SID, Name: m.Name, Role: m.Role, OfficeId: m.OfficeID})
+		out = append(out, m.info())
 	}
 	return out, nil
+}
+
+// info is m as list_room shows it: a2c_version from 0.3 on (H9), never in
+// a 0.2 office, whose answers stay as they were.
+func (m Member) info() *smcpv1.SessionInfo {
+	in := &smcpv1.SessionInfo{Sid: m.SID, Name: m.Name, Role: m.Role, OfficeId: m.OfficeID}
+	if m.Version != "" && m.Version != smcp.V02.String() && m.Announced != "" {
+		in.A2CVersion = &m.Announced
+	}
+	return in
 }

@@ -188,6 +188,7 @@ type Session struct {
 	sid       string
 	principal *Principal
 	conn      Conn
+	proto     Protocol
 	lease     bool
 	leaseID   string // the lease's holder id in the Registry
 
@@ -208,8 +209,17 @@ type Session struct {
 	callsClosed bool
 }
 
-// Attach registers a connection. sid must be unique among attached sessions.
-func (h *Hub) Attach(sid string, p *Principal, conn Conn) (*Session, error) {
+// Protocol is what a connection speaks, fixed at its handshake.
+type Protocol struct {
+	// Version is its profile.
+	Version smcp.Version
+	// Announced is the a2c_version it sent ("" for none).
+	Announced string
+}
+
+// Attach registers a connection that speaks proto. sid must be unique
+// among attached sessions.
+func (h *Hub) Attach(sid string, p *Principal, conn Conn, proto Protocol) (*Session, error) {
 	if sid == "" || p == nil || conn == nil {
 		return nil, fmt.Errorf("core: attach needs a sid, a principal and a conn")
 	}
@@ -218,7 +228,10 @@ func (h *Hub) Attach(sid string, p *Principal, conn Conn) (*Session, error) {
 	if _, dup := h.sessions[sid]; dup {
 		return nil, fmt.Errorf("core: session %q already attached", sid)
 	}
-	s := &Session{hub: h, sid: sid, principal: p, conn: conn}
+	if !proto.Version.Known() {
+		return nil, fmt.Errorf("core: attach: unknown protocol version %s", proto.Version)
+	}
+	s := &Session{hub: h, sid: sid, principal: p, conn: conn, proto: proto}
 	h.sessions[sid] = s
 	return s, nil
 }
@@ -264,8 +277,12 @@ func (s *Session) Info() *smcpv1.SessionInfo {
 }
 
 func (s *Session) infoLocked() *smcpv1.SessionInfo {
-	return &smcpv1.SessionInfo{Sid: s.sid, Name: s.name, Role: s.role, OfficeId: s.officeID}
+	return s.memberLocked().info()
 }
+
+// Protocol is what the session speaks (the zero Protocol for a one-call
+// agent, which acts in the version of the office).
+func (s *Session) Protocol() Protocol { return s.proto }
 
 // Join is JoinContext without a caller's context: the registry's own
 // timeout bounds it.
@@ -302,7 +319,8 @@ func (s *Session) JoinContext(ctx context.Context, req *smcpv1.EnterOfficeReq) e
 	defer h.mu.Unlock()
 	// The registry decides (atomically across nodes in a cluster); the
 	// hub's lock is not held over the network.
-	m := Member{OfficeID: officeID, Role: role, Name: name, SID: s.sid, Node: h.cfg.Node}
+	m := Member{OfficeID: officeID, Role: role, Name: name, SID: s.sid, Node: h.cfg.Node,
+		Version: s.proto.Version.String(), Announced: s.proto.Announced}
 	h.mu.Unlock()
 	err := h.claim(ctx, m)
 	h.mu.Lock()

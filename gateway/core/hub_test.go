@@ -81,8 +81,13 @@ var allowAll = &Principal{ID: "test"}
 
 func attach(t *testing.T, h *Hub, sid string) (*Session, *fakeConn) {
 	t.Helper()
+	return attachProto(t, h, sid, v02)
+}
+
+func attachProto(t *testing.T, h *Hub, sid string, proto Protocol) (*Session, *fakeConn) {
+	t.Helper()
 	c := &fakeConn{}
-	s, err := h.Attach(sid, allowAll, c)
+	s, err := h.Attach(sid, allowAll, c, proto)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +275,7 @@ func TestCloseLeavesAndTells(t *testing.T) {
 		t.Fatalf("%d offices left after everyone closed", n)
 	}
 	// The sid may be attached again once closed.
-	if _, err := h.Attach("c", allowAll, &fakeConn{}); err != nil {
+	if _, err := h.Attach("c", allowAll, &fakeConn{}, v02); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -313,7 +318,7 @@ func TestListRoomMembersOnly(t *testing.T) {
 func TestPrincipalLimits(t *testing.T) {
 	h := New(Config{})
 	p := &Principal{ID: "k", Roles: []string{smcp.RoleAgent}, Offices: []string{"o"}, Name: "alice"}
-	s, err := h.Attach("s", p, &fakeConn{})
+	s, err := h.Attach("s", p, &fakeConn{}, v02)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,3 +441,9 @@ func TestWatcherOverflowIsDropped(t *testing.T) {
 	}
 	w.Close()
 }
+
+var (
+	v02 = Protocol{Version: smcp.V02}
+	v03 = Protocol{Version: smcp.V03, Announced: "0.3.2"}
+	v04 = Protocol{Version: smcp.V04, Announced: "0.4.0"}
+)

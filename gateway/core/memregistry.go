@@ -47,6 +47,9 @@ func (r *MemRegistry) Claim(_ context.Context, m Member) error {
 		o = &memOffice{}
 		r.offices[m.OfficeID] = o
 	}
+	if v := o.version(); m.Version != "" && v != "" && v != m.Version {
+		return VersionRefusal(m, v)
+	}
 	if m.Role == smcp.RoleAgent {
 		if (o.agentSID != "" && (!m.Lease || o.agent != m.Name)) || (o.agent != "" && o.agent != m.Name) {
 			r.gcLocked(m.OfficeID, o)
@@ -99,6 +102,18 @@ func (r *MemRegistry) Release(_ context.Context, m Member) (bool, error) {
 	}
 	r.gcLocked(m.OfficeID, o)
 	return removed, nil
+}
+
+// version is the office's: that of its non-lease members, "" when it has
+// none.
+func (o *memOffice) version() string {
+	if o.agentSID != "" {
+		return o.agents[o.agentSID].Version
+	}
+	for _, c := range o.computers {
+		return c.Version
+	}
+	return ""
 }
 
 func (r *MemRegistry) gcLocked(id string, o *memOffice) {

@@ -108,8 +108,14 @@ func (r *Request) eventInfo() *smcp.EventInfo {
 func (s *Session) resolve(ctx context.Context, r *Request) (c *Session, o *office, remote *Member, err error) {
 	h := s.hub
 	c, o, err = s.resolveLocal(r)
-	if err != nil || c != nil {
-		return c, o, nil, err
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if c != nil {
+		if err := eventIn(r, c.proto.Version); err != nil {
+			return nil, nil, nil, err
+		}
+		return c, o, nil, nil
 	}
 	if h.peers == nil {
 		// One node: a computer that is not in the hub is nowhere.
@@ -126,7 +132,23 @@ func (s *Session) resolve(ctx context.Context, r *Request) (c *Session, o *offic
 		// A computer of this node that is not in the hub has just left.
 		return nil, nil, nil, errNoComputer()
 	}
+	if v, perr := smcp.ParseProfile(m.Version); perr == nil {
+		if err := eventIn(r, v); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	return nil, o, &m, nil
+}
+
+// eventIn refuses an event that the computer's version does not have, as
+// PROTOCOL-0.4.md §4 G5 answers one: a connection of that version never
+// sends it (its front end refuses it first), but a one-call agent acts in
+// whatever version the office speaks.
+func eventIn(r *Request, v smcp.Version) error {
+	if info := r.eventInfo(); info.Spans != nil && !info.In(v) {
+		return smcp.Errorf(smcp.CodeNotFound, "unknown event %s: office speaks %s", r.Event, v)
+	}
+	return nil
 }
 
 func errNoComputer() error {

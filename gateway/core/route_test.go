@@ -93,11 +93,16 @@ type testOffice struct {
 }
 
 func newTestOffice(t *testing.T, cfg Config, answer func(event string, payload json.RawMessage) (json.RawMessage, bool)) *testOffice {
+	return newTestOfficeOf(t, cfg, v02, answer)
+}
+
+// newTestOfficeOf is newTestOffice with members that speak proto.
+func newTestOfficeOf(t *testing.T, cfg Config, proto Protocol, answer func(event string, payload json.RawMessage) (json.RawMessage, bool)) *testOffice {
 	t.Helper()
 	o := &testOffice{h: New(cfg), arrived: make(chan string, 1024)}
-	o.agent, _ = attach(t, o.h, "a")
-	o.pc, o.pcConn = attach(t, o.h, "pc")
-	o.far, o.farConn = attach(t, o.h, "far")
+	o.agent, _ = attachProto(t, o.h, "a", proto)
+	o.pc, o.pcConn = attachProto(t, o.h, "pc", proto)
+	o.far, o.farConn = attachProto(t, o.h, "far", proto)
 	o.pcConn.handler = func(event string, payload json.RawMessage) (json.RawMessage, bool) {
 		var m struct {
 			ReqID string `json:"req_id"`
@@ -127,7 +132,7 @@ func mustParse(t *testing.T, event, payload string) *Request {
 }
 
 func TestRouteForwardsUnchanged(t *testing.T) {
-	o := newTestOffice(t, Config{}, echo)
+	o := newTestOfficeOf(t, Config{}, v04, echo)
 	for _, event := range smcp.EventNames(smcp.Routed) {
 		payload := `{"agent":"alice","req_id":"r-` + event + `","computer":"pc","tool_name":"t","timeout":3,"uri":"dpe://h/d","extra":[1,"x"]}`
 		got, err := o.agent.Route(context.Background(), mustParse(t, event, payload))

@@ -36,7 +36,7 @@ func benchHandler(b *testing.B) http.Handler {
 	b.Helper()
 	hub := core.New(core.Config{})
 	sess, err := hub.Attach("pc-sid", &core.Principal{ID: "computer"},
-		echoConn{answer: json.RawMessage(`{"content":[{"type":"text","text":"{\"text\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}"}],"isError":false}`)})
+		echoConn{answer: json.RawMessage(`{"content":[{"type":"text","text":"{\"text\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}"}],"isError":false}`)}, core.Protocol{Version: smcp.V02})
 	if err != nil {
 		b.Fatal(err)
 	}

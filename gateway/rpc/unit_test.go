@@ -75,7 +75,7 @@ func TestToConnectComputerGone(t *testing.T) {
 	hub := core.New(core.Config{})
 	p := &core.Principal{ID: "t"}
 	conn := requestConn{requested: make(chan string, 1)}
-	comp, err := hub.Attach("c1", p, conn)
+	comp, err := hub.Attach("c1", p, conn, core.Protocol{Version: smcp.V02})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,8 @@ type handler struct {
 	sid  string
 	key  string
 	work worker
+	// events are the handlers of the connection's profile.
+	events map[string]*eventSpec
 }
 
 // dispatch handles one event of the connection, called from the socket's
@@ -49,7 +51,7 @@ func (h *handler) dispatch(name string, spec *eventSpec, args []any) {
 	}
 	h.srv.cfg.Metrics.Refused("queued_events")
 	err := h.queueFull()
-	if ack, ok := lastAck(args); ok {
+	if ack, ok := lastAck(args); ok && !spec.noAck {
 		if spec.officeAck {
 			officeAck(ack, err)
 		} else {
@@ -92,6 +94,9 @@ func (h *handler) event(wctx context.Context, name string, spec *eventSpec, args
 			}
 		}
 	}()
+	if spec.noAck {
+		ack = nil
+	}
 	spec.fn(h, name, payload, ack, wctx)
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -60,7 +61,11 @@ type Config struct {
 	// size, or above the hub's MaxAnswerBytes plus this size if that is
 	// more, close the connection.
 	MaxMessageBytes int
-	// RequireVersion refuses handshakes without the a2c_version parameter.
+	// Protocols are the profiles served (PROTOCOL-0.4.md §3); empty: every
+	// profile smcp knows.
+	Protocols []smcp.Version
+	// RequireVersion refuses handshakes without the a2c_version parameter
+	// (otherwise they speak 0.2, when 0.2 is served).
 	RequireVersion bool
 	// EventsPerSecond and EventBurst are each connection's token bucket:
 	// an event beyond it gets a flat 429 ack; a connection that keeps
@@ -95,6 +100,7 @@ type Server struct {
 	nsp     socket.Namespace
 	handler http.Handler
 	publish *publisher // cluster only
+	vers    versions
 
 	addrs *httpauth.AddrSlots // connections per client address
 	calls inflight.Gate       // client: requests in flight
@@ -133,7 +139,8 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	if cfg.Tracer == nil {
 		cfg.Tracer = noop.NewTracerProvider().Tracer("")
 	}
-	s := &Server{cfg: cfg, hub: hub, auth: auth, log: cfg.Logger, addrs: httpauth.NewAddrSlots(cfg.MaxConnsPerAddr)}
+	s := &Server{cfg: cfg, hub: hub, auth: auth, log: cfg.Logger, addrs: httpauth.NewAddrSlots(cfg.MaxConnsPerAddr),
+		vers: newVersions(cfg.Protocols, cfg.RequireVersion)}
 
 	opts := socket.DefaultServerOptions()
 	opts.SetPath(strings.TrimSuffix(cfg.Path, "/"))
@@ -155,7 +162,7 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	}
 	s.io = socket.NewServer(nil, opts)
 	engine := s.io.ServeHandler(opts)
-	s.handler = versionCheck(cfg.RequireVersion, engine)
+	s.handler = s.vers.check(engine)
 
 	nsp := s.io.Of(smcp.Namespace, nil)
 	s.nsp = nsp
@@ -254,8 +261,31 @@ func (s *Server) authenticate(sock *socket.Socket, next func(*socket.ExtendedErr
 		refuse(smcp.Errorf(CodeRateLimited, "too many connections from this address"))
 		return
 	}
-	sock.SetData(p)
+	// The handshake's version passed the HTTP check (versions.check): the
+	// same pick gives the same profile.
+	proto, ref := s.vers.pick(handshakeQuery(sock))
+	if ref != nil {
+		s.addrs.Give(clientIP(sock))
+		refuse(smcp.Errorf(ref.Code, "%s", ref.Message))
+		return
+	}
+	sock.SetData(&connData{principal: p, proto: proto})
 	next(nil)
+}
+
+// connData is what authenticate learns of a connection for onConnection.
+type connData struct {
+	principal *core.Principal
+	proto     core.Protocol
+}
+
+// handshakeQuery is the query of the request that opened the Engine.IO
+// session.
+func handshakeQuery(sock *socket.Socket) url.Values {
+	if req := sock.Request(); req != nil {
+		return req.Request().URL.Query()
+	}
+	return nil
 }
 
 func (s *Server) credential(sock *socket.Socket) string {
@@ -277,14 +307,15 @@ func (s *Server) credential(sock *socket.Socket) string {
 func clientIP(sock *socket.Socket) string { return httpauth.ClientIP(sock.Handshake().Address) }
 
 func (s *Server) onConnection(sock *socket.Socket) {
-	p, _ := sock.Data().(*core.Principal)
-	if p == nil {
+	d, _ := sock.Data().(*connData)
+	if d == nil {
 		sock.Disconnect(true)
 		return
 	}
+	p := d.principal
 	ip := clientIP(sock)
 	sid := string(sock.Id())
-	sess, err := s.hub.Attach(sid, p, &conn{sock: sock})
+	sess, err := s.hub.Attach(sid, p, &conn{sock: sock}, d.proto)
 	if err != nil {
 		s.addrs.Give(ip)
 		s.log.Error("attach session", "sid", sid, "err", err)
@@ -294,7 +325,7 @@ func (s *Server) onConnection(sock *socket.Socket) {
 	s.cfg.Metrics.Connected(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.log.Info("connected", "sid", sid, "key", p.ID, "addr", sock.Handshake().Address)
-	h := &handler{srv: s, sess: sess, ctx: ctx, sid: sid, key: p.ID}
+	h := &handler{srv: s, sess: sess, ctx: ctx, sid: sid, key: p.ID, events: eventsOf[d.proto.Version]}
 	h.work.init(s.cfg.MaxQueuedEvents)
 	limit := func([]any) bool { return true }
 	if s.cfg.EventsPerSecond > 0 {
@@ -317,12 +348,12 @@ func (s *Server) onConnection(sock *socket.Socket) {
 			return
 		}
 		name, _ := args[0].(string)
-		if spec, ok := events[name]; ok {
+		if spec, ok := h.events[name]; ok {
 			h.dispatch(name, spec, args[1:])
 			return
 		}
 		if ack, ok := args[len(args)-1].(socket.Ack); ok {
-			e := smcp.Errorf(smcp.CodeBadRequest, "unknown event %q", name)
+			e := h.unknownEvent(name)
 			if bad, ok := args[1].(*badArgs); ok && name == malformedEvent {
 				e = smcp.Errorf(smcp.CodeBadRequest, "%s", bad.reason)
 			}
@@ -385,13 +416,16 @@ type eventSpec struct {
 	// officeAck: refusals are acked [false, reason] (join and leave), not
 	// with a flat error.
 	officeAck bool
+	// noAck: the event has no ack in the connection's profile; one asked
+	// for is never answered.
+	noAck bool
 }
 
-// events maps each event a client may send to its handler, from the
-// protocol table: every routed event is routed, every server event that
-// only notifies its office (server:update_*) is an update; the other server
-// events have handlers of their own.
-var events = func() map[string]*eventSpec {
+// eventsOf maps each event a client of a profile may send to its handler,
+// from the protocol table: every routed event of the profile is routed,
+// every server event that only notifies its office (server:update_*) is an
+// update; the other server events have handlers of their own.
+var eventsOf = func() map[smcp.Version]map[string]*eventSpec {
 	own := map[string]*eventSpec{
 		smcp.EventJoinOffice: {fn: func(h *handler, _ string, p any, ack socket.Ack, ctx context.Context) { h.join(ctx, p, ack) },
 			registry: true, officeAck: true},
@@ -399,25 +433,42 @@ var events = func() map[string]*eventSpec {
 			registry: true, officeAck: true},
 		smcp.EventListRoom: {fn: func(h *handler, _ string, p any, ack socket.Ack, ctx context.Context) { h.listRoom(ctx, p, ack) },
 			registry: true},
-		smcp.EventToolCallCancel: {fn: func(h *handler, _ string, p any, ack socket.Ack, _ context.Context) { h.cancel(p, ack) }},
-	}
-	m := map[string]*eventSpec{}
-	for _, e := range smcp.Events(smcp.Server) {
-		switch spec, ok := own[e.Name]; {
-		case ok:
-			m[e.Name] = spec
-		case e.Notifies != "":
-			m[e.Name] = &eventSpec{fn: func(h *handler, event string, p any, ack socket.Ack, _ context.Context) { h.update(event, p, ack) }}
-		default:
-			panic("sio: no handler for server event " + e.Name)
-		}
 	}
 	route := &eventSpec{fn: (*handler).route}
-	for _, e := range smcp.Events(smcp.Routed) {
-		m[e.Name] = route
+	out := map[smcp.Version]map[string]*eventSpec{}
+	for _, v := range smcp.Versions() {
+		prof := smcp.ProfileOf(v)
+		m := map[string]*eventSpec{}
+		for _, e := range prof.Events(smcp.Server) {
+			switch spec, ok := own[e.Name]; {
+			case ok:
+				m[e.Name] = spec
+			case e.Name == smcp.EventToolCallCancel:
+				m[e.Name] = &eventSpec{fn: func(h *handler, _ string, p any, ack socket.Ack, _ context.Context) { h.cancel(p, ack) },
+					noAck: e.Ack(v) == smcp.NoAck}
+			case e.Notifies != "":
+				m[e.Name] = &eventSpec{fn: func(h *handler, event string, p any, ack socket.Ack, _ context.Context) { h.update(event, p, ack) },
+					noAck: e.Ack(v) == smcp.NoAck}
+			default:
+				panic("sio: no handler for server event " + e.Name)
+			}
+		}
+		for _, e := range prof.Events(smcp.Routed) {
+			m[e.Name] = route
+		}
+		out[v] = m
 	}
-	return m
+	return out
 }()
+
+// unknownEvent answers an event the connection's profile does not have:
+// 400 in 0.2 as before, 404 from 0.3 (PROTOCOL-0.4.md §4 G5).
+func (h *handler) unknownEvent(name string) *smcp.Error {
+	if h.sess.Protocol().Version == smcp.V02 {
+		return smcp.Errorf(smcp.CodeBadRequest, "unknown event %q", name)
+	}
+	return smcp.Errorf(smcp.CodeNotFound, "unknown event %s", name)
+}
 
 // conn is how the core reaches one socket.
 type conn struct {

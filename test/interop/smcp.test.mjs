@@ -114,12 +114,17 @@ test('a bad key gets a connect_error with a flat 401', { timeout: 15000 }, async
   });
 });
 
+// A gateway serving 0.2 alone refuses 0.3.1; one serving 0.2 to 0.4 refuses
+// what the runner names.
+const foreign = process.env.SMCP_FOREIGN_VERSION ?? '0.3.1';
+const serverVersion = process.env.SMCP_SERVER_VERSION ?? '0.2.0';
+
 test('an incompatible a2c_version is refused at the handshake', { timeout: 15000 }, async () => {
-  const res = await fetch(`${url}/socket.io/?EIO=4&transport=polling&a2c_version=0.3.1`);
+  const res = await fetch(`${url}/socket.io/?EIO=4&transport=polling&a2c_version=${foreign}`);
   assert.equal(res.status, 400);
   assert.equal(res.headers.get('x-a2c-error-code'), '4008');
   const body = await res.json();
   assert.equal(body.code, 4008);
-  assert.equal(body.server_version, '0.2.0');
-  assert.equal(body.client_version, '0.3.1');
+  assert.equal(body.server_version, serverVersion);
+  assert.equal(body.client_version, foreign);
 });

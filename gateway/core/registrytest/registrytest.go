@@ -29,6 +29,7 @@ func Run(t *testing.T, newRegistry func(t *testing.T) core.Registry) {
 		{"OfficesApart", officesApart},
 		{"AgentRace", agentRace},
 		{"ComputerNameRace", computerNameRace},
+		{"OneVersionPerOffice", oneVersionPerOffice},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, newRegistry(t)) })
 	}
@@ -297,5 +298,40 @@ func computerNameRace(t *testing.T, r core.Registry) {
 	}
 	if n := names(t, r, "o"); len(n) != 3 {
 		t.Fatalf("members %v, want 3 computers", n)
+	}
+}
+
+func versioned(m core.Member, v string) core.Member {
+	m.Version, m.Announced = v, v+".0"
+	return m
+}
+
+// oneVersionPerOffice: an office speaks the version of its non-lease
+// members; another is refused (naming both) while one of them holds a slot,
+// leases act in any version, and an emptied office takes any version.
+func oneVersionPerOffice(t *testing.T, r core.Registry) {
+	pc := versioned(computer("o", "pc", "s1"), "0.4")
+	mustClaim(t, r, pc)
+	a3 := versioned(agent("o", "alice", "s2"), "0.3")
+	err := r.Claim(context.Background(), a3)
+	mustRefuse(t, err, "0.3 agent in a 0.4 office")
+	if e, _ := smcp.AsError(err); e.Message != "office o speaks 0.4; this connection speaks 0.3" {
+		t.Fatalf("refusal %q", e.Message)
+	}
+	mustRefuse(t, r.Claim(context.Background(), versioned(computer("o", "pc2", "s3"), "0.2")), "0.2 computer in a 0.4 office")
+	mustClaim(t, r, lease("o", "rpc", "l1"))
+	a4 := versioned(agent("o", "alice", "s4"), "0.4")
+	mustRefuse(t, r.Claim(context.Background(), a4), "agent while a lease holds the slot")
+	mustRelease(t, r, lease("o", "rpc", "l1"), true)
+	mustClaim(t, r, a4)
+	mustRelease(t, r, pc, true)
+	mustRefuse(t, r.Claim(context.Background(), versioned(computer("o", "pc2", "s3"), "0.2")), "0.2 computer while the 0.4 agent stays")
+	mustRelease(t, r, a4, true)
+	// Empty: a lease alone does not fix the version, a member does.
+	mustClaim(t, r, lease("o", "rpc", "l2"))
+	pc2 := versioned(computer("o", "pc2", "s3"), "0.2")
+	mustClaim(t, r, pc2)
+	if ms, err := r.Members(context.Background(), "o"); err != nil || len(ms) != 1 || ms[0] != pc2 {
+		t.Fatalf("members %v, %v", ms, err)
 	}
 }

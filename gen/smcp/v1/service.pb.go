@@ -1033,6 +1033,7 @@ type WatchOfficeResponse struct {
 	//	*WatchOfficeResponse_UpdateDesktop
 	//	*WatchOfficeResponse_UpdateFinder
 	//	*WatchOfficeResponse_ToolCallCancel
+	//	*WatchOfficeResponse_UpdateSkills
 	Notification  isWatchOfficeResponse_Notification `protobuf_oneof:"notification"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1145,6 +1146,15 @@ func (x *WatchOfficeResponse) GetToolCallCancel() *AgentCallData {
 	return nil
 }
 
+func (x *WatchOfficeResponse) GetUpdateSkills() *UpdateComputerConfigReq {
+	if x != nil {
+		if x, ok := x.Notification.(*WatchOfficeResponse_UpdateSkills); ok {
+			return x.UpdateSkills
+		}
+	}
+	return nil
+}
+
 type isWatchOfficeResponse_Notification interface {
 	isWatchOfficeResponse_Notification()
 }
@@ -1184,6 +1194,11 @@ type WatchOfficeResponse_ToolCallCancel struct {
 	ToolCallCancel *AgentCallData `protobuf:"bytes,8,opt,name=tool_call_cancel,proto3,oneof"`
 }
 
+type WatchOfficeResponse_UpdateSkills struct {
+	// notify:update_skills (0.3+ offices).
+	UpdateSkills *UpdateComputerConfigReq `protobuf:"bytes,9,opt,name=update_skills,proto3,oneof"`
+}
+
 func (*WatchOfficeResponse_EnterOffice) isWatchOfficeResponse_Notification() {}
 
 func (*WatchOfficeResponse_LeaveOffice) isWatchOfficeResponse_Notification() {}
@@ -1197,6 +1212,8 @@ func (*WatchOfficeResponse_UpdateDesktop) isWatchOfficeResponse_Notification() {
 func (*WatchOfficeResponse_UpdateFinder) isWatchOfficeResponse_Notification() {}
 
 func (*WatchOfficeResponse_ToolCallCancel) isWatchOfficeResponse_Notification() {}
+
+func (*WatchOfficeResponse_UpdateSkills) isWatchOfficeResponse_Notification() {}
 
 // ListOfficesRequest is empty: the key decides which offices are listed.
 type ListOfficesRequest struct {
@@ -1425,7 +1442,7 @@ const file_smcp_v1_service_proto_rawDesc = "" +
 	"\x14ReadResourceResponse\x125\n" +
 	"\bcontents\x18\x01 \x03(\v2\x19.smcp.v1.ResourceContentsR\bcontents\"2\n" +
 	"\x12WatchOfficeRequest\x12\x1c\n" +
-	"\toffice_id\x18\x01 \x01(\tR\toffice_id\"\xc1\x04\n" +
+	"\toffice_id\x18\x01 \x01(\tR\toffice_id\"\x8b\x05\n" +
 	"\x13WatchOfficeResponse\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12F\n" +
 	"\fenter_office\x18\x02 \x01(\v2 .smcp.v1.EnterOfficeNotificationH\x00R\fenter_office\x12F\n" +
@@ -1434,7 +1451,8 @@ const file_smcp_v1_service_proto_rawDesc = "" +
 	"\x10update_tool_list\x18\x05 \x01(\v2 .smcp.v1.UpdateComputerConfigReqH\x00R\x10update_tool_list\x12J\n" +
 	"\x0eupdate_desktop\x18\x06 \x01(\v2 .smcp.v1.UpdateComputerConfigReqH\x00R\x0eupdate_desktop\x12H\n" +
 	"\rupdate_finder\x18\a \x01(\v2 .smcp.v1.UpdateComputerConfigReqH\x00R\rupdate_finder\x12D\n" +
-	"\x10tool_call_cancel\x18\b \x01(\v2\x16.smcp.v1.AgentCallDataH\x00R\x10tool_call_cancelB\x0e\n" +
+	"\x10tool_call_cancel\x18\b \x01(\v2\x16.smcp.v1.AgentCallDataH\x00R\x10tool_call_cancel\x12H\n" +
+	"\rupdate_skills\x18\t \x01(\v2 .smcp.v1.UpdateComputerConfigReqH\x00R\rupdate_skillsB\x0e\n" +
 	"\fnotification\"\x14\n" +
 	"\x12ListOfficesRequest\"G\n" +
 	"\x13ListOfficesResponse\x120\n" +
@@ -1522,33 +1540,34 @@ var file_smcp_v1_service_proto_depIdxs = []int32{
 	31, // 12: smcp.v1.WatchOfficeResponse.update_desktop:type_name -> smcp.v1.UpdateComputerConfigReq
 	31, // 13: smcp.v1.WatchOfficeResponse.update_finder:type_name -> smcp.v1.UpdateComputerConfigReq
 	32, // 14: smcp.v1.WatchOfficeResponse.tool_call_cancel:type_name -> smcp.v1.AgentCallData
-	20, // 15: smcp.v1.ListOfficesResponse.offices:type_name -> smcp.v1.OfficeSummary
-	33, // 16: smcp.v1.GetConfigResponse.ServersEntry.value:type_name -> smcp.v1.MCPServerConfig
-	0,  // 17: smcp.v1.AgentService.ListRoom:input_type -> smcp.v1.ListRoomRequest
-	2,  // 18: smcp.v1.AgentService.GetTools:input_type -> smcp.v1.GetToolsRequest
-	4,  // 19: smcp.v1.AgentService.GetConfig:input_type -> smcp.v1.GetConfigRequest
-	6,  // 20: smcp.v1.AgentService.CallTool:input_type -> smcp.v1.CallToolRequest
-	8,  // 21: smcp.v1.AgentService.CancelToolCall:input_type -> smcp.v1.CancelToolCallRequest
-	10, // 22: smcp.v1.AgentService.GetDesktop:input_type -> smcp.v1.GetDesktopRequest
-	12, // 23: smcp.v1.AgentService.GetFinder:input_type -> smcp.v1.GetFinderRequest
-	14, // 24: smcp.v1.AgentService.ReadResource:input_type -> smcp.v1.ReadResourceRequest
-	16, // 25: smcp.v1.AgentService.WatchOffice:input_type -> smcp.v1.WatchOfficeRequest
-	18, // 26: smcp.v1.AgentService.ListOffices:input_type -> smcp.v1.ListOfficesRequest
-	1,  // 27: smcp.v1.AgentService.ListRoom:output_type -> smcp.v1.ListRoomResponse
-	3,  // 28: smcp.v1.AgentService.GetTools:output_type -> smcp.v1.GetToolsResponse
-	5,  // 29: smcp.v1.AgentService.GetConfig:output_type -> smcp.v1.GetConfigResponse
-	7,  // 30: smcp.v1.AgentService.CallTool:output_type -> smcp.v1.CallToolResponse
-	9,  // 31: smcp.v1.AgentService.CancelToolCall:output_type -> smcp.v1.CancelToolCallResponse
-	11, // 32: smcp.v1.AgentService.GetDesktop:output_type -> smcp.v1.GetDesktopResponse
-	13, // 33: smcp.v1.AgentService.GetFinder:output_type -> smcp.v1.GetFinderResponse
-	15, // 34: smcp.v1.AgentService.ReadResource:output_type -> smcp.v1.ReadResourceResponse
-	17, // 35: smcp.v1.AgentService.WatchOffice:output_type -> smcp.v1.WatchOfficeResponse
-	19, // 36: smcp.v1.AgentService.ListOffices:output_type -> smcp.v1.ListOfficesResponse
-	27, // [27:37] is the sub-list for method output_type
-	17, // [17:27] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	31, // 15: smcp.v1.WatchOfficeResponse.update_skills:type_name -> smcp.v1.UpdateComputerConfigReq
+	20, // 16: smcp.v1.ListOfficesResponse.offices:type_name -> smcp.v1.OfficeSummary
+	33, // 17: smcp.v1.GetConfigResponse.ServersEntry.value:type_name -> smcp.v1.MCPServerConfig
+	0,  // 18: smcp.v1.AgentService.ListRoom:input_type -> smcp.v1.ListRoomRequest
+	2,  // 19: smcp.v1.AgentService.GetTools:input_type -> smcp.v1.GetToolsRequest
+	4,  // 20: smcp.v1.AgentService.GetConfig:input_type -> smcp.v1.GetConfigRequest
+	6,  // 21: smcp.v1.AgentService.CallTool:input_type -> smcp.v1.CallToolRequest
+	8,  // 22: smcp.v1.AgentService.CancelToolCall:input_type -> smcp.v1.CancelToolCallRequest
+	10, // 23: smcp.v1.AgentService.GetDesktop:input_type -> smcp.v1.GetDesktopRequest
+	12, // 24: smcp.v1.AgentService.GetFinder:input_type -> smcp.v1.GetFinderRequest
+	14, // 25: smcp.v1.AgentService.ReadResource:input_type -> smcp.v1.ReadResourceRequest
+	16, // 26: smcp.v1.AgentService.WatchOffice:input_type -> smcp.v1.WatchOfficeRequest
+	18, // 27: smcp.v1.AgentService.ListOffices:input_type -> smcp.v1.ListOfficesRequest
+	1,  // 28: smcp.v1.AgentService.ListRoom:output_type -> smcp.v1.ListRoomResponse
+	3,  // 29: smcp.v1.AgentService.GetTools:output_type -> smcp.v1.GetToolsResponse
+	5,  // 30: smcp.v1.AgentService.GetConfig:output_type -> smcp.v1.GetConfigResponse
+	7,  // 31: smcp.v1.AgentService.CallTool:output_type -> smcp.v1.CallToolResponse
+	9,  // 32: smcp.v1.AgentService.CancelToolCall:output_type -> smcp.v1.CancelToolCallResponse
+	11, // 33: smcp.v1.AgentService.GetDesktop:output_type -> smcp.v1.GetDesktopResponse
+	13, // 34: smcp.v1.AgentService.GetFinder:output_type -> smcp.v1.GetFinderResponse
+	15, // 35: smcp.v1.AgentService.ReadResource:output_type -> smcp.v1.ReadResourceResponse
+	17, // 36: smcp.v1.AgentService.WatchOffice:output_type -> smcp.v1.WatchOfficeResponse
+	19, // 37: smcp.v1.AgentService.ListOffices:output_type -> smcp.v1.ListOfficesResponse
+	28, // [28:38] is the sub-list for method output_type
+	18, // [18:28] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_smcp_v1_service_proto_init() }
@@ -1568,6 +1587,7 @@ func file_smcp_v1_service_proto_init() {
 		(*WatchOfficeResponse_UpdateDesktop)(nil),
 		(*WatchOfficeResponse_UpdateFinder)(nil),
 		(*WatchOfficeResponse_ToolCallCancel)(nil),
+		(*WatchOfficeResponse_UpdateSkills)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

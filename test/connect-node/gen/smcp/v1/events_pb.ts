@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
-import type { DPEDocumentSummary, MCPServerConfig, MCPServerInput, ResourceContents, SessionInfo, SMCPTool } from "./types_pb";
+import type { A2CSkillRef, DPEDocumentSummary, MCPServerConfig, MCPServerInput, ResourceContents, SessionInfo, SMCPTool } from "./types_pb";
 import { file_smcp_v1_types } from "./types_pb";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file smcp/v1/events.proto.
  */
 export const file_smcp_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChRzbWNwL3YxL2V2ZW50cy5wcm90bxIHc21jcC52MSJKCg5FbnRlck9mZmljZVJlcRIMCgRyb2xlGAEgASgJEgwKBG5hbWUYAiABKAkSHAoJb2ZmaWNlX2lkGAMgASgJUglvZmZpY2VfaWQiLgoOTGVhdmVPZmZpY2VSZXESHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQiNwoJT2ZmaWNlQWNrEgoKAm9rGAEgASgIEhMKBnJlYXNvbhgCIAEoCUgAiAEBQgkKB19yZWFzb24iUgoLTGlzdFJvb21SZXESDQoFYWdlbnQYASABKAkSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQSHAoJb2ZmaWNlX2lkGAMgASgJUglvZmZpY2VfaWQiTQoLTGlzdFJvb21SZXQSJgoIc2Vzc2lvbnMYASADKAsyFC5zbWNwLnYxLlNlc3Npb25JbmZvEhYKBnJlcV9pZBgCIAEoCVIGcmVxX2lkIisKF1VwZGF0ZUNvbXB1dGVyQ29uZmlnUmVxEhAKCGNvbXB1dGVyGAEgASgJIjYKDUFnZW50Q2FsbERhdGESDQoFYWdlbnQYASABKAkSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQieQoXRW50ZXJPZmZpY2VOb3RpZmljYXRpb24SHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSFQoIY29tcHV0ZXIYAiABKAlIAIgBARISCgVhZ2VudBgDIAEoCUgBiAEBQgsKCV9jb21wdXRlckIICgZfYWdlbnQieQoXTGVhdmVPZmZpY2VOb3RpZmljYXRpb24SHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSFQoIY29tcHV0ZXIYAiABKAlIAIgBARISCgVhZ2VudBgDIAEoCUgBiAEBQgsKCV9jb21wdXRlckIICgZfYWdlbnQingEKC1Rvb2xDYWxsUmVxEg0KBWFnZW50GAEgASgJEhYKBnJlcV9pZBgCIAEoCVIGcmVxX2lkEhAKCGNvbXB1dGVyGAMgASgJEhwKCXRvb2xfbmFtZRgEIAEoCVIJdG9vbF9uYW1lEicKBnBhcmFtcxgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHdGltZW91dBgGIAEoBSJGCgtHZXRUb29sc1JlcRINCgVhZ2VudBgBIAEoCRIWCgZyZXFfaWQYAiABKAlSBnJlcV9pZBIQCghjb21wdXRlchgDIAEoCSJHCgtHZXRUb29sc1JldBIgCgV0b29scxgBIAMoCzIRLnNtY3AudjEuU01DUFRvb2wSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQiTwoUR2V0Q29tcHV0ZXJDb25maWdSZXESDQoFYWdlbnQYASABKAkSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQSEAoIY29tcHV0ZXIYAyABKAkixgEKFEdldENvbXB1dGVyQ29uZmlnUmV0EjsKB3NlcnZlcnMYASADKAsyKi5zbWNwLnYxLkdldENvbXB1dGVyQ29uZmlnUmV0LlNlcnZlcnNFbnRyeRInCgZpbnB1dHMYAiADKAsyFy5zbWNwLnYxLk1DUFNlcnZlcklucHV0GkgKDFNlcnZlcnNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5zbWNwLnYxLk1DUFNlcnZlckNvbmZpZzoCOAEiogEKDUdldERlc2tUb3BSZXESDQoFYWdlbnQYASABKAkSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQSEAoIY29tcHV0ZXIYAyABKAkSJwoMZGVza3RvcF9zaXplGAQgASgFSABSDGRlc2t0b3Bfc2l6ZYgBARITCgZ3aW5kb3cYBSABKAlIAYgBAUIPCg1fZGVza3RvcF9zaXplQgkKB193aW5kb3ciOQoNR2V0RGVza1RvcFJldBIQCghkZXNrdG9wcxgBIAMoCRIWCgZyZXFfaWQYAiABKAlSBnJlcV9pZCLIAQoMR2V0RmluZGVyUmVxEg0KBWFnZW50GAEgASgJEhYKBnJlcV9pZBgCIAEoCVIGcmVxX2lkEhAKCGNvbXB1dGVyGAMgASgJEhAKCGtleXdvcmRzGAQgAygJEiEKCWZpbGVfdHlwZRgFIAEoCUgAUglmaWxlX3R5cGWIAQESEwoGb2Zmc2V0GAYgASgFSAGIAQESEgoFbGltaXQYByABKAVIAogBAUIMCgpfZmlsZV90eXBlQgkKB19vZmZzZXRCCAoGX2xpbWl0IngKDEdldEZpbmRlclJldBIuCglkb2N1bWVudHMYASADKAsyGy5zbWNwLnYxLkRQRURvY3VtZW50U3VtbWFyeRIgCgt0b3RhbF9jb3VudBgCIAEoBVILdG90YWxfY291bnQSFgoGcmVxX2lkGAMgASgJUgZyZXFfaWQiVwoPUmVhZFJlc291cmNlUmVxEg0KBWFnZW50GAEgASgJEhYKBnJlcV9pZBgCIAEoCVIGcmVxX2lkEhAKCGNvbXB1dGVyGAMgASgJEgsKA3VyaRgEIAEoCSJWCg9SZWFkUmVzb3VyY2VSZXQSKwoIY29udGVudHMYASADKAsyGS5zbWNwLnYxLlJlc291cmNlQ29udGVudHMSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWRCM1oxZ2l0aHViLmNvbS9zbWNwZ3cvc21jcC1nYXRld2F5L2dlbi9zbWNwL3YxO3NtY3B2MWIGcHJvdG8z", [file_google_protobuf_struct, file_smcp_v1_types]);
+  fileDesc("ChRzbWNwL3YxL2V2ZW50cy5wcm90bxIHc21jcC52MSJKCg5FbnRlck9mZmljZVJlcRIMCgRyb2xlGAEgASgJEgwKBG5hbWUYAiABKAkSHAoJb2ZmaWNlX2lkGAMgASgJUglvZmZpY2VfaWQiLgoOTGVhdmVPZmZpY2VSZXESHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQiNwoJT2ZmaWNlQWNrEgoKAm9rGAEgASgIEhMKBnJlYXNvbhgCIAEoCUgAiAEBQgkKB19yZWFzb24iUgoLTGlzdFJvb21SZXESDQoFYWdlbnQYASABKAkSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQSHAoJb2ZmaWNlX2lkGAMgASgJUglvZmZpY2VfaWQiTQoLTGlzdFJvb21SZXQSJgoIc2Vzc2lvbnMYASADKAsyFC5zbWNwLnYxLlNlc3Npb25JbmZvEhYKBnJlcV9pZBgCIAEoCVIGcmVxX2lkIisKF1VwZGF0ZUNvbXB1dGVyQ29uZmlnUmVxEhAKCGNvbXB1dGVyGAEgASgJIjYKDUFnZW50Q2FsbERhdGESDQoFYWdlbnQYASABKAkSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQieQoXRW50ZXJPZmZpY2VOb3RpZmljYXRpb24SHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSFQoIY29tcHV0ZXIYAiABKAlIAIgBARISCgVhZ2VudBgDIAEoCUgBiAEBQgsKCV9jb21wdXRlckIICgZfYWdlbnQieQoXTGVhdmVPZmZpY2VOb3RpZmljYXRpb24SHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSFQoIY29tcHV0ZXIYAiABKAlIAIgBARISCgVhZ2VudBgDIAEoCUgBiAEBQgsKCV9jb21wdXRlckIICgZfYWdlbnQingEKC1Rvb2xDYWxsUmVxEg0KBWFnZW50GAEgASgJEhYKBnJlcV9pZBgCIAEoCVIGcmVxX2lkEhAKCGNvbXB1dGVyGAMgASgJEhwKCXRvb2xfbmFtZRgEIAEoCVIJdG9vbF9uYW1lEicKBnBhcmFtcxgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHdGltZW91dBgGIAEoBSJGCgtHZXRUb29sc1JlcRINCgVhZ2VudBgBIAEoCRIWCgZyZXFfaWQYAiABKAlSBnJlcV9pZBIQCghjb21wdXRlchgDIAEoCSJHCgtHZXRUb29sc1JldBIgCgV0b29scxgBIAMoCzIRLnNtY3AudjEuU01DUFRvb2wSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQiTwoUR2V0Q29tcHV0ZXJDb25maWdSZXESDQoFYWdlbnQYASABKAkSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQSEAoIY29tcHV0ZXIYAyABKAkixgEKFEdldENvbXB1dGVyQ29uZmlnUmV0EjsKB3NlcnZlcnMYASADKAsyKi5zbWNwLnYxLkdldENvbXB1dGVyQ29uZmlnUmV0LlNlcnZlcnNFbnRyeRInCgZpbnB1dHMYAiADKAsyFy5zbWNwLnYxLk1DUFNlcnZlcklucHV0GkgKDFNlcnZlcnNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5zbWNwLnYxLk1DUFNlcnZlckNvbmZpZzoCOAEiogEKDUdldERlc2tUb3BSZXESDQoFYWdlbnQYASABKAkSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQSEAoIY29tcHV0ZXIYAyABKAkSJwoMZGVza3RvcF9zaXplGAQgASgFSABSDGRlc2t0b3Bfc2l6ZYgBARITCgZ3aW5kb3cYBSABKAlIAYgBAUIPCg1fZGVza3RvcF9zaXplQgkKB193aW5kb3ciOQoNR2V0RGVza1RvcFJldBIQCghkZXNrdG9wcxgBIAMoCRIWCgZyZXFfaWQYAiABKAlSBnJlcV9pZCLIAQoMR2V0RmluZGVyUmVxEg0KBWFnZW50GAEgASgJEhYKBnJlcV9pZBgCIAEoCVIGcmVxX2lkEhAKCGNvbXB1dGVyGAMgASgJEhAKCGtleXdvcmRzGAQgAygJEiEKCWZpbGVfdHlwZRgFIAEoCUgAUglmaWxlX3R5cGWIAQESEwoGb2Zmc2V0GAYgASgFSAGIAQESEgoFbGltaXQYByABKAVIAogBAUIMCgpfZmlsZV90eXBlQgkKB19vZmZzZXRCCAoGX2xpbWl0IngKDEdldEZpbmRlclJldBIuCglkb2N1bWVudHMYASADKAsyGy5zbWNwLnYxLkRQRURvY3VtZW50U3VtbWFyeRIgCgt0b3RhbF9jb3VudBgCIAEoBVILdG90YWxfY291bnQSFgoGcmVxX2lkGAMgASgJUgZyZXFfaWQiVwoPUmVhZFJlc291cmNlUmVxEg0KBWFnZW50GAEgASgJEhYKBnJlcV9pZBgCIAEoCVIGcmVxX2lkEhAKCGNvbXB1dGVyGAMgASgJEgsKA3VyaRgEIAEoCSJWCg9SZWFkUmVzb3VyY2VSZXQSKwoIY29udGVudHMYASADKAsyGS5zbWNwLnYxLlJlc291cmNlQ29udGVudHMSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQiigEKD0dldFJlc291cmNlc1JlcRINCgVhZ2VudBgBIAEoCRIWCgZyZXFfaWQYAiABKAlSBnJlcV9pZBIQCghjb21wdXRlchgDIAEoCRIeCgptY3Bfc2VydmVyGAQgASgJUgptY3Bfc2VydmVyEhMKBmN1cnNvchgFIAEoCUgAiAEBQgkKB19jdXJzb3IijAEKD0dldFJlc291cmNlc1JldBIqCglyZXNvdXJjZXMYASADKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiUKC25leHRfY3Vyc29yGAIgASgJSABSC25leHRfY3Vyc29yiAEBEhYKBnJlcV9pZBgDIAEoCVIGcmVxX2lkQg4KDF9uZXh0X2N1cnNvciJHCgxHZXRTa2lsbHNSZXESDQoFYWdlbnQYASABKAkSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQSEAoIY29tcHV0ZXIYAyABKAkiTAoMR2V0U2tpbGxzUmV0EiQKBnNraWxscxgBIAMoCzIULnNtY3AudjEuQTJDU2tpbGxSZWYSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQiggEKC0dldFNraWxsUmVxEg0KBWFnZW50GAEgASgJEhYKBnJlcV9pZBgCIAEoCVIGcmVxX2lkEhAKCGNvbXB1dGVyGAMgASgJEgwKBG5hbWUYBCABKAkSHwoIcmVsX3BhdGgYBSABKAlIAFIIcmVsX3BhdGiIAQFCCwoJX3JlbF9wYXRoIvABCgtHZXRTa2lsbFJldBIMCgRuYW1lGAEgASgJEhoKCHJlbF9wYXRoGAIgASgJUghyZWxfcGF0aBIcCgltaW1lX3R5cGUYAyABKAlSCW1pbWVfdHlwZRIeCgp0b3RhbF9zaXplGAQgASgDUgp0b3RhbF9zaXplEg4KBnNoYTI1NhgFIAEoCRIRCgRib2R5GAYgASgJSACIAQESJQoLYmxvYl9oYW5kbGUYByABKAlIAVILYmxvYl9oYW5kbGWIAQESFgoGcmVxX2lkGAggASgJUgZyZXFfaWRCBwoFX2JvZHlCDgoMX2Jsb2JfaGFuZGxlIuQBCgpHZXRCbG9iUmVxEg0KBWFnZW50GAEgASgJEhYKBnJlcV9pZBgCIAEoCVIGcmVxX2lkEhAKCGNvbXB1dGVyGAMgASgJEiAKC2Jsb2JfaGFuZGxlGAQgASgJUgtibG9iX2hhbmRsZRInCgxjaHVua19vZmZzZXQYBSABKANIAFIMY2h1bmtfb2Zmc2V0iAEBEi0KD21heF9jaHVua19ieXRlcxgGIAEoA0gBUg9tYXhfY2h1bmtfYnl0ZXOIAQFCDwoNX2NodW5rX29mZnNldEISChBfbWF4X2NodW5rX2J5dGVzItMBCgpHZXRCbG9iUmV0EiAKC2Jsb2JfaGFuZGxlGAEgASgJUgtibG9iX2hhbmRsZRIcCgltaW1lX3R5cGUYAiABKAlSCW1pbWVfdHlwZRIeCgp0b3RhbF9zaXplGAMgASgDUgp0b3RhbF9zaXplEg4KBnNoYTI1NhgEIAEoCRIiCgxjaHVua19vZmZzZXQYBSABKANSDGNodW5rX29mZnNldBILCgNlb2YYBiABKAgSDAoEYmxvYhgHIAEoCRIWCgZyZXFfaWQYCCABKAlSBnJlcV9pZCK6AgoKUHV0QmxvYlJlcRINCgVhZ2VudBgBIAEoCRIWCgZyZXFfaWQYAiABKAlSBnJlcV9pZBIQCghjb21wdXRlchgDIAEoCRIhCgl1cGxvYWRfaWQYBCABKAlIAFIJdXBsb2FkX2lkiAEBEiIKDGNodW5rX29mZnNldBgFIAEoA1IMY2h1bmtfb2Zmc2V0EgsKA2VvZhgGIAEoCBIjCgp0b3RhbF9zaXplGAcgASgDSAFSCnRvdGFsX3NpemWIAQESEwoGc2hhMjU2GAggASgJSAKIAQESIQoJbmFtZV9oaW50GAkgASgJSANSCW5hbWVfaGludIgBARIMCgRibG9iGAogASgJQgwKCl91cGxvYWRfaWRCDQoLX3RvdGFsX3NpemVCCQoHX3NoYTI1NkIMCgpfbmFtZV9oaW50IvQBCgpQdXRCbG9iUmV0EhwKCXVwbG9hZF9pZBgBIAEoCVIJdXBsb2FkX2lkEiIKDGNodW5rX29mZnNldBgCIAEoA1IMY2h1bmtfb2Zmc2V0EicKDGxhbmRpbmdfcGF0aBgDIAEoCUgAUgxsYW5kaW5nX3BhdGiIAQESIwoKdG90YWxfc2l6ZRgEIAEoA0gBUgp0b3RhbF9zaXpliAEBEhMKBnNoYTI1NhgFIAEoCUgCiAEBEhYKBnJlcV9pZBgGIAEoCVIGcmVxX2lkQg8KDV9sYW5kaW5nX3BhdGhCDQoLX3RvdGFsX3NpemVCCQoHX3NoYTI1NkIzWjFnaXRodWIuY29tL3NtY3Bndy9zbWNwLWdhdGV3YXkvZ2VuL3NtY3AvdjE7c21jcHYxYgZwcm90bzM", [file_google_protobuf_struct, file_smcp_v1_types]);
 
 /**
  * EnterOfficeReq is the payload of server:join_office. The ack is two
@@ -714,4 +714,536 @@ export type ReadResourceRet = Message<"smcp.v1.ReadResourceRet"> & {
  */
 export const ReadResourceRetSchema: GenMessage<ReadResourceRet> = /*@__PURE__*/
   messageDesc(file_smcp_v1_events, 19);
+
+/**
+ * GetResourcesReq is the payload of client:get_resources (0.3+).
+ *
+ * @generated from message smcp.v1.GetResourcesReq
+ */
+export type GetResourcesReq = Message<"smcp.v1.GetResourcesReq"> & {
+  /**
+   * Caller's agent name.
+   *
+   * @generated from field: string agent = 1;
+   */
+  agent: string;
+
+  /**
+   * Request id, echoed in the answer.
+   *
+   * @generated from field: string req_id = 2 [json_name = "req_id"];
+   */
+  reqId: string;
+
+  /**
+   * Target computer.
+   *
+   * @generated from field: string computer = 3;
+   */
+  computer: string;
+
+  /**
+   * Bundle id of the MCP server whose resources are listed.
+   *
+   * @generated from field: string mcp_server = 4 [json_name = "mcp_server"];
+   */
+  mcpServer: string;
+
+  /**
+   * Paging cursor from a previous answer's next_cursor.
+   *
+   * @generated from field: optional string cursor = 5;
+   */
+  cursor?: string | undefined;
+};
+
+/**
+ * Describes the message smcp.v1.GetResourcesReq.
+ * Use `create(GetResourcesReqSchema)` to create a new message.
+ */
+export const GetResourcesReqSchema: GenMessage<GetResourcesReq> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_events, 20);
+
+/**
+ * GetResourcesRet answers client:get_resources: MCP resources/list, unfiltered.
+ *
+ * @generated from message smcp.v1.GetResourcesRet
+ */
+export type GetResourcesRet = Message<"smcp.v1.GetResourcesRet"> & {
+  /**
+   * MCP Resource objects as the server listed them.
+   *
+   * @generated from field: repeated google.protobuf.Struct resources = 1;
+   */
+  resources: JsonObject[];
+
+  /**
+   * Cursor of the next page; unset on the last page.
+   *
+   * @generated from field: optional string next_cursor = 2 [json_name = "next_cursor"];
+   */
+  nextCursor?: string | undefined;
+
+  /**
+   * Echo of the request id.
+   *
+   * @generated from field: string req_id = 3 [json_name = "req_id"];
+   */
+  reqId: string;
+};
+
+/**
+ * Describes the message smcp.v1.GetResourcesRet.
+ * Use `create(GetResourcesRetSchema)` to create a new message.
+ */
+export const GetResourcesRetSchema: GenMessage<GetResourcesRet> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_events, 21);
+
+/**
+ * GetSkillsReq is the payload of client:get_skills (0.3+).
+ *
+ * @generated from message smcp.v1.GetSkillsReq
+ */
+export type GetSkillsReq = Message<"smcp.v1.GetSkillsReq"> & {
+  /**
+   * Caller's agent name.
+   *
+   * @generated from field: string agent = 1;
+   */
+  agent: string;
+
+  /**
+   * Request id, echoed in the answer.
+   *
+   * @generated from field: string req_id = 2 [json_name = "req_id"];
+   */
+  reqId: string;
+
+  /**
+   * Target computer.
+   *
+   * @generated from field: string computer = 3;
+   */
+  computer: string;
+};
+
+/**
+ * Describes the message smcp.v1.GetSkillsReq.
+ * Use `create(GetSkillsReqSchema)` to create a new message.
+ */
+export const GetSkillsReqSchema: GenMessage<GetSkillsReq> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_events, 22);
+
+/**
+ * GetSkillsRet answers client:get_skills: available skills in discovery order.
+ *
+ * @generated from message smcp.v1.GetSkillsRet
+ */
+export type GetSkillsRet = Message<"smcp.v1.GetSkillsRet"> & {
+  /**
+   * The skills.
+   *
+   * @generated from field: repeated smcp.v1.A2CSkillRef skills = 1;
+   */
+  skills: A2CSkillRef[];
+
+  /**
+   * Echo of the request id.
+   *
+   * @generated from field: string req_id = 2 [json_name = "req_id"];
+   */
+  reqId: string;
+};
+
+/**
+ * Describes the message smcp.v1.GetSkillsRet.
+ * Use `create(GetSkillsRetSchema)` to create a new message.
+ */
+export const GetSkillsRetSchema: GenMessage<GetSkillsRet> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_events, 23);
+
+/**
+ * GetSkillReq is the payload of client:get_skill (0.3+).
+ *
+ * @generated from message smcp.v1.GetSkillReq
+ */
+export type GetSkillReq = Message<"smcp.v1.GetSkillReq"> & {
+  /**
+   * Caller's agent name.
+   *
+   * @generated from field: string agent = 1;
+   */
+  agent: string;
+
+  /**
+   * Request id, echoed in the answer.
+   *
+   * @generated from field: string req_id = 2 [json_name = "req_id"];
+   */
+  reqId: string;
+
+  /**
+   * Target computer.
+   *
+   * @generated from field: string computer = 3;
+   */
+  computer: string;
+
+  /**
+   * Skill name as listed by client:get_skills.
+   *
+   * @generated from field: string name = 4;
+   */
+  name: string;
+
+  /**
+   * File inside the skill, relative POSIX path; default "SKILL.md".
+   *
+   * @generated from field: optional string rel_path = 5 [json_name = "rel_path"];
+   */
+  relPath?: string | undefined;
+};
+
+/**
+ * Describes the message smcp.v1.GetSkillReq.
+ * Use `create(GetSkillReqSchema)` to create a new message.
+ */
+export const GetSkillReqSchema: GenMessage<GetSkillReq> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_events, 24);
+
+/**
+ * GetSkillRet answers client:get_skill: exactly one of body and blob_handle.
+ *
+ * @generated from message smcp.v1.GetSkillRet
+ */
+export type GetSkillRet = Message<"smcp.v1.GetSkillRet"> & {
+  /**
+   * Echo of the skill name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Echo of rel_path ("SKILL.md" when defaulted).
+   *
+   * @generated from field: string rel_path = 2 [json_name = "rel_path"];
+   */
+  relPath: string;
+
+  /**
+   * MIME type from the computer's extension table.
+   *
+   * @generated from field: string mime_type = 3 [json_name = "mime_type"];
+   */
+  mimeType: string;
+
+  /**
+   * Size in bytes of what the agent consumes.
+   *
+   * @generated from field: int64 total_size = 4 [json_name = "total_size"];
+   */
+  totalSize: bigint;
+
+  /**
+   * Hex SHA-256 of those bytes.
+   *
+   * @generated from field: string sha256 = 5;
+   */
+  sha256: string;
+
+  /**
+   * The text, when it is text within the inline budget.
+   *
+   * @generated from field: optional string body = 6;
+   */
+  body?: string | undefined;
+
+  /**
+   * Handle to read the bytes with client:get_blob otherwise.
+   *
+   * @generated from field: optional string blob_handle = 7 [json_name = "blob_handle"];
+   */
+  blobHandle?: string | undefined;
+
+  /**
+   * Echo of the request id.
+   *
+   * @generated from field: string req_id = 8 [json_name = "req_id"];
+   */
+  reqId: string;
+};
+
+/**
+ * Describes the message smcp.v1.GetSkillRet.
+ * Use `create(GetSkillRetSchema)` to create a new message.
+ */
+export const GetSkillRetSchema: GenMessage<GetSkillRet> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_events, 25);
+
+/**
+ * GetBlobReq is the payload of client:get_blob (0.3+).
+ *
+ * @generated from message smcp.v1.GetBlobReq
+ */
+export type GetBlobReq = Message<"smcp.v1.GetBlobReq"> & {
+  /**
+   * Caller's agent name.
+   *
+   * @generated from field: string agent = 1;
+   */
+  agent: string;
+
+  /**
+   * Request id, echoed in the answer.
+   *
+   * @generated from field: string req_id = 2 [json_name = "req_id"];
+   */
+  reqId: string;
+
+  /**
+   * Target computer.
+   *
+   * @generated from field: string computer = 3;
+   */
+  computer: string;
+
+  /**
+   * Opaque handle minted by the computer.
+   *
+   * @generated from field: string blob_handle = 4 [json_name = "blob_handle"];
+   */
+  blobHandle: string;
+
+  /**
+   * Absolute byte offset of the chunk (default 0).
+   *
+   * @generated from field: optional int64 chunk_offset = 5 [json_name = "chunk_offset"];
+   */
+  chunkOffset?: bigint | undefined;
+
+  /**
+   * Largest chunk wanted; the computer may send less.
+   *
+   * @generated from field: optional int64 max_chunk_bytes = 6 [json_name = "max_chunk_bytes"];
+   */
+  maxChunkBytes?: bigint | undefined;
+};
+
+/**
+ * Describes the message smcp.v1.GetBlobReq.
+ * Use `create(GetBlobReqSchema)` to create a new message.
+ */
+export const GetBlobReqSchema: GenMessage<GetBlobReq> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_events, 26);
+
+/**
+ * GetBlobRet answers client:get_blob with one chunk.
+ *
+ * @generated from message smcp.v1.GetBlobRet
+ */
+export type GetBlobRet = Message<"smcp.v1.GetBlobRet"> & {
+  /**
+   * Echo of the handle.
+   *
+   * @generated from field: string blob_handle = 1 [json_name = "blob_handle"];
+   */
+  blobHandle: string;
+
+  /**
+   * MIME type of the whole blob.
+   *
+   * @generated from field: string mime_type = 2 [json_name = "mime_type"];
+   */
+  mimeType: string;
+
+  /**
+   * Size in bytes of the whole blob.
+   *
+   * @generated from field: int64 total_size = 3 [json_name = "total_size"];
+   */
+  totalSize: bigint;
+
+  /**
+   * Hex SHA-256 of the whole blob.
+   *
+   * @generated from field: string sha256 = 4;
+   */
+  sha256: string;
+
+  /**
+   * Offset of this chunk.
+   *
+   * @generated from field: int64 chunk_offset = 5 [json_name = "chunk_offset"];
+   */
+  chunkOffset: bigint;
+
+  /**
+   * True when this chunk ends the blob.
+   *
+   * @generated from field: bool eof = 6;
+   */
+  eof: boolean;
+
+  /**
+   * The chunk, base64.
+   *
+   * @generated from field: string blob = 7;
+   */
+  blob: string;
+
+  /**
+   * Echo of the request id.
+   *
+   * @generated from field: string req_id = 8 [json_name = "req_id"];
+   */
+  reqId: string;
+};
+
+/**
+ * Describes the message smcp.v1.GetBlobRet.
+ * Use `create(GetBlobRetSchema)` to create a new message.
+ */
+export const GetBlobRetSchema: GenMessage<GetBlobRet> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_events, 27);
+
+/**
+ * PutBlobReq is the payload of client:put_blob (0.4): one upload chunk.
+ *
+ * @generated from message smcp.v1.PutBlobReq
+ */
+export type PutBlobReq = Message<"smcp.v1.PutBlobReq"> & {
+  /**
+   * Caller's agent name.
+   *
+   * @generated from field: string agent = 1;
+   */
+  agent: string;
+
+  /**
+   * Request id, echoed in the answer.
+   *
+   * @generated from field: string req_id = 2 [json_name = "req_id"];
+   */
+  reqId: string;
+
+  /**
+   * Target computer.
+   *
+   * @generated from field: string computer = 3;
+   */
+  computer: string;
+
+  /**
+   * Upload id from the first chunk's answer; absent on the first chunk.
+   *
+   * @generated from field: optional string upload_id = 4 [json_name = "upload_id"];
+   */
+  uploadId?: string | undefined;
+
+  /**
+   * Offset of this chunk; equal to the bytes sent before.
+   *
+   * @generated from field: int64 chunk_offset = 5 [json_name = "chunk_offset"];
+   */
+  chunkOffset: bigint;
+
+  /**
+   * True on the last chunk.
+   *
+   * @generated from field: bool eof = 6;
+   */
+  eof: boolean;
+
+  /**
+   * Size of the whole upload (first chunk only).
+   *
+   * @generated from field: optional int64 total_size = 7 [json_name = "total_size"];
+   */
+  totalSize?: bigint | undefined;
+
+  /**
+   * Hex SHA-256 of the whole upload (first chunk only).
+   *
+   * @generated from field: optional string sha256 = 8;
+   */
+  sha256?: string | undefined;
+
+  /**
+   * Suggested file name (first chunk only).
+   *
+   * @generated from field: optional string name_hint = 9 [json_name = "name_hint"];
+   */
+  nameHint?: string | undefined;
+
+  /**
+   * The chunk, base64.
+   *
+   * @generated from field: string blob = 10;
+   */
+  blob: string;
+};
+
+/**
+ * Describes the message smcp.v1.PutBlobReq.
+ * Use `create(PutBlobReqSchema)` to create a new message.
+ */
+export const PutBlobReqSchema: GenMessage<PutBlobReq> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_events, 28);
+
+/**
+ * PutBlobRet answers client:put_blob.
+ *
+ * @generated from message smcp.v1.PutBlobRet
+ */
+export type PutBlobRet = Message<"smcp.v1.PutBlobRet"> & {
+  /**
+   * The upload's id.
+   *
+   * @generated from field: string upload_id = 1 [json_name = "upload_id"];
+   */
+  uploadId: string;
+
+  /**
+   * Offset of the chunk answered.
+   *
+   * @generated from field: int64 chunk_offset = 2 [json_name = "chunk_offset"];
+   */
+  chunkOffset: bigint;
+
+  /**
+   * Absolute path of the landed file (eof only).
+   *
+   * @generated from field: optional string landing_path = 3 [json_name = "landing_path"];
+   */
+  landingPath?: string | undefined;
+
+  /**
+   * Stored size (eof only).
+   *
+   * @generated from field: optional int64 total_size = 4 [json_name = "total_size"];
+   */
+  totalSize?: bigint | undefined;
+
+  /**
+   * Recomputed hex SHA-256 (eof only).
+   *
+   * @generated from field: optional string sha256 = 5;
+   */
+  sha256?: string | undefined;
+
+  /**
+   * Echo of the request id.
+   *
+   * @generated from field: string req_id = 6 [json_name = "req_id"];
+   */
+  reqId: string;
+};
+
+/**
+ * Describes the message smcp.v1.PutBlobRet.
+ * Use `create(PutBlobRetSchema)` to create a new message.
+ */
+export const PutBlobRetSchema: GenMessage<PutBlobRet> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_events, 29);
 

@@ -22,7 +22,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file smcp/v1/types.proto.
  */
 export const file_smcp_v1_types: GenFile = /*@__PURE__*/
-  fileDesc("ChNzbWNwL3YxL3R5cGVzLnByb3RvEgdzbWNwLnYxIlAKBUVycm9yEgwKBGNvZGUYASABKAUSDwoHbWVzc2FnZRgCIAEoCRIoCgdkZXRhaWxzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJUCgtTZXNzaW9uSW5mbxILCgNzaWQYASABKAkSDAoEbmFtZRgCIAEoCRIMCgRyb2xlGAMgASgJEhwKCW9mZmljZV9pZBgEIAEoCVIJb2ZmaWNlX2lkIrABCghUb29sTWV0YRIjCgphdXRvX2FwcGx5GAEgASgISABSCmF1dG9fYXBwbHmIAQESEgoFYWxpYXMYAiABKAlIAYgBARIMCgR0YWdzGAMgAygJEkQKEXJldF9vYmplY3RfbWFwcGVyGAQgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlUhFyZXRfb2JqZWN0X21hcHBlckINCgtfYXV0b19hcHBseUIICgZfYWxpYXMi0QEKCFNNQ1BUb29sEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSPQoNcGFyYW1zX3NjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RSDXBhcmFtc19zY2hlbWESPAoNcmV0dXJuX3NjaGVtYRgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZVINcmV0dXJuX3NjaGVtYRIlCgRtZXRhGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKeAgoVU3RkaW9TZXJ2ZXJQYXJhbWV0ZXJzEg8KB2NvbW1hbmQYASABKAkSDAoEYXJncxgCIAMoCRI0CgNlbnYYAyADKAsyJy5zbWNwLnYxLlN0ZGlvU2VydmVyUGFyYW1ldGVycy5FbnZFbnRyeRIQCgNjd2QYBCABKAlIAIgBARIQCghlbmNvZGluZxgFIAEoCRI2ChZlbmNvZGluZ19lcnJvcl9oYW5kbGVyGAYgASgJUhZlbmNvZGluZ19lcnJvcl9oYW5kbGVyEiAKC2luaGVyaXRfZW52GAcgAygJUgtpbmhlcml0X2VudhoqCghFbnZFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgYKBF9jd2QiywEKE1NzZVNlcnZlclBhcmFtZXRlcnMSCwoDdXJsGAEgASgJEjoKB2hlYWRlcnMYAiADKAsyKS5zbWNwLnYxLlNzZVNlcnZlclBhcmFtZXRlcnMuSGVhZGVyc0VudHJ5Eg8KB3RpbWVvdXQYAyABKAESKgoQc3NlX3JlYWRfdGltZW91dBgEIAEoAVIQc3NlX3JlYWRfdGltZW91dBouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKRAgoeU3RyZWFtYWJsZUh0dHBTZXJ2ZXJQYXJhbWV0ZXJzEgsKA3VybBgBIAEoCRJFCgdoZWFkZXJzGAIgAygLMjQuc21jcC52MS5TdHJlYW1hYmxlSHR0cFNlcnZlclBhcmFtZXRlcnMuSGVhZGVyc0VudHJ5Eg8KB3RpbWVvdXQYAyABKAkSKgoQc3NlX3JlYWRfdGltZW91dBgEIAEoCVIQc3NlX3JlYWRfdGltZW91dBIuChJ0ZXJtaW5hdGVfb25fY2xvc2UYBSABKAhSEnRlcm1pbmF0ZV9vbl9jbG9zZRouCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKxBAoPTUNQU2VydmVyQ29uZmlnEgwKBG5hbWUYASABKAkSDAoEdHlwZRgCIAEoCRIQCghkaXNhYmxlZBgDIAEoCBIoCg9mb3JiaWRkZW5fdG9vbHMYBCADKAlSD2ZvcmJpZGRlbl90b29scxJECgl0b29sX21ldGEYBSADKAsyJi5zbWNwLnYxLk1DUFNlcnZlckNvbmZpZy5Ub29sTWV0YUVudHJ5Ugl0b29sX21ldGESPwoRZGVmYXVsdF90b29sX21ldGEYBiABKAsyES5zbWNwLnYxLlRvb2xNZXRhUhFkZWZhdWx0X3Rvb2xfbWV0YRIQCgN2cmwYByABKAlIAYgBARIvCgVzdGRpbxgIIAEoCzIeLnNtY3AudjEuU3RkaW9TZXJ2ZXJQYXJhbWV0ZXJzSAASKwoDc3NlGAkgASgLMhwuc21jcC52MS5Tc2VTZXJ2ZXJQYXJhbWV0ZXJzSAASPQoKc3RyZWFtYWJsZRgKIAEoCzInLnNtY3AudjEuU3RyZWFtYWJsZUh0dHBTZXJ2ZXJQYXJhbWV0ZXJzSAASIQoJcmVzdWx0X2pxGAsgASgJSAJSCXJlc3VsdF9qcYgBARpCCg1Ub29sTWV0YUVudHJ5EgsKA2tleRgBIAEoCRIgCgV2YWx1ZRgCIAEoCzIRLnNtY3AudjEuVG9vbE1ldGE6AjgBQhMKEXNlcnZlcl9wYXJhbWV0ZXJzQgYKBF92cmxCDAoKX3Jlc3VsdF9qcSLfAQoOTUNQU2VydmVySW5wdXQSDAoEdHlwZRgBIAEoCRIKCgJpZBgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIUCgdkZWZhdWx0GAQgASgJSACIAQESFQoIcGFzc3dvcmQYBSABKAhIAYgBARIPCgdvcHRpb25zGAYgAygJEhQKB2NvbW1hbmQYByABKAlIAogBARIlCgRhcmdzGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIKCghfZGVmYXVsdEILCglfcGFzc3dvcmRCCgoIX2NvbW1hbmQiuQEKDkNhbGxUb29sUmVzdWx0EigKB2NvbnRlbnQYASADKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhUKCGlzX2Vycm9yGAIgASgISACIAQESMgoSc3RydWN0dXJlZF9jb250ZW50GAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEiUKBG1ldGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgsKCV9pc19lcnJvciKrAQoQUmVzb3VyY2VDb250ZW50cxILCgN1cmkYASABKAkSFgoJbWltZV90eXBlGAIgASgJSACIAQESEQoEdGV4dBgDIAEoCUgBiAEBEhEKBGJsb2IYBCABKAlIAogBARIsCgRtZXRhGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdFIFX21ldGFCDAoKX21pbWVfdHlwZUIHCgVfdGV4dEIHCgVfYmxvYiKlAgoSRFBFRG9jdW1lbnRTdW1tYXJ5EhgKB2RvY19yZWYYASABKAlSB2RvY19yZWYSCwoDdXJpGAIgASgJEhoKCGZpbGVfdXJpGAMgASgJUghmaWxlX3VyaRIcCglmaWxlX3R5cGUYBCABKAlSCWZpbGVfdHlwZRINCgV0aXRsZRgFIAEoCRIeCgpwYWdlX2NvdW50GAYgASgFUgpwYWdlX2NvdW50EhAKCGtleXdvcmRzGAcgAygJEhQKB3N1bW1hcnkYCCABKAlIAIgBARIOCgZzZXJ2ZXIYCSABKAkSKQoNbGFzdF9tb2RpZmllZBgKIAEoCUgBUg1sYXN0X21vZGlmaWVkiAEBQgoKCF9zdW1tYXJ5QhAKDl9sYXN0X21vZGlmaWVkIp0BCg5EUEVQYWdlU3VtbWFyeRIeCgpwYWdlX2luZGV4GAEgASgFUgpwYWdlX2luZGV4Eg0KBXRpdGxlGAIgASgJEiQKDWVsZW1lbnRfY291bnQYAyABKAVSDWVsZW1lbnRfY291bnQSCwoDdXJpGAQgASgJEh0KB2RvY19yZWYYBSABKAlIAFIHZG9jX3JlZogBAUIKCghfZG9jX3JlZiK0AgoQRFBFRWxlbWVudERldGFpbBIeCgplbGVtZW50X2lkGAEgASgJUgplbGVtZW50X2lkEhAKCGNhdGVnb3J5GAIgASgJEhQKB3N1bW1hcnkYAyABKAlIAIgBARIoCgdjb250ZW50GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIdCgdkb2NfcmVmGAUgASgJSAFSB2RvY19yZWaIAQESIwoKcGFnZV9pbmRleBgGIAEoBUgCUgpwYWdlX2luZGV4iAEBEhAKA3VyaRgHIAEoCUgDiAEBEikKCG1ldGFkYXRhGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIKCghfc3VtbWFyeUIKCghfZG9jX3JlZkINCgtfcGFnZV9pbmRleEIGCgRfdXJpKqYDCglFcnJvckNvZGUSGgoWRVJST1JfQ09ERV9VTlNQRUNJRklFRBAAEhsKFkVSUk9SX0NPREVfQkFEX1JFUVVFU1QQkAMSHwoaRVJST1JfQ09ERV9VTkFVVEhFTlRJQ0FURUQQkQMSGQoURVJST1JfQ09ERV9GT1JCSURERU4QkwMSGQoURVJST1JfQ09ERV9OT1RfRk9VTkQQlAMSFwoSRVJST1JfQ09ERV9USU1FT1VUEJgDEhgKE0VSUk9SX0NPREVfSU5URVJOQUwQ9AMSIAobRVJST1JfQ09ERV9WRVJTSU9OX01JU01BVENIEKgfEh0KGEVSUk9SX0NPREVfTk9UX0lOX09GRklDRRCHIBImCiFFUlJPUl9DT0RFX0RQRV9ET0NVTUVOVF9OT1RfRk9VTkQQ6SASJQogRVJST1JfQ09ERV9EUEVfUEFHRV9PVVRfT0ZfUkFOR0UQ6iASJQogRVJST1JfQ09ERV9EUEVfRUxFTUVOVF9OT1RfRk9VTkQQ6yASHwoaRVJST1JfQ09ERV9EUEVfSU5WQUxJRF9VUkkQ7CBCM1oxZ2l0aHViLmNvbS9zbWNwZ3cvc21jcC1nYXRld2F5L2dlbi9zbWNwL3YxO3NtY3B2MWIGcHJvdG8z", [file_google_protobuf_struct]);
+  fileDesc("ChNzbWNwL3YxL3R5cGVzLnByb3RvEgdzbWNwLnYxIlAKBUVycm9yEgwKBGNvZGUYASABKAUSDwoHbWVzc2FnZRgCIAEoCRIoCgdkZXRhaWxzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKLAQoLU2Vzc2lvbkluZm8SCwoDc2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDAoEcm9sZRgDIAEoCRIcCglvZmZpY2VfaWQYBCABKAlSCW9mZmljZV9pZBIlCgthMmNfdmVyc2lvbhgFIAEoCUgAUgthMmNfdmVyc2lvbogBAUIOCgxfYTJjX3ZlcnNpb24isAEKCFRvb2xNZXRhEiMKCmF1dG9fYXBwbHkYASABKAhIAFIKYXV0b19hcHBseYgBARISCgVhbGlhcxgCIAEoCUgBiAEBEgwKBHRhZ3MYAyADKAkSRAoRcmV0X29iamVjdF9tYXBwZXIYBCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVSEXJldF9vYmplY3RfbWFwcGVyQg0KC19hdXRvX2FwcGx5QggKBl9hbGlhcyKCAgoIU01DUFRvb2wSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRI9Cg1wYXJhbXNfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdFINcGFyYW1zX3NjaGVtYRI8Cg1yZXR1cm5fc2NoZW1hGAQgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlUg1yZXR1cm5fc2NoZW1hEiUKBG1ldGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiEKCWJ1bmRsZV9pZBgGIAEoCUgAUglidW5kbGVfaWSIAQFCDAoKX2J1bmRsZV9pZCLPAgoLQTJDU2tpbGxSZWYSDAoEbmFtZRgBIAEoCRIOCgZzb3VyY2UYAiABKAkSDAoEcGF0aBgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRIQCgN1cmkYBSABKAlIAIgBARIUCgdsaWNlbnNlGAYgASgJSAGIAQESGgoNY29tcGF0aWJpbGl0eRgHIAEoCUgCiAEBEiQKDWFsbG93ZWRfdG9vbHMYCCADKAlSDWFsbG93ZWRfdG9vbHMSDAoEdGFncxgJIAMoCRI/Cg5za2lsbF9tZXRhZGF0YRgKIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RSDnNraWxsX21ldGFkYXRhEhQKB3ZlcnNpb24YCyABKAlIA4gBAUIGCgRfdXJpQgoKCF9saWNlbnNlQhAKDl9jb21wYXRpYmlsaXR5QgoKCF92ZXJzaW9uIp4CChVTdGRpb1NlcnZlclBhcmFtZXRlcnMSDwoHY29tbWFuZBgBIAEoCRIMCgRhcmdzGAIgAygJEjQKA2VudhgDIAMoCzInLnNtY3AudjEuU3RkaW9TZXJ2ZXJQYXJhbWV0ZXJzLkVudkVudHJ5EhAKA2N3ZBgEIAEoCUgAiAEBEhAKCGVuY29kaW5nGAUgASgJEjYKFmVuY29kaW5nX2Vycm9yX2hhbmRsZXIYBiABKAlSFmVuY29kaW5nX2Vycm9yX2hhbmRsZXISIAoLaW5oZXJpdF9lbnYYByADKAlSC2luaGVyaXRfZW52GioKCEVudkVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCBgoEX2N3ZCLLAQoTU3NlU2VydmVyUGFyYW1ldGVycxILCgN1cmwYASABKAkSOgoHaGVhZGVycxgCIAMoCzIpLnNtY3AudjEuU3NlU2VydmVyUGFyYW1ldGVycy5IZWFkZXJzRW50cnkSDwoHdGltZW91dBgDIAEoARIqChBzc2VfcmVhZF90aW1lb3V0GAQgASgBUhBzc2VfcmVhZF90aW1lb3V0Gi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpECCh5TdHJlYW1hYmxlSHR0cFNlcnZlclBhcmFtZXRlcnMSCwoDdXJsGAEgASgJEkUKB2hlYWRlcnMYAiADKAsyNC5zbWNwLnYxLlN0cmVhbWFibGVIdHRwU2VydmVyUGFyYW1ldGVycy5IZWFkZXJzRW50cnkSDwoHdGltZW91dBgDIAEoCRIqChBzc2VfcmVhZF90aW1lb3V0GAQgASgJUhBzc2VfcmVhZF90aW1lb3V0Ei4KEnRlcm1pbmF0ZV9vbl9jbG9zZRgFIAEoCFISdGVybWluYXRlX29uX2Nsb3NlGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIuIECg9NQ1BTZXJ2ZXJDb25maWcSDAoEbmFtZRgBIAEoCRIMCgR0eXBlGAIgASgJEhAKCGRpc2FibGVkGAMgASgIEigKD2ZvcmJpZGRlbl90b29scxgEIAMoCVIPZm9yYmlkZGVuX3Rvb2xzEkQKCXRvb2xfbWV0YRgFIAMoCzImLnNtY3AudjEuTUNQU2VydmVyQ29uZmlnLlRvb2xNZXRhRW50cnlSCXRvb2xfbWV0YRI/ChFkZWZhdWx0X3Rvb2xfbWV0YRgGIAEoCzIRLnNtY3AudjEuVG9vbE1ldGFSEWRlZmF1bHRfdG9vbF9tZXRhEhAKA3ZybBgHIAEoCUgBiAEBEi8KBXN0ZGlvGAggASgLMh4uc21jcC52MS5TdGRpb1NlcnZlclBhcmFtZXRlcnNIABIrCgNzc2UYCSABKAsyHC5zbWNwLnYxLlNzZVNlcnZlclBhcmFtZXRlcnNIABI9CgpzdHJlYW1hYmxlGAogASgLMicuc21jcC52MS5TdHJlYW1hYmxlSHR0cFNlcnZlclBhcmFtZXRlcnNIABIhCglyZXN1bHRfanEYCyABKAlIAlIJcmVzdWx0X2pxiAEBEiEKCWJ1bmRsZV9pZBgMIAEoCUgDUglidW5kbGVfaWSIAQEaQgoNVG9vbE1ldGFFbnRyeRILCgNrZXkYASABKAkSIAoFdmFsdWUYAiABKAsyES5zbWNwLnYxLlRvb2xNZXRhOgI4AUITChFzZXJ2ZXJfcGFyYW1ldGVyc0IGCgRfdnJsQgwKCl9yZXN1bHRfanFCDAoKX2J1bmRsZV9pZCIqCgpQaWNrT3B0aW9uEg0KBWxhYmVsGAEgASgJEg0KBXZhbHVlGAIgASgJIpgCCg5NQ1BTZXJ2ZXJJbnB1dBIMCgR0eXBlGAEgASgJEgoKAmlkGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhQKB2RlZmF1bHQYBCABKAlIAIgBARIVCghwYXNzd29yZBgFIAEoCEgBiAEBEg8KB29wdGlvbnMYBiADKAkSFAoHY29tbWFuZBgHIAEoCUgCiAEBEiUKBGFyZ3MYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjcKDHBpY2tfb3B0aW9ucxgJIAMoCzITLnNtY3AudjEuUGlja09wdGlvblIMcGlja19vcHRpb25zQgoKCF9kZWZhdWx0QgsKCV9wYXNzd29yZEIKCghfY29tbWFuZCK5AQoOQ2FsbFRvb2xSZXN1bHQSKAoHY29udGVudBgBIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFQoIaXNfZXJyb3IYAiABKAhIAIgBARIyChJzdHJ1Y3R1cmVkX2NvbnRlbnQYAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSJQoEbWV0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCCwoJX2lzX2Vycm9yIqsBChBSZXNvdXJjZUNvbnRlbnRzEgsKA3VyaRgBIAEoCRIWCgltaW1lX3R5cGUYAiABKAlIAIgBARIRCgR0ZXh0GAMgASgJSAGIAQESEQoEYmxvYhgEIAEoCUgCiAEBEiwKBG1ldGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0UgVfbWV0YUIMCgpfbWltZV90eXBlQgcKBV90ZXh0QgcKBV9ibG9iIqUCChJEUEVEb2N1bWVudFN1bW1hcnkSGAoHZG9jX3JlZhgBIAEoCVIHZG9jX3JlZhILCgN1cmkYAiABKAkSGgoIZmlsZV91cmkYAyABKAlSCGZpbGVfdXJpEhwKCWZpbGVfdHlwZRgEIAEoCVIJZmlsZV90eXBlEg0KBXRpdGxlGAUgASgJEh4KCnBhZ2VfY291bnQYBiABKAVSCnBhZ2VfY291bnQSEAoIa2V5d29yZHMYByADKAkSFAoHc3VtbWFyeRgIIAEoCUgAiAEBEg4KBnNlcnZlchgJIAEoCRIpCg1sYXN0X21vZGlmaWVkGAogASgJSAFSDWxhc3RfbW9kaWZpZWSIAQFCCgoIX3N1bW1hcnlCEAoOX2xhc3RfbW9kaWZpZWQinQEKDkRQRVBhZ2VTdW1tYXJ5Eh4KCnBhZ2VfaW5kZXgYASABKAVSCnBhZ2VfaW5kZXgSDQoFdGl0bGUYAiABKAkSJAoNZWxlbWVudF9jb3VudBgDIAEoBVINZWxlbWVudF9jb3VudBILCgN1cmkYBCABKAkSHQoHZG9jX3JlZhgFIAEoCUgAUgdkb2NfcmVmiAEBQgoKCF9kb2NfcmVmIrQCChBEUEVFbGVtZW50RGV0YWlsEh4KCmVsZW1lbnRfaWQYASABKAlSCmVsZW1lbnRfaWQSEAoIY2F0ZWdvcnkYAiABKAkSFAoHc3VtbWFyeRgDIAEoCUgAiAEBEigKB2NvbnRlbnQYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eh0KB2RvY19yZWYYBSABKAlIAVIHZG9jX3JlZogBARIjCgpwYWdlX2luZGV4GAYgASgFSAJSCnBhZ2VfaW5kZXiIAQESEAoDdXJpGAcgASgJSAOIAQESKQoIbWV0YWRhdGEYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgoKCF9zdW1tYXJ5QgoKCF9kb2NfcmVmQg0KC19wYWdlX2luZGV4QgYKBF91cmkqtAYKCUVycm9yQ29kZRIaChZFUlJPUl9DT0RFX1VOU1BFQ0lGSUVEEAASGwoWRVJST1JfQ09ERV9CQURfUkVRVUVTVBCQAxIfChpFUlJPUl9DT0RFX1VOQVVUSEVOVElDQVRFRBCRAxIZChRFUlJPUl9DT0RFX0ZPUkJJRERFThCTAxIZChRFUlJPUl9DT0RFX05PVF9GT1VORBCUAxIXChJFUlJPUl9DT0RFX1RJTUVPVVQQmAMSGAoTRVJST1JfQ09ERV9JTlRFUk5BTBD0AxIgChtFUlJPUl9DT0RFX1ZFUlNJT05fTUlTTUFUQ0gQqB8SHgoZRVJST1JfQ09ERV9UT09MX05PVF9GT1VORBChHxIlCiBFUlJPUl9DT0RFX1RPT0xfRVhFQ1VUSU9OX0ZBSUxFRBCjHxIrCiZFUlJPUl9DT0RFX1RPT0xfQVVUSE9SSVpBVElPTl9SRVFVSVJFRBCmHxIpCiRFUlJPUl9DT0RFX1RPT0xfQVVUSE9SSVpBVElPTl9GQUlMRUQQpx8SJAofRVJST1JfQ09ERV9NQ1BfU0VSVkVSX05PVF9GT1VORBCuHxIsCidFUlJPUl9DT0RFX01DUF9DQVBBQklMSVRZX05PVF9TVVBQT1JURUQQrx8SIgodRVJST1JfQ09ERV9JTlZBTElEX1NLSUxMX05BTUUQsB8SLQooRVJST1JfQ09ERV9TS0lMTF9SRVNPVVJDRV9OT1RfQUNDRVNTSUJMRRCxHxIjCh5FUlJPUl9DT0RFX0JMT0JfTk9UX0FDQ0VTU0lCTEUQsh8SIQocRVJST1JfQ09ERV9CTE9CX1dSSVRFX0ZBSUxFRBCzHxIdChhFUlJPUl9DT0RFX05PVF9JTl9PRkZJQ0UQhyASJgohRVJST1JfQ09ERV9EUEVfRE9DVU1FTlRfTk9UX0ZPVU5EEOkgEiUKIEVSUk9SX0NPREVfRFBFX1BBR0VfT1VUX09GX1JBTkdFEOogEiUKIEVSUk9SX0NPREVfRFBFX0VMRU1FTlRfTk9UX0ZPVU5EEOsgEh8KGkVSUk9SX0NPREVfRFBFX0lOVkFMSURfVVJJEOwgQjNaMWdpdGh1Yi5jb20vc21jcGd3L3NtY3AtZ2F0ZXdheS9nZW4vc21jcC92MTtzbWNwdjFiBnByb3RvMw", [file_google_protobuf_struct]);
 
 /**
  * Error is the flat protocol error carried in an ack:
@@ -95,6 +95,13 @@ export type SessionInfo = Message<"smcp.v1.SessionInfo"> & {
    * @generated from field: string office_id = 4 [json_name = "office_id"];
    */
   officeId: string;
+
+  /**
+   * The a2c_version the member sent at its handshake (0.3+; display only).
+   *
+   * @generated from field: optional string a2c_version = 5 [json_name = "a2c_version"];
+   */
+  a2cVersion?: string | undefined;
 };
 
 /**
@@ -189,6 +196,14 @@ export type SMCPTool = Message<"smcp.v1.SMCPTool"> & {
    * @generated from field: google.protobuf.Struct meta = 5;
    */
   meta?: JsonObject | undefined;
+
+  /**
+   * The owning MCP server's bundle id (0.3+); name then starts with
+   * "<bundle_id>__" and is opaque.
+   *
+   * @generated from field: optional string bundle_id = 6 [json_name = "bundle_id"];
+   */
+  bundleId?: string | undefined;
 };
 
 /**
@@ -197,6 +212,97 @@ export type SMCPTool = Message<"smcp.v1.SMCPTool"> & {
  */
 export const SMCPToolSchema: GenMessage<SMCPTool> = /*@__PURE__*/
   messageDesc(file_smcp_v1_types, 3);
+
+/**
+ * A2CSkillRef is one skill a computer offers (client:get_skills, 0.3+).
+ *
+ * @generated from message smcp.v1.A2CSkillRef
+ */
+export type A2CSkillRef = Message<"smcp.v1.A2CSkillRef"> & {
+  /**
+   * "<skill>", "<plugin>:<skill>" or "mcp:<bundle_id>:<skill>"; opaque to agents.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * "user", "marketplace:<repo>" or "mcp:<bundle_id>".
+   *
+   * @generated from field: string source = 2;
+   */
+  source: string;
+
+  /**
+   * Absolute directory of the skill on the computer.
+   *
+   * @generated from field: string path = 3;
+   */
+  path: string;
+
+  /**
+   * What the skill is for.
+   *
+   * @generated from field: string description = 4;
+   */
+  description: string;
+
+  /**
+   * skill://host/skill, for skills served by an MCP server.
+   *
+   * @generated from field: optional string uri = 5;
+   */
+  uri?: string | undefined;
+
+  /**
+   * License named by the skill.
+   *
+   * @generated from field: optional string license = 6;
+   */
+  license?: string | undefined;
+
+  /**
+   * Compatibility note.
+   *
+   * @generated from field: optional string compatibility = 7;
+   */
+  compatibility?: string | undefined;
+
+  /**
+   * Tools the skill may use.
+   *
+   * @generated from field: repeated string allowed_tools = 8 [json_name = "allowed_tools"];
+   */
+  allowedTools: string[];
+
+  /**
+   * Tags from the front matter (0.4).
+   *
+   * @generated from field: repeated string tags = 9;
+   */
+  tags: string[];
+
+  /**
+   * Free-form metadata of the skill.
+   *
+   * @generated from field: google.protobuf.Struct skill_metadata = 10 [json_name = "skill_metadata"];
+   */
+  skillMetadata?: JsonObject | undefined;
+
+  /**
+   * Version of the skill's source.
+   *
+   * @generated from field: optional string version = 11;
+   */
+  version?: string | undefined;
+};
+
+/**
+ * Describes the message smcp.v1.A2CSkillRef.
+ * Use `create(A2CSkillRefSchema)` to create a new message.
+ */
+export const A2CSkillRefSchema: GenMessage<A2CSkillRef> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_types, 4);
 
 /**
  * StdioServerParameters starts an MCP server as a child process.
@@ -260,7 +366,7 @@ export type StdioServerParameters = Message<"smcp.v1.StdioServerParameters"> & {
  * Use `create(StdioServerParametersSchema)` to create a new message.
  */
 export const StdioServerParametersSchema: GenMessage<StdioServerParameters> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_types, 4);
+  messageDesc(file_smcp_v1_types, 5);
 
 /**
  * SseServerParameters connects to an MCP server over HTTP+SSE.
@@ -302,7 +408,7 @@ export type SseServerParameters = Message<"smcp.v1.SseServerParameters"> & {
  * Use `create(SseServerParametersSchema)` to create a new message.
  */
 export const SseServerParametersSchema: GenMessage<SseServerParameters> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_types, 5);
+  messageDesc(file_smcp_v1_types, 6);
 
 /**
  * StreamableHttpServerParameters connects to an MCP server over streamable HTTP.
@@ -351,7 +457,7 @@ export type StreamableHttpServerParameters = Message<"smcp.v1.StreamableHttpServ
  * Use `create(StreamableHttpServerParametersSchema)` to create a new message.
  */
 export const StreamableHttpServerParametersSchema: GenMessage<StreamableHttpServerParameters> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_types, 6);
+  messageDesc(file_smcp_v1_types, 7);
 
 /**
  * MCPServerConfig configures one MCP server of a computer. On the Socket.IO
@@ -449,6 +555,13 @@ export type MCPServerConfig = Message<"smcp.v1.MCPServerConfig"> & {
    * @generated from field: optional string result_jq = 11 [json_name = "result_jq"];
    */
   resultJq?: string | undefined;
+
+  /**
+   * Explicit bundle id (0.3+); derived from name (or the transport) when unset.
+   *
+   * @generated from field: optional string bundle_id = 12 [json_name = "bundle_id"];
+   */
+  bundleId?: string | undefined;
 };
 
 /**
@@ -456,7 +569,35 @@ export type MCPServerConfig = Message<"smcp.v1.MCPServerConfig"> & {
  * Use `create(MCPServerConfigSchema)` to create a new message.
  */
 export const MCPServerConfigSchema: GenMessage<MCPServerConfig> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_types, 7);
+  messageDesc(file_smcp_v1_types, 8);
+
+/**
+ * PickOption is one choice of a pickString input (0.3.2+).
+ *
+ * @generated from message smcp.v1.PickOption
+ */
+export type PickOption = Message<"smcp.v1.PickOption"> & {
+  /**
+   * Shown to the user.
+   *
+   * @generated from field: string label = 1;
+   */
+  label: string;
+
+  /**
+   * The value used.
+   *
+   * @generated from field: string value = 2;
+   */
+  value: string;
+};
+
+/**
+ * Describes the message smcp.v1.PickOption.
+ * Use `create(PickOptionSchema)` to create a new message.
+ */
+export const PickOptionSchema: GenMessage<PickOption> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_types, 9);
 
 /**
  * MCPServerInput declares a value that ${input:<id>} placeholders in server
@@ -501,7 +642,8 @@ export type MCPServerInput = Message<"smcp.v1.MCPServerInput"> & {
   password?: boolean | undefined;
 
   /**
-   * Choices (pickString).
+   * Choices (pickString), the 0.2 form. From 0.3.2 the wire form is
+   * pick_options: [{label, value}] under the same "options" key.
    *
    * @generated from field: repeated string options = 6;
    */
@@ -520,6 +662,14 @@ export type MCPServerInput = Message<"smcp.v1.MCPServerInput"> & {
    * @generated from field: google.protobuf.Struct args = 8;
    */
   args?: JsonObject | undefined;
+
+  /**
+   * Choices (pickString, 0.3.2+): on the Socket.IO wire these are the
+   * objects of "options"; the smcp codec maps them here.
+   *
+   * @generated from field: repeated smcp.v1.PickOption pick_options = 9 [json_name = "pick_options"];
+   */
+  pickOptions: PickOption[];
 };
 
 /**
@@ -527,7 +677,7 @@ export type MCPServerInput = Message<"smcp.v1.MCPServerInput"> & {
  * Use `create(MCPServerInputSchema)` to create a new message.
  */
 export const MCPServerInputSchema: GenMessage<MCPServerInput> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_types, 8);
+  messageDesc(file_smcp_v1_types, 10);
 
 /**
  * CallToolResult is MCP's tools/call result, with MCP's camelCase keys.
@@ -570,7 +720,7 @@ export type CallToolResult = Message<"smcp.v1.CallToolResult"> & {
  * Use `create(CallToolResultSchema)` to create a new message.
  */
 export const CallToolResultSchema: GenMessage<CallToolResult> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_types, 9);
+  messageDesc(file_smcp_v1_types, 11);
 
 /**
  * ResourceContents is one entry of MCP's resources/read result: text or blob.
@@ -619,7 +769,7 @@ export type ResourceContents = Message<"smcp.v1.ResourceContents"> & {
  * Use `create(ResourceContentsSchema)` to create a new message.
  */
 export const ResourceContentsSchema: GenMessage<ResourceContents> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_types, 10);
+  messageDesc(file_smcp_v1_types, 12);
 
 /**
  * DPEDocumentSummary is one document of the Finder (level 1 metadata).
@@ -703,7 +853,7 @@ export type DPEDocumentSummary = Message<"smcp.v1.DPEDocumentSummary"> & {
  * Use `create(DPEDocumentSummarySchema)` to create a new message.
  */
 export const DPEDocumentSummarySchema: GenMessage<DPEDocumentSummary> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_types, 11);
+  messageDesc(file_smcp_v1_types, 13);
 
 /**
  * DPEPageSummary is one entry of a level 1 read with depth=pages.
@@ -752,7 +902,7 @@ export type DPEPageSummary = Message<"smcp.v1.DPEPageSummary"> & {
  * Use `create(DPEPageSummarySchema)` to create a new message.
  */
 export const DPEPageSummarySchema: GenMessage<DPEPageSummary> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_types, 12);
+  messageDesc(file_smcp_v1_types, 14);
 
 /**
  * DPEElementDetail is one element (level 2 entries, level 3 reads).
@@ -822,7 +972,7 @@ export type DPEElementDetail = Message<"smcp.v1.DPEElementDetail"> & {
  * Use `create(DPEElementDetailSchema)` to create a new message.
  */
 export const DPEElementDetailSchema: GenMessage<DPEElementDetail> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_types, 13);
+  messageDesc(file_smcp_v1_types, 15);
 
 /**
  * ErrorCode lists the protocol error codes. Errors travel with the code as a
@@ -886,6 +1036,77 @@ export enum ErrorCode {
    * @generated from enum value: ERROR_CODE_VERSION_MISMATCH = 4008;
    */
   VERSION_MISMATCH = 4008,
+
+  /**
+   * Tool not found: the exposed name is not in the computer's mapping (0.3+,
+   * in a CallToolResult's meta.error_code).
+   *
+   * @generated from enum value: ERROR_CODE_TOOL_NOT_FOUND = 4001;
+   */
+  TOOL_NOT_FOUND = 4001,
+
+  /**
+   * Generic tool failure (CallToolResult meta.error_code).
+   *
+   * @generated from enum value: ERROR_CODE_TOOL_EXECUTION_FAILED = 4003;
+   */
+  TOOL_EXECUTION_FAILED = 4003,
+
+  /**
+   * The upstream MCP server needs (re)authorization (CallToolResult meta).
+   *
+   * @generated from enum value: ERROR_CODE_TOOL_AUTHORIZATION_REQUIRED = 4006;
+   */
+  TOOL_AUTHORIZATION_REQUIRED = 4006,
+
+  /**
+   * The upstream MCP server refused the authorization (CallToolResult meta).
+   *
+   * @generated from enum value: ERROR_CODE_TOOL_AUTHORIZATION_FAILED = 4007;
+   */
+  TOOL_AUTHORIZATION_FAILED = 4007,
+
+  /**
+   * mcp_server (a bundle id) not registered; also a skill not found (0.3+).
+   *
+   * @generated from enum value: ERROR_CODE_MCP_SERVER_NOT_FOUND = 4014;
+   */
+  MCP_SERVER_NOT_FOUND = 4014,
+
+  /**
+   * The MCP server lacks the capability, e.g. resources (0.3+).
+   *
+   * @generated from enum value: ERROR_CODE_MCP_CAPABILITY_NOT_SUPPORTED = 4015;
+   */
+  MCP_CAPABILITY_NOT_SUPPORTED = 4015,
+
+  /**
+   * The skill name fails the lexer (0.3+).
+   *
+   * @generated from enum value: ERROR_CODE_INVALID_SKILL_NAME = 4016;
+   */
+  INVALID_SKILL_NAME = 4016,
+
+  /**
+   * The skill's rel_path cannot be served (0.3+).
+   *
+   * @generated from enum value: ERROR_CODE_SKILL_RESOURCE_NOT_ACCESSIBLE = 4017;
+   */
+  SKILL_RESOURCE_NOT_ACCESSIBLE = 4017,
+
+  /**
+   * A blob download chunk is refused (0.3+).
+   *
+   * @generated from enum value: ERROR_CODE_BLOB_NOT_ACCESSIBLE = 4018;
+   */
+  BLOB_NOT_ACCESSIBLE = 4018,
+
+  /**
+   * A blob upload chunk is refused (0.4).
+   *
+   * @generated from enum value: ERROR_CODE_BLOB_WRITE_FAILED = 4019;
+   */
+  BLOB_WRITE_FAILED = 4019,
 
   /**
    * The caller has not joined an office.
