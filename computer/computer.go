@@ -32,7 +32,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,6 +66,11 @@ type Options struct {
 	// OnUpdate, when set, sees every server:update_* event the computer
 	// emits (after it is handed to the gateway link, if any).
 	OnUpdate func(event string)
+	// Protocol is the protocol version the computer speaks: Protocol02
+	// (PROTOCOL.md; the default, what the zero value always meant),
+	// Protocol03 or Protocol04 (PROTOCOL-0.4.md: tools, configuration,
+	// resources and desktop by bundle id). `smcp computer` defaults to 0.4.
+	Protocol string
 }
 
 // Computer is one SMCP computer.
@@ -74,6 +78,11 @@ type Computer struct {
 	opts Options
 	name string
 	log  *slog.Logger
+	// protocol is Options.Protocol; bundled is true from 0.3 (bundle ids).
+	protocol string
+	bundled  bool
+	diagMu   sync.Mutex
+	diags    []string
 
 	servers *servers.Manager
 	exec    *tools.Executor
@@ -127,13 +136,27 @@ func New(opts Options) (*Computer, error) {
 	if opts.KeepAlive == 0 {
 		opts.KeepAlive = 15 * time.Second
 	}
+	if opts.Protocol == "" {
+		opts.Protocol = Protocol02
+	}
+	if _, ok := A2CVersion(opts.Protocol); !ok {
+		return nil, fmt.Errorf("computer: protocol %q (want %s, %s or %s)", opts.Protocol, Protocol02, Protocol03, Protocol04)
+	}
+	if err := opts.Config.CheckProtocol(opts.Protocol); err != nil {
+		return nil, fmt.Errorf("computer: %w", err)
+	}
 	log := opts.Logger.With("computer", opts.Name)
-	c := &Computer{opts: opts, name: opts.Name, log: log, cfg: opts.Config}
+	c := &Computer{opts: opts, name: opts.Name, log: log, cfg: opts.Config,
+		protocol: opts.Protocol, bundled: opts.Protocol != Protocol02}
 	var err error
 	if c.handlers, err = c.newHandlers(); err != nil {
 		return nil, err
 	}
-	c.catalog.Store(tools.Build(nil, nil))
+	if c.bundled {
+		c.catalog.Store(tools.BuildBundled(nil, nil))
+	} else {
+		c.catalog.Store(tools.Build(nil, nil))
+	}
 	c.desktop = newDesktopState()
 	c.finder = newFinderState()
 	c.servers = servers.New(servers.Options{
@@ -166,12 +189,7 @@ func (c *Computer) Servers() *servers.Manager { return c.servers }
 func (c *Computer) Start() error {
 	c.cfgMu.Lock()
 	defer c.cfgMu.Unlock()
-	names := make([]string, 0, len(c.cfg.Servers))
-	for n := range c.cfg.Servers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range c.serving(c.cfg) {
 		if err := c.servers.Set(c.cfg.Servers[n]); err != nil {
 			return err
 		}
@@ -239,9 +257,14 @@ func (c *Computer) rebuildTools() bool {
 	defer c.toolsMu.Unlock()
 	var st []tools.ServerTools
 	for _, s := range c.servers.Snapshots() {
-		st = append(st, tools.ServerTools{Server: s.Name, Config: s.Config, Tools: s.Tools})
+		st = append(st, tools.ServerTools{Server: s.Name, BundleID: s.BundleID, Config: s.Config, Tools: s.Tools})
 	}
-	next := tools.Build(st, c.log)
+	var next *tools.Catalog
+	if c.bundled {
+		next = tools.BuildBundled(st, c.log)
+	} else {
+		next = tools.Build(st, c.log)
+	}
 	prev := c.catalog.Swap(next)
 	return !sameTools(prev, next)
 }

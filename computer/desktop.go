@@ -29,12 +29,34 @@ func (c *Computer) handleGetDesktop(ctx context.Context, req *smcpv1.GetDeskTopR
 	only := req.GetWindow()
 	type ref struct {
 		server string
+		group  string // what the organizer groups and orders by: the name (0.2) or the bundle id (0.3+)
 		res    *mcp.Resource
 		index  int
 		shown  string // the URI without the 0.1-era query
 	}
 	var refs []ref
-	for _, s := range c.liveResources() {
+	history := c.exec.History()
+	live := c.liveResources()
+	if c.bundled {
+		// Grouped, de-duplicated and ordered by bundle id (PROTOCOL-0.4.md
+		// §7 C4): the history of server names becomes one of bundle ids.
+		ids := map[string]string{}
+		for _, s := range c.servers.Snapshots() {
+			ids[s.Name] = s.BundleID
+		}
+		mapped := history[:0:0]
+		for _, n := range history {
+			if id := ids[n]; id != "" {
+				mapped = append(mapped, id)
+			}
+		}
+		history = mapped
+	}
+	for _, s := range live {
+		group := s.Name
+		if c.bundled {
+			group = s.BundleID
+		}
 		idx := 0
 		for _, r := range s.Resources {
 			if !windowuri.IsWindow(r.URI) {
@@ -45,7 +67,7 @@ func (c *Computer) handleGetDesktop(ctx context.Context, req *smcpv1.GetDeskTopR
 				shown = r.URI[:len(r.URI)-len(dropped)]
 			}
 			if only == "" || shown == only || r.URI == only {
-				refs = append(refs, ref{s.Name, r, idx, shown})
+				refs = append(refs, ref{s.Name, group, r, idx, shown})
 			}
 			idx++
 		}
@@ -55,11 +77,20 @@ func (c *Computer) handleGetDesktop(ctx context.Context, req *smcpv1.GetDeskTopR
 	sem := make(chan struct{}, readParallelism)
 	for i, r := range refs {
 		w := &windows[i]
-		w.Server, w.URI, w.Index = r.server, r.shown, r.index
+		w.Server, w.URI, w.Index = r.group, r.shown, r.index
 		readURI := r.res.URI
-		legacy, problems := windowuri.ParseLegacy(r.res.URI[len(r.shown):])
-		for _, p := range problems {
-			c.log.Warn("window URI query ignored", "server", r.server, "uri", r.res.URI, "problem", p)
+		var legacy windowuri.Legacy
+		if query := r.res.URI[len(r.shown):]; c.bundled {
+			// The 0.1-era ?priority= form belongs to the 0.2 profile only.
+			if query != "" {
+				c.log.Info("window URI query dropped (read only in the 0.2 profile)", "server", r.server, "uri", r.res.URI)
+			}
+		} else {
+			var problems []string
+			legacy, problems = windowuri.ParseLegacy(query)
+			for _, p := range problems {
+				c.log.Warn("window URI query ignored", "server", r.server, "uri", r.res.URI, "problem", p)
+			}
 		}
 		// annotations.priority and _meta.fullscreen first; the query form
 		// of SDK 0.1.x when they do not say (PROTOCOL.md §6). A priority
@@ -82,15 +113,16 @@ func (c *Computer) handleGetDesktop(ctx context.Context, req *smcpv1.GetDeskTopR
 		} else {
 			w.Fullscreen = legacy.Fullscreen
 		}
+		server := r.server
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			rctx, cancel := context.WithTimeout(ctx, readTimeout)
 			defer cancel()
-			res, err := c.servers.ReadResource(rctx, w.Server, readURI)
+			res, err := c.servers.ReadResource(rctx, server, readURI)
 			if err != nil {
-				c.log.Warn("window unreadable; not on the desktop", "server", w.Server, "uri", w.URI, "err", err)
+				c.log.Warn("window unreadable; not on the desktop", "server", server, "uri", w.URI, "err", err)
 				return
 			}
 			for _, rc := range res.Contents {
@@ -103,7 +135,7 @@ func (c *Computer) handleGetDesktop(ctx context.Context, req *smcpv1.GetDeskTopR
 		}()
 	}
 	wg.Wait()
-	entries, warnings := organize.Desktop(windows, size, c.exec.History())
+	entries, warnings := organize.Desktop(windows, size, history)
 	for _, w := range warnings {
 		c.log.Warn("desktop", "warning", w.String())
 	}

@@ -108,13 +108,22 @@ func (c *Computer) newHandlers() (map[string]handler, error) {
 		smcp.EventGetDesktop:   func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetDesktop) },
 		smcp.EventGetFinder:    func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetFinder) },
 		smcp.EventReadResource: func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleReadResource) },
+		smcp.EventGetResources: func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetResources) },
 	}
 	out := make(map[string]handler, len(byEvent))
-	// The 0.2 profile's events until the computer speaks 0.3 and 0.4.
-	for _, e := range smcp.ProfileOf(smcp.V02).Events(smcp.Routed) {
+	v02 := smcp.ProfileOf(smcp.V02)
+	for _, e := range c.profileEvents() {
 		mk, ok := byEvent[e.Name]
 		if !ok {
-			return nil, fmt.Errorf("computer: no handler for routed event %s", e.Name)
+			if _, old := v02.Event(e.Name); old {
+				return nil, fmt.Errorf("computer: no handler for routed event %s", e.Name)
+			}
+			// An event of 0.3/0.4 this computer does not serve yet (skills
+			// and blobs come from computer/skills and computer/blobs): not
+			// registered, so the agent's call ends at the gateway's
+			// deadline, as for any computer without it.
+			c.log.Debug("routed event not served", "event", e.Name, "protocol", c.protocol)
+			continue
 		}
 		h, err := mk(e)
 		if err != nil {
@@ -215,7 +224,14 @@ func (c *Computer) handleGetTools(_ context.Context, req *smcpv1.GetToolsReq) (a
 }
 
 func (c *Computer) handleGetConfig(_ context.Context, _ *smcpv1.GetComputerConfigReq) (any, error) {
+	var ids map[string]string
+	if c.bundled {
+		ids = c.bundleIDs() // before cfgMu: the manager is not under it
+	}
 	c.cfgMu.Lock()
 	defer c.cfgMu.Unlock()
+	if c.bundled {
+		return c.cfg.WireBundled(ids), nil
+	}
 	return c.cfg.Wire(), nil
 }

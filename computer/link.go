@@ -59,12 +59,15 @@ func (c *Computer) Connect(ctx context.Context, gw Gateway) (*Link, error) {
 	if o.Logger == nil {
 		o.Logger = c.log.With("component", "link")
 	}
+	if o.Version == "" {
+		o.Version, _ = A2CVersion(c.protocol)
+	}
 	conn, err := sioclient.Dial(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("computer: connect to gateway %s: %w", o.URL, err)
 	}
 	l := &Link{c: c, conn: conn, office: gw.Office}
-	for _, e := range smcp.ProfileOf(smcp.V02).Events(smcp.Routed) {
+	for _, e := range c.profileEvents() {
 		conn.Handle(e.Name, func(ctx context.Context, payload json.RawMessage) (any, error) {
 			return c.Handle(ctx, e.Name, payload), nil
 		})

@@ -171,3 +171,56 @@ func TestNPMServerEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// The same npm server under the 0.4 profile: exposed names by bundle id
+// (by alias too), get_config keyed by bundle id, get_resources paging
+// through its resource list with its own cursors.
+func TestNPMServerEverything04(t *testing.T) {
+	entry := everythingServer(t)
+	doc, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"Everything (npm)": map[string]any{"command": "node", "args": []any{entry, "stdio"},
+			"tool_meta": map[string]any{"get-sum": map[string]any{"alias": "sum", "auto_apply": true}}}}})
+	h := newComputerFrom(t, "0.4", string(doc), []string{"Everything (npm)"})
+	names := toolNames(t, h.call(smcp.EventGetTools, map[string]any{}))
+	for _, want := range []string{"Everything_npm__echo", "Everything_npm__sum"} {
+		if names[want] == nil || names[want]["bundle_id"] != "Everything_npm" {
+			t.Fatalf("tool %s: %v", want, names[want])
+		}
+	}
+	res := h.call(smcp.EventToolCall, map[string]any{"tool_name": "Everything_npm__echo", "params": map[string]any{"message": "hello 0.4"}, "timeout": 20})
+	if res["isError"] != false || !strings.Contains(resultText(t, res), "hello 0.4") {
+		t.Fatalf("echo: %v", res)
+	}
+	res = h.call(smcp.EventToolCall, map[string]any{"tool_name": "Everything_npm__sum", "params": map[string]any{"a": 40, "b": 2}, "timeout": 20})
+	if res["isError"] != false || !strings.Contains(resultText(t, res), "42") {
+		t.Fatalf("sum by alias: %v", res)
+	}
+	cfg := h.call(smcp.EventGetConfig, map[string]any{})
+	if srvs, _ := cfg["servers"].(map[string]any); len(srvs) != 1 || srvs["Everything_npm"] == nil {
+		t.Fatalf("get_config servers: %v", cfg["servers"])
+	}
+	var uris []string
+	pages, cursor := 0, ""
+	for ; pages < 50; pages++ {
+		req := map[string]any{"mcp_server": "Everything_npm"}
+		if cursor != "" {
+			req["cursor"] = cursor
+		}
+		ret := h.call(smcp.EventGetResources, req)
+		list, ok := ret["resources"].([]any)
+		if !ok {
+			t.Fatalf("get_resources: %v", ret)
+		}
+		for _, r := range list {
+			uris = append(uris, r.(map[string]any)["uri"].(string))
+		}
+		if cursor, _ = ret["next_cursor"].(string); cursor == "" {
+			break
+		}
+	}
+	s, _ := h.c.Servers().Snapshot("Everything (npm)")
+	if len(uris) != len(s.Resources) || len(uris) == 0 {
+		t.Fatalf("%d resources over %d pages, the server lists %d", len(uris), pages+1, len(s.Resources))
+	}
+	t.Logf("%d resources in %d pages", len(uris), pages+1)
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"sort"
 	"time"
 
 	"github.com/smcpgw/smcp-gateway/computer/config"
@@ -26,6 +25,21 @@ func (c *Computer) SetServer(s *config.Server) error {
 }
 
 func (c *Computer) setServer(s *config.Server) error {
+	if c.bundled {
+		// A server is its bundle id (PROTOCOL-0.4.md §7 C2): setting one
+		// whose id another server has replaces that one in place (the
+		// name may change); two instances need two explicit ids.
+		id, err := s.BundleID()
+		if err != nil {
+			return fmt.Errorf("computer: %w", err)
+		}
+		if prev, ok := c.bundleOwner(id); ok && prev.Name != s.Name {
+			c.log.Info("server replaces the one with its bundle id", "server", s.Name, "replaced", prev.Name, "bundle_id", id)
+			if err := c.removeServer(prev.Name); err != nil {
+				return err
+			}
+		}
+	}
 	c.cfgMu.Lock()
 	next := &config.Config{Servers: maps.Clone(c.cfg.Servers), Inputs: c.cfg.Inputs}
 	next.Servers[s.Name] = s
@@ -118,21 +132,26 @@ func (c *Computer) ApplyConfigContext(ctx context.Context, cfg *config.Config) e
 	}
 	var errs []error
 	changed := 0
+	// The servers that run: all in 0.2; from 0.3 one per bundle id.
+	wasServing := map[string]bool{}
+	for _, n := range c.servers.Names() {
+		wasServing[n] = true
+	}
+	names := c.serving(cfg)
+	serving := map[string]bool{}
+	for _, n := range names {
+		serving[n] = true
+	}
 	for name := range old.Servers {
-		if _, keep := cfg.Servers[name]; !keep {
+		if _, keep := cfg.Servers[name]; !keep || (c.bundled && !serving[name] && wasServing[name]) {
 			errs = append(errs, c.removeServer(name))
 			changed++
 		}
 	}
-	names := make([]string, 0, len(cfg.Servers))
-	for name := range cfg.Servers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	var started []string
 	for _, name := range names {
 		s := cfg.Servers[name]
-		if prev, ok := old.Servers[name]; ok && reflect.DeepEqual(prev.Raw(), s.Raw()) {
+		if prev, ok := old.Servers[name]; ok && reflect.DeepEqual(prev.Raw(), s.Raw()) && (!c.bundled || wasServing[name]) {
 			continue
 		}
 		changed++
@@ -141,6 +160,13 @@ func (c *Computer) ApplyConfigContext(ctx context.Context, cfg *config.Config) e
 			continue
 		}
 		started = append(started, name)
+	}
+	if c.bundled {
+		// The configuration as written, servers left out included (they
+		// are diagnostics, not removals).
+		c.cfgMu.Lock()
+		c.cfg = &config.Config{Servers: maps.Clone(cfg.Servers), Order: cfg.Order, Inputs: c.cfg.Inputs}
+		c.cfgMu.Unlock()
 	}
 	if err := c.waitServing(ctx, started); err != nil {
 		c.log.Warn("reload: announcing the configuration before every server is up", "err", err)

@@ -24,6 +24,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -160,7 +162,7 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 			}
 			return c, nil
 		}
-		if refusal := versionRefusal(err); refusal != nil {
+		if refusal := versionRefusal(err, o.Version); refusal != nil {
 			return nil, refusal
 		}
 		if _, refused := smcp.AsError(err); refused || ctx.Err() != nil {
@@ -253,7 +255,7 @@ func dialOnce(ctx context.Context, o Options, mopts *socket.ManagerOptions, sopt
 		}
 		var ce *websocket.CloseError
 		if errors.As(detail, &ce) && ce.Code == closeVersionMismatch {
-			err := smcp.Errorf(smcp.CodeVersionMismatch, "the gateway closed the connection: incompatible protocol version (WebSocket close %d: %s)", ce.Code, ce.Text)
+			err := &VersionError{ClientVersion: o.Version, CloseCode: ce.Code, Message: ce.Text}
 			c.log.Error("disconnected for good", "url", o.URL, "err", err)
 			c.finish(err)
 			go c.Close() // no reconnect: the answer would be the same
@@ -271,7 +273,7 @@ func dialOnce(ctx context.Context, o Options, mopts *socket.ManagerOptions, sopt
 		if len(args) > 0 {
 			err, _ = args[0].(error)
 		}
-		if refusal := versionRefusal(err); refusal != nil {
+		if refusal := versionRefusal(err, o.Version); refusal != nil {
 			c.log.Error("reconnect refused for good", "url", o.URL, "err", refusal)
 			c.finish(refusal)
 			go c.Close()
@@ -365,9 +367,10 @@ func (c *Client) Err() error {
 }
 
 // versionRefusal turns a handshake the gateway refused for the protocol
-// version (HTTP 400 with X-A2C-Error-Code 4008) into an *smcp.Error; nil for
-// any other error. Retrying such a refusal would only repeat it.
-func versionRefusal(err error) error {
+// version (HTTP 400 with code 4008 in the body or X-A2C-Error-Code 4008)
+// into a *VersionError; nil for any other error. Retrying such a refusal
+// would only repeat it.
+func versionRefusal(err error, sent string) error {
 	// Matched by method, not by the patched engine's type: a program
 	// importing this package without our replace directives builds against
 	// the upstream engine, which has no such type (and detects nothing).
@@ -383,17 +386,101 @@ func versionRefusal(err error) error {
 		Code          int    `json:"code"`
 		Message       string `json:"message"`
 		ServerVersion string `json:"server_version"`
+		MinSupported  string `json:"min_supported"`
+		MaxSupported  string `json:"max_supported"`
+		Details       struct {
+			Supported []string `json:"supported"`
+		} `json:"details"`
 	}
 	_ = json.Unmarshal(raw, &body)
 	if header.Get("X-A2C-Error-Code") != "4008" && body.Code != smcp.CodeVersionMismatch {
 		return nil
 	}
-	server := body.ServerVersion
+	return &VersionError{ClientVersion: sent, ServerVersion: body.ServerVersion, MinSupported: body.MinSupported,
+		MaxSupported: body.MaxSupported, Supported: body.Details.Supported, Message: body.Message}
+}
+
+// VersionError is a gateway refusing the client's protocol version
+// (PROTOCOL-0.4.md §2): HTTP 400 with code 4008 at the handshake, or a
+// WebSocket close 4900 (CloseCode). What the gateway said it supports is
+// kept, so that a caller can name the version to use. It unwraps to the
+// *smcp.Error of code 4008.
+type VersionError struct {
+	// ClientVersion is the a2c_version this client sent.
+	ClientVersion string
+	// ServerVersion, MinSupported and MaxSupported are the 4008 body's
+	// fields ("" when absent, as after a 4900 close).
+	ServerVersion, MinSupported, MaxSupported string
+	// Supported lists the MAJOR.MINOR versions of details.supported (a
+	// gateway serving several profiles).
+	Supported []string
+	// CloseCode is 4900 when the refusal was a WebSocket close.
+	CloseCode int
+	Message   string
+}
+
+func (e *VersionError) Error() string {
+	if e.CloseCode != 0 {
+		return fmt.Sprintf("the gateway closed the connection with WebSocket code %d: it refused protocol version %s (it did not say which it speaks)",
+			e.CloseCode, e.ClientVersion)
+	}
+	server := e.ServerVersion
 	if server == "" {
 		server = "unknown"
 	}
-	return smcp.Errorf(smcp.CodeVersionMismatch, "the gateway refused protocol version %s (it speaks %s): %s",
-		smcp.ProtocolVersion, server, body.Message)
+	msg := fmt.Sprintf("the gateway refused protocol version %s (it speaks %s", e.ClientVersion, server)
+	if p := e.Protocols(); len(p) > 0 {
+		msg += "; supported: " + strings.Join(p, ", ")
+	}
+	msg += ")"
+	if e.Message != "" {
+		msg += ": " + e.Message
+	}
+	return msg
+}
+
+// Unwrap gives the flat error of code 4008.
+func (e *VersionError) Unwrap() error {
+	return smcp.Errorf(smcp.CodeVersionMismatch, "%s", e.Error())
+}
+
+// Protocols returns the MAJOR.MINOR versions the gateway accepts, as far
+// as it said: details.supported, else the minors from min_supported to
+// max_supported (one MAJOR), else server_version's. Nil when it said
+// nothing.
+func (e *VersionError) Protocols() []string {
+	if len(e.Supported) > 0 {
+		return e.Supported
+	}
+	lo, okLo := majorMinor(e.MinSupported)
+	hi, okHi := majorMinor(e.MaxSupported)
+	if okLo && okHi && lo[0] == hi[0] && lo[1] <= hi[1] && hi[1]-lo[1] < 100 {
+		var out []string
+		for m := lo[1]; m <= hi[1]; m++ {
+			out = append(out, fmt.Sprintf("%d.%d", lo[0], m))
+		}
+		return out
+	}
+	if v, ok := majorMinor(e.ServerVersion); ok {
+		return []string{fmt.Sprintf("%d.%d", v[0], v[1])}
+	}
+	return nil
+}
+
+func majorMinor(v string) ([2]int, bool) {
+	parts := strings.Split(v, ".")
+	if len(parts) < 2 {
+		return [2]int{}, false
+	}
+	var out [2]int
+	for i := range 2 {
+		n, err := strconv.Atoi(parts[i])
+		if err != nil || n < 0 {
+			return [2]int{}, false
+		}
+		out[i] = n
+	}
+	return out, true
 }
 
 // OnConnect registers fn to run (in its own goroutine) after every connect,

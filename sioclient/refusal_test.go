@@ -207,3 +207,41 @@ func TestFailuresAreLogged(t *testing.T) {
 		t.Error("the client is over")
 	}
 }
+
+// The refusal is a *VersionError carrying what the gateway says it
+// supports (PROTOCOL-0.4.md §2, P5), and the client sends the version it
+// is given.
+func TestVersionErrorNamesSupported(t *testing.T) {
+	var sent sync.Map
+	url := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent.Store(r.URL.Query().Get("a2c_version"), true)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"code":4008,"message":"Protocol version mismatch","server_version":"0.4.0","client_version":"0.5.0",`+
+			`"min_supported":"0.2.0","max_supported":"0.4.999","details":{"supported":["0.2","0.4"]}}`)
+	}))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := Dial(ctx, Options{URL: url, Version: "0.5.0"})
+	var ve *VersionError
+	if !errors.As(err, &ve) {
+		t.Fatalf("Dial: %v; want a *VersionError", err)
+	}
+	if _, ok := sent.Load("0.5.0"); !ok {
+		t.Error("a2c_version 0.5.0 was not sent")
+	}
+	if got := strings.Join(ve.Protocols(), ","); got != "0.2,0.4" || ve.ServerVersion != "0.4.0" || ve.ClientVersion != "0.5.0" {
+		t.Errorf("VersionError %+v, protocols %q", ve, got)
+	}
+	if !strings.Contains(err.Error(), "0.2, 0.4") {
+		t.Errorf("message %q does not name the supported versions", err)
+	}
+	// Without details.supported, the range gives them.
+	ve = &VersionError{MinSupported: "0.2.0", MaxSupported: "0.4.999"}
+	if got := strings.Join(ve.Protocols(), ","); got != "0.2,0.3,0.4" {
+		t.Errorf("range protocols %q", got)
+	}
+	if got := (&VersionError{ServerVersion: "0.2.0"}).Protocols(); len(got) != 1 || got[0] != "0.2" {
+		t.Errorf("server_version protocols %q", got)
+	}
+}

@@ -92,6 +92,9 @@ func unmarshal(b []byte, m proto.Message) error {
 		return unmarshalServerConfig(b, m)
 	case *smcpv1.GetComputerConfigRet:
 		return unmarshalConfigRet(b, m)
+	case *smcpv1.MCPServerInput:
+		proto.Reset(m)
+		return unmarshalInput(b, m)
 	}
 	return unmarshalOptions.Unmarshal(b, m)
 }

@@ -461,7 +461,7 @@ type wireInput struct {
 	Type        string          `json:"type"`
 	ID          string          `json:"id"`
 	Description string          `json:"description"`
-	Options     *[]string       `json:"options,omitempty"`
+	Options     any             `json:"options,omitempty"` // []string (0.2) or []wirePickOption (0.3.2+)
 	Default     *string         `json:"default,omitempty"`
 	Password    *bool           `json:"password,omitempty"`
 	Command     *string         `json:"command,omitempty"`
@@ -474,7 +474,17 @@ func inputToWire(in *smcpv1.MCPServerInput) wireInput {
 	case InputPromptString:
 		w.Password = in.Password
 	case InputPickString:
-		w.Options = new(nonNil(in.GetOptions()))
+		// One "options" key, two shapes (PROTOCOL-0.4.md §5.9): the 0.3.2
+		// objects when the message has them, else the 0.2 strings.
+		if po := in.GetPickOptions(); len(po) > 0 {
+			opts := make([]wirePickOption, len(po))
+			for i, o := range po {
+				opts[i] = wirePickOption{Label: o.GetLabel(), Value: o.GetValue()}
+			}
+			w.Options = opts
+		} else {
+			w.Options = nonNil(in.GetOptions())
+		}
 	case InputCommand:
 		w.Default = nil
 		w.Command = new(in.GetCommand())
@@ -482,10 +492,57 @@ func inputToWire(in *smcpv1.MCPServerInput) wireInput {
 	default: // an unknown kind keeps whatever it has
 		w.Password, w.Command, w.Args = in.Password, in.Command, structJSON(in.GetArgs())
 		if len(in.GetOptions()) > 0 {
-			w.Options = new(in.GetOptions())
+			w.Options = in.GetOptions()
 		}
 	}
 	return w
+}
+
+// wirePickOption is one pickString choice of 0.3.2+.
+type wirePickOption struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+}
+
+// unmarshalInput decodes an MCPServerInput whose "options" may be either
+// wire shape: a list of objects is the 0.3.2 [{label, value}] form and goes
+// to pick_options; a list of strings stays the 0.2 options.
+func unmarshalInput(raw []byte, in *smcpv1.MCPServerInput) error {
+	var probe struct {
+		Options []json.RawMessage `json:"options"`
+	}
+	if json.Unmarshal(raw, &probe) == nil && len(probe.Options) > 0 && bytes.HasPrefix(bytes.TrimSpace(probe.Options[0]), []byte("{")) {
+		opts := make([]wirePickOption, 0, len(probe.Options))
+		for i, o := range probe.Options {
+			var po wirePickOption
+			if err := json.Unmarshal(o, &po); err != nil {
+				return fmt.Errorf("options[%d]: want {label, value}: %w", i, err)
+			}
+			opts = append(opts, po)
+		}
+		rest, err := dropTopLevel(raw, "options")
+		if err != nil {
+			return err
+		}
+		if err := unmarshalOptions.Unmarshal(rest, in); err != nil {
+			return err
+		}
+		for _, o := range opts {
+			in.PickOptions = append(in.PickOptions, &smcpv1.PickOption{Label: o.Label, Value: o.Value})
+		}
+		return nil
+	}
+	return unmarshalOptions.Unmarshal(raw, in)
+}
+
+// dropTopLevel returns the JSON object b without its key.
+func dropTopLevel(b []byte, key string) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	delete(m, key)
+	return json.Marshal(m)
 }
 
 func structJSON(s *structpb.Struct) json.RawMessage {
@@ -542,7 +599,7 @@ func unmarshalConfigRet(b []byte, m *smcpv1.GetComputerConfigRet) error {
 	}
 	for i, raw := range w.Inputs {
 		in := &smcpv1.MCPServerInput{}
-		if err := unmarshalOptions.Unmarshal(raw, in); err != nil {
+		if err := unmarshalInput(raw, in); err != nil {
 			return fmt.Errorf("inputs[%d]: %w", i, err)
 		}
 		m.Inputs = append(m.Inputs, in)

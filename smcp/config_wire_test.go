@@ -156,3 +156,42 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// pickString options travel under one "options" key in two shapes
+// (PROTOCOL-0.4.md §5.9): the 0.2 strings stay strings, the 0.3.2
+// [{label, value}] objects go to pick_options and come back as objects,
+// byte for byte.
+func TestPickStringOptionsBothShapes(t *testing.T) {
+	for _, in := range []string{
+		`{"servers":{},"inputs":[{"type":"pickString","id":"env","description":"d","options":["dev","prod"],"default":"dev"}]}`,
+		`{"servers":{},"inputs":[{"type":"pickString","id":"env","description":"d","options":[{"label":"Development","value":"dev"},{"label":"Production","value":"prod"}],"default":"dev"}]}`,
+	} {
+		var ret smcpv1.GetComputerConfigRet
+		if err := Unmarshal([]byte(in), &ret); err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		got := ret.GetInputs()[0]
+		if objects := bytes.Contains([]byte(in), []byte(`"label"`)); objects {
+			if len(got.GetPickOptions()) != 2 || got.GetPickOptions()[1].GetLabel() != "Production" || got.GetPickOptions()[1].GetValue() != "prod" || len(got.GetOptions()) != 0 {
+				t.Errorf("objects decoded as %v", got)
+			}
+		} else if len(got.GetOptions()) != 2 || len(got.GetPickOptions()) != 0 {
+			t.Errorf("strings decoded as %v", got)
+		}
+		out, err := Marshal(&ret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(out) != in {
+			t.Errorf("round trip\n got %s\nwant %s", out, in)
+		}
+		var one smcpv1.MCPServerInput
+		if err := Unmarshal([]byte(in[bytes.IndexByte([]byte(in), '[')+1:len(in)-2]), &one); err != nil || len(one.GetOptions())+len(one.GetPickOptions()) != 2 {
+			t.Errorf("MCPServerInput alone: %v %v", &one, err)
+		}
+	}
+	var bad smcpv1.MCPServerInput
+	if err := Unmarshal([]byte(`{"type":"pickString","id":"x","options":[{"label":1}]}`), &bad); err == nil {
+		t.Error("an option object with a numeric label was accepted")
+	}
+}

@@ -46,6 +46,11 @@ type Error struct {
 	Code    int
 	Message string
 	Details map[string]any
+	// Fields are the code-specific top-level fields of PROTOCOL-0.4.md §6
+	// (mcp_server and capability of 4014/4015; server_version,
+	// min_supported and max_supported of 4008), written beside code and
+	// message. Keys of the flat error itself are never overwritten.
+	Fields map[string]any
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("smcp error %d: %s", e.Code, e.Message) }
@@ -90,11 +95,24 @@ func ErrorFromProto(p *smcpv1.Error) *Error {
 	return e
 }
 
+// WithFields returns a copy of e carrying code-specific top-level fields.
+func (e *Error) WithFields(fields map[string]any) *Error {
+	c := *e
+	c.Fields = fields
+	return &c
+}
+
 // Wire returns the flat JSON object form of e, ready to be sent as an ack.
 func (e *Error) Wire() map[string]any {
-	m := map[string]any{"code": e.Code, "message": e.Message}
+	m := make(map[string]any, 3+len(e.Fields))
+	for k, v := range e.Fields {
+		m[k] = v
+	}
+	m["code"], m["message"] = e.Code, e.Message
 	if len(e.Details) > 0 {
 		m["details"] = e.Details
+	} else {
+		delete(m, "details")
 	}
 	return m
 }

@@ -145,6 +145,16 @@ func errorFromMap(obj map[string]any) (*Error, bool) {
 	if d, ok := obj["details"].(map[string]any); ok && len(d) > 0 {
 		e.Details = d
 	}
+	for k, v := range obj {
+		switch k {
+		case "code", "message", "details":
+		default:
+			if e.Fields == nil {
+				e.Fields = map[string]any{}
+			}
+			e.Fields[k] = v
+		}
+	}
 	return e, true
 }
 

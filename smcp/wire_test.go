@@ -27,6 +27,8 @@ func TestErrorFromAck(t *testing.T) {
 		{"raw flat", json.RawMessage(`{"code":404,"message":"computer not found in this office"}`), flat},
 		{"raw wrapped", []byte(` {"error":{"code":4204,"message":"bad uri","details":{"rule":"limit"}}}`), withDetails},
 		{"raw ack arguments", json.RawMessage(`[{"code":404,"message":"computer not found in this office"}]`), flat},
+		{"code-specific fields", json.RawMessage(`{"code":4015,"message":"no resources","mcp_server":"fs","capability":"resources"}`),
+			&Error{Code: 4015, Message: "no resources", Fields: map[string]any{"mcp_server": "fs", "capability": "resources"}}},
 
 		{"tool result", map[string]any{"content": []any{}, "isError": true}, nil},
 		{"get_tools answer", json.RawMessage(`{"tools":[],"req_id":"r"}`), nil},
@@ -44,6 +46,23 @@ func TestErrorFromAck(t *testing.T) {
 		if ok != (tc.want != nil) || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: ErrorFromAck = %+v, %v; want %+v", tc.name, got, ok, tc.want)
 		}
+	}
+}
+
+// Code-specific fields sit beside code and message (PROTOCOL-0.4.md §6)
+// and never replace them.
+func TestErrorWireFields(t *testing.T) {
+	e := Errorf(CodeMCPServerNotFound, "no MCP server %q", "x").WithFields(map[string]any{"mcp_server": "x", "code": 1, "message": "m", "details": "d"})
+	b, err := json.Marshal(e.Wire())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"code":4014,"mcp_server":"x","message":"no MCP server \"x\""}`; string(b) != want {
+		t.Errorf("wire %s, want %s", b, want)
+	}
+	back, ok := ErrorFromAck(json.RawMessage(b))
+	if !ok || back.Fields["mcp_server"] != "x" || back.Code != CodeMCPServerNotFound {
+		t.Errorf("read back %+v", back)
 	}
 }
 

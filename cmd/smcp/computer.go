@@ -2,14 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/config"
 	"github.com/smcpgw/smcp-gateway/computer/terminal"
 	"github.com/smcpgw/smcp-gateway/computer/tools"
+	"github.com/smcpgw/smcp-gateway/sioclient"
 )
 
 const computerUsage = `usage: smcp computer --config FILE --office ID [flags]
@@ -30,6 +34,8 @@ func runComputer(ctx context.Context, args []string) error {
 	hostname, _ := os.Hostname()
 	name := fs.String("name", hostname, "computer name in the office")
 	apiKeyArg, apiKeyFile := fs.addAPIKey("API key for the gateway")
+	protocol := fs.String("protocol", computer.Protocol04,
+		"protocol version to speak: 0.2, 0.3 or 0.4 (sent as a2c_version 0.2.0, 0.3.2 or 0.4.0; it must be one the gateway serves)")
 	confirm := fs.String("confirm", tools.ConfirmDeny,
 		"tools that are not auto_apply, when no terminal can ask: auto (run them) or deny (refuse them)")
 	fs.addLogFlags("info")
@@ -38,6 +44,9 @@ func runComputer(ctx context.Context, args []string) error {
 	}
 	if *cfgPath == "" || *office == "" {
 		return usagef("--config and --office are required")
+	}
+	if _, ok := computer.A2CVersion(*protocol); !ok {
+		return usagef("--protocol %q: want 0.2, 0.3 or 0.4", *protocol)
 	}
 	log, err := fs.logger()
 	if err != nil {
@@ -52,7 +61,7 @@ func runComputer(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := computer.Options{Name: *name, Config: cfg, Logger: log, Confirm: *confirm}
+	opts := computer.Options{Name: *name, Config: cfg, Logger: log, Confirm: *confirm, Protocol: *protocol}
 	if terminal.Interactive() {
 		t := terminal.Stdio()
 		opts.InputAsker, opts.ConfirmAsker = t, t
@@ -84,6 +93,39 @@ func runComputer(ctx context.Context, args []string) error {
 			}
 		}
 	}()
-	log.Info("computer starting", "name", *name, "servers", len(cfg.Servers), "gateway", *gatewayURL, "office", *office)
-	return c.Run(ctx, computer.Gateway{URL: *gatewayURL, Path: *sioPath, Office: *office, APIKey: apiKey})
+	log.Info("computer starting", "name", *name, "servers", len(cfg.Servers), "gateway", *gatewayURL, "office", *office, "protocol", *protocol)
+	err = c.Run(ctx, computer.Gateway{URL: *gatewayURL, Path: *sioPath, Office: *office, APIKey: apiKey})
+	var ve *sioclient.VersionError
+	if errors.As(err, &ve) {
+		// One line that says what to do; retrying would only repeat it.
+		return versionAdvice(*gatewayURL, *protocol, ve)
+	}
+	return err
+}
+
+// versionAdvice explains a gateway's version refusal in one line: what it
+// supports and the --protocol to use.
+func versionAdvice(gateway, protocol string, ve *sioclient.VersionError) error {
+	sent, _ := computer.A2CVersion(protocol)
+	supported := ve.Protocols()
+	var use string
+	for _, p := range supported {
+		if _, ok := computer.A2CVersion(p); ok && p > use {
+			use = p
+		}
+	}
+	switch {
+	case ve.CloseCode != 0:
+		return fmt.Errorf("gateway %s refused protocol %s (a2c_version %s; WebSocket close %d, supported versions not given): "+
+			"try --protocol with another of 0.2, 0.3, 0.4", gateway, protocol, sent, ve.CloseCode)
+	case use != "":
+		return fmt.Errorf("gateway %s refused protocol %s (a2c_version %s); it supports %s: run with --protocol %s",
+			gateway, protocol, sent, strings.Join(supported, ", "), use)
+	case len(supported) > 0:
+		return fmt.Errorf("gateway %s refused protocol %s (a2c_version %s); it supports %s, which this computer does not speak (it speaks 0.2, 0.3, 0.4)",
+			gateway, protocol, sent, strings.Join(supported, ", "))
+	default:
+		return fmt.Errorf("gateway %s refused protocol %s (a2c_version %s) without saying which it supports: try --protocol with another of 0.2, 0.3, 0.4",
+			gateway, protocol, sent)
+	}
 }

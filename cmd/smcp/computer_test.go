@@ -16,9 +16,11 @@ import (
 	"github.com/smcpgw/smcp-gateway/agent"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/sio"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 // TestComputerCommand runs `smcp computer` against a real gateway with an
@@ -45,7 +47,7 @@ func TestComputerCommand(t *testing.T) {
 	defer stop()
 	done := make(chan error, 1)
 	go func() {
-		done <- runComputer(ctx, []string{"--config", cfg, "--gateway", gw.URL, "--office", "o", "--name", "pc", "--confirm", "auto", "--log-level", "warn"})
+		done <- runComputer(ctx, []string{"--config", cfg, "--gateway", gw.URL, "--office", "o", "--name", "pc", "--confirm", "auto", "--log-level", "warn", "--protocol", "0.2"})
 	}()
 
 	ag, err := agent.Dial(context.Background(), sioclient.Options{URL: gw.URL, APIKey: "k-1"}, "bot")
@@ -128,9 +130,53 @@ func TestComputerCommandRefusedKey(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	err := runComputer(ctx, []string{"--config", cfg, "--gateway", gw.URL, "--office", "o", "--api-key", "wrong", "--log-level", "error"})
+	err := runComputer(ctx, []string{"--config", cfg, "--gateway", gw.URL, "--office", "o", "--api-key", "wrong", "--log-level", "error", "--protocol", "0.2"})
 	if err == nil || !strings.Contains(err.Error(), "401") {
 		t.Fatalf("wrong key: %v", err)
+	}
+}
+
+// A computer whose protocol the gateway does not serve stops at once with
+// one line naming what the gateway supports and the flag to use (exit
+// status 1), without retrying. The gateway is the real one, serving 0.2
+// only; the computer's default is 0.4.
+func TestComputerCommandVersionRefused(t *testing.T) {
+	keys, err := core.NewKeyRing(core.Key{ID: "test", Key: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.Start(gateway.Config{Auth: keys, SIO: sio.Config{Protocols: []smcp.Version{smcp.V02}}}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gw.Stop() })
+	cfg := filepath.Join(t.TempDir(), "mcp.yaml")
+	if err := os.WriteFile(cfg, []byte("mcpServers: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	var stdout, stderr strings.Builder
+	code := run(ctx, []string{"computer", "--config", cfg, "--gateway", gw.URL, "--office", "o", "--api-key", "k", "--log-level", "warn"}, &stdout, &stderr)
+	if code != exitFailure {
+		t.Fatalf("exit status %d, want 1; stderr:\n%s", code, stderr.String())
+	}
+	out := strings.TrimSpace(stderr.String())
+	if strings.Count(out, "\n") != 0 || !strings.Contains(out, "refused protocol 0.4") || !strings.Contains(out, "a2c_version 0.4.0") ||
+		!strings.Contains(out, "supports 0.2") || !strings.Contains(out, "--protocol 0.2") {
+		t.Errorf("stderr is not the one advice line:\n%s", out)
+	}
+	t.Log(out)
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("took %v: the refusal was retried", took)
+	}
+	if err := runComputer(context.Background(), []string{"--config", cfg, "--office", "o", "--protocol", "0.5"}); err == nil || !strings.Contains(err.Error(), "--protocol") {
+		t.Errorf("--protocol 0.5: %v", err)
+	}
+	t.Setenv("SMCP_PROTOCOL", "0.9")
+	if err := runComputer(context.Background(), []string{"--config", cfg, "--office", "o"}); err == nil || !strings.Contains(err.Error(), "0.9") {
+		t.Errorf("$SMCP_PROTOCOL=0.9: %v", err)
 	}
 }
 

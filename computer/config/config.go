@@ -49,6 +49,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/smcpgw/smcp-gateway/smcp"
+	"github.com/smcpgw/smcp-gateway/smcp/bundleid"
 )
 
 // Transport types of an MCP server.
@@ -69,8 +70,33 @@ const (
 type Config struct {
 	// Servers by name.
 	Servers map[string]*Server
+	// Order lists the server names in the order the file writes them
+	// ("servers" first, then "mcpServers"). Of servers sharing a bundle id,
+	// the first in this order is the one that starts (PROTOCOL-0.4.md §7
+	// C2). Names of Servers missing here follow, sorted.
+	Order []string
 	// Inputs in declaration order.
 	Inputs []Input
+}
+
+// Names returns the server names in configuration order (see Order).
+func (c *Config) Names() []string {
+	out := make([]string, 0, len(c.Servers))
+	seen := make(map[string]bool, len(c.Servers))
+	for _, n := range c.Order {
+		if _, ok := c.Servers[n]; ok && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	var rest []string
+	for n := range c.Servers {
+		if !seen[n] {
+			rest = append(rest, n)
+		}
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
 }
 
 // Server is one MCP server's configuration in the SDK shape, placeholders
@@ -79,6 +105,27 @@ type Server struct {
 	Name string
 	// raw is the normalized SDK-shape object (with "name").
 	raw map[string]any
+}
+
+// BundleID is the server's bundle id (PROTOCOL-0.4.md §5.2): its explicit
+// "bundle_id", else derived from its name or, when the name normalises to
+// nothing, from the connection identity of the raw configuration
+// (placeholders hashed as written, never rendered). An invalid explicit id
+// is an error: such a server must not start in a 0.3 or 0.4 profile.
+func (s *Server) BundleID() (string, error) {
+	var explicit *string
+	if v, ok := s.raw["bundle_id"]; ok && v != nil {
+		str, isStr := v.(string)
+		if !isStr {
+			return "", fmt.Errorf("server %q: bundle_id must be a string, got %T", s.Name, v)
+		}
+		explicit = &str
+	}
+	id, err := bundleid.Resolve(s.Name, explicit, bundleid.IdentityOf(s.raw))
+	if err != nil {
+		return "", fmt.Errorf("server %q: %w", s.Name, err)
+	}
+	return id, nil
 }
 
 // Raw returns a deep copy of the server's SDK-shape object.
@@ -115,14 +162,79 @@ type Input struct {
 	Description string `json:"description"`
 	// Default value (promptString, pickString). Any JSON value: a
 	// placeholder that is a whole string takes its type.
-	Default  any      `json:"default,omitempty"`
-	Password *bool    `json:"password,omitempty"`
-	Options  []string `json:"options,omitempty"`
+	Default  any   `json:"default,omitempty"`
+	Password *bool `json:"password,omitempty"`
+	// Options of a pickString in the 0.2 form (strings); PickOptions in
+	// the 0.3.2 form ([{label, value}]). A file writes either under
+	// "options"; Choices gives both as one list.
+	Options     []string     `json:"options,omitempty"`
+	PickOptions []PickOption `json:"-"`
 	// Command (a shell command line) whose trimmed stdout is the value.
 	Command string `json:"command,omitempty"`
 	// Args of a command input: each entry is passed to the command as an
 	// environment variable.
 	Args map[string]any `json:"args,omitempty"`
+}
+
+// PickOption is one choice of a pickString input (0.3.2+): label is shown,
+// value is used; a value is never mapped back to its label.
+type PickOption struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+}
+
+// UnmarshalJSON reads "options" in either shape: strings (0.2) into
+// Options, {label, value} objects (0.3.2) into PickOptions.
+func (in *Input) UnmarshalJSON(b []byte) error {
+	type plain Input
+	var w struct {
+		plain
+		Options []json.RawMessage `json:"options"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*in = Input(w.plain)
+	in.Options, in.PickOptions = nil, nil
+	for i, raw := range w.Options {
+		var s string
+		if err := json.Unmarshal(raw, &s); err == nil && len(in.PickOptions) == 0 {
+			in.Options = append(in.Options, s)
+			continue
+		}
+		var o struct {
+			Label *string `json:"label"`
+			Value *string `json:"value"`
+		}
+		if err := json.Unmarshal(raw, &o); err != nil || o.Label == nil || o.Value == nil || len(in.Options) > 0 {
+			return fmt.Errorf("input %q: options[%d]: want {\"label\": string, \"value\": string} (or, in a 0.2 configuration, a string), got %s", in.ID, i, raw)
+		}
+		in.PickOptions = append(in.PickOptions, PickOption{Label: *o.Label, Value: *o.Value})
+	}
+	return nil
+}
+
+// Choices returns the options of a pickString: its PickOptions, or its 0.2
+// strings each as its own label.
+func (in Input) Choices() []PickOption {
+	if len(in.PickOptions) > 0 {
+		return in.PickOptions
+	}
+	out := make([]PickOption, len(in.Options))
+	for i, o := range in.Options {
+		out[i] = PickOption{Label: o, Value: o}
+	}
+	return out
+}
+
+// hasChoice reports whether v is the value of one of the options.
+func (in Input) hasChoice(v string) bool {
+	for _, o := range in.Choices() {
+		if o.Value == v {
+			return true
+		}
+	}
+	return false
 }
 
 func (in Input) validate() error {
@@ -132,8 +244,22 @@ func (in Input) validate() error {
 	switch in.Type {
 	case InputPromptString:
 	case InputPickString:
-		if len(in.Options) == 0 {
+		if len(in.Options) == 0 && len(in.PickOptions) == 0 {
 			return fmt.Errorf("input %q: pickString needs options", in.ID)
+		}
+		if len(in.PickOptions) > 0 {
+			// §5.9: non-empty strings, and a default that is one of the values.
+			for i, o := range in.PickOptions {
+				if o.Label == "" || o.Value == "" {
+					return fmt.Errorf("input %q: options[%d]: label and value must be non-empty", in.ID, i)
+				}
+			}
+			if in.Default != nil {
+				d, ok := in.Default.(string)
+				if !ok || !in.hasChoice(d) {
+					return fmt.Errorf("input %q: default %v is not the value of any option", in.ID, in.Default)
+				}
+			}
 		}
 	case InputCommand:
 		if strings.TrimSpace(in.Command) == "" {
@@ -141,6 +267,23 @@ func (in Input) validate() error {
 		}
 	default:
 		return fmt.Errorf("input %q: unknown type %q (want promptString, pickString or command)", in.ID, in.Type)
+	}
+	return nil
+}
+
+// CheckProtocol checks what a configuration may say in a protocol version
+// ("0.2", "0.3" or "0.4"): from 0.3.2 on, pickString options are
+// [{label, value}] objects and the 0.2 list of strings is refused
+// (PROTOCOL-0.4.md §5.9).
+func (c *Config) CheckProtocol(version string) error {
+	if version == "" || version == "0.2" {
+		return nil
+	}
+	for _, in := range c.Inputs {
+		if in.Type == InputPickString && len(in.Options) > 0 {
+			return fmt.Errorf("input %q: pickString options must be objects {\"label\": ..., \"value\": ...} in protocol %s (from 0.3.2); "+
+				"a list of strings is the 0.2 form, e.g. write %q as {\"label\": %q, \"value\": %q}", in.ID, version, in.Options[0], in.Options[0], in.Options[0])
+		}
 	}
 	return nil
 }
@@ -180,6 +323,7 @@ func Parse(data []byte, asYAML bool) (*Config, error) {
 	if !ok {
 		return nil, errors.New("the configuration must be an object with \"servers\" or \"mcpServers\"")
 	}
+	written := keyOrder(data, asYAML)
 	cfg := &Config{Servers: map[string]*Server{}}
 	add := func(name string, v any) error {
 		obj, ok := v.(map[string]any)
@@ -194,13 +338,14 @@ func Parse(data []byte, asYAML bool) (*Config, error) {
 			return fmt.Errorf("server %q is configured twice", s.Name)
 		}
 		cfg.Servers[s.Name] = s
+		cfg.Order = append(cfg.Order, s.Name)
 		return nil
 	}
 	for _, key := range []string{"servers", "mcpServers"} {
 		switch list := top[key].(type) {
 		case nil:
 		case map[string]any:
-			for _, name := range sortedKeys(list) {
+			for _, name := range inOrder(list, written[key]) {
 				if err := add(name, list[name]); err != nil {
 					return nil, err
 				}
@@ -242,6 +387,59 @@ func Parse(data []byte, asYAML bool) (*Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// keyOrder returns, for the top-level "servers" and "mcpServers" objects
+// of a document, their keys in the order written: decoding into a map
+// loses it, and the first of two servers sharing a bundle id is decided by
+// it. A document it cannot read gives nothing (Parse reports the error).
+func keyOrder(data []byte, asYAML bool) map[string][]string {
+	out := map[string][]string{}
+	if asYAML {
+		var doc yaml.Node
+		if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+			return out
+		}
+		top := doc.Content[0]
+		for i := 0; i+1 < len(top.Content); i += 2 {
+			key, val := top.Content[i].Value, top.Content[i+1]
+			if val.Kind != yaml.MappingNode {
+				continue
+			}
+			for j := 0; j+1 < len(val.Content); j += 2 {
+				out[key] = append(out[key], val.Content[j].Value)
+			}
+		}
+		return out
+	}
+	_ = smcp.ObjectFields(data, func(key string, v json.RawMessage) error {
+		if key == "servers" || key == "mcpServers" {
+			_ = smcp.ObjectFields(v, func(name string, _ json.RawMessage) error {
+				out[key] = append(out[key], name)
+				return nil
+			})
+		}
+		return nil
+	})
+	return out
+}
+
+// inOrder lists the keys of m in the written order, then any others sorted.
+func inOrder(m map[string]any, written []string) []string {
+	out := make([]string, 0, len(m))
+	seen := make(map[string]bool, len(m))
+	for _, k := range written {
+		if _, ok := m[k]; ok && !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	for _, k := range sortedKeys(m) {
+		if !seen[k] {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // normalizeServer turns either accepted entry shape into the SDK shape.

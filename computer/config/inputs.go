@@ -87,8 +87,8 @@ func (r *Resolver) Value(ctx context.Context, id string) (v any, found bool, err
 func (r *Resolver) resolve(ctx context.Context, in Input) (any, error) {
 	env := EnvName(in.ID)
 	if s, ok := r.lookup(env); ok {
-		if in.Type == InputPickString && !slices.Contains(in.Options, s) {
-			return nil, fmt.Errorf("input %q: %s=%q is not one of %v", in.ID, env, s, in.Options)
+		if in.Type == InputPickString && !in.hasChoice(s) {
+			return nil, fmt.Errorf("input %q: %s=%q is not one of %v", in.ID, env, s, in.Choices())
 		}
 		return s, nil
 	}

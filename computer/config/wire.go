@@ -18,6 +18,25 @@ func (c *Config) Wire() map[string]any {
 	for name, s := range c.Servers {
 		servers[name] = s.Wire()
 	}
+	return map[string]any{"servers": servers, "inputs": c.wireInputs(false)}
+}
+
+// WireBundled returns the configuration as client:get_config answers it in
+// the 0.3 and 0.4 profiles (PROTOCOL-0.4.md §5.3): servers keyed by bundle
+// id, only those of ids (server name → bundle id: the servers agents may
+// see, one per bundle id), and pickString options as [{label, value}].
+// Each config is as Wire makes it; "name" is display only.
+func (c *Config) WireBundled(ids map[string]string) map[string]any {
+	servers := make(map[string]any, len(ids))
+	for name, id := range ids {
+		if s, ok := c.Servers[name]; ok {
+			servers[id] = s.Wire()
+		}
+	}
+	return map[string]any{"servers": servers, "inputs": c.wireInputs(true)}
+}
+
+func (c *Config) wireInputs(pickObjects bool) []any {
 	inputs := make([]any, 0, len(c.Inputs))
 	for _, in := range c.Inputs {
 		m := map[string]any{"type": in.Type, "id": in.ID, "description": in.Description}
@@ -30,8 +49,16 @@ func (c *Config) Wire() map[string]any {
 		if in.Password != nil {
 			m["password"] = *in.Password
 		}
-		if len(in.Options) > 0 {
-			m["options"] = in.Options
+		switch choices := in.Choices(); {
+		case len(choices) == 0:
+		case pickObjects:
+			m["options"] = choices
+		default: // the 0.2 wire has strings: the values
+			values := make([]string, len(choices))
+			for i, o := range choices {
+				values[i] = o.Value
+			}
+			m["options"] = values
 		}
 		if in.Command != "" {
 			m["command"] = in.Command
@@ -41,7 +68,7 @@ func (c *Config) Wire() map[string]any {
 		}
 		inputs = append(inputs, m)
 	}
-	return map[string]any{"servers": servers, "inputs": inputs}
+	return inputs
 }
 
 // Wire returns the server's MCPServerConfig as written, completed with the

@@ -30,8 +30,11 @@ const (
 
 // Snapshot is a server's state at one moment.
 type Snapshot struct {
-	Name  string
-	State State
+	Name string
+	// BundleID is the server's bundle id (PROTOCOL-0.4.md §5.2), "" when
+	// its explicit one is invalid.
+	BundleID string
+	State    State
 	// Err is the last error, if any.
 	Err error
 	// Config is the rendered configuration of the current session (nil
@@ -56,9 +59,10 @@ type Snapshot struct {
 // conn supervises one server: it connects, lists, waits for the session to
 // end and restarts it.
 type conn struct {
-	m   *Manager
-	cfg *config.Server
-	log *slog.Logger
+	m        *Manager
+	cfg      *config.Server
+	bundleID string
+	log      *slog.Logger
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -88,8 +92,9 @@ type conn struct {
 
 func newConn(m *Manager, s *config.Server) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
+	id, _ := s.BundleID()
 	return &conn{
-		m: m, cfg: s, log: m.log.With("server", s.Name),
+		m: m, cfg: s, bundleID: id, log: m.log.With("server", s.Name),
 		ctx: ctx, cancel: cancel, finished: make(chan struct{}),
 		state: StateStarting, wake: make(chan struct{}, 1),
 	}
@@ -121,7 +126,7 @@ func (c *conn) snapshot() Snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return Snapshot{
-		Name: c.cfg.Name, State: c.state, Err: c.err, Config: c.resolved,
+		Name: c.cfg.Name, BundleID: c.bundleID, State: c.state, Err: c.err, Config: c.resolved,
 		Tools: c.tools, ListsResources: c.lists, Subscribable: c.subscribable, Resources: c.resources,
 		Restarts: c.restarts,
 	}

@@ -259,7 +259,14 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[st
 	if args == nil {
 		args = map[string]any{}
 	}
-	return cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	p := &authProbe{}
+	res, err := cs.CallTool(withAuthProbe(ctx, p), &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		if status, scheme := p.get(); status != 0 {
+			return nil, &AuthError{Server: server, Status: status, Scheme: scheme, err: err}
+		}
+	}
+	return res, err
 }
 
 // ReadResource reads a resource from a server.
@@ -269,4 +276,14 @@ func (m *Manager) ReadResource(ctx context.Context, server, uri string) (*mcp.Re
 		return nil, err
 	}
 	return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+}
+
+// ListResources asks a server for one page of its resources (MCP
+// resources/list with cursor, "" for the first page).
+func (m *Manager) ListResources(ctx context.Context, server, cursor string) (*mcp.ListResourcesResult, error) {
+	cs, err := m.session(server)
+	if err != nil {
+		return nil, err
+	}
+	return cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
 }

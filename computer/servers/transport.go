@@ -62,9 +62,9 @@ func newTransport(c *config.Resolved, log *slog.Logger) (mcp.Transport, func(), 
 // client timeout (event streams stay open for the life of the session).
 func httpClient(headers map[string]string) (*http.Client, func()) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	var rt http.RoundTripper = tr
+	var rt http.RoundTripper = authWatch{next: tr}
 	if len(headers) > 0 {
-		rt = headerTransport{headers: headers, next: tr}
+		rt = headerTransport{headers: headers, next: rt}
 	}
 	return &http.Client{Transport: rt}, tr.CloseIdleConnections
 }

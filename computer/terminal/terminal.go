@@ -86,8 +86,13 @@ func (t *Terminal) AskInput(ctx context.Context, in config.Input) (string, error
 	case config.InputPickString:
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s (input %q):\n", desc, in.ID)
-		for i, o := range in.Options {
-			fmt.Fprintf(&b, "  %d) %s\n", i+1, o)
+		choices := in.Choices()
+		for i, o := range choices {
+			if o.Label == o.Value {
+				fmt.Fprintf(&b, "  %d) %s\n", i+1, o.Value)
+			} else {
+				fmt.Fprintf(&b, "  %d) %s (%s)\n", i+1, o.Label, o.Value)
+			}
 		}
 		b.WriteString("choose")
 		if d, ok := in.Default.(string); ok && d != "" {
@@ -99,12 +104,12 @@ func (t *Terminal) AskInput(ctx context.Context, in config.Input) (string, error
 			if err != nil || ans == "" {
 				return "", err
 			}
-			if n, err := strconv.Atoi(ans); err == nil && n >= 1 && n <= len(in.Options) {
-				return in.Options[n-1], nil
+			if n, err := strconv.Atoi(ans); err == nil && n >= 1 && n <= len(choices) {
+				return choices[n-1].Value, nil
 			}
-			for _, o := range in.Options {
-				if o == ans {
-					return o, nil
+			for _, o := range choices {
+				if o.Value == ans {
+					return o.Value, nil
 				}
 			}
 			fmt.Fprintf(t.out, "%q is not one of the options\n", ans)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -19,13 +20,16 @@ import (
 	"github.com/smcpgw/smcp-gateway/computer/config"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
+	"github.com/smcpgw/smcp-gateway/smcp/bundleid"
 )
 
 // ServerTools is what the catalog needs to know of one server.
 type ServerTools struct {
 	Server string
-	Config *config.Resolved
-	Tools  []*mcp.Tool
+	// BundleID is the server's bundle id (BuildBundled only).
+	BundleID string
+	Config   *config.Resolved
+	Tools    []*mcp.Tool
 }
 
 // Entry is one callable tool.
@@ -40,6 +44,12 @@ type Entry struct {
 	// ResultJQ is the server's compiled result_jq, applied to every result
 	// of the tool (nil: none).
 	ResultJQ *gojq.Code
+	// BundleID is the owning server's bundle id (0.3 and 0.4 catalogs).
+	BundleID string
+	// metaJSON is the canonical a2c_tool_meta string of a 0.3/0.4 catalog
+	// ("" when the tool carries none).
+	metaJSON string
+	bundled  bool
 }
 
 // Clash is a listed name that more than one tool would take.
@@ -59,10 +69,15 @@ type Catalog struct {
 	entries map[string]*Entry
 	clashes map[string]Clash
 	names   []string
+	bundled bool
 }
 
-// Build aggregates the servers' tools. Clashing names are logged as errors
-// and left out.
+// Bundled reports whether the catalog names tools by bundle id (the 0.3
+// and 0.4 profiles).
+func (c *Catalog) Bundled() bool { return c.bundled }
+
+// Build aggregates the servers' tools as the 0.2 profile lists them: by
+// MCP name or alias. Clashing names are logged as errors and left out.
 func Build(servers []ServerTools, log *slog.Logger) *Catalog {
 	byName := map[string][]*Entry{}
 	for _, s := range servers {
@@ -82,7 +97,63 @@ func Build(servers []ServerTools, log *slog.Logger) *Catalog {
 			byName[e.Name] = append(byName[e.Name], e)
 		}
 	}
-	c := &Catalog{entries: map[string]*Entry{}, clashes: map[string]Clash{}}
+	return assemble(byName, false, log)
+}
+
+// BuildBundled aggregates the servers' tools as the 0.3 and 0.4 profiles
+// list them (PROTOCOL-0.4.md §5.1-§5.4): each under its exposed name,
+// bundle id + "__" + (alias ?? MCP name), one mapping that get_tools lists
+// and tool_call looks up. forbidden_tools matches the MCP name or the
+// exposed name. ToolMeta has three layers: the tool's own entry, the
+// server's default_tool_meta, and the tags the MCP server declares in the
+// tool's _meta (a malformed declaration is discarded with a warning; the
+// tool stays listed). Two tools of one bundle aliased to one name clash:
+// both are left out and reported, as in 0.2.
+func BuildBundled(servers []ServerTools, log *slog.Logger) *Catalog {
+	byName := map[string][]*Entry{}
+	for _, s := range servers {
+		if s.Config == nil || s.BundleID == "" {
+			continue
+		}
+		for _, t := range s.Tools {
+			if slices.Contains(s.Config.ForbiddenTools, t.Name) || slices.Contains(s.Config.ForbiddenTools, bundleid.ExposedName(s.BundleID, t.Name)) {
+				continue
+			}
+			var own *config.ToolMeta
+			if m, ok := s.Config.ToolMeta[t.Name]; ok {
+				own = &m
+			}
+			tags, declared, err := smcp.DeclaredToolMetaTags(t.Meta)
+			if err != nil {
+				if log != nil {
+					log.Warn("tool's declared a2c_tool_meta ignored", "server", s.Server, "tool", t.Name, "err", err)
+				}
+				declared = false
+			}
+			e := &Entry{Name: bundleid.ExposedName(s.BundleID, t.Name), Server: s.Server, BundleID: s.BundleID, Tool: t,
+				ResultJQ: s.Config.ResultJQCode, bundled: true}
+			if tm, ok := smcp.LayeredToolMeta(own, s.Config.DefaultToolMeta, tags, declared); ok {
+				if e.metaJSON, err = smcp.CanonicalToolMetaJSON(tm); err != nil && log != nil {
+					log.Warn("tool meta not encodable; left out", "server", s.Server, "tool", t.Name, "err", err)
+				}
+				if e.Meta, err = tm.Proto(); err != nil {
+					e.Meta = nil
+				}
+				if tm.Alias != nil && *tm.Alias != "" {
+					e.Name = bundleid.ExposedName(s.BundleID, *tm.Alias)
+				}
+			}
+			if e.Name != bundleid.ExposedName(s.BundleID, t.Name) && slices.Contains(s.Config.ForbiddenTools, e.Name) {
+				continue
+			}
+			byName[e.Name] = append(byName[e.Name], e)
+		}
+	}
+	return assemble(byName, true, log)
+}
+
+func assemble(byName map[string][]*Entry, bundled bool, log *slog.Logger) *Catalog {
+	c := &Catalog{entries: map[string]*Entry{}, clashes: map[string]Clash{}, bundled: bundled}
 	for name, es := range byName {
 		if len(es) == 1 {
 			c.entries[name] = es[0]
@@ -150,7 +221,9 @@ func (c *Catalog) Entries() []*Entry {
 
 // SMCPTool is the wire form of a listed tool (PROTOCOL.md §5).
 type SMCPTool struct {
-	Name         string         `json:"name"`
+	Name string `json:"name"`
+	// BundleID is set in the 0.3 and 0.4 profiles (PROTOCOL-0.4.md §5.1).
+	BundleID     string         `json:"bundle_id,omitempty"`
 	Description  string         `json:"description"`
 	ParamsSchema any            `json:"params_schema"`
 	ReturnSchema any            `json:"return_schema"`
@@ -182,6 +255,20 @@ func (e *Entry) Wire() SMCPTool {
 	if e.Tool.Annotations != nil {
 		annotations = e.Tool.Annotations
 	}
+	if e.bundled {
+		// The computer's reconciled ToolMeta replaces the server's own
+		// declaration, or removes it (§5.4); other _meta keys pass.
+		t.BundleID = e.BundleID
+		own := maps.Clone(e.Tool.Meta)
+		delete(own, smcp.MetaToolMeta)
+		if meta, err := smcp.BuildToolMeta(nil, annotations, own); err == nil {
+			t.Meta = meta.AsMap()
+		}
+		if e.metaJSON != "" {
+			t.Meta[smcp.MetaToolMeta] = e.metaJSON
+		}
+		return t
+	}
 	if meta, err := smcp.BuildToolMeta(e.Meta, annotations, e.Tool.Meta); err == nil {
 		t.Meta = meta.AsMap()
 	}
@@ -190,6 +277,9 @@ func (e *Entry) Wire() SMCPTool {
 
 // MetaJSON is the effective ToolMeta as a JSON string ("" when none).
 func (e *Entry) MetaJSON() string {
+	if e.bundled {
+		return e.metaJSON
+	}
 	if e.Meta == nil {
 		return ""
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -118,8 +119,13 @@ func (x *Executor) Cancel(agent, reqID string) bool {
 // Failures are isError results, never Go errors.
 func (x *Executor) Execute(ctx context.Context, c Call) map[string]any {
 	log := x.opts.Logger.With("agent", c.Agent, "req_id", c.ReqID, "tool", c.Name)
-	e, err := x.opts.Catalog().Lookup(c.Name)
+	cat := x.opts.Catalog()
+	e, err := cat.Lookup(c.Name)
 	if err != nil {
+		if cat.Bundled() {
+			// Not in the exposed-name mapping (PROTOCOL-0.4.md §5.3, §6).
+			return errorResult(err.Error(), map[string]any{smcp.MetaCode: smcp.CodeToolNotFound})
+		}
 		return errorResult(err.Error(), map[string]any{smcp.MetaErrorCode: smcp.CodeNotFound})
 	}
 	timeout := c.Timeout
@@ -193,6 +199,10 @@ func (x *Executor) Execute(ctx context.Context, c Call) map[string]any {
 		return cancelled()
 	case err != nil && cctx.Err() != nil && ctx.Err() == nil:
 		return timedOut()
+	case err != nil && e.bundled && errors.As(err, new(AuthFailure)):
+		var af AuthFailure
+		errors.As(err, &af)
+		return authResult(e, af, meta, log)
 	case err != nil:
 		log.Warn("tool call failed", "server", e.Server, "err", err)
 		return errorResult(fmt.Sprintf("tool %q on MCP server %q failed: %v", c.Name, e.Server, err), meta)
@@ -234,6 +244,31 @@ func resultWire(out map[string]any, markers map[string]any) map[string]any {
 		out["content"] = []any{}
 	}
 	return out
+}
+
+// AuthFailure is an MCP server refusing a call for authorization, seen
+// at its HTTP status (servers.AuthError). AuthHint is safe to show: it
+// carries no token, URL or credential.
+type AuthFailure interface {
+	error
+	AuthStatus() int
+	AuthHint() string
+}
+
+// authResult answers an upstream authorization failure (PROTOCOL-0.4.md
+// §7 C8): 4007 for 403 (authorized but refused), 4006 otherwise, with the
+// server's bundle id and a hint for the user.
+func authResult(e *Entry, af AuthFailure, meta map[string]any, log *slog.Logger) map[string]any {
+	code := smcp.CodeToolAuthorizationRequired
+	if af.AuthStatus() == http.StatusForbidden {
+		code = smcp.CodeToolAuthorizationFailed
+	}
+	hint := af.AuthHint()
+	log.Warn("tool call refused by the MCP server's authorization", "server", e.Server, "bundle_id", e.BundleID, "status", af.AuthStatus(), "code", code)
+	meta[smcp.MetaCode] = code
+	meta[smcp.MetaMCPServer] = e.BundleID
+	meta[smcp.MetaAuthHint] = map[string]any{"message": hint}
+	return errorResult(fmt.Sprintf("tool %q: %s", e.Name, hint), meta)
 }
 
 func errorResult(text string, meta map[string]any) map[string]any {
