@@ -37,9 +37,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/smcpgw/smcp-gateway/computer/blobs"
 	"github.com/smcpgw/smcp-gateway/computer/config"
 	"github.com/smcpgw/smcp-gateway/computer/servers"
+	"github.com/smcpgw/smcp-gateway/computer/skills"
 	"github.com/smcpgw/smcp-gateway/computer/tools"
+	"github.com/smcpgw/smcp-gateway/computer/uploads"
 )
 
 // Options configure a Computer.
@@ -67,6 +70,18 @@ type Options struct {
 	// OnUpdate, when set, sees every server:update_* event the computer
 	// emits (after it is handed to the gateway link, if any).
 	OnUpdate func(event string)
+	// Protocol is the profile the computer speaks: "0.2" (default), "0.3"
+	// or "0.4". Skills and blob downloads come with 0.3, uploads with 0.4.
+	Protocol string
+	// SkillDirs hold the user's skill folders (0.3+), in discovery order.
+	SkillDirs []string
+	// LandingRoot is where client:put_blob lands files (0.4); "" refuses
+	// uploads. Only from trusted settings (flag, environment, embedding):
+	// never from an MCP configuration file (PROTOCOL-0.4.md §7 C7).
+	LandingRoot string
+	// BundleID names a server's bundle id (default: §5.2's normalisation
+	// of its name, see provisionalBundleID).
+	BundleID BundleIDFunc
 }
 
 // Computer is one SMCP computer.
@@ -98,6 +113,11 @@ type Computer struct {
 	holding      int  // reloads in progress: update_tool_list waits
 	heldToolList bool // an update_tool_list waits for the end of a reload
 
+	// 0.3/0.4: nil in lower profiles.
+	skills  *skills.Registry
+	blobs   *blobs.Service
+	uploads *uploads.Manager
+
 	closeOnce sync.Once
 }
 
@@ -123,6 +143,12 @@ func New(opts Options) (*Computer, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Protocol == "" {
+		opts.Protocol = Protocol02
+	}
+	if err := checkProfile(opts.Protocol); err != nil {
+		return nil, err
 	}
 	if opts.KeepAlive == 0 {
 		opts.KeepAlive = 15 * time.Second
@@ -152,6 +178,9 @@ func New(opts Options) (*Computer, error) {
 		HistorySize: opts.HistorySize,
 		Logger:      log,
 	})
+	if err := c.startLater(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -204,6 +233,7 @@ func (c *Computer) WaitReady(ctx context.Context) error {
 func (c *Computer) Close() {
 	c.closeOnce.Do(func() {
 		c.servers.Close()
+		c.closeLater()
 		c.log.Info("computer stopped")
 	})
 }
@@ -272,9 +302,12 @@ func (c *Computer) onServerEvent(ev servers.Event) {
 			c.notifyToolList()
 		}
 		c.resourcesChanged(ev.Server, ev.Kind)
+		c.syncSkills(ev.Server, ev.Kind, "")
 	case servers.ResourcesChanged:
 		c.resourcesChanged(ev.Server, ev.Kind)
+		c.syncSkills(ev.Server, ev.Kind, "")
 	case servers.ResourceUpdated:
 		c.resourceUpdated(ev.Server, ev.URI)
+		c.syncSkills(ev.Server, ev.Kind, ev.URI)
 	}
 }

@@ -108,9 +108,16 @@ func (c *Computer) newHandlers() (map[string]handler, error) {
 		smcp.EventGetDesktop:   func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetDesktop) },
 		smcp.EventGetFinder:    func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetFinder) },
 		smcp.EventReadResource: func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleReadResource) },
+		smcp.EventGetSkills:    func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetSkills) },
+		smcp.EventGetSkill:     func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetSkill) },
+		smcp.EventGetBlob:      func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetBlob) },
+		smcp.EventPutBlob:      func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handlePutBlob) },
 	}
 	out := make(map[string]handler, len(byEvent))
 	for _, e := range smcp.Events(smcp.Routed) {
+		if !c.serves(e.Name) {
+			continue
+		}
 		mk, ok := byEvent[e.Name]
 		if !ok {
 			return nil, fmt.Errorf("computer: no handler for routed event %s", e.Name)
@@ -120,6 +127,20 @@ func (c *Computer) newHandlers() (map[string]handler, error) {
 			return nil, fmt.Errorf("computer: %s: %w", e.Name, err)
 		}
 		out[e.Name] = h
+	}
+	// The 0.3/0.4 events the table does not declare (yet).
+	for _, le := range laterEvents {
+		if _, done := out[le.info.Name]; done || !c.serves(le.info.Name) {
+			continue
+		}
+		if _, inTable := smcp.Event(le.info.Name); inTable {
+			continue
+		}
+		h, err := byEvent[le.info.Name](&le.info)
+		if err != nil {
+			return nil, fmt.Errorf("computer: %s: %w", le.info.Name, err)
+		}
+		out[le.info.Name] = h
 	}
 	return out, nil
 }
@@ -196,10 +217,10 @@ func (c *Computer) handleToolCall(ctx context.Context, req *smcpv1.ToolCallReq) 
 	if req.GetParams() != nil {
 		params = req.GetParams().AsMap()
 	}
-	return c.exec.Execute(ctx, tools.Call{
+	return c.sideband(c.exec.Execute(ctx, tools.Call{
 		Agent: req.GetAgent(), ReqID: req.GetReqId(), Name: req.GetToolName(), Params: params,
 		Timeout: time.Duration(timeout) * time.Second,
-	}), nil
+	})), nil
 }
 
 // getToolsRet is the answer of client:get_tools (GetToolsRet), its keys in

@@ -64,9 +64,9 @@ func (c *Computer) Connect(ctx context.Context, gw Gateway) (*Link, error) {
 		return nil, fmt.Errorf("computer: connect to gateway %s: %w", o.URL, err)
 	}
 	l := &Link{c: c, conn: conn, office: gw.Office}
-	for _, e := range smcp.Events(smcp.Routed) {
-		conn.Handle(e.Name, func(ctx context.Context, payload json.RawMessage) (any, error) {
-			return c.Handle(ctx, e.Name, payload), nil
+	for _, name := range c.routedEventNames() {
+		conn.Handle(name, func(ctx context.Context, payload json.RawMessage) (any, error) {
+			return c.Handle(ctx, name, payload), nil
 		})
 	}
 	for _, e := range smcp.Events(smcp.Notify) {
