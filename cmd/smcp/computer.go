@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/smcpgw/smcp-gateway/computer"
@@ -32,6 +34,11 @@ func runComputer(ctx context.Context, args []string) error {
 	apiKey := fs.String("api-key", "", "API key for the gateway")
 	confirm := fs.String("confirm", tools.ConfirmDeny,
 		"tools that are not auto_apply, when no terminal can ask: auto (run them) or deny (refuse them)")
+	protocol := fs.String("protocol", computer.Protocol02, "protocol profile: 0.2, 0.3 or 0.4 (skills and blobs need 0.3, uploads 0.4)")
+	var skillDirs pathList
+	fs.Var(&skillDirs, "skills", "folder of skill folders (each with a SKILL.md), served to agents from 0.3; repeatable, "+
+		"or several separated by '"+string(os.PathListSeparator)+"'")
+	landingRoot := fs.String("landing-root", "", "folder where agents' uploads (client:put_blob, 0.4) land; unset refuses uploads")
 	fs.addLogFlags("info")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -48,7 +55,8 @@ func runComputer(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := computer.Options{Name: *name, Config: cfg, Logger: log, Confirm: *confirm}
+	opts := computer.Options{Name: *name, Config: cfg, Logger: log, Confirm: *confirm,
+		Protocol: *protocol, SkillDirs: skillDirs, LandingRoot: *landingRoot}
 	if terminal.Interactive() {
 		t := terminal.Stdio()
 		opts.InputAsker, opts.ConfirmAsker = t, t
@@ -82,4 +90,19 @@ func runComputer(ctx context.Context, args []string) error {
 	}()
 	log.Info("computer starting", "name", *name, "servers", len(cfg.Servers), "gateway", *gatewayURL, "office", *office)
 	return c.Run(ctx, computer.Gateway{URL: *gatewayURL, Path: *sioPath, Office: *office, APIKey: *apiKey})
+}
+
+// pathList is a repeatable flag of folders; one value may hold several
+// separated by the OS's list separator (as $SMCP_SKILLS does).
+type pathList []string
+
+func (p *pathList) String() string { return strings.Join(*p, string(os.PathListSeparator)) }
+
+func (p *pathList) Set(v string) error {
+	for _, d := range filepath.SplitList(v) {
+		if d = strings.TrimSpace(d); d != "" {
+			*p = append(*p, d)
+		}
+	}
+	return nil
 }
