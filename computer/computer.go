@@ -36,9 +36,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/smcpgw/smcp-gateway/computer/blobs"
 	"github.com/smcpgw/smcp-gateway/computer/config"
 	"github.com/smcpgw/smcp-gateway/computer/servers"
+	"github.com/smcpgw/smcp-gateway/computer/skills"
 	"github.com/smcpgw/smcp-gateway/computer/tools"
+	"github.com/smcpgw/smcp-gateway/computer/uploads"
 )
 
 // Options configure a Computer.
@@ -71,6 +74,12 @@ type Options struct {
 	// Protocol03 or Protocol04 (PROTOCOL-0.4.md: tools, configuration,
 	// resources and desktop by bundle id). `smcp computer` defaults to 0.4.
 	Protocol string
+	// SkillDirs hold the user's skill folders (0.3+), in discovery order.
+	SkillDirs []string
+	// LandingRoot is where client:put_blob lands files (0.4); "" refuses
+	// uploads. Only from trusted settings (flag, environment, embedding):
+	// never from an MCP configuration file (PROTOCOL-0.4.md §7 C7).
+	LandingRoot string
 }
 
 // Computer is one SMCP computer.
@@ -106,6 +115,11 @@ type Computer struct {
 	holdMu       sync.Mutex
 	holding      int  // reloads in progress: update_tool_list waits
 	heldToolList bool // an update_tool_list waits for the end of a reload
+
+	// 0.3/0.4: nil in lower profiles.
+	skills  *skills.Registry
+	blobs   *blobs.Service
+	uploads *uploads.Manager
 
 	closeOnce sync.Once
 }
@@ -175,6 +189,9 @@ func New(opts Options) (*Computer, error) {
 		HistorySize: opts.HistorySize,
 		Logger:      log,
 	})
+	if err := c.startLater(); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -222,6 +239,7 @@ func (c *Computer) WaitReady(ctx context.Context) error {
 func (c *Computer) Close() {
 	c.closeOnce.Do(func() {
 		c.servers.Close()
+		c.closeLater()
 		c.log.Info("computer stopped")
 	})
 }
@@ -295,9 +313,12 @@ func (c *Computer) onServerEvent(ev servers.Event) {
 			c.notifyToolList()
 		}
 		c.resourcesChanged(ev.Server, ev.Kind)
+		c.syncSkills(ev.Server, ev.Kind, "")
 	case servers.ResourcesChanged:
 		c.resourcesChanged(ev.Server, ev.Kind)
+		c.syncSkills(ev.Server, ev.Kind, "")
 	case servers.ResourceUpdated:
 		c.resourceUpdated(ev.Server, ev.URI)
+		c.syncSkills(ev.Server, ev.Kind, ev.URI)
 	}
 }

@@ -108,6 +108,10 @@ func (c *Computer) newHandlers() (map[string]handler, error) {
 		smcp.EventGetDesktop:   func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetDesktop) },
 		smcp.EventGetFinder:    func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetFinder) },
 		smcp.EventReadResource: func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleReadResource) },
+		smcp.EventGetSkills:    func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetSkills) },
+		smcp.EventGetSkill:     func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetSkill) },
+		smcp.EventGetBlob:      func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetBlob) },
+		smcp.EventPutBlob:      func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handlePutBlob) },
 		smcp.EventGetResources: func(e *smcp.EventInfo) (handler, error) { return typed(e, c.handleGetResources) },
 	}
 	out := make(map[string]handler, len(byEvent))
@@ -206,10 +210,10 @@ func (c *Computer) handleToolCall(ctx context.Context, req *smcpv1.ToolCallReq) 
 	if req.GetParams() != nil {
 		params = req.GetParams().AsMap()
 	}
-	return c.exec.Execute(ctx, tools.Call{
+	return c.sideband(c.exec.Execute(ctx, tools.Call{
 		Agent: req.GetAgent(), ReqID: req.GetReqId(), Name: req.GetToolName(), Params: params,
 		Timeout: time.Duration(timeout) * time.Second,
-	}), nil
+	})), nil
 }
 
 // getToolsRet is the answer of client:get_tools (GetToolsRet), its keys in

@@ -13,13 +13,14 @@ import (
 
 // TestCloseLeavesNoGoroutines runs a computer with a stdio and an HTTP
 // server through a few restarts and calls, closes it, and checks that its
-// goroutines are gone.
+// goroutines are gone (in the 0.4 profile too).
 func TestCloseLeavesNoGoroutines(t *testing.T) {
 	f := testmcp.New("h", testmcp.Options{})
 	f.SetDocs("h.docs", docs("h", 3)...)
 	url := fixture(t, f)
 	before := runtime.NumGoroutine()
-	for range 3 {
+	skills, landing := t.TempDir(), t.TempDir()
+	for i := range 3 {
 		cfg := &config.Config{Servers: map[string]*config.Server{}}
 		for name, obj := range map[string]map[string]any{
 			"h":     {"url": url},
@@ -31,7 +32,11 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 			}
 			cfg.Servers[name] = s
 		}
-		c, err := computer.New(computer.Options{Name: "pc", Config: cfg, Logger: quietLogger(), Confirm: "auto"})
+		opts := computer.Options{Name: "pc", Config: cfg, Logger: quietLogger(), Confirm: "auto"}
+		if i%2 == 1 { // the skill watcher, the blob spool and the upload sweeper too
+			opts.Protocol, opts.SkillDirs, opts.LandingRoot = computer.Protocol04, []string{skills}, landing
+		}
+		c, err := computer.New(opts)
 		if err != nil {
 			t.Fatal(err)
 		}

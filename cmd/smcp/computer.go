@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -38,6 +39,10 @@ func runComputer(ctx context.Context, args []string) error {
 		"protocol version to speak: 0.2, 0.3 or 0.4 (sent as a2c_version 0.2.0, 0.3.2 or 0.4.0; it must be one the gateway serves)")
 	confirm := fs.String("confirm", tools.ConfirmDeny,
 		"tools that are not auto_apply, when no terminal can ask: auto (run them) or deny (refuse them)")
+	var skillDirs pathList
+	fs.Var(&skillDirs, "skills", "folder of skill folders (each with a SKILL.md), served to agents from 0.3; repeatable, "+
+		"or several separated by '"+string(os.PathListSeparator)+"'")
+	landingRoot := fs.String("landing-root", "", "folder where agents' uploads (client:put_blob, 0.4) land; unset refuses uploads")
 	fs.addLogFlags("info")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -61,7 +66,8 @@ func runComputer(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := computer.Options{Name: *name, Config: cfg, Logger: log, Confirm: *confirm, Protocol: *protocol}
+	opts := computer.Options{Name: *name, Config: cfg, Logger: log, Confirm: *confirm,
+		Protocol: *protocol, SkillDirs: skillDirs, LandingRoot: *landingRoot}
 	if terminal.Interactive() {
 		t := terminal.Stdio()
 		opts.InputAsker, opts.ConfirmAsker = t, t
@@ -128,4 +134,19 @@ func versionAdvice(gateway, protocol string, ve *sioclient.VersionError) error {
 		return fmt.Errorf("gateway %s refused protocol %s (a2c_version %s) without saying which it supports: try --protocol with another of 0.2, 0.3, 0.4",
 			gateway, protocol, sent)
 	}
+}
+
+// pathList is a repeatable flag of folders; one value may hold several
+// separated by the OS's list separator (as $SMCP_SKILLS does).
+type pathList []string
+
+func (p *pathList) String() string { return strings.Join(*p, string(os.PathListSeparator)) }
+
+func (p *pathList) Set(v string) error {
+	for _, d := range filepath.SplitList(v) {
+		if d = strings.TrimSpace(d); d != "" {
+			*p = append(*p, d)
+		}
+	}
+	return nil
 }

@@ -194,3 +194,26 @@ func startKeyedGateway(t *testing.T, key string) *gateway.Running {
 	t.Cleanup(func() { _ = gw.Stop() })
 	return gw
 }
+
+// --skills is repeatable and $SMCP_SKILLS lists several folders.
+func TestComputerSkillsFlag(t *testing.T) {
+	fs := newFlags("computer", "")
+	var dirs pathList
+	fs.Var(&dirs, "skills", "")
+	if err := fs.parse([]string{"--skills", "/a", "--skills", "/b" + string(os.PathListSeparator) + "/c"}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(dirs, ",") != "/a,/b,/c" {
+		t.Fatalf("flags: %q", dirs)
+	}
+	t.Setenv("SMCP_SKILLS", "/x"+string(os.PathListSeparator)+"/y")
+	fs = newFlags("computer", "")
+	dirs = nil
+	fs.Var(&dirs, "skills", "")
+	if err := fs.parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(dirs, ",") != "/x,/y" {
+		t.Fatalf("env: %q", dirs)
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package skills
+
+import "io/fs"
+
+func fileID(fs.FileInfo) string { return "" }

@@ -1,0 +1,242 @@
+package uploads
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+func newManager(t *testing.T, opts Options) *Manager {
+	t.Helper()
+	m, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m
+}
+
+func hexSum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func chunk(id string, off int64, eof bool, b []byte) *smcpv1.PutBlobReq {
+	r := &smcpv1.PutBlobReq{Agent: "a", ReqId: "r", Computer: "c", ChunkOffset: off, Eof: eof, Blob: base64.StdEncoding.EncodeToString(b)}
+	if id != "" {
+		r.UploadId = proto.String(id)
+	}
+	return r
+}
+
+func firstChunk(total int64, sum, hint string, eof bool, b []byte) *smcpv1.PutBlobReq {
+	r := chunk("", 0, eof, b)
+	r.TotalSize, r.Sha256 = proto.Int64(total), proto.String(sum)
+	if hint != "" {
+		r.NameHint = proto.String(hint)
+	}
+	return r
+}
+
+func reason(t *testing.T, err error) string {
+	t.Helper()
+	e, ok := smcp.AsError(err)
+	if !ok || e.Code != smcp.CodeBlobWriteFailed {
+		t.Fatalf("error = %v, want a 4019", err)
+	}
+	r, _ := e.Details["reason"].(string)
+	return r
+}
+
+// files lists the root's entries.
+func files(t *testing.T, dir string) []string {
+	t.Helper()
+	es, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func TestUpload20MiBLands(t *testing.T) {
+	dir := t.TempDir()
+	m := newManager(t, Options{Root: dir})
+	data := make([]byte, 20<<20)
+	rand.Read(data)
+	const step = 256 << 10
+	ret, err := m.Put("a", firstChunk(int64(len(data)), hexSum(data), "../../etc/passwd", false, data[:step]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ret.UploadID
+	for off := step; off < len(data); off += step {
+		end := min(off+step, len(data))
+		if ret, err = m.Put("a", chunk(id, int64(off), end == len(data), data[off:end])); err != nil {
+			t.Fatalf("chunk at %d: %v", off, err)
+		}
+	}
+	real, _ := filepath.EvalSymlinks(dir)
+	if ret.LandingPath != filepath.Join(real, id+"-passwd") || ret.SHA256 != hexSum(data) || *ret.TotalSize != int64(len(data)) {
+		t.Fatalf("ret = %+v", ret)
+	}
+	got, err := os.ReadFile(ret.LandingPath)
+	if err != nil || hexSum(got) != hexSum(data) {
+		t.Fatalf("landed file differs (%v)", err)
+	}
+	if fs := files(t, dir); len(fs) != 1 {
+		t.Fatalf("root holds %v, want only the landed file", fs)
+	}
+	if m.InProgress() != 0 {
+		t.Fatal("upload still in progress")
+	}
+}
+
+func TestUploadRefusals(t *testing.T) {
+	dir := t.TempDir()
+	m := newManager(t, Options{Root: dir, MaxSize: 1 << 20, MaxConcurrent: 2})
+	data := []byte("hello world")
+	sum := hexSum(data)
+	start := func() string {
+		t.Helper()
+		ret, err := m.Put("a", firstChunk(int64(len(data)), sum, "", false, data[:5]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ret.UploadID
+	}
+	check := func(what string, err error, want string) {
+		t.Helper()
+		if got := reason(t, err); got != want {
+			t.Fatalf("%s: reason %s, want %s (%v)", what, got, want, err)
+		}
+	}
+	_, err := m.Put("a", firstChunk(2<<20, sum, "", false, data))
+	check("oversized declaration", err, ReasonTooLarge)
+	_, err = m.Put("a", firstChunk(0, sum, "", true, nil))
+	check("total_size 0", err, ReasonInvalidDeclaration)
+	_, err = m.Put("a", firstChunk(11, "xyz", "", true, data))
+	check("bad sha256", err, ReasonInvalidDeclaration)
+	r := chunk("", 0, true, data)
+	_, err = m.Put("a", r)
+	check("no declaration", err, ReasonInvalidDeclaration)
+	_, err = m.Put("a", chunk("0123456789abcdef0123456789abcdef", 0, false, data))
+	check("unknown upload", err, ReasonInvalidUpload)
+
+	id := start()
+	_, err = m.Put("a", chunk(id, 7, true, data[7:]))
+	check("out of order", err, ReasonRange)
+	_, err = m.Put("a", chunk(id, 5, true, data[5:]))
+	check("after a refusal the upload is gone", err, ReasonInvalidUpload)
+
+	id = start()
+	_, err = m.Put("b", chunk(id, 5, true, data[5:]))
+	check("another agent's upload", err, ReasonInvalidUpload)
+	rd := chunk(id, 5, true, data[5:])
+	rd.Sha256 = proto.String(sum)
+	_, err = m.Put("a", rd)
+	check("repeated declaration", err, ReasonInvalidDeclaration)
+
+	id = start()
+	_, err = m.Put("a", chunk(id, 5, true, []byte(" WORLD")))
+	check("wrong sha256", err, ReasonIntegrity)
+	id = start()
+	_, err = m.Put("a", chunk(id, 5, true, []byte(" world and more")))
+	check("past total_size", err, ReasonRange)
+	id = start()
+	_, err = m.Put("a", chunk(id, 5, true, []byte(" w")))
+	check("short at eof", err, ReasonRange)
+
+	a, b := start(), start()
+	_, err = m.Put("a", firstChunk(int64(len(data)), sum, "", false, data[:5]))
+	check("third concurrent upload", err, ReasonBusy)
+	for _, id := range []string{a, b} {
+		if _, err := m.Put("a", chunk(id, 5, true, data[5:])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Refused uploads leave nothing; the two finished ones landed.
+	fs := files(t, dir)
+	if len(fs) != 2 || strings.HasSuffix(fs[0], ".part") || strings.HasSuffix(fs[1], ".part") {
+		t.Fatalf("root holds %v", fs)
+	}
+}
+
+func TestNoLandingRootRefusesAll(t *testing.T) {
+	m := newManager(t, Options{})
+	_, err := m.Put("a", firstChunk(1, hexSum([]byte("x")), "x", true, []byte("x")))
+	if reason(t, err) != ReasonForbidden {
+		t.Fatal(err)
+	}
+}
+
+func TestAbandonedUploadsAreCollected(t *testing.T) {
+	dir := t.TempDir()
+	orphan := filepath.Join(dir, "0123456789abcdef0123456789abcdef.part")
+	keep := filepath.Join(dir, "notes.part")
+	for _, f := range []string{orphan, keep} {
+		if err := os.WriteFile(f, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := newManager(t, Options{Root: dir, IdleTimeout: 200 * time.Millisecond})
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Fatal("an orphaned .part of an earlier process was kept")
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatal("a file that is not an upload's .part was removed")
+	}
+	ret, err := m.Put("a", firstChunk(10, hexSum(make([]byte, 10)), "x", false, make([]byte, 4)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := filepath.Join(dir, ret.UploadID+".part")
+	if _, err := os.Stat(part); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Within(t, 20*time.Second, "the idle upload discarded", func() bool {
+		_, err := os.Stat(part)
+		return os.IsNotExist(err) && m.InProgress() == 0
+	})
+	_, err = m.Put("a", chunk(ret.UploadID, 4, true, make([]byte, 6)))
+	if reason(t, err) != ReasonInvalidUpload {
+		t.Fatal(err)
+	}
+}
+
+func TestSanitizeName(t *testing.T) {
+	for in, want := range map[string]string{
+		"../../etc/passwd": "passwd",
+		`..\..\x.txt`:      "x.txt",
+		"report (1).pdf":   "report__1_.pdf",
+		".bashrc":          "bashrc",
+		"..":               "",
+		"a..b":             "a.b",
+		"-rf":              "rf",
+		"été.png":          "t_.png",
+		"":                 "",
+		"/":                "",
+	} {
+		if got := SanitizeName(in); got != want {
+			t.Errorf("SanitizeName(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := SanitizeName(strings.Repeat("a", 300) + ".png"); len(got) > maxHintLen || !strings.HasSuffix(got, ".png") {
+		t.Errorf("long hint = %q", got)
+	}
+}
