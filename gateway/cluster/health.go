@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -60,4 +62,15 @@ func (h *Health) Down() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.down
+}
+
+// RedisLogger carries go-redis's own log (redis.SetLogger, process-wide:
+// set by the program, not a library) to slog at debug level: go-redis logs a
+// line per failed dial until its pool stops dialing, which Health already
+// sums up in one line per outage.
+type RedisLogger struct{ Log *slog.Logger }
+
+// Printf implements go-redis's internal.Logging.
+func (l RedisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.Log.DebugContext(ctx, fmt.Sprintf(format, v...))
 }

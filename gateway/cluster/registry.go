@@ -270,11 +270,16 @@ func (r *Registry) run(ctx context.Context, s *redis.Script, m core.Member) (any
 
 // failed reports a failed Redis call to the node's health (one log line
 // per outage), unless the caller gave up (parent ended): that is no
-// failure of Redis.
-func (r *Registry) failed(parent context.Context, what string, err error) {
-	if r.node != nil && parent.Err() == nil {
+// failure of Redis. It returns err marked core.ErrRegistryUnavailable, so
+// that the hub does not log it again per call.
+func (r *Registry) failed(parent context.Context, what string, err error) error {
+	if parent.Err() != nil {
+		return err
+	}
+	if r.node != nil {
 		r.node.health.Failed(what, err)
 	}
+	return fmt.Errorf("%w: %w", core.ErrRegistryUnavailable, err)
 }
 
 // errRecovering refuses a join that could not be decided while the
@@ -304,16 +309,14 @@ func (r *Registry) Claim(ctx context.Context, m core.Member) error {
 	for {
 		reason, holder, wait, err := r.claim(ctx, m)
 		if err != nil {
-			r.failed(parent, "claim", err)
-			return err
+			return r.failed(parent, "claim", err)
 		}
 		switch reason {
 		case "":
 			return nil
 		case "reset":
 			if err := r.node.recover(ctx, ""); err != nil {
-				r.failed(parent, "recover", err)
-				return fmt.Errorf("cluster: claim %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err)
+				return r.failed(parent, "recover", fmt.Errorf("cluster: claim %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err))
 			}
 			continue
 		case "settling":
@@ -325,22 +328,19 @@ func (r *Registry) Claim(ctx context.Context, m core.Member) error {
 		if r.node != nil && holder.Node != "" && holder.Node != m.Node {
 			lapsed, err := r.waitLapse(ctx, holder.Node)
 			if err != nil {
-				r.failed(parent, "claim", err)
-				return err
+				return r.failed(parent, "claim", err)
 			}
 			if lapsed {
 				done, err := r.node.reapNode(ctx, holder.Node)
 				if err != nil {
-					r.failed(parent, "reap", err)
-					return fmt.Errorf("cluster: reap node %s: %w", holder.Node, err)
+					return r.failed(parent, "reap", fmt.Errorf("cluster: reap node %s: %w", holder.Node, err))
 				}
 				if !done {
 					// Not to be reaped now: the registry settles, or this
 					// node's own heartbeat lapsed (Redis, not the other node,
 					// stopped). The next claim waits for the settling.
 					if err := r.node.recover(ctx, ""); err != nil {
-						r.failed(parent, "recover", err)
-						return fmt.Errorf("cluster: claim %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err)
+						return r.failed(parent, "recover", fmt.Errorf("cluster: claim %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err))
 					}
 				}
 				if ctx.Err() != nil {
@@ -471,8 +471,7 @@ func (r *Registry) Release(ctx context.Context, m core.Member) (bool, error) {
 	defer cancel()
 	res, err := r.run(ctx, releaseScript, m)
 	if err != nil {
-		r.failed(parent, "release", err)
-		return false, fmt.Errorf("cluster: release %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err)
+		return false, r.failed(parent, "release", fmt.Errorf("cluster: release %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err))
 	}
 	n, _ := res.(int64)
 	return n == 1, nil
@@ -493,8 +492,7 @@ func (r *Registry) Members(ctx context.Context, officeID string) ([]core.Member,
 		}
 	}
 	if err != nil {
-		r.failed(parent, "members", err)
-		return nil, err
+		return nil, r.failed(parent, "members", err)
 	}
 	return ms, nil
 }
@@ -539,8 +537,7 @@ func (r *Registry) Computer(ctx context.Context, officeID, name string) (core.Me
 		}
 	}
 	if err != nil {
-		r.failed(parent, "computer lookup", err)
-		return core.Member{}, false, err
+		return core.Member{}, false, r.failed(parent, "computer lookup", err)
 	}
 	return m, ok, nil
 }

@@ -3,7 +3,9 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +57,22 @@ type Registry interface {
 	Members(ctx context.Context, officeID string) ([]Member, error)
 	// Computer finds a computer of an office by name.
 	Computer(ctx context.Context, officeID, name string) (Member, bool, error)
+}
+
+// ErrRegistryUnavailable marks the errors of a shared Registry whose store
+// does not answer. Such a registry reports the outage itself (one log line
+// when it starts, one when it ends), so the hub logs these per call at
+// debug level only: a busy office would otherwise log a line per join,
+// call and close for as long as the outage lasts.
+var ErrRegistryUnavailable = errors.New("registry unavailable")
+
+// logRegistry logs a failed registry call (see ErrRegistryUnavailable).
+func (h *Hub) logRegistry(msg string, err error, args ...any) {
+	level := slog.LevelError
+	if errors.Is(err, ErrRegistryUnavailable) {
+		level = slog.LevelDebug
+	}
+	h.log.Log(context.Background(), level, msg, append(args, "err", err)...)
 }
 
 // Peers reaches the sessions attached to the other nodes of a cluster.
@@ -202,7 +220,7 @@ func (h *Hub) claim(ctx context.Context, m Member) error {
 		h.log.Info("registry claim abandoned", "office", m.OfficeID, "name", m.Name, "err", err)
 		return smcp.Errorf(smcp.CodeInternal, "join abandoned: %v", ctx.Err())
 	}
-	h.log.Error("registry claim", "office", m.OfficeID, "name", m.Name, "err", err)
+	h.logRegistry("registry claim", err, "office", m.OfficeID, "name", m.Name)
 	return smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
 }
 
@@ -212,7 +230,7 @@ func (h *Hub) claim(ctx context.Context, m Member) error {
 func (h *Hub) release(ms []Member) {
 	for _, m := range ms {
 		if _, err := h.cfg.Registry.Release(context.Background(), m); err != nil {
-			h.log.Error("registry release", "office", m.OfficeID, "name", m.Name, "err", err)
+			h.logRegistry("registry release", err, "office", m.OfficeID, "name", m.Name)
 		}
 	}
 }
@@ -232,7 +250,7 @@ func (h *Hub) listMembers(ctx context.Context, officeID string) ([]*smcpv1.Sessi
 		if ctx.Err() != nil {
 			return nil, smcp.Errorf(smcp.CodeInternal, "list_room abandoned: %v", ctx.Err())
 		}
-		h.log.Error("registry members", "office", officeID, "err", err)
+		h.logRegistry("registry members", err, "office", officeID)
 		return nil, smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
 	}
 	out := make([]*smcpv1.SessionInfo, 0, len(ms))
