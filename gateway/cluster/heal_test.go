@@ -199,7 +199,7 @@ func TestNoReapingAfterRedisPause(t *testing.T) {
 		t.Fatal("b reaped while the registry settles")
 	}
 	b.tick(ctx)
-	time.Sleep(healTTL + 50*time.Millisecond) // the settling ends
+	time.Sleep(a.settleFor() + 50*time.Millisecond) // the settling ends
 	a.tick(ctx)
 	if _, ok := a.computer("o", "mac"); !ok {
 		t.Fatal("b's computer reaped after the pause")

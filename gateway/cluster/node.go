@@ -24,6 +24,12 @@ const DefaultHeartbeatTTL = 3 * time.Second
 // members being back (they were gone long).
 const reapedMemory = 100
 
+// redialProbe is how often go-redis dials a Redis it could not reach once
+// every connection of its pool failed (internal/pool tryDial, not
+// configurable): a live node may need that long to be heard again after an
+// outage.
+const redialProbe = time.Second
+
 // reassertBatch is how many members one reassert script gives back.
 const reassertBatch = 64
 
@@ -67,10 +73,10 @@ return 0
 // (one agent session, one computer per name) through that:
 //   - Each node gives its members back (reconcile): when its heartbeat finds
 //     the registry without its epoch key (data lost) or its own heartbeat
-//     expired, it marks the registry settling for a TTL, announces itself,
+//     expired, it marks the registry settling (see settleFor), announces itself,
 //     claims each of its live members again and removes the records it
 //     holds for sessions that are gone. Every live node beats every TTL/3,
-//     so within the TTL each has given its members back.
+//     so within the settling each has given its members back.
 //   - While the registry settles, claims wait (within their bound) instead
 //     of taking slots that may belong to a node that has not spoken yet,
 //     lookups that miss wait too, and nobody is reaped.
@@ -117,7 +123,7 @@ func NewNode(rdb redis.UniversalClient, reg *Registry, hub *core.Hub, ttl time.D
 func (n *Node) Health() *Health { return n.health }
 
 // Start announces the node. Call it before serving. The first node of a
-// cluster (no epoch yet) settles the registry for a TTL: it cannot tell a
+// cluster (no epoch yet) settles the registry (settleFor): it cannot tell a
 // new Redis from one that lost its data under running nodes.
 func (n *Node) Start(ctx context.Context) error {
 	if _, err := n.announce(ctx, false); err != nil {
@@ -133,9 +139,14 @@ func (n *Node) announce(ctx context.Context, settle bool) (fresh bool, err error
 	}
 	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	res, err := announceScript.Run(ctx, n.rdb, []string{aliveKey(n.id), nodesKey(), epochKey(), settlingKey()},
-		n.id, now, n.ttl.Milliseconds(), n.ttl.Milliseconds(), force).Int()
+		n.id, now, n.ttl.Milliseconds(), n.settleFor().Milliseconds(), force).Int()
 	return res == 1, err
 }
+
+// settleFor is how long the registry settles after a reset or a pause: a
+// node not heard from for a TTL is dead, counted from when its Redis
+// client can dial again.
+func (n *Node) settleFor() time.Duration { return n.ttl + redialProbe }
 
 // Run heartbeats and reaps until ctx ends. It leaves the heartbeat key to
 // expire: Stop withdraws it at once, after the node's sessions have released
@@ -219,7 +230,7 @@ func (n *Node) recover(ctx context.Context, state string) error {
 	if _, err := n.announce(ctx, true); err != nil {
 		return fmt.Errorf("cluster: announce node %s: %w", n.id, err)
 	}
-	res, err := n.reconcile(ctx, n.ttl)
+	res, err := n.reconcile(ctx, n.settleFor())
 	if err != nil {
 		return err
 	}
