@@ -3,9 +3,9 @@
 // scripts, so two nodes racing for one slot get one winner), a per-node
 // heartbeat, a reaper that removes the members of a node whose heartbeat
 // lapsed, and the healing of the registry when Redis loses its data or
-// stands still (see Node). Cross-node emits and acks go through the socket.io Redis
-// adapter (gateway/sio); this package holds the shared state and the
-// adapter's encoding (Wire), which carries payloads as their bytes.
+// stands still (see Node). Cross-node emits and acks go through the
+// socket.io Redis adapter (gateway/sio); this package holds the shared state
+// and the adapter's encoding (Wire), which carries payloads as their bytes.
 //
 // Keys (prefix "smcp:"):
 //
