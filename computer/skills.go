@@ -20,7 +20,6 @@ import (
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
-
 // bundleID is the bundle id of a running server (skills of MCP servers are
 // named mcp:<bundle_id>:<skill>), as the server manager resolved it from the
 // raw configuration (smcp/bundleid); "" for a server it does not run.
@@ -234,4 +233,3 @@ func (c *Computer) sideband(res map[string]any) map[string]any {
 	}
 	return fail
 }
-

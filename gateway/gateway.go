@@ -176,6 +176,7 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	var rdb *goredis.Client
 	var reg *cluster.Registry
+	var rc *redisv3.RedisClient
 	if cfg.Redis != "" {
 		var err error
 		if rdb, err = connectRedis(cfg.Redis); err != nil {
@@ -187,14 +188,19 @@ func New(cfg Config) (*Gateway, error) {
 		reg = cluster.NewRegistry(rdb, cfg.RedisRegistry)
 		cfg.Core.Registry = reg
 		cfg.Core.Node = cfg.NodeID
-		rc := redisv3.NewRedisClient(context.Background(), rdb)
-		clog := cfg.Logger.With("component", "cluster")
-		_ = rc.On("error", func(args ...any) { clog.Warn("redis adapter", "err", fmt.Sprint(args...)) })
+		rc = redisv3.NewRedisClient(context.Background(), rdb)
 		aopts := redisadapter.DefaultRedisAdapterOptions()
 		aopts.SetParser(cluster.Wire{}) // payloads cross nodes as their bytes
 		cfg.SIO.Adapter = &redisadapter.RedisAdapterBuilder{Redis: rc, Opts: aopts}
 	}
 	hub := core.New(cfg.Core)
+	var node *cluster.Node
+	if rdb != nil {
+		node = cluster.NewNode(rdb, reg, hub, cfg.HeartbeatTTL, cfg.Logger.With("component", "cluster"))
+		// The adapter's failures (its receive loops retry with backoff while
+		// Redis is down) count in the node's one line per outage.
+		_ = rc.On("error", func(args ...any) { node.Health().Failed("socket.io adapter", fmt.Errorf("%s", fmt.Sprint(args...))) })
+	}
 	var m *metrics.Metrics
 	if cfg.Metrics {
 		m = metrics.New(hub)
@@ -217,9 +223,8 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.RPC.HandlerOptions = append(cfg.RPC.HandlerOptions, connect.WithInterceptors(otel))
 	}
 	s := sio.New(hub, cfg.Auth, cfg.SIO)
-	g := &Gateway{Hub: hub, SIO: s, Metrics: m, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger, rdb: rdb}
+	g := &Gateway{Hub: hub, SIO: s, Metrics: m, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger, rdb: rdb, node: node}
 	if rdb != nil {
-		g.node = cluster.NewNode(rdb, reg, hub, cfg.HeartbeatTTL, cfg.Logger.With("component", "cluster"))
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := g.node.Start(ctx); err != nil {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
 	"gopkg.in/yaml.v3"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
@@ -37,6 +38,9 @@ func runGateway(ctx context.Context, args []string) error {
 	cfg, err := c.gatewayConfig(log)
 	if err != nil {
 		return err
+	}
+	if cfg.Redis != "" {
+		goredis.SetLogger(cluster.RedisLogger{Log: log.With("component", "go-redis")})
 	}
 	tp, err := newTracerProvider(ctx, c.TraceStdout, log)
 	if err != nil {

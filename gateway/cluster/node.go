@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,14 +19,89 @@ import (
 // heartbeat; heartbeats and reaping run every TTL/3.
 const DefaultHeartbeatTTL = 3 * time.Second
 
-// Node keeps one gateway node alive in Redis and reaps dead ones.
+// reapedMemory is how long a reaped record is remembered for its node, in
+// TTLs: a node that comes back after that long is told nothing of its
+// members being back (they were gone long).
+const reapedMemory = 100
+
+// redialProbe is how often go-redis dials a Redis it could not reach once
+// every connection of its pool failed (internal/pool tryDial, not
+// configurable): a live node may need that long to be heard again after an
+// outage.
+const redialProbe = time.Second
+
+// reassertBatch is how many members one reassert script gives back.
+const reassertBatch = 64
+
+// announceScript: KEYS heartbeat, nodes, epoch, settling; ARGV node id, now,
+// TTL ms, settling ms, force ("1": settle even if the epoch was there).
+// Settles the registry for settling ms when the epoch was missing (Redis
+// lost its data, or a first node starts) or when forced.
+var announceScript = redis.NewScript(luaSlots + `
+local fresh = redis.call('SET', KEYS[3], ARGV[2], 'NX')
+if fresh or ARGV[5] == '1' then settle(KEYS[4], tonumber(ARGV[4])) end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('SADD', KEYS[2], ARGV[1])
+if fresh then return 1 end
+return 0
+`)
+
+// beatScript: KEYS heartbeat, epoch; ARGV now, TTL ms. Returns "ok",
+// "lapsed" (the heartbeat had expired) or "reset" (no epoch: Redis lost its
+// data).
+var beatScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 then return 'reset' end
+if redis.call('SET', KEYS[1], ARGV[1], 'XX', 'PX', ARGV[2]) then return 'ok' end
+return 'lapsed'
+`)
+
+// forgetScript: KEYS nodes, node's heartbeat, node's members; ARGV node id.
+// Removes a node that is silent and holds nothing.
+var forgetScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 0 and redis.call('SCARD', KEYS[3]) == 0 then
+  redis.call('SREM', KEYS[1], ARGV[1])
+end
+return 0
+`)
+
+// Node keeps one gateway node alive in Redis, reaps dead ones, and rebuilds
+// the registry when Redis loses it.
+//
+// Healing. The registry lives in Redis only; Redis may restart empty, or
+// stop (a pause, a failover) for longer than the heartbeat TTL, after which
+// every heartbeat has expired at once. Three rules keep the office rules
+// (one agent session, one computer per name) through that:
+//   - Each node gives its members back (reconcile): when its heartbeat finds
+//     the registry without its epoch key (data lost) or its own heartbeat
+//     expired, it marks the registry settling (see settleFor), announces itself,
+//     claims each of its live members again and removes the records it
+//     holds for sessions that are gone. Every live node beats every TTL/3,
+//     so within the settling each has given its members back.
+//   - While the registry settles, claims wait (within their bound) instead
+//     of taking slots that may belong to a node that has not spoken yet,
+//     lookups that miss wait too, and nobody is reaped.
+//   - A node reaps another only while its own heartbeat is intact: if its
+//     own lapsed too, Redis stopped, not the other node.
+//
+// A node whose heartbeat lapsed while the others ran (it was cut off, or
+// paused) has been reaped; it takes back the slots still free and tells
+// their offices they are back, and takes out of their offices the members
+// whose slots were given to others meanwhile (core.Hub.Evict).
 type Node struct {
-	rdb redis.UniversalClient
-	reg *Registry
-	hub *core.Hub
-	id  string
-	ttl time.Duration
-	log *slog.Logger
+	rdb    redis.UniversalClient
+	reg    *Registry
+	hub    *core.Hub
+	id     string
+	ttl    time.Duration
+	log    *slog.Logger
+	health *Health
+
+	// recoverMu makes one recovery at a time (the heartbeat and claims
+	// that find the registry reset may all start one).
+	recoverMu sync.Mutex
+	// lastBeat is when the last heartbeat was answered (UnixNano; 0 before
+	// the first, which is never taken for a stall).
+	lastBeat atomic.Int64
 }
 
 // NewNode makes the heartbeat of hub's node (hub.Node()); reg is the hub's
@@ -34,21 +113,40 @@ func NewNode(rdb redis.UniversalClient, reg *Registry, hub *core.Hub, ttl time.D
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	n := &Node{rdb: rdb, reg: reg, hub: hub, id: hub.Node(), ttl: ttl, log: log}
-	reg.reap, reg.ttl = n.reapNode, ttl
+	n := &Node{rdb: rdb, reg: reg, hub: hub, id: hub.Node(), ttl: ttl, log: log, health: NewHealth(log)}
+	reg.node = n
 	return n
 }
 
-// Start announces the node. Call it before serving.
+// Health is the node's view of Redis; report the failures of other Redis
+// clients of the node (the socket.io adapter's) to it.
+func (n *Node) Health() *Health { return n.health }
+
+// Start announces the node. Call it before serving. The first node of a
+// cluster (no epoch yet) settles the registry (settleFor): it cannot tell a
+// new Redis from one that lost its data under running nodes.
 func (n *Node) Start(ctx context.Context) error {
-	if err := n.rdb.Set(ctx, aliveKey(n.id), time.Now().UnixMilli(), n.ttl).Err(); err != nil {
-		return fmt.Errorf("cluster: announce node %s: %w", n.id, err)
-	}
-	if err := n.rdb.SAdd(ctx, nodesKey(), n.id).Err(); err != nil {
+	if _, err := n.announce(ctx, false); err != nil {
 		return fmt.Errorf("cluster: announce node %s: %w", n.id, err)
 	}
 	return nil
 }
+
+func (n *Node) announce(ctx context.Context, settle bool) (fresh bool, err error) {
+	force := "0"
+	if settle {
+		force = "1"
+	}
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	res, err := announceScript.Run(ctx, n.rdb, []string{aliveKey(n.id), nodesKey(), epochKey(), settlingKey()},
+		n.id, now, n.ttl.Milliseconds(), n.settleFor().Milliseconds(), force).Int()
+	return res == 1, err
+}
+
+// settleFor is how long the registry settles after a reset or a pause: a
+// node not heard from for a TTL is dead, counted from when its Redis
+// client can dial again.
+func (n *Node) settleFor() time.Duration { return n.ttl + redialProbe }
 
 // Run heartbeats and reaps until ctx ends. It leaves the heartbeat key to
 // expire: Stop withdraws it at once, after the node's sessions have released
@@ -62,28 +160,165 @@ func (n *Node) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if err := n.beat(ctx); err != nil && ctx.Err() == nil {
-			n.log.Error("heartbeat", "node", n.id, "err", err)
-		}
-		if err := n.Reap(ctx); err != nil && ctx.Err() == nil {
-			n.log.Error("reap dead nodes", "node", n.id, "err", err)
-		}
+		n.tick(ctx)
 	}
 }
 
-func (n *Node) beat(ctx context.Context) error {
-	ok, err := n.rdb.SetXX(ctx, aliveKey(n.id), time.Now().UnixMilli(), n.ttl).Result()
+// tick is one heartbeat: beat, recover or reconcile when needed, reap.
+func (n *Node) tick(ctx context.Context) {
+	state, err := n.beat(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			n.health.Failed("heartbeat", err)
+		}
+		return
+	}
+	wasDown := n.health.Answered()
+	switch {
+	case state != "ok":
+		err = n.recover(ctx, state)
+	case wasDown:
+		// Calls failed while Redis did not answer: releases among them
+		// left records of sessions that are gone.
+		_, err = n.reconcile(ctx, 0)
+	}
+	if err == nil {
+		err = n.Reap(ctx)
+	}
+	if err != nil && ctx.Err() == nil {
+		n.health.Failed("heartbeat", err)
+	}
+}
+
+// beat refreshes the heartbeat. state is "ok", "lapsed" (it had expired:
+// this node was presumed dead), "reset" (Redis lost its data) or "stalled":
+// the heartbeat was found alive but the last one answered was more than
+// two thirds of a TTL ago, so Redis (or this node) stood still long enough
+// for other heartbeats to expire unseen.
+func (n *Node) beat(ctx context.Context) (state string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, n.ttl/2)
+	defer cancel()
+	now := time.Now()
+	state, err = beatScript.Run(ctx, n.rdb, []string{aliveKey(n.id), epochKey()},
+		strconv.FormatInt(now.UnixMilli(), 10), n.ttl.Milliseconds()).Text()
+	if err != nil {
+		return "", err
+	}
+	prev := n.lastBeat.Swap(time.Now().UnixNano())
+	if state == "ok" && prev != 0 && time.Since(time.Unix(0, prev)) > 2*n.ttl/3 {
+		state = "stalled"
+	}
+	return state, nil
+}
+
+// recover rebuilds this node's part of the registry after state ("" when
+// not known: it is checked first, and nothing is done if the heartbeat is
+// alive): the registry settles for a TTL and the node's members are given
+// back. One line is logged per recovery.
+func (n *Node) recover(ctx context.Context, state string) error {
+	n.recoverMu.Lock()
+	defer n.recoverMu.Unlock()
+	if state == "" {
+		var err error
+		if state, err = n.beat(ctx); err != nil {
+			return err
+		}
+		if state == "ok" {
+			return nil // recovered meanwhile, by the heartbeat or another claim
+		}
+	}
+	if _, err := n.announce(ctx, true); err != nil {
+		return fmt.Errorf("cluster: announce node %s: %w", n.id, err)
+	}
+	res, err := n.reconcile(ctx, n.settleFor())
 	if err != nil {
 		return err
 	}
-	if !ok {
-		// Our heartbeat lapsed (a pause longer than the TTL): other nodes
-		// may have reaped our members. Announce again; the sessions of ours
-		// that were reaped are gone from their offices until they rejoin.
-		n.log.Warn("heartbeat had lapsed: node was presumed dead", "node", n.id)
-		return n.Start(ctx)
-	}
+	why := map[string]string{
+		"reset":   "Redis lost its data",
+		"lapsed":  "this node's heartbeat had lapsed",
+		"stalled": "Redis or this node stood still",
+	}[state]
+	n.log.Warn("cluster registry rebuilt: members given back", "node", n.id, "why", why,
+		"members", res.held+res.back, "taken_back", res.back, "lost", res.lost, "stale_removed", res.stale)
 	return nil
+}
+
+type reconciled struct{ held, back, lost, stale int }
+
+// reconcile makes the registry's records of this node match its hub: the
+// records of sessions that are gone are released, and every slot the hub
+// holds is claimed again (settle > 0: the registry settles for that long
+// from each batch on). A slot taken back after other nodes reaped it is
+// announced to its office; a member whose slot another session holds now is
+// evicted.
+func (n *Node) reconcile(ctx context.Context, settle time.Duration) (reconciled, error) {
+	var res reconciled
+	recs, err := n.rdb.SMembers(ctx, membersKey(n.id)).Result()
+	if err != nil {
+		return res, fmt.Errorf("cluster: members of node %s: %w", n.id, err)
+	}
+	// Held is read after the records: a claim sent before the read is
+	// counted by the hub (Held includes claims in flight).
+	held := n.hub.Held()
+	live := make(map[string]bool, len(held))
+	for _, m := range held {
+		live[encode(m)] = true
+	}
+	for _, rec := range recs {
+		if live[rec] {
+			continue
+		}
+		m, err := decode(rec)
+		if err != nil {
+			if err := n.rdb.SRem(ctx, membersKey(n.id), rec).Err(); err != nil {
+				return res, fmt.Errorf("cluster: members of node %s: %w", n.id, err)
+			}
+			continue
+		}
+		if _, err := n.reg.run(ctx, releaseScript, m); err != nil {
+			return res, fmt.Errorf("cluster: release stale %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err)
+		}
+		res.stale++
+	}
+	for batch := range slices.Chunk(held, reassertBatch) {
+		keys := []string{membersKey(n.id), reapedKey(n.id), settlingKey()}
+		argv := []any{settle.Milliseconds()}
+		for _, m := range batch {
+			keys = append(keys, officeKey(m.OfficeID))
+			argv = append(argv, args(m)...)
+		}
+		out, err := reassertScript.Run(ctx, n.rdb, keys, argv...).Slice()
+		if err != nil {
+			return res, fmt.Errorf("cluster: give members back: %w", err)
+		}
+		for i, m := range batch {
+			st, _ := out[i].([]any)
+			status := ""
+			if len(st) > 0 {
+				status, _ = st[0].(string)
+			}
+			switch status {
+			case "lost":
+				res.lost++
+				n.hub.Evict(m)
+				continue
+			case "back":
+				res.back++
+				n.hub.Restored(m)
+			default:
+				res.held++
+			}
+			// A session that ended while its slot was given back released
+			// it before: release it again.
+			if !n.hub.Holds(m) {
+				if _, err := n.reg.run(ctx, releaseScript, m); err != nil {
+					return res, fmt.Errorf("cluster: release %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err)
+				}
+			}
+		}
+	}
+	return res, nil
 }
 
 // Reap removes the members of every node whose heartbeat lapsed and tells
@@ -104,38 +339,52 @@ func (n *Node) Reap(ctx context.Context) error {
 		if alive == 1 {
 			continue
 		}
-		if err := n.reapNode(ctx, id); err != nil {
+		if _, err := n.reapNode(ctx, id); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (n *Node) reapNode(ctx context.Context, id string) error {
+// reapNode removes the members of node id, presumed dead. done is false
+// when it was not to be reaped now (see reapScript); nothing was then
+// removed after the first record that said so.
+func (n *Node) reapNode(ctx context.Context, id string) (done bool, err error) {
 	recs, err := n.rdb.SMembers(ctx, membersKey(id)).Result()
 	if err != nil {
-		return err
+		return false, err
 	}
-	level := slog.LevelWarn
-	if len(recs) == 0 {
-		level = slog.LevelInfo
-	}
-	n.log.Log(ctx, level, "reaping dead node", "node", id, "members", len(recs))
+	reaped := 0
+	defer func() {
+		if reaped > 0 {
+			n.log.Warn("reaped dead node", "node", id, "members", reaped)
+		}
+	}()
+	keep := (reapedMemory * n.ttl).Milliseconds()
 	for _, rec := range recs {
 		m, err := decode(rec)
 		if err != nil {
 			n.rdb.SRem(ctx, membersKey(id), rec)
 			continue
 		}
-		removed, err := n.reg.Release(ctx, m)
+		res, err := reapScript.Run(ctx, n.rdb,
+			[]string{officeKey(m.OfficeID), membersKey(id), aliveKey(id), settlingKey(), aliveKey(n.id), reapedKey(id)},
+			append(args(m), keep)...).Int()
 		if err != nil {
-			return err
+			return false, err
 		}
-		if removed {
+		switch res {
+		case -1:
+			return false, nil
+		case 1:
+			reaped++
 			n.hub.Reap(m)
 		}
 	}
-	return n.rdb.SRem(ctx, nodesKey(), id).Err()
+	if err := forgetScript.Run(ctx, n.rdb, []string{nodesKey(), aliveKey(id), membersKey(id)}, id).Err(); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // Stop withdraws the node's heartbeat, and the node itself when it holds

@@ -1,10 +1,11 @@
 // Package cluster makes several gateway nodes one gateway over Redis: a
 // Redis-backed core.Registry (office membership, join rules applied by Lua
 // scripts, so two nodes racing for one slot get one winner), a per-node
-// heartbeat, and a reaper that removes the members of a node whose
-// heartbeat lapsed. Cross-node emits and acks go through the socket.io Redis
-// adapter (gateway/sio); this package holds the shared state and the
-// adapter's encoding (Wire), which carries payloads as their bytes.
+// heartbeat, a reaper that removes the members of a node whose heartbeat
+// lapsed, and the healing of the registry when Redis loses its data or
+// stands still (see Node). Cross-node emits and acks go through the
+// socket.io Redis adapter (gateway/sio); this package holds the shared state
+// and the adapter's encoding (Wire), which carries payloads as their bytes.
 //
 // Keys (prefix "smcp:"):
 //
@@ -13,7 +14,13 @@
 //	                          or one-call lease), "c:{name}" → computer
 //	smcp:node:{node}:alive    heartbeat, PX TTL, refreshed every TTL/3
 //	smcp:node:{node}:members  set of the member records the node holds
+//	smcp:node:{node}:reaped   records other nodes reaped from it (for a
+//	                          while), told "back" if it was alive after all
 //	smcp:nodes                set of node ids (alive or not yet reaped)
+//	smcp:epoch                set once by the first node; missing: Redis
+//	                          lost its data
+//	smcp:settling             Redis time (ms) until which the registry is
+//	                          being rebuilt: claims wait, nobody is reaped
 //
 // Member records are JSON (core.Member); a release only removes the record
 // it was given, so a reaper and a late release cannot remove a newer holder.
@@ -25,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,6 +48,9 @@ func officeKey(id string) string    { return prefix + "office:{" + id + "}" }
 func aliveKey(node string) string   { return prefix + "node:{" + node + "}:alive" }
 func membersKey(node string) string { return prefix + "node:{" + node + "}:members" }
 func nodesKey() string              { return prefix + "nodes" }
+func reapedKey(node string) string  { return prefix + "node:{" + node + "}:reaped" }
+func epochKey() string              { return prefix + "epoch" }
+func settlingKey() string           { return prefix + "settling" }
 func computerField(n string) string { return "c:" + n }
 func isAgentField(f string) bool    { return strings.HasPrefix(f, "a:") }
 func isComputerField(f string) bool { return strings.HasPrefix(f, "c:") }
@@ -50,81 +61,175 @@ func decode(s string) (core.Member, error) {
 	return m, err
 }
 
-// claimScript: KEYS office, node members; ARGV role, name, sid, lease
-// ("1"/"0"), record, version ("" for a lease). Returns {""} or {refusal
-// reason, holder record}; for "version", the office's version instead of a
-// record. The office's version is its "v" field while it has a non-lease
-// member (releaseScript clears it with the last).
-var claimScript = redis.NewScript(`
-local k, idx = KEYS[1], KEYS[2]
-local role, name, sid, lease, rec, ver = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-if ver ~= '' then
-  local cur = redis.call('HGET', k, 'v')
-  if cur and cur ~= ver then
-    local held = redis.call('HEXISTS', k, 'as') == 1
-    if not held then
-      for _, f in ipairs(redis.call('HKEYS', k)) do
-        if string.sub(f, 1, 2) == 'c:' then held = true break end
+// luaSlots holds the join rules, shared by the scripts below. claim takes
+// m's slot or returns {reason, holder record}; taking the record that holds
+// the slot already is a success. release removes m's record only.
+const luaSlots = `
+local function claim(k, idx, role, name, sid, lease, rec)
+  -- The office's version is its "v" field while a non-lease member holds a
+  -- slot; a record's own is its "v" key (core.Member, as encoding/json
+  -- writes it: in a value a quote is escaped, so the pattern is the key).
+  local ver = string.match(rec, '"v":"([^"]*)"') or ''
+  if ver ~= '' then
+    local cur = redis.call('HGET', k, 'v')
+    if cur and cur ~= ver then
+      local held = redis.call('HEXISTS', k, 'as') == 1
+      if not held then
+        for _, f in ipairs(redis.call('HKEYS', k)) do
+          if string.sub(f, 1, 2) == 'c:' then held = true break end
+        end
       end
+      if held then return {'version', cur} end
     end
-    if held then return {'version', cur} end
+  end
+  if role == 'agent' then
+    if redis.call('HGET', k, 'a:' .. sid) == rec then
+      redis.call('SADD', idx, rec)
+      return nil
+    end
+    local cur = redis.call('HGET', k, 'agent')
+    local as = redis.call('HGET', k, 'as')
+    if as and (lease == '0' or cur ~= name) then
+      return {'agent', redis.call('HGET', k, 'a:' .. as) or ''}
+    end
+    if cur and cur ~= name then
+      for _, f in ipairs(redis.call('HKEYS', k)) do
+        if string.sub(f, 1, 2) == 'a:' then return {'agent', redis.call('HGET', k, f)} end
+      end
+      return {'agent', ''}
+    end
+    redis.call('HSET', k, 'agent', name, 'a:' .. sid, rec)
+    if lease == '0' then redis.call('HSET', k, 'as', sid) end
+  else
+    local cur = redis.call('HGET', k, 'c:' .. name)
+    if cur and cur ~= rec then return {'computer', cur} end
+    redis.call('HSET', k, 'c:' .. name, rec)
+  end
+  if ver ~= '' then redis.call('HSET', k, 'v', ver) end
+  redis.call('SADD', idx, rec)
+  return nil
+end
+
+-- settling: the key holds the Redis time (ms) until which the registry
+-- settles. A deadline in the value, not a key TTL, so that the test Redis
+-- (miniredis, whose TTLs pass only when told) keeps the same clock.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function settling_left(key)
+  local left = tonumber(redis.call('GET', key) or '0') - now_ms()
+  if left > 0 then return left end
+  return 0
+end
+
+local function settle(key, ms)
+  local till = now_ms() + ms
+  if till > tonumber(redis.call('GET', key) or '0') then
+    redis.call('SET', key, till, 'PX', ms)
   end
 end
-if role == 'agent' then
-  local cur = redis.call('HGET', k, 'agent')
-  local as = redis.call('HGET', k, 'as')
-  if as and (lease == '0' or cur ~= name) then
-    return {'agent', redis.call('HGET', k, 'a:' .. as) or ''}
+
+local function release(k, idx, role, name, sid, rec)
+  local removed = 0
+  if role == 'agent' then
+    if redis.call('HGET', k, 'a:' .. sid) == rec then
+      redis.call('HDEL', k, 'a:' .. sid)
+      removed = 1
+      if redis.call('HGET', k, 'as') == sid then redis.call('HDEL', k, 'as') end
+      local holders = false
+      for _, f in ipairs(redis.call('HKEYS', k)) do
+        if string.sub(f, 1, 2) == 'a:' then holders = true break end
+      end
+      if not holders then redis.call('HDEL', k, 'agent') end
+    end
+  else
+    if redis.call('HGET', k, 'c:' .. name) == rec then
+      redis.call('HDEL', k, 'c:' .. name)
+      removed = 1
+    end
   end
-  if cur and cur ~= name then
+  if removed == 1 and redis.call('HEXISTS', k, 'as') == 0 then
+    local held = false
     for _, f in ipairs(redis.call('HKEYS', k)) do
-      if string.sub(f, 1, 2) == 'a:' then return {'agent', redis.call('HGET', k, f)} end
+      if string.sub(f, 1, 2) == 'c:' then held = true break end
     end
-    return {'agent', ''}
+    if not held then redis.call('HDEL', k, 'v') end
   end
-  redis.call('HSET', k, 'agent', name, 'a:' .. sid, rec)
-  if lease == '0' then redis.call('HSET', k, 'as', sid) end
-else
-  local cur = redis.call('HGET', k, 'c:' .. name)
-  if cur then return {'computer', cur} end
-  redis.call('HSET', k, 'c:' .. name, rec)
+  redis.call('SREM', idx, rec)
+  return removed
 end
-if ver ~= '' then redis.call('HSET', k, 'v', ver) end
-redis.call('SADD', idx, rec)
+`
+
+// claimScript: KEYS office, node members, epoch, settling; ARGV role, name,
+// sid, lease ("1"/"0"), record, guarded ("1": a node's registry, which
+// waits while the registry recovers). Returns {""}, {"reset"} (the registry
+// lost its data: no epoch), {"settling", ms left} or {refusal reason,
+// holder record}.
+var claimScript = redis.NewScript(luaSlots + `
+if ARGV[6] == '1' then
+  if redis.call('EXISTS', KEYS[3]) == 0 then return {'reset'} end
+  local left = settling_left(KEYS[4])
+  if left > 0 then return {'settling', tostring(left)} end
+end
+local r = claim(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+if r then return r end
 return {''}
 `)
 
-// releaseScript: same KEYS and ARGV. Returns 1 when the record was removed.
-var releaseScript = redis.NewScript(`
-local k, idx = KEYS[1], KEYS[2]
-local role, name, sid, lease, rec = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local removed = 0
-if role == 'agent' then
-  if redis.call('HGET', k, 'a:' .. sid) == rec then
-    redis.call('HDEL', k, 'a:' .. sid)
-    removed = 1
-    if redis.call('HGET', k, 'as') == sid then redis.call('HDEL', k, 'as') end
-    local holders = false
-    for _, f in ipairs(redis.call('HKEYS', k)) do
-      if string.sub(f, 1, 2) == 'a:' then holders = true break end
-    end
-    if not holders then redis.call('HDEL', k, 'agent') end
-  end
-else
-  if redis.call('HGET', k, 'c:' .. name) == rec then
-    redis.call('HDEL', k, 'c:' .. name)
-    removed = 1
-  end
+// releaseScript: KEYS office, node members; ARGV role, name, sid, lease,
+// record. Returns 1 when the record was removed.
+var releaseScript = redis.NewScript(luaSlots + `
+return release(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[5])
+`)
+
+// stateScript: KEYS epoch, settling. Returns {epoch exists (1/0), ms left
+// settling}.
+var stateScript = redis.NewScript(luaSlots + `
+return {redis.call('EXISTS', KEYS[1]), settling_left(KEYS[2])}
+`)
+
+// reapScript releases one record of a node presumed dead, unless it is
+// not to be reaped now: its node beats again, the registry is settling, or
+// the reaping node's own heartbeat lapsed (then Redis, not the other node,
+// may have been the one that stopped). A reaped record is remembered, so
+// that its node, if alive after all, tells the office it is back. KEYS
+// office, its node's members, its node's heartbeat, settling, the reaper's
+// heartbeat, its node's reaped set; ARGV role, name, sid, lease, record,
+// ms to remember. Returns -1 (not now), 0 or 1 (removed).
+var reapScript = redis.NewScript(luaSlots + `
+if redis.call('EXISTS', KEYS[3]) == 1 or settling_left(KEYS[4]) > 0 or redis.call('EXISTS', KEYS[5]) == 0 then
+  return -1
 end
-if removed == 1 and redis.call('HEXISTS', k, 'as') == 0 then
-  local held = false
-  for _, f in ipairs(redis.call('HKEYS', k)) do
-    if string.sub(f, 1, 2) == 'c:' then held = true break end
-  end
-  if not held then redis.call('HDEL', k, 'v') end
+local removed = release(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[5])
+if removed == 1 then
+  redis.call('SADD', KEYS[6], ARGV[5])
+  redis.call('PEXPIRE', KEYS[6], ARGV[6])
 end
-redis.call('SREM', idx, rec)
 return removed
+`)
+
+// reassertScript gives a node's members back to the registry. KEYS node
+// members, node's reaped set, settling, then each member's office; ARGV
+// settle ms (0: leave settling alone), then role, name, sid, lease, record
+// for each member. Returns, per member, {"held"}, {"back"} (it had been
+// reaped) or {"lost", holder record}.
+var reassertScript = redis.NewScript(luaSlots + `
+if tonumber(ARGV[1]) > 0 then settle(KEYS[3], tonumber(ARGV[1])) end
+local out = {}
+for i = 4, #KEYS do
+  local a = 2 + (i - 4) * 5
+  local r = claim(KEYS[i], KEYS[1], ARGV[a], ARGV[a+1], ARGV[a+2], ARGV[a+3], ARGV[a+4])
+  if r then
+    out[#out+1] = {'lost', r[2]}
+  elseif redis.call('SREM', KEYS[2], ARGV[a+4]) == 1 then
+    out[#out+1] = {'back'}
+  else
+    out[#out+1] = {'held'}
+  end
+end
+return out
 `)
 
 // The registry's own bounds when RegistryOptions leaves them zero.
@@ -152,10 +257,10 @@ type RegistryOptions struct {
 // Registry is a core.Registry in Redis.
 type Registry struct {
 	rdb redis.UniversalClient
-	// reap removes the members of a dead node (Node.reapNode); nil: a
-	// claim refused by a member of another node is simply refused.
-	reap         func(ctx context.Context, node string) error
-	ttl          time.Duration // the nodes' heartbeat TTL
+	// node is the node this registry serves (NewNode sets it); nil: a bare
+	// registry (the conformance suite), which neither waits for a
+	// recovering registry nor reaps.
+	node         *Node
 	timeout      time.Duration
 	claimTimeout time.Duration
 }
@@ -171,18 +276,41 @@ func NewRegistry(rdb redis.UniversalClient, opts RegistryOptions) *Registry {
 	if opts.ClaimTimeout <= 0 {
 		opts.ClaimTimeout = DefaultClaimTimeout
 	}
-	return &Registry{rdb: rdb, ttl: DefaultHeartbeatTTL, timeout: opts.Timeout, claimTimeout: opts.ClaimTimeout}
+	return &Registry{rdb: rdb, timeout: opts.Timeout, claimTimeout: opts.ClaimTimeout}
 }
 
 var _ core.Registry = (*Registry)(nil)
 
-func (r *Registry) run(ctx context.Context, s *redis.Script, m core.Member) (any, error) {
+func args(m core.Member) []any {
 	lease := "0"
 	if m.Lease {
 		lease = "1"
 	}
-	return s.Run(ctx, r.rdb, []string{officeKey(m.OfficeID), membersKey(m.Node)},
-		m.Role, m.Name, m.SID, lease, encode(m), m.Version).Result()
+	return []any{m.Role, m.Name, m.SID, lease, encode(m)}
+}
+
+func (r *Registry) run(ctx context.Context, s *redis.Script, m core.Member) (any, error) {
+	return s.Run(ctx, r.rdb, []string{officeKey(m.OfficeID), membersKey(m.Node)}, args(m)...).Result()
+}
+
+// failed reports a failed Redis call to the node's health (one log line
+// per outage), unless the caller gave up (parent ended): that is no
+// failure of Redis. It returns err marked core.ErrRegistryUnavailable, so
+// that the hub does not log it again per call.
+func (r *Registry) failed(parent context.Context, what string, err error) error {
+	if parent.Err() != nil {
+		return err
+	}
+	if r.node != nil {
+		r.node.health.Failed(what, err)
+	}
+	return fmt.Errorf("%w: %w", core.ErrRegistryUnavailable, err)
+}
+
+// errRecovering refuses a join that could not be decided while the
+// registry was being rebuilt after Redis lost its data or paused.
+func errRecovering(m core.Member) error {
+	return smcp.Errorf(smcp.CodeInternal, "cluster registry recovering after a Redis outage: join of office %q not decided, try again", m.OfficeID)
 }
 
 // Claim implements core.Registry. A slot held by a member of another node
@@ -193,63 +321,126 @@ func (r *Registry) run(ctx context.Context, s *redis.Script, m core.Member) (any
 // waitLapse), reaps the node if it lapsed, and tries again; a live holder
 // is refused after half a TTL.
 //
+// While the registry recovers (Redis lost its data, or paused long enough
+// for heartbeats to lapse: see Node) the claim waits until every live node
+// has had the time to give its members back: a slot that looks free then
+// may be held on a node that has not yet said so.
+//
 // The whole claim, waiting included, is bounded by the ClaimTimeout.
 func (r *Registry) Claim(ctx context.Context, m core.Member) error {
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.claimTimeout)
 	defer cancel()
-	reason, holder, err := r.claim(ctx, m)
-	if err != nil {
-		return err
-	}
-	if reason != "" && reason != "version" && r.reap != nil && holder.Node != "" && holder.Node != m.Node {
-		lapsed, err := r.waitLapse(ctx, holder.Node)
+	for {
+		reason, holder, wait, err := r.claim(ctx, m)
 		if err != nil {
-			return err
+			return r.failed(parent, "claim", err)
 		}
-		if lapsed {
-			if err := r.reap(ctx, holder.Node); err != nil {
-				return fmt.Errorf("cluster: reap node %s: %w", holder.Node, err)
+		switch reason {
+		case "":
+			return nil
+		case "reset":
+			if err := r.node.recover(ctx, ""); err != nil {
+				return r.failed(parent, "recover", fmt.Errorf("cluster: claim %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err))
 			}
-			if reason, _, err = r.claim(ctx, m); err != nil {
-				return err
+			continue
+		case "settling":
+			if !sleep(ctx, wait) {
+				return errRecovering(m)
+			}
+			continue
+		case "version":
+			return core.VersionRefusal(m, holder.Version)
+		}
+		if r.node != nil && holder.Node != "" && holder.Node != m.Node {
+			lapsed, err := r.waitLapse(ctx, holder.Node)
+			if err != nil {
+				return r.failed(parent, "claim", err)
+			}
+			if lapsed {
+				done, err := r.node.reapNode(ctx, holder.Node)
+				if err != nil {
+					return r.failed(parent, "reap", fmt.Errorf("cluster: reap node %s: %w", holder.Node, err))
+				}
+				if !done {
+					// Not to be reaped now: the registry settles, or this
+					// node's own heartbeat lapsed (Redis, not the other node,
+					// stopped). The next claim waits for the settling.
+					if err := r.node.recover(ctx, ""); err != nil {
+						return r.failed(parent, "recover", fmt.Errorf("cluster: claim %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err))
+					}
+				}
+				if ctx.Err() != nil {
+					return errRecovering(m)
+				}
+				continue
 			}
 		}
-	}
-	switch reason {
-	case "":
-		return nil
-	case "agent":
-		return smcp.Errorf(smcp.CodeForbidden, "office %q already has an agent", m.OfficeID)
-	case "version":
-		return core.VersionRefusal(m, holder.Version)
-	default:
+		if reason == "agent" {
+			return smcp.Errorf(smcp.CodeForbidden, "office %q already has an agent", m.OfficeID)
+		}
 		return smcp.Errorf(smcp.CodeForbidden, "a computer named %q is already in office %q", m.Name, m.OfficeID)
 	}
 }
 
 // claim runs the claim script once: the refusal reason ("" when m got its
-// slot) and the holder that refused it, if known.
-func (r *Registry) claim(ctx context.Context, m core.Member) (string, core.Member, error) {
-	res, err := r.run(ctx, claimScript, m)
+// slot; "reset" or "settling", with the time to wait, while the registry
+// recovers) and the holder that refused it, if known.
+func (r *Registry) claim(ctx context.Context, m core.Member) (string, core.Member, time.Duration, error) {
+	guarded := "0"
+	if r.node != nil {
+		guarded = "1"
+	}
+	res, err := claimScript.Run(ctx, r.rdb, []string{officeKey(m.OfficeID), membersKey(m.Node), epochKey(), settlingKey()},
+		append(args(m), guarded)...).Result()
 	if err != nil {
-		return "", core.Member{}, fmt.Errorf("cluster: claim %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err)
+		return "", core.Member{}, 0, fmt.Errorf("cluster: claim %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err)
 	}
 	out, _ := res.([]any)
 	if len(out) == 0 {
-		return "", core.Member{}, fmt.Errorf("cluster: claim: unexpected reply %v", res)
+		return "", core.Member{}, 0, fmt.Errorf("cluster: claim: unexpected reply %v", res)
 	}
 	reason, _ := out[0].(string)
 	var holder core.Member
-	if reason == "version" && len(out) > 1 {
-		holder.Version, _ = out[1].(string)
-		return reason, holder, nil
-	}
+	var wait time.Duration
 	if len(out) > 1 {
-		if rec, _ := out[1].(string); rec != "" {
+		if rec, _ := out[1].(string); reason == "version" {
+			holder.Version = rec
+		} else if reason == "settling" {
+			ms, _ := strconv.Atoi(rec)
+			wait = max(time.Duration(ms)*time.Millisecond, 10*time.Millisecond)
+		} else if rec != "" {
 			holder, _ = decode(rec) // unreadable: refused without waiting
 		}
 	}
-	return reason, holder, nil
+	return reason, holder, wait, nil
+}
+
+// settled waits until the registry is not recovering, recovering this
+// node first when Redis lost its data. waited reports whether it was.
+func (r *Registry) settled(ctx context.Context) (waited bool, err error) {
+	if r.node == nil {
+		return false, nil
+	}
+	for {
+		st, err := stateScript.Run(ctx, r.rdb, []string{epochKey(), settlingKey()}).Int64Slice()
+		if err != nil || len(st) != 2 {
+			return waited, fmt.Errorf("cluster: registry state: %v, %w", st, err)
+		}
+		switch {
+		case st[0] == 0:
+			if err := r.node.recover(ctx, ""); err != nil {
+				return waited, err
+			}
+		case st[1] > 0:
+			if !sleep(ctx, time.Duration(st[1])*time.Millisecond) {
+				return waited, fmt.Errorf("cluster: registry still recovering: %w", ctx.Err())
+			}
+		default:
+			return waited, nil
+		}
+		waited = true
+	}
 }
 
 // waitLapse finds out whether node is dead: alive nodes beat every TTL/3,
@@ -258,6 +449,7 @@ func (r *Registry) claim(ctx context.Context, m core.Member) (string, core.Membe
 // TTL; a dead one in at most a TTL. When ctx ends first, node counts as
 // alive (the claim is refused).
 func (r *Registry) waitLapse(ctx context.Context, node string) (bool, error) {
+	ttl := r.node.ttl
 	beat := func() (string, bool, error) {
 		v, err := r.rdb.Get(ctx, aliveKey(node)).Result()
 		if errors.Is(err, redis.Nil) {
@@ -272,7 +464,7 @@ func (r *Registry) waitLapse(ctx context.Context, node string) (bool, error) {
 	if err != nil || !ok {
 		return !ok, err
 	}
-	if !sleep(ctx, r.ttl/2) {
+	if !sleep(ctx, ttl/2) {
 		return false, nil
 	}
 	if now, ok, err := beat(); err != nil || !ok || now != first {
@@ -300,23 +492,41 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// Release implements core.Registry.
+// Release implements core.Registry. It is never held back by a
+// recovering registry: giving a slot back cannot break a rule.
 func (r *Registry) Release(ctx context.Context, m core.Member) (bool, error) {
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	res, err := r.run(ctx, releaseScript, m)
 	if err != nil {
-		return false, fmt.Errorf("cluster: release %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err)
+		return false, r.failed(parent, "release", fmt.Errorf("cluster: release %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err))
 	}
 	n, _ := res.(int64)
 	return n == 1, nil
 }
 
 // Members implements core.Registry: the agent session first, then the
-// computers by name.
+// computers by name. While the registry recovers it waits (within its
+// bound) until the nodes have given their members back.
 func (r *Registry) Members(ctx context.Context, officeID string) ([]core.Member, error) {
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
+	ms, err := r.members(ctx, officeID)
+	if err == nil && r.node != nil {
+		var waited bool
+		if waited, err = r.settled(ctx); waited && err == nil {
+			ms, err = r.members(ctx, officeID)
+		}
+	}
+	if err != nil {
+		return nil, r.failed(parent, "members", err)
+	}
+	return ms, nil
+}
+
+func (r *Registry) members(ctx context.Context, officeID string) ([]core.Member, error) {
 	all, err := r.rdb.HGetAll(ctx, officeKey(officeID)).Result()
 	if err != nil {
 		return nil, fmt.Errorf("cluster: members of %q: %w", officeID, err)
@@ -341,10 +551,27 @@ func (r *Registry) Members(ctx context.Context, officeID string) ([]core.Member,
 	return append(agents, computers...), nil
 }
 
-// Computer implements core.Registry.
+// Computer implements core.Registry. A computer not found while the
+// registry recovers is looked for again once it has (within the bound): its
+// node may not have given it back yet.
 func (r *Registry) Computer(ctx context.Context, officeID, name string) (core.Member, bool, error) {
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
+	m, ok, err := r.computer(ctx, officeID, name)
+	if err == nil && !ok && r.node != nil {
+		var waited bool
+		if waited, err = r.settled(ctx); waited && err == nil {
+			m, ok, err = r.computer(ctx, officeID, name)
+		}
+	}
+	if err != nil {
+		return core.Member{}, false, r.failed(parent, "computer lookup", err)
+	}
+	return m, ok, nil
+}
+
+func (r *Registry) computer(ctx context.Context, officeID, name string) (core.Member, bool, error) {
 	v, err := r.rdb.HGet(ctx, officeKey(officeID), computerField(name)).Result()
 	if errors.Is(err, redis.Nil) {
 		return core.Member{}, false, nil

@@ -3,7 +3,9 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,10 +58,12 @@ type Registry interface {
 	// Claim takes m's slot: the agent slot of its office (by name; only one
 	// non-lease agent session) or its computer name. A member whose Version
 	// is not that of the office's other non-lease members is refused
-	// (VersionRefusal). A conflict is an *smcp.Error 403 whose message is
-	// the refusal reason. It may wait
-	// (up to the cluster's heartbeat TTL) to find out whether the holder's
-	// node is dead.
+	// (VersionRefusal). A conflict is an
+	// *smcp.Error 403 whose message is the refusal reason. Claiming the
+	// very record that holds the slot again succeeds (a claim whose answer
+	// was lost may be repeated). It may wait (up to the cluster's heartbeat
+	// TTL) to find out whether the holder's node is dead, or while a shared
+	// registry recovers from losing its data.
 	Claim(ctx context.Context, m Member) error
 	// Release gives the slot back; removed reports whether m still held it.
 	Release(ctx context.Context, m Member) (removed bool, err error)
@@ -68,6 +72,22 @@ type Registry interface {
 	Members(ctx context.Context, officeID string) ([]Member, error)
 	// Computer finds a computer of an office by name.
 	Computer(ctx context.Context, officeID, name string) (Member, bool, error)
+}
+
+// ErrRegistryUnavailable marks the errors of a shared Registry whose store
+// does not answer. Such a registry reports the outage itself (one log line
+// when it starts, one when it ends), so the hub logs these per call at
+// debug level only: a busy office would otherwise log a line per join,
+// call and close for as long as the outage lasts.
+var ErrRegistryUnavailable = errors.New("registry unavailable")
+
+// logRegistry logs a failed registry call (see ErrRegistryUnavailable).
+func (h *Hub) logRegistry(msg string, err error, args ...any) {
+	level := slog.LevelError
+	if errors.Is(err, ErrRegistryUnavailable) {
+		level = slog.LevelDebug
+	}
+	h.log.Log(context.Background(), level, msg, append(args, "err", err)...)
 }
 
 // Peers reaches the sessions attached to the other nodes of a cluster.
@@ -215,7 +235,7 @@ func (h *Hub) claim(ctx context.Context, m Member) error {
 		h.log.Info("registry claim abandoned", "office", m.OfficeID, "name", m.Name, "err", err)
 		return smcp.Errorf(smcp.CodeInternal, "join abandoned: %v", ctx.Err())
 	}
-	h.log.Error("registry claim", "office", m.OfficeID, "name", m.Name, "err", err)
+	h.logRegistry("registry claim", err, "office", m.OfficeID, "name", m.Name)
 	return smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
 }
 
@@ -225,7 +245,7 @@ func (h *Hub) claim(ctx context.Context, m Member) error {
 func (h *Hub) release(ms []Member) {
 	for _, m := range ms {
 		if _, err := h.cfg.Registry.Release(context.Background(), m); err != nil {
-			h.log.Error("registry release", "office", m.OfficeID, "name", m.Name, "err", err)
+			h.logRegistry("registry release", err, "office", m.OfficeID, "name", m.Name)
 		}
 	}
 }
@@ -249,7 +269,7 @@ func (h *Hub) listMembers(ctx context.Context, officeID string) ([]*smcpv1.Sessi
 		if ctx.Err() != nil {
 			return nil, smcp.Errorf(smcp.CodeInternal, "list_room abandoned: %v", ctx.Err())
 		}
-		h.log.Error("registry members", "office", officeID, "err", err)
+		h.logRegistry("registry members", err, "office", officeID)
 		return nil, smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
 	}
 	out := make([]*smcpv1.SessionInfo, 0, len(ms))
@@ -267,4 +287,145 @@ func (m Member) info() *smcpv1.SessionInfo {
 		in.A2CVersion = &m.Announced
 	}
 	return in
+}
+
+// claimingLocked counts a claim of m in flight (d = 1) or settled (d = -1).
+func (h *Hub) claimingLocked(m Member, d int) {
+	if h.claiming[m] += d; h.claiming[m] <= 0 {
+		delete(h.claiming, m)
+	}
+}
+
+// Held lists every registry slot this node holds: its joined agents and
+// computers, its one-call agents, and the claims it has in flight (a claim
+// may be applied before its answer comes back). A shared registry that
+// lost its data, or that removed this node's members while it was presumed
+// dead, is given these back (see gateway/cluster Node).
+func (h *Hub) Held() []Member {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []Member
+	for _, o := range h.offices {
+		if o.agent != nil {
+			out = append(out, o.agent.memberLocked())
+		}
+		for _, c := range o.computers {
+			out = append(out, c.memberLocked())
+		}
+		for l := range o.leases {
+			out = append(out, l.memberLocked())
+		}
+	}
+	for m := range h.claiming {
+		out = append(out, m)
+	}
+	return out
+}
+
+// Holds reports whether m is still among Held.
+func (h *Hub) Holds(m Member) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.claiming[m] > 0 {
+		return true
+	}
+	o := h.offices[m.OfficeID]
+	if o == nil {
+		return false
+	}
+	var s *Session
+	switch {
+	case m.Lease:
+		for l := range o.leases {
+			if l.leaseID == m.SID {
+				s = l
+			}
+		}
+	case m.Role == smcp.RoleAgent:
+		s = o.agent
+	default:
+		s = o.computers[m.Name]
+	}
+	return s != nil && s.memberLocked() == m
+}
+
+// Restored tells m's office that m, a member of this node that other nodes
+// had removed (reaped) while this node was presumed dead, is back: they
+// were told it left.
+func (h *Hub) Restored(m Member) {
+	if m.Lease || !h.Holds(m) {
+		return
+	}
+	name := m.Name
+	n := &smcpv1.EnterOfficeNotification{OfficeId: m.OfficeID}
+	if m.Role == smcp.RoleAgent {
+		n.Agent = &name
+	} else {
+		n.Computer = &name
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	o := h.offices[m.OfficeID]
+	if o == nil {
+		return
+	}
+	var self *Session
+	if m.Role == smcp.RoleAgent {
+		self = o.agent
+	} else {
+		self = o.computers[m.Name]
+	}
+	if self == nil {
+		return
+	}
+	h.notifyLocked(o, self, smcp.NotifyEnterOffice, n)
+	h.log.Info("member taken back after this node was presumed dead", "office", m.OfficeID, "role", m.Role, "name", m.Name)
+}
+
+// Evict takes m out of its office on this node: while this node was
+// presumed dead its slot was released and another session has it now. The
+// other nodes were told m left when it was reaped; this node's members of
+// the office, and m's own session, are told now. The session stays
+// connected and may join again (and be refused while the slot is taken).
+func (h *Hub) Evict(m Member) {
+	if m.Lease {
+		return // the call in flight ends by itself; its release finds nothing
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	o := h.offices[m.OfficeID]
+	if o == nil {
+		return
+	}
+	var s *Session
+	if m.Role == smcp.RoleAgent {
+		s = o.agent
+	} else {
+		s = o.computers[m.Name]
+	}
+	if s == nil || s.memberLocked() != m {
+		return
+	}
+	name := m.Name
+	n := &smcpv1.LeaveOfficeNotification{OfficeId: m.OfficeID}
+	if m.Role == smcp.RoleAgent {
+		n.Agent = &name
+		o.agent = nil
+	} else {
+		n.Computer = &name
+		delete(o.computers, m.Name)
+	}
+	wire, err := smcp.ToWire(n)
+	if err != nil {
+		h.log.Error("encode notification", "err", err)
+	} else {
+		note := Notification{Event: smcp.NotifyLeaveOffice, OfficeID: m.OfficeID, Payload: n, Wire: wire}
+		h.deliverLocked(o, s.sid, note)
+		s.conn.Notify(note)
+	}
+	h.log.Warn("member evicted: its slot went to another session while this node was presumed dead",
+		"sid", s.sid, "office", m.OfficeID, "role", m.Role, "name", m.Name)
+	s.officeID = ""
+	s.endMember()
+	h.gcLocked(o)
 }

@@ -132,6 +132,10 @@ type Hub struct {
 	remote   map[string]*remoteComputer
 	peers    Peers
 	leaseSeq atomic.Uint64
+	// claiming counts the claims in flight in the registry: a member whose
+	// claim was sent is this node's as far as the registry is concerned
+	// (see Held), before its session is recorded as joined.
+	claiming map[Member]int
 }
 
 type office struct {
@@ -141,21 +145,21 @@ type office struct {
 	// Stateless callers acting as an agent for one call: they hold the agent
 	// slot (by name) without being members.
 	leaseName string
-	leases    int
+	leases    map[*Session]struct{}
 	watchers  map[*Watcher]struct{}
 	// agentCalls counts the agent's requests in flight (MaxAgentInFlight).
 	agentCalls atomic.Int64
 }
 
 func (o *office) empty() bool {
-	return o.agent == nil && len(o.computers) == 0 && o.leases == 0 && len(o.watchers) == 0
+	return o.agent == nil && len(o.computers) == 0 && len(o.leases) == 0 && len(o.watchers) == 0
 }
 
 // New makes a Hub.
 func New(cfg Config) *Hub {
 	cfg = cfg.withDefaults()
 	return &Hub{cfg: cfg, log: cfg.Logger, sessions: map[string]*Session{}, offices: map[string]*office{},
-		remote: map[string]*remoteComputer{}}
+		remote: map[string]*remoteComputer{}, claiming: map[Member]int{}}
 }
 
 // Config returns the effective configuration.
@@ -259,13 +263,22 @@ func (h *Hub) ActAsAgent(p *Principal, officeID, name string) (*Session, error) 
 	s := &Session{hub: h, principal: p, lease: true, role: smcp.RoleAgent, name: name,
 		officeID: officeID, membership: context.Background(), endMember: func() {}}
 	s.leaseID = "lease:" + h.cfg.Node + ":" + strconv.FormatUint(h.leaseSeq.Add(1), 10)
-	if err := h.claim(context.Background(), s.memberLocked()); err != nil {
-		return nil, err
-	}
+	m := s.memberLocked()
+	h.mu.Lock()
+	h.claimingLocked(m, 1)
+	h.mu.Unlock()
+	err := h.claim(context.Background(), m)
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.claimingLocked(m, -1)
+	if err != nil {
+		return nil, err
+	}
 	o := h.officeLocked(officeID)
-	o.leases++
+	if o.leases == nil {
+		o.leases = map[*Session]struct{}{}
+	}
+	o.leases[s] = struct{}{}
 	o.leaseName = name
 	return s, nil
 }
@@ -328,9 +341,11 @@ func (s *Session) JoinContext(ctx context.Context, req *smcpv1.EnterOfficeReq) e
 	// hub's lock is not held over the network.
 	m := Member{OfficeID: officeID, Role: role, Name: name, SID: s.sid, Node: h.cfg.Node,
 		Version: s.proto.Version.String(), Announced: s.proto.Announced}
+	h.claimingLocked(m, 1)
 	h.mu.Unlock()
 	err := h.claim(ctx, m)
 	h.mu.Lock()
+	h.claimingLocked(m, -1)
 	if err != nil {
 		return err
 	}
@@ -412,8 +427,8 @@ func (s *Session) Close() {
 	var released []Member
 	if s.lease {
 		o := h.offices[s.officeID]
-		o.leases--
-		if o.leases == 0 {
+		delete(o.leases, s)
+		if len(o.leases) == 0 {
 			o.leaseName = ""
 		}
 		s.endMember()

@@ -38,7 +38,8 @@ func NewMemRegistry() *MemRegistry {
 var _ Registry = (*MemRegistry)(nil)
 
 // Claim implements Registry: one agent session per office, one-call agents
-// (leases) sharing the slot by name, one computer per name.
+// (leases) sharing the slot by name, one computer per name. Claiming the
+// very record that holds a slot again succeeds.
 func (r *MemRegistry) Claim(_ context.Context, m Member) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -51,6 +52,9 @@ func (r *MemRegistry) Claim(_ context.Context, m Member) error {
 		return VersionRefusal(m, v)
 	}
 	if m.Role == smcp.RoleAgent {
+		if cur, ok := o.agents[m.SID]; ok && cur == m {
+			return nil // claimed already: a claim is repeated when its answer was lost
+		}
 		if (o.agentSID != "" && (!m.Lease || o.agent != m.Name)) || (o.agent != "" && o.agent != m.Name) {
 			r.gcLocked(m.OfficeID, o)
 			return smcp.Errorf(smcp.CodeForbidden, "office %q already has an agent", m.OfficeID)
@@ -65,7 +69,9 @@ func (r *MemRegistry) Claim(_ context.Context, m Member) error {
 		}
 		return nil
 	}
-	if _, taken := o.computers[m.Name]; taken {
+	if cur, taken := o.computers[m.Name]; taken && cur == m {
+		return nil
+	} else if taken {
 		return smcp.Errorf(smcp.CodeForbidden, "a computer named %q is already in office %q", m.Name, m.OfficeID)
 	}
 	if o.computers == nil {

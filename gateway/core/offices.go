@@ -59,7 +59,7 @@ func (h *Hub) ListOffices(ctx context.Context, p *Principal) ([]*smcpv1.OfficeSu
 func (h *Hub) fillFromRegistry(ctx context.Context, sum *smcpv1.OfficeSummary) error {
 	ms, err := h.cfg.Registry.Members(ctx, sum.OfficeId)
 	if err != nil {
-		h.log.Error("registry members", "office", sum.OfficeId, "err", err)
+		h.logRegistry("registry members", err, "office", sum.OfficeId)
 		return smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
 	}
 	sum.Agent, sum.Computers = "", nil

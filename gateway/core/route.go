@@ -126,7 +126,7 @@ func (s *Session) resolve(ctx context.Context, r *Request) (c *Session, o *offic
 	m, ok, err := h.cfg.Registry.Computer(ctx, o.id, r.Computer)
 	switch {
 	case err != nil:
-		h.log.Error("registry lookup", "office", o.id, "computer", r.Computer, "err", err)
+		h.logRegistry("registry lookup", err, "office", o.id, "computer", r.Computer)
 		return nil, nil, nil, smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
 	case !ok || m.Node == h.cfg.Node:
 		// A computer of this node that is not in the hub has just left.

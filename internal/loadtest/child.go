@@ -50,16 +50,22 @@ func (c *Child) Stop() {
 // StartRedis starts a redis-server without persistence on a free loopback
 // port, for the cluster rows.
 func StartRedis(ctx context.Context) (*Child, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, errors.New("--compare cluster needs Redis: redis-server is not installed (install it, or pass --redis URL)")
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	addr := ln.Addr().(*net.TCPAddr)
 	_ = ln.Close()
+	return StartRedisOn(ctx, addr)
+}
+
+// StartRedisOn starts a redis-server without persistence on addr (a test
+// restarting Redis empty where its clients expect it).
+func StartRedisOn(ctx context.Context, addr *net.TCPAddr) (*Child, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, errors.New("--compare cluster needs Redis: redis-server is not installed (install it, or pass --redis URL)")
+	}
 	var log bytes.Buffer
 	cmd := exec.Command(bin, "--port", strconv.Itoa(addr.Port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--loglevel", "warning")

@@ -7,9 +7,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -105,6 +109,23 @@ func Server(t testing.TB, name string, raw map[string]any) *config.Server {
 // to miniredis.
 func RedisServer(t testing.TB) string {
 	t.Helper()
+	return RedisProcess(t).URL
+}
+
+// Redis is a redis-server a test may also stop, restart empty and pause
+// under its clients.
+type Redis struct {
+	URL  string
+	addr *net.TCPAddr
+	mu   sync.Mutex
+	srv  *loadtest.Child
+}
+
+// RedisProcess starts a redis-server as RedisServer does and returns it;
+// whatever process it runs stops after everything the test registers
+// later.
+func RedisProcess(t testing.TB) *Redis {
+	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("redis-server is not installed (.ci/run installs it); CI=true makes this a failure")
@@ -117,6 +138,77 @@ func RedisServer(t testing.TB) string {
 	if err != nil {
 		t.Fatalf("start redis-server: %v", err)
 	}
-	t.Cleanup(srv.Stop)
-	return srv.URL
+	r := &Redis{URL: srv.URL, srv: srv}
+	u, err := url.Parse(srv.URL)
+	if err == nil {
+		r.addr, err = net.ResolveTCPAddr("tcp", u.Host)
+	}
+	if err != nil {
+		srv.Stop()
+		t.Fatalf("redis-server URL %q: %v", srv.URL, err)
+	}
+	t.Cleanup(func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.srv != nil {
+			_ = syscall.Kill(r.srv.PID, syscall.SIGCONT) // a test that failed while it was paused
+			r.srv.Stop()
+		}
+	})
+	return r
+}
+
+// Stop stops the server (SIGTERM, no persistence: its data is gone).
+func (r *Redis) Stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.srv != nil {
+		r.srv.Stop()
+		r.srv = nil
+	}
+}
+
+// Start starts an empty server on the same port again. The port may be
+// held for a moment by a client's dial (a TCP self-connect, when nothing
+// listens): it is retried for a while.
+func (r *Redis) Start(t testing.TB) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.srv != nil {
+		t.Fatal("redis-server already running")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		srv, err := loadtest.StartRedisOn(ctx, r.addr)
+		cancel()
+		if err == nil {
+			r.srv = srv
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restart redis-server on %s: %v", r.addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Pause stops the server's process (SIGSTOP): connections stay open and
+// nothing is answered, as in a long GC-like stall or a frozen VM.
+func (r *Redis) Pause(t testing.TB) { r.signal(t, syscall.SIGSTOP) }
+
+// Resume resumes a paused server (SIGCONT).
+func (r *Redis) Resume(t testing.TB) { r.signal(t, syscall.SIGCONT) }
+
+func (r *Redis) signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.srv == nil {
+		t.Fatal("redis-server not running")
+	}
+	if err := syscall.Kill(r.srv.PID, sig); err != nil {
+		t.Fatalf("signal redis-server: %v", err)
+	}
 }

@@ -24,6 +24,7 @@ func Run(t *testing.T, newRegistry func(t *testing.T) core.Registry) {
 		{"AgentSlot", agentSlot},
 		{"Leases", leases},
 		{"Computers", computers},
+		{"ClaimAgainIsHeld", claimAgainIsHeld},
 		{"ReleaseOnlyItsRecord", releaseOnlyItsRecord},
 		{"MembersOrder", membersOrder},
 		{"OfficesApart", officesApart},
@@ -164,6 +165,28 @@ func computers(t *testing.T, r core.Registry) {
 		t.Fatal("released computer still found")
 	}
 	mustClaim(t, r, computer("o", "pc", "c2"))
+}
+
+// claimAgainIsHeld: claiming the record that holds a slot again succeeds
+// (a claim whose answer was lost is repeated, a node gives its members back
+// to a registry that lost them) and changes nothing; any other record of
+// the slot is still refused.
+func claimAgainIsHeld(t *testing.T, r core.Registry) {
+	ctx := context.Background()
+	a, pc, l := agent("o", "alice", "s1"), computer("o", "pc", "c1"), lease("o", "alice", "lease:1")
+	for _, m := range []core.Member{a, pc, l} {
+		mustClaim(t, r, m)
+		mustClaim(t, r, m)
+	}
+	other := a
+	other.Node = "n2"
+	mustRefuse(t, r.Claim(ctx, other), "the agent's sid from another node")
+	mustRefuse(t, r.Claim(ctx, computer("o", "pc", "c2")), "another computer of the name")
+	wantNames(t, r, "o", "a:alice@s1", "c:pc@c1")
+	mustRelease(t, r, a, true)
+	mustRelease(t, r, l, true)
+	wantNames(t, r, "o", "c:pc@c1")
+	mustClaim(t, r, agent("o", "bob", "s2"))
 }
 
 // releaseOnlyItsRecord: a late release (a reaper, a session that lost a

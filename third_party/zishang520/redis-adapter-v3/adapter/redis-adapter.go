@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -198,6 +199,7 @@ func (r *redisAdapter) Construct(nsp socket.Namespace) {
 // handlePatternMessages processes messages from pattern subscriptions.
 func (r *redisAdapter) handlePatternMessages(pubsub *rds.PubSub) {
 	defer func() { _ = pubsub.Close() }()
+	failures := 0
 	for {
 		msg, err := pubsub.ReceiveMessage(r.ctx)
 		if err != nil {
@@ -205,8 +207,13 @@ func (r *redisAdapter) handlePatternMessages(pubsub *rds.PubSub) {
 				return
 			}
 			r.redisClient.Emit("error", err)
+			failures++
+			if !r.retryWait(failures) {
+				return
+			}
 			continue
 		}
+		failures = 0
 		r.onMessage(msg.Pattern, msg.Channel, []byte(msg.Payload))
 	}
 }
@@ -214,6 +221,7 @@ func (r *redisAdapter) handlePatternMessages(pubsub *rds.PubSub) {
 // handleChannelMessages processes messages from channel subscriptions.
 func (r *redisAdapter) handleChannelMessages(sub *rds.PubSub) {
 	defer func() { _ = sub.Close() }()
+	failures := 0
 	for {
 		msg, err := sub.ReceiveMessage(r.ctx)
 		if err != nil {
@@ -221,9 +229,44 @@ func (r *redisAdapter) handleChannelMessages(sub *rds.PubSub) {
 				return
 			}
 			r.redisClient.Emit("error", err)
+			failures++
+			if !r.retryWait(failures) {
+				return
+			}
 			continue
 		}
+		failures = 0
 		r.onRequest(msg.Channel, []byte(msg.Payload))
+	}
+}
+
+// retryWait (patched) waits before a receive loop's next attempt after its
+// n-th failure in a row, as go-redis waits between the retries of a
+// command: exponential from the client's MinRetryBackoff to its
+// MaxRetryBackoff, with jitter. Upstream retried at once: with Redis down,
+// each attempt dials, is refused and fails in microseconds, so each loop
+// emitted tens of thousands of errors a second and its dials could take the
+// loopback port Redis was to restart on. It reports false when the adapter
+// is closing.
+func (r *redisAdapter) retryWait(n int) bool {
+	lo, hi := 8*time.Millisecond, 512*time.Millisecond // go-redis's defaults
+	if c, ok := r.redisClient.Sub().(interface{ Options() *rds.Options }); ok {
+		if o := c.Options(); o.MinRetryBackoff > 0 && o.MaxRetryBackoff >= o.MinRetryBackoff {
+			lo, hi = o.MinRetryBackoff, o.MaxRetryBackoff
+		}
+	}
+	d := hi
+	if n < 32 && lo<<(n-1) < hi && lo<<(n-1) > 0 {
+		d = lo << (n - 1)
+	}
+	d = d/2 + rand.N(d/2+1) // jitter: nodes that lost Redis together do not retry together
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.ctx.Done():
+		return false
+	case <-t.C:
+		return !r.closing.Load()
 	}
 }
 
