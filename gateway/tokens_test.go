@@ -89,7 +89,8 @@ func startTokenGateway(t *testing.T) *tokenEnv {
 	e.g = startGateway(t, gateway.Config{
 		Auth:   tokens.Authenticator{Keys: ring, Tokens: v},
 		Logger: log,
-		MCP:    mcpfront.Options{AuthorizationServers: []string{e.iss.URL}, Scopes: []string{"smcp.agent"}},
+		// The authorization server is the verifier's issuer: not set here.
+		MCP: mcpfront.Options{Scopes: []string{"smcp.agent"}},
 	})
 	dialComputerWithKey(t, e.g.URL, computerKey, "pc-a", "A")
 	dialComputerWithKey(t, e.g.URL, computerKey, "pc-b", "B")

@@ -433,6 +433,8 @@ func (a Authenticator) Authenticate(ctx context.Context, credential string) (*co
 	switch {
 	case a.Tokens != nil && LooksLikeJWT(credential):
 		return a.Tokens.Authenticate(ctx, credential)
+	case a.Keys != nil && a.Tokens != nil && credential == "":
+		return nil, smcp.Errorf(smcp.CodeUnauthenticated, "missing API key or bearer token")
 	case a.Keys != nil:
 		return a.Keys.Authenticate(ctx, credential)
 	case credential == "":

@@ -399,6 +399,9 @@ func TestAuthenticatorRoutesByShape(t *testing.T) {
 	if _, err := both.Authenticate(ctx, "wrong"); err == nil || !strings.Contains(err.Error(), "invalid API key") {
 		t.Fatalf("wrong key: %v", err)
 	}
+	if _, err := both.Authenticate(ctx, ""); err == nil || !strings.Contains(err.Error(), "missing API key or bearer token") {
+		t.Fatalf("no credential: %v", err)
+	}
 	keysOnly := tokens.Authenticator{Keys: ring}
 	if _, err := keysOnly.Authenticate(ctx, tokentest.Sign(t, key, scoped(iss, nil))); err == nil {
 		t.Fatal("a token signed in without a verifier")
@@ -409,4 +412,40 @@ func TestAuthenticatorRoutesByShape(t *testing.T) {
 			t.Fatalf("%q: %v, want %q", cred, err, want)
 		}
 	}
+}
+
+// Any credential: no panic, never accepted (the fuzzer cannot sign), a 401,
+// and the answer never quotes the credential.
+func FuzzAuthenticate(f *testing.F) {
+	key := tokentest.NewKey(f, "k1", jose.ES256)
+	iss := tokentest.New(f, audience, key)
+	good := tokentest.Sign(f, key, iss.Claims("u", nil))
+	f.Add(good)
+	f.Add(tokentest.Tampered(f, good))
+	f.Add(tokentest.Unsigned(f, iss.Claims("u", nil)))
+	f.Add("eyJhbGciOiJSUzI1NiIsImtpZCI6Imsxx0.e30.")
+	f.Add("a.b.c")
+	v, err := tokens.NewVerifier(tokens.Config{Issuer: iss.URL, Audience: audience, RefreshInterval: time.Hour})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if _, err := v.Authenticate(context.Background(), good); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, cred string) {
+		if cred == good {
+			return
+		}
+		p, err := v.Authenticate(context.Background(), cred)
+		if err == nil {
+			t.Fatalf("accepted %q as %+v", cred, p)
+		}
+		e, ok := smcp.AsError(err)
+		if !ok || e.Code != smcp.CodeUnauthenticated {
+			t.Fatalf("refusal %v", err)
+		}
+		if len(cred) >= 16 && strings.Contains(e.Message, cred) {
+			t.Fatalf("the refusal quotes the credential: %q", e.Message)
+		}
+	})
 }
