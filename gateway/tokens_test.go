@@ -337,9 +337,9 @@ func TestTokenSignsInOnEveryFrontEnd(t *testing.T) {
 		if err != nil || res.IsError {
 			t.Fatalf("tools/call: %+v %v", res, err)
 		}
-		status, _ := mcpInitialize(t, e.g.URL, "B", http.Header{"Authorization": {"Bearer " + alice}})
-		if status != http.StatusForbidden {
-			t.Fatalf("alice's token on office B's MCP endpoint: %d", status)
+		status, challenge := mcpInitialize(t, e.g.URL, "B", http.Header{"Authorization": {"Bearer " + alice}})
+		if status != http.StatusForbidden || challenge != "" {
+			t.Fatalf("alice's token on office B's MCP endpoint: %d %q", status, challenge)
 		}
 	})
 	e.noTokenLogged(t)

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 // MetadataPrefix starts the path of an office's OAuth protected-resource
@@ -45,7 +47,7 @@ func (s *Server) metadataURL(r *http.Request, office string) string {
 // authorization server issues the tokens this endpoint accepts (the MCP
 // authorization spec's discovery).
 func (s *Server) refuse(w http.ResponseWriter, r *http.Request, err error) {
-	if s.protectedResource() {
+	if e, ok := smcp.AsError(err); ok && e.Code == smcp.CodeUnauthenticated && s.protectedResource() {
 		w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata=%q`, s.metadataURL(r, r.PathValue("office_id"))))
 	}
 	httpError(w, err)
@@ -76,6 +78,5 @@ func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", "application/json")
 	// Browser-based MCP clients read it from another origin.
 	h.Set("Access-Control-Allow-Origin", "*")
-	h.Set("Cache-Control", "max-age=3600")
 	_ = json.NewEncoder(w).Encode(doc)
 }
