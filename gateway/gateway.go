@@ -35,6 +35,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/metrics"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
+	"github.com/smcpgw/smcp-gateway/gateway/tokens"
 )
 
 // maxHeaderBytes bounds a request's headers (HTTP/1 and HTTP/2).
@@ -283,7 +284,8 @@ func New(cfg Config) (*Gateway, error) {
 
 // mcpOptions fills the MCP front end's identity and limits from the other
 // front ends' settings, so that one key header, one default agent and one
-// rate apply to every agent of the gateway.
+// rate apply to every agent of the gateway, and its authorization server
+// from the token verifier.
 func mcpOptions(cfg Config) mcpfront.Options {
 	o := cfg.MCP
 	if o.APIKeyHeader == "" {
@@ -303,6 +305,10 @@ func mcpOptions(cfg Config) mcpfront.Options {
 	}
 	if o.Logger == nil {
 		o.Logger = cfg.Logger.With("component", "mcp")
+	}
+	if ta, ok := cfg.Auth.(tokens.Authenticator); ok && ta.Tokens != nil && len(o.AuthorizationServers) == 0 {
+		// Tokens sign in: MCP clients learn from the endpoint where to get one.
+		o.AuthorizationServers = []string{ta.Tokens.Issuer()}
 	}
 	return o
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
+	"github.com/smcpgw/smcp-gateway/gateway/tokens"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -62,6 +63,16 @@ func runGateway(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if ta, ok := cfg.Auth.(tokens.Authenticator); ok && ta.Tokens != nil {
+		// A wrong issuer URL shows now rather than at the first token; the
+		// gateway serves anyway (keys sign in, and tokens once the issuer
+		// answers).
+		pctx, cancel := context.WithTimeout(ctx, tokens.DefaultFetchTimeout)
+		if err := ta.Tokens.Prefetch(pctx); err != nil {
+			log.Warn("tokens: the issuer's keys are not fetched yet", "issuer", ta.Tokens.Issuer(), "err", err)
+		}
+		cancel()
+	}
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -81,6 +92,13 @@ Authentication: --keys-file (docs/keys.example.yaml: keys with roles, offices
 and names), else --api-key/$SMCP_API_KEY (one key for everyone), else
 --insecure. With a keys file, $SMCP_API_KEY in the environment is left to the
 clients (smcp computer, smcp agent) and not used by the gateway.
+
+Tokens: --oidc-issuer URL --oidc-audience AUD accept, beside the keys (or
+alone), JWT bearer tokens that issuer signs (OIDC discovery, its JWKS;
+issuer, audience, expiry and signature checked). --oidc-offices-claim,
+--oidc-roles-claim and --oidc-name-claim bind a token to offices, roles and
+an agent name as a scoped key. /mcp/{office} then publishes its OAuth
+protected-resource metadata (RFC 9728) naming the issuer.
 
 Tracing: OpenTelemetry spans of RPCs and routed events go to the exporter the
 standard environment names: OTEL_TRACES_EXPORTER=otlp (with
@@ -159,6 +177,14 @@ type gatewayConfig struct {
 	TraceStdout     bool          `yaml:"trace_stdout"`
 	LogLevel        string        `yaml:"log_level"`
 	LogJSON         bool          `yaml:"log_json"`
+	OIDCIssuer      string        `yaml:"oidc_issuer"`
+	OIDCAudience    string        `yaml:"oidc_audience"`
+	OIDCOffices     string        `yaml:"oidc_offices_claim"`
+	OIDCRoles       string        `yaml:"oidc_roles_claim"`
+	OIDCName        string        `yaml:"oidc_name_claim"`
+	OIDCScopes      string        `yaml:"oidc_scopes"`
+	OIDCRefresh     time.Duration `yaml:"oidc_jwks_refresh"`
+	PublicURL       string        `yaml:"public_url"`
 
 	// apiKeyFromEnv: APIKey came from $SMCP_API_KEY, not the command line
 	// or the file; a keys file then takes precedence over it.
@@ -179,6 +205,7 @@ func defaultGatewayConfig() *gatewayConfig {
 		IdleTimeout: gateway.DefaultIdleTimeout, BodyTimeout: gateway.DefaultBodyReadTimeout, HeaderTimeout: gateway.DefaultReadHeaderTimeout,
 		RPCAgent: rpc.DefaultAgent, Metrics: true, RedisTTL: cluster.DefaultHeartbeatTTL,
 		RedisTimeout: cluster.DefaultTimeout, RedisClaim: cluster.DefaultClaimTimeout, LogLevel: "info",
+		OIDCRefresh: tokens.DefaultRefreshInterval,
 	}
 }
 
@@ -222,6 +249,14 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.TraceStdout, "trace-stdout", c.TraceStdout, "export OpenTelemetry traces of RPCs and routed events to stderr (OTEL_TRACES_EXPORTER=console; otlp and OTEL_EXPORTER_OTLP_ENDPOINT for a collector)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.BoolVar(&c.LogJSON, "log-json", c.LogJSON, "log as JSON")
+	fs.StringVar(&c.OIDCIssuer, "oidc-issuer", c.OIDCIssuer, "accept JWT bearer tokens this OpenID Connect issuer signs (its URL, as in its tokens' iss; discovery finds its keys)")
+	fs.StringVar(&c.OIDCAudience, "oidc-audience", c.OIDCAudience, "with --oidc-issuer: the audience (aud) a token must be for")
+	fs.StringVar(&c.OIDCOffices, "oidc-offices-claim", c.OIDCOffices, "token claim listing the offices it may enter (a dotted path reaches into objects); unset: every office")
+	fs.StringVar(&c.OIDCRoles, "oidc-roles-claim", c.OIDCRoles, "token claim listing its roles (agent, computer); unset: every role")
+	fs.StringVar(&c.OIDCName, "oidc-name-claim", c.OIDCName, "token claim holding the only agent or computer name it may use (e.g. preferred_username); unset: any name")
+	fs.StringVar(&c.OIDCScopes, "oidc-scopes", c.OIDCScopes, "comma-separated scopes published as scopes_supported in the MCP endpoint's metadata (not checked in tokens)")
+	fs.DurationVar(&c.OIDCRefresh, "oidc-jwks-refresh", c.OIDCRefresh, "least time between two fetches of the issuer's keys prompted by tokens (a key id not held yet)")
+	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "the gateway's URL as clients reach it (behind a proxy), for the MCP endpoint's metadata; default: each request's own")
 }
 
 // load reads a YAML file over c; unknown keys are refused so that a typo is
@@ -279,9 +314,19 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		log.Info("keys file in use: $SMCP_API_KEY is left to the clients")
 		apiKey = ""
 	}
-	auth, err := gatewayAuth(apiKey, c.KeysFile, c.Insecure, log)
+	auth, err := gatewayAuth(apiKey, c.KeysFile, c.Insecure, c.OIDCIssuer != "", log)
 	if err != nil {
 		return gateway.Config{}, err
+	}
+	mcpOpts := mcpfront.Options{MaxSessions: c.MCPSessions, MaxSessionsPerAddr: c.MCPSessionsAddr, PublicURL: c.PublicURL}
+	if c.OIDCIssuer != "" {
+		v, err := c.tokenVerifier(log)
+		if err != nil {
+			return gateway.Config{}, err
+		}
+		auth = tokens.Authenticator{Keys: auth, Tokens: v}
+		mcpOpts.AuthorizationServers = []string{c.OIDCIssuer}
+		mcpOpts.Scopes = splitList(c.OIDCScopes)
 	}
 	var tlsConfig *tls.Config
 	if c.TLSCert != "" || c.TLSKey != "" {
@@ -324,7 +369,7 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 			MaxQueuedEvents: c.MaxQueued,
 		},
 		RPC:                       rpc.Options{CORSOrigins: splitList(c.CORSOrigins), DefaultAgent: c.RPCAgent},
-		MCP:                       mcpfront.Options{MaxSessions: c.MCPSessions, MaxSessionsPerAddr: c.MCPSessionsAddr},
+		MCP:                       mcpOpts,
 		ShutdownGrace:             c.ShutdownGrace,
 		IdleTimeout:               c.IdleTimeout,
 		BodyReadTimeout:           c.BodyTimeout,
@@ -341,13 +386,34 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 	}, nil
 }
 
-// gatewayAuth picks the authenticator: a keys file, else one key (from the
-// flag, the file or $SMCP_API_KEY); without either the gateway refuses to
-// start unless --insecure. Keys are never logged.
-func gatewayAuth(apiKey, keysFile string, insecure bool, log *slog.Logger) (core.Authenticator, error) {
+// tokenVerifier is the verifier of --oidc-issuer's tokens.
+func (c *gatewayConfig) tokenVerifier(log *slog.Logger) (*tokens.Verifier, error) {
+	if c.OIDCRefresh <= 0 {
+		return nil, errors.New("--oidc-jwks-refresh must be positive")
+	}
+	v, err := tokens.NewVerifier(tokens.Config{
+		Issuer: c.OIDCIssuer, Audience: c.OIDCAudience,
+		OfficesClaim: c.OIDCOffices, RolesClaim: c.OIDCRoles, NameClaim: c.OIDCName,
+		RefreshInterval: c.OIDCRefresh, Logger: log.With("component", "tokens"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--oidc-issuer: %w", err)
+	}
+	log.Info("authentication: bearer tokens", "issuer", c.OIDCIssuer, "audience", c.OIDCAudience,
+		"offices_claim", c.OIDCOffices, "roles_claim", c.OIDCRoles, "name_claim", c.OIDCName)
+	return v, nil
+}
+
+// gatewayAuth picks the authenticator of API keys: a keys file, else one key
+// (from the flag, the file or $SMCP_API_KEY); without either the gateway
+// refuses to start unless --insecure, or tokens sign in (withTokens: nil,
+// tokens only). Keys are never logged.
+func gatewayAuth(apiKey, keysFile string, insecure, withTokens bool, log *slog.Logger) (core.Authenticator, error) {
 	switch {
 	case keysFile != "" && apiKey != "":
 		return nil, errors.New("use either --keys-file or --api-key, not both")
+	case insecure && withTokens:
+		return nil, errors.New("--insecure accepts anyone: it does not go with --oidc-issuer")
 	case keysFile != "":
 		ring, err := core.LoadKeyRing(keysFile)
 		if err != nil {
@@ -358,6 +424,9 @@ func gatewayAuth(apiKey, keysFile string, insecure bool, log *slog.Logger) (core
 	case apiKey != "":
 		log.Info("authentication: one API key")
 		return core.NewKeyRing(core.Key{Key: apiKey, ID: "api-key"})
+	case withTokens:
+		log.Info("authentication: bearer tokens only (no API key)")
+		return nil, nil
 	case insecure:
 		log.Warn("authentication disabled (--insecure): anyone reaching this port may act as any agent or computer")
 		return core.AllowAll{}, nil

@@ -5,14 +5,18 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/smcpgw/smcp-gateway/agent"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
+	"github.com/smcpgw/smcp-gateway/gateway/tokens/tokentest"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 )
 
@@ -182,6 +186,73 @@ func TestRedisRegistryTimeoutFlags(t *testing.T) {
 	for _, args := range [][]string{{"--redis-timeout", "0"}, {"--redis-claim-timeout", "3s", "--redis-ttl", "3s"}} {
 		if _, err := buildGatewayConfig(t, args...); err == nil || !strings.Contains(err.Error(), "--redis-") {
 			t.Errorf("%v: %v, want an error naming the flag", args, err)
+		}
+	}
+}
+
+// --oidc-* flags and keys make tokens of the issuer sign in beside the keys
+// (or alone), mapped by the claims named, and the MCP endpoint a protected
+// resource of that issuer.
+func TestGatewayTokenFlags(t *testing.T) {
+	t.Setenv("SMCP_API_KEY", "") // the tokens-only case must have no key
+	key := tokentest.NewKey(t, "k1", jose.RS256)
+	iss := tokentest.New(t, "gw-aud", key)
+	log := slog.New(slog.DiscardHandler)
+	file := filepath.Join(t.TempDir(), "gw.yaml")
+	if err := os.WriteFile(file, []byte("oidc_issuer: "+iss.URL+"\noidc_audience: gw-aud\noidc_offices_claim: smcp_offices\n"+
+		"oidc_roles_claim: smcp_roles\noidc_name_claim: preferred_username\noidc_scopes: smcp.agent, smcp.computer\n"+
+		"oidc_jwks_refresh: 1s\npublic_url: https://gw.example.com\napi_key: a-key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseGatewayConfig([]string{"--config", file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := c.gatewayConfig(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cfg.MCP.AuthorizationServers, []string{iss.URL}) || !slices.Equal(cfg.MCP.Scopes, []string{"smcp.agent", "smcp.computer"}) ||
+		cfg.MCP.PublicURL != "https://gw.example.com" {
+		t.Fatalf("MCP options %+v", cfg.MCP)
+	}
+	ctx := t.Context()
+	p, err := cfg.Auth.Authenticate(ctx, tokentest.Sign(t, key, iss.Claims("u1", map[string]any{
+		"smcp_offices": []string{"o1"}, "smcp_roles": "agent", "preferred_username": "alice",
+	})))
+	if err != nil || p.Name != "alice" || !slices.Equal(p.Offices, []string{"o1"}) || !slices.Equal(p.Roles, []string{"agent"}) {
+		t.Fatalf("token: %+v %v", p, err)
+	}
+	if p, err := cfg.Auth.Authenticate(ctx, "a-key"); err != nil || p.ID != "api-key" {
+		t.Fatalf("the API key beside tokens: %+v %v", p, err)
+	}
+
+	// Tokens alone: no key needed to start.
+	c, err = parseGatewayConfig([]string{"--oidc-issuer", iss.URL, "--oidc-audience", "gw-aud"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = c.gatewayConfig(log); err != nil {
+		t.Fatalf("tokens only: %v", err)
+	}
+	if _, err := cfg.Auth.Authenticate(ctx, "a-key"); err == nil {
+		t.Fatal("a key signed in to a tokens-only gateway")
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--oidc-issuer", iss.URL}, "audience is required"},
+		{[]string{"--oidc-issuer", "http://id.example.com", "--oidc-audience", "a"}, "must be https"},
+		{[]string{"--oidc-issuer", iss.URL, "--oidc-audience", "a", "--insecure"}, "--insecure"},
+		{[]string{"--oidc-issuer", iss.URL, "--oidc-audience", "a", "--oidc-jwks-refresh", "0s"}, "--oidc-jwks-refresh"},
+	} {
+		c, err := parseGatewayConfig(tc.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.gatewayConfig(log); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
 		}
 	}
 }

@@ -126,6 +126,17 @@ type Options struct {
 	// Tracer, when set, makes every MCP request a server span (see
 	// TracerName); nil: no tracing.
 	Tracer trace.Tracer
+	// AuthorizationServers, when set (the OIDC issuer whose tokens sign
+	// in), make each office's endpoint an OAuth protected resource: its
+	// metadata (RFC 9728) at MetadataPrefix+"/mcp/{office_id}", and 401s
+	// that point to it.
+	AuthorizationServers []string
+	// Scopes are published in the metadata as scopes_supported.
+	Scopes []string
+	// PublicURL is the gateway's URL as clients reach it (behind a proxy:
+	// https://gateway.example.com), for the metadata's resource; default:
+	// the scheme and host each request was sent to.
+	PublicURL string
 }
 
 func (o Options) withDefaults() Options {
@@ -219,8 +230,14 @@ func implementation(office string) *mcp.Implementation {
 	return &mcp.Implementation{Name: name, Title: name, Version: "0.2.0"}
 }
 
-// Mount serves the endpoint at Pattern on mux.
-func (s *Server) Mount(mux *http.ServeMux) { mux.Handle(Pattern, s) }
+// Mount serves the endpoint at Pattern on mux, and its protected-resource
+// metadata when tokens of an authorization server sign in.
+func (s *Server) Mount(mux *http.ServeMux) {
+	mux.Handle(Pattern, s)
+	if s.protectedResource() {
+		mux.HandleFunc("GET "+MetadataPrefix+Pattern, s.serveMetadata)
+	}
+}
 
 type sessionKey struct{}
 
@@ -249,7 +266,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p, agent, err := s.caller(r)
 	if err != nil {
-		httpError(w, err)
+		s.refuse(w, r, err)
 		return
 	}
 	if r.Method == http.MethodPost {
@@ -392,7 +409,7 @@ func httpError(w http.ResponseWriter, err error) {
 	if !ok {
 		status = http.StatusInternalServerError
 	}
-	if status == http.StatusUnauthorized {
+	if status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="smcp-gateway"`)
 	}
 	w.Header().Set("Content-Type", "application/json")
