@@ -333,6 +333,10 @@ function renderHead() {
   const nav = $("#tabs");
   if (!nav) return;
   const tabs = tabsFor();
+  if (!tabs.includes(state.tab)) {
+    showTab("tools"); // the office's version no longer has this tab
+    return;
+  }
   if (nav.dataset.tabs === tabs.join() && nav.dataset.active === state.tab) return;
   nav.dataset.tabs = tabs.join();
   nav.dataset.active = state.tab;
