@@ -10,7 +10,9 @@ import { bytes, el, fill } from "./dom.js";
 // SHA-256 before it sends the last message (eof); a stream that ends
 // without eof carried a failed read and is an error here too, as is a byte
 // count that is not the declared size. onProgress(received, total) follows
-// the chunks.
+// the chunks. The page holds the chunks until the end (a Blob, which the
+// browser may keep on disk): a download cannot be streamed to a file
+// without a service worker, which this dependency-free page does without.
 export async function readBlob(client, addr, handle, { onProgress, signal } = {}) {
   const parts = [];
   let received = 0;
