@@ -63,6 +63,7 @@ func (h *Hub) fillFromRegistry(ctx context.Context, sum *smcpv1.OfficeSummary) e
 		return smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
 	}
 	sum.Agent, sum.Computers = "", nil
+	sum.Version = officeVersion(ms)
 	for _, m := range ms {
 		if m.Role == smcp.RoleAgent {
 			sum.Agent = m.Name
@@ -71,4 +72,30 @@ func (h *Hub) fillFromRegistry(ctx context.Context, sum *smcpv1.OfficeSummary) e
 		}
 	}
 	return nil
+}
+
+// OfficeVersion is the protocol profile officeID speaks, MAJOR.MINOR: that
+// of its members, "" while it has none. p must allow the agent role and the
+// office. It reads the registry (in a cluster, Redis).
+func (h *Hub) OfficeVersion(ctx context.Context, p *Principal, officeID string) (string, error) {
+	if !p.AllowsRole(smcp.RoleAgent) || !p.AllowsOffice(officeID) {
+		return "", smcp.Errorf(smcp.CodeForbidden, "this key may not act in office %q", officeID)
+	}
+	ms, err := h.cfg.Registry.Members(ctx, officeID)
+	if err != nil {
+		h.log.Error("registry members", "office", officeID, "err", err)
+		return "", smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
+	}
+	return officeVersion(ms), nil
+}
+
+// officeVersion is the version of an office's members: the registries admit
+// only members of one version (Registry.Claim), leases carry none.
+func officeVersion(ms []Member) string {
+	for _, m := range ms {
+		if m.Version != "" {
+			return m.Version
+		}
+	}
+	return ""
 }

@@ -27,6 +27,57 @@ var codes = map[int]connect.Code{
 	smcp.CodeElementNotFound:  connect.CodeNotFound,
 	smcp.CodeInvalidDPEURI:    connect.CodeInvalidArgument,
 	core.CodeTooManyPending:   connect.CodeResourceExhausted,
+	// 0.3/0.4 (PROTOCOL-0.4.md §6). The skill and blob codes are refined by
+	// their details.reason (reasonCodes); these are for other reasons.
+	smcp.CodeMCPServerNotFound:          connect.CodeNotFound,
+	smcp.CodeMCPCapabilityNotSupported:  connect.CodeUnimplemented,
+	smcp.CodeInvalidSkillName:           connect.CodeInvalidArgument,
+	smcp.CodeSkillResourceNotAccessible: connect.CodeFailedPrecondition,
+	smcp.CodeBlobNotAccessible:          connect.CodeFailedPrecondition,
+	// Any failed upload chunk means a new upload from offset 0 (§5.8).
+	smcp.CodeBlobWriteFailed: connect.CodeAborted,
+}
+
+// reasonCodes refine codes by details.reason, an open enumeration (§6): a
+// reason not listed keeps the code's mapping. The Connect code says what the
+// caller can do: NotFound ask again for the source (4018 gone: the producer),
+// PermissionDenied and InvalidArgument never retry, OutOfRange fix the
+// offset, ResourceExhausted back off.
+var reasonCodes = map[int]map[string]connect.Code{
+	smcp.CodeSkillResourceNotAccessible: {
+		"traversal": connect.CodeInvalidArgument,
+		"forbidden": connect.CodePermissionDenied,
+		"not_found": connect.CodeNotFound,
+		"too_large": connect.CodeResourceExhausted,
+	},
+	smcp.CodeBlobNotAccessible: {
+		"invalid_handle": connect.CodeInvalidArgument,
+		"forbidden":      connect.CodePermissionDenied,
+		"gone":           connect.CodeNotFound,
+		"range":          connect.CodeOutOfRange,
+	},
+	smcp.CodeBlobWriteFailed: {
+		"invalid_declaration": connect.CodeInvalidArgument,
+		"range":               connect.CodeOutOfRange,
+		"too_large":           connect.CodeResourceExhausted,
+		"busy":                connect.CodeResourceExhausted,
+		"forbidden":           connect.CodePermissionDenied,
+		"integrity":           connect.CodeDataLoss,
+		"io_error":            connect.CodeInternal,
+	},
+}
+
+// connectCode is the Connect code of a protocol error.
+func connectCode(e *smcp.Error) (connect.Code, bool) {
+	if byReason, ok := reasonCodes[e.Code]; ok {
+		if reason, _ := e.Details["reason"].(string); reason != "" {
+			if code, ok := byReason[reason]; ok {
+				return code, true
+			}
+		}
+	}
+	code, ok := codes[e.Code]
+	return code, ok
 }
 
 // toConnect maps an error of the core, of a computer or of this package to a
@@ -48,7 +99,7 @@ func toConnect(err error) error {
 		// Never leak an internal error's text to the caller.
 		e = smcp.Errorf(smcp.CodeInternal, "internal error")
 	}
-	code, ok := codes[e.Code]
+	code, ok := connectCode(e)
 	switch {
 	case errors.Is(err, core.ErrComputerGone):
 		code = connect.CodeUnavailable

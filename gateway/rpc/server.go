@@ -29,6 +29,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/httpauth"
 	"github.com/smcpgw/smcp-gateway/gateway/inflight"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 )
 
@@ -170,19 +171,33 @@ func (s *Server) Drain(ctx context.Context) error {
 
 // track counts every request of h in flight. A request that arrives while
 // draining is not counted; drainGate refuses it. HTTP/2 unary calls run on
-// the workers; streams (WatchOffice) would hold one for their whole life.
+// the workers; streams would hold one for their whole life.
 func (s *Server) track(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.calls.Begin() {
 			defer s.calls.End()
 		}
-		if r.ProtoMajor >= 2 && r.URL.Path != smcpv1connect.AgentServiceWatchOfficeProcedure {
+		if r.ProtoMajor >= 2 && !streams[r.URL.Path] {
 			s.workers.serve(h, w, r)
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
 }
+
+// streams are the procedures of the AgentService that stream (WatchOffice,
+// ReadBlob, PutBlob): they run where net/http starts them, not on the
+// workers, which they would hold for their whole life.
+var streams = func() map[string]bool {
+	m := map[string]bool{}
+	methods := smcpv1.File_smcp_v1_service_proto.Services().ByName("AgentService").Methods()
+	for i := range methods.Len() {
+		if md := methods.Get(i); md.IsStreamingClient() || md.IsStreamingServer() {
+			m["/"+smcpv1connect.AgentServiceName+"/"+string(md.Name())] = true
+		}
+	}
+	return m
+}()
 
 // drainGate refuses calls once Drain has begun. A call counted just before
 // is refused too: it has done nothing yet, and its caller retries elsewhere.

@@ -41,16 +41,20 @@ func newReqID() string {
 }
 
 func (s *service) ListRoom(ctx context.Context, req *smcpv1.ListRoomRequest) (*smcpv1.ListRoomResponse, error) {
-	sess, _, err := s.act(ctx, req.GetOfficeId())
+	sess, c, err := s.act(ctx, req.GetOfficeId())
 	if err != nil {
 		return nil, err
 	}
 	defer sess.Close()
-	members, err := sess.ListRoom(req.GetOfficeId())
+	members, err := sess.ListRoomContext(ctx, req.GetOfficeId())
 	if err != nil {
 		return nil, toConnect(err)
 	}
-	return &smcpv1.ListRoomResponse{Sessions: members}, nil
+	version, err := s.hub.OfficeVersion(ctx, c.principal, req.GetOfficeId())
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	return &smcpv1.ListRoomResponse{Sessions: members, OfficeVersion: version}, nil
 }
 
 func (s *service) GetTools(ctx context.Context, req *smcpv1.GetToolsRequest) (*smcpv1.GetToolsResponse, error) {

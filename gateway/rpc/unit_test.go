@@ -38,6 +38,26 @@ func TestToConnect(t *testing.T) {
 		{smcp.Errorf(4999, "x"), connect.CodeUnknown, 4999},
 		{fmt.Errorf("wrapped: %w", smcp.Errorf(smcp.CodeForbidden, "x")), connect.CodePermissionDenied, 403},
 		{fmt.Errorf("db password=hunter2"), connect.CodeInternal, 500},
+		// 0.3/0.4 codes, and their reasons (PROTOCOL-0.4.md §6).
+		{smcp.Errorf(smcp.CodeMCPServerNotFound, "x"), connect.CodeNotFound, 4014},
+		{smcp.Errorf(smcp.CodeMCPCapabilityNotSupported, "x"), connect.CodeUnimplemented, 4015},
+		{smcp.Errorf(smcp.CodeInvalidSkillName, "x"), connect.CodeInvalidArgument, 4016},
+		{withReason(smcp.CodeSkillResourceNotAccessible, "traversal"), connect.CodeInvalidArgument, 4017},
+		{withReason(smcp.CodeSkillResourceNotAccessible, "not_found"), connect.CodeNotFound, 4017},
+		{withReason(smcp.CodeSkillResourceNotAccessible, "too_large"), connect.CodeResourceExhausted, 4017},
+		{withReason(smcp.CodeSkillResourceNotAccessible, "new_reason"), connect.CodeFailedPrecondition, 4017},
+		{smcp.Errorf(smcp.CodeSkillResourceNotAccessible, "x"), connect.CodeFailedPrecondition, 4017},
+		{withReason(smcp.CodeBlobNotAccessible, "invalid_handle"), connect.CodeInvalidArgument, 4018},
+		{withReason(smcp.CodeBlobNotAccessible, "gone"), connect.CodeNotFound, 4018},
+		{withReason(smcp.CodeBlobNotAccessible, "range"), connect.CodeOutOfRange, 4018},
+		{withReason(smcp.CodeBlobNotAccessible, "forbidden"), connect.CodePermissionDenied, 4018},
+		{withReason(smcp.CodeBlobWriteFailed, "integrity"), connect.CodeDataLoss, 4019},
+		{withReason(smcp.CodeBlobWriteFailed, "busy"), connect.CodeResourceExhausted, 4019},
+		{withReason(smcp.CodeBlobWriteFailed, "io_error"), connect.CodeInternal, 4019},
+		{withReason(smcp.CodeBlobWriteFailed, "invalid_upload"), connect.CodeAborted, 4019},
+		{smcp.Errorf(smcp.CodeBlobWriteFailed, "x"), connect.CodeAborted, 4019},
+		// A reason of another code does not apply.
+		{withReason(smcp.CodeMCPServerNotFound, "integrity"), connect.CodeNotFound, 4014},
 	}
 	for _, c := range cases {
 		t.Run(c.err.Error(), func(t *testing.T) {
@@ -153,5 +173,22 @@ func TestWatchResponseEveryEvent(t *testing.T) {
 		if _, err := watchResponse(core.Notification{Event: e.Name, Payload: e.NewRequest()}); err != nil {
 			t.Errorf("%s: %v", e.Name, err)
 		}
+	}
+}
+
+func withReason(code int, reason string) *smcp.Error {
+	return smcp.Errorf(code, "x").WithDetails(map[string]any{"reason": reason})
+}
+
+// TestStreamsKeepOffWorkers: the streaming procedures are found from the
+// service's descriptor, so a new one never holds a worker.
+func TestStreamsKeepOffWorkers(t *testing.T) {
+	want := map[string]bool{
+		"/smcp.v1.AgentService/WatchOffice": true,
+		"/smcp.v1.AgentService/ReadBlob":    true,
+		"/smcp.v1.AgentService/PutBlob":     true,
+	}
+	if !reflect.DeepEqual(streams, want) {
+		t.Fatalf("streams %v, want %v", streams, want)
 	}
 }

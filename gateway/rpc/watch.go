@@ -35,6 +35,10 @@ func (s *service) WatchOffice(ctx context.Context, req *smcpv1.WatchOfficeReques
 		return toConnect(err)
 	}
 	defer w.Close()
+	// The office's version changes only when it empties and fills again:
+	// read at the start and at each enter_office (whose member the
+	// registry has by then).
+	version := s.officeVersion(ctx, c, req.GetOfficeId(), "")
 	if err := stream.Send(nil); err != nil {
 		return err
 	}
@@ -57,6 +61,10 @@ func (s *service) WatchOffice(ctx context.Context, req *smcpv1.WatchOfficeReques
 				s.log.Error("watch: unknown notification", "event", n.Event, "err", err)
 				continue
 			}
+			if n.Event == smcp.NotifyEnterOffice {
+				version = s.officeVersion(ctx, c, req.GetOfficeId(), version)
+			}
+			msg.OfficeVersion = version
 			if err := stream.Send(msg); err != nil {
 				return err
 			}
@@ -83,4 +91,15 @@ func watchResponse(n core.Notification) (*smcpv1.WatchOfficeResponse, error) {
 	}
 	r.Set(fd, protoreflect.ValueOfMessage(p))
 	return out, nil
+}
+
+// officeVersion reads the office's version for a watch; when the registry
+// cannot tell, the watch goes on with the last one known.
+func (s *service) officeVersion(ctx context.Context, c *caller, officeID, last string) string {
+	v, err := s.hub.OfficeVersion(ctx, c.principal, officeID)
+	if err != nil {
+		s.log.Warn("watch: office version", "office", officeID, "err", err)
+		return last
+	}
+	return v
 }

@@ -62,9 +62,47 @@ function cellText(c) {
   return c == null ? "" : typeof c === "object" ? JSON.stringify(c) : String(c);
 }
 
-// clear empties a node and appends children.
+// fill empties a node and appends children.
 export function fill(node, ...children) {
   node.replaceChildren();
   for (const c of children.flat(Infinity)) if (c != null && c !== false) node.append(c);
   return node;
+}
+
+// stamp shows a time in the console's one format, local
+// "YYYY-MM-DD HH:MM:SS", with the full ISO 8601 text in its tooltip (the
+// value as the gateway sent it when that was a string, else UTC). A value
+// that is not a time is shown as it came.
+export function stamp(value) {
+  const d = value instanceof Date ? value : new Date(value ?? NaN);
+  if (value == null || value === "" || Number.isNaN(d.getTime())) return el("span", null, value ?? "");
+  const iso = typeof value === "string" ? value : d.toISOString();
+  return el("time", { datetime: d.toISOString(), title: iso }, localTime(d));
+}
+
+// localTime formats d as local "YYYY-MM-DD HH:MM:SS".
+export function localTime(d) {
+  const p = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+// latest starts a load into node and returns a check that is true while it
+// is the node's newest: a live refresh may overtake an earlier one, whose
+// late answer must not overwrite the newer.
+export function latest(node) {
+  const n = (node.loads = (node.loads ?? 0) + 1);
+  return () => node.loads === n;
+}
+
+// bytes formats a size for people (1536 → "1.5 KiB").
+export function bytes(n) {
+  n = Number(n);
+  if (!Number.isFinite(n)) return "";
+  const units = ["B", "KiB", "MiB", "GiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return i === 0 ? `${n} B` : `${n.toFixed(1)} ${units[i]}`;
 }

@@ -115,7 +115,7 @@ function spark(values, points) {
   const step = w / Math.max(points - 1, 1);
   const x0 = w - (values.length - 1) * step;
   const pts = values.map((v, i) => `${(x0 + i * step).toFixed(1)},${(h - 2 - (v / max) * (h - 4)).toFixed(1)}`).join(" ");
-  return svg("svg", { viewBox: `0 0 ${w} ${h}`, width: w, height: h, class: "spark", role: "img" },
+  return svg("svg", { viewBox: `0 0 ${w} ${h}`, width: w, height: h, class: "spark", role: "img", preserveAspectRatio: "none" },
     svg("line", { x1: 0, y1: h - 1, x2: w, y2: h - 1, class: "axis" }),
     values.length > 1 ? svg("polyline", { points: pts, class: "line" }) : null);
 }

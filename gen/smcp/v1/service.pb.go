@@ -71,8 +71,11 @@ func (x *ListRoomRequest) GetOfficeId() string {
 // ListRoomResponse lists the office's members.
 type ListRoomResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Members of the office.
-	Sessions      []*SessionInfo `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	// Members of the office. From 0.3 each has the a2c_version it sent.
+	Sessions []*SessionInfo `protobuf:"bytes,1,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	// The protocol profile the office speaks, MAJOR.MINOR ("0.2", "0.4"):
+	// that of its members; empty while it has none.
+	OfficeVersion string `protobuf:"bytes,2,opt,name=office_version,proto3" json:"office_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -112,6 +115,13 @@ func (x *ListRoomResponse) GetSessions() []*SessionInfo {
 		return x.Sessions
 	}
 	return nil
+}
+
+func (x *ListRoomResponse) GetOfficeVersion() string {
+	if x != nil {
+		return x.OfficeVersion
+	}
+	return ""
 }
 
 // GetToolsRequest addresses a computer.
@@ -1035,7 +1045,11 @@ type WatchOfficeResponse struct {
 	//	*WatchOfficeResponse_UpdateFinder
 	//	*WatchOfficeResponse_ToolCallCancel
 	//	*WatchOfficeResponse_UpdateSkills
-	Notification  isWatchOfficeResponse_Notification `protobuf_oneof:"notification"`
+	Notification isWatchOfficeResponse_Notification `protobuf_oneof:"notification"`
+	// The protocol profile the office speaks, MAJOR.MINOR ("0.2", "0.4"):
+	// that of its members, read when the watch opened and at each
+	// enter_office since; empty until the office has a member.
+	OfficeVersion string `protobuf:"bytes,10,opt,name=office_version,proto3" json:"office_version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1154,6 +1168,13 @@ func (x *WatchOfficeResponse) GetUpdateSkills() *UpdateComputerConfigReq {
 		}
 	}
 	return nil
+}
+
+func (x *WatchOfficeResponse) GetOfficeVersion() string {
+	if x != nil {
+		return x.OfficeVersion
+	}
+	return ""
 }
 
 type isWatchOfficeResponse_Notification interface {
@@ -1311,7 +1332,10 @@ type OfficeSummary struct {
 	// (calls in flight, WatchOffice streams), on this node; empty when none.
 	RpcAgent string `protobuf:"bytes,3,opt,name=rpc_agent,proto3" json:"rpc_agent,omitempty"`
 	// Names of the computers in the office, sorted.
-	Computers     []string `protobuf:"bytes,4,rep,name=computers,proto3" json:"computers,omitempty"`
+	Computers []string `protobuf:"bytes,4,rep,name=computers,proto3" json:"computers,omitempty"`
+	// The protocol profile the office speaks, MAJOR.MINOR ("0.2", "0.4"):
+	// that of its members.
+	Version       string `protobuf:"bytes,5,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1374,15 +1398,836 @@ func (x *OfficeSummary) GetComputers() []string {
 	return nil
 }
 
+func (x *OfficeSummary) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+// GetResourcesRequest lists the resources of one MCP server of a computer.
+type GetResourcesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Office of the computer.
+	OfficeId string `protobuf:"bytes,1,opt,name=office_id,proto3" json:"office_id,omitempty"`
+	// Computer name.
+	Computer string `protobuf:"bytes,2,opt,name=computer,proto3" json:"computer,omitempty"`
+	// Bundle id of the MCP server (a key of GetConfig's servers).
+	McpServer string `protobuf:"bytes,3,opt,name=mcp_server,proto3" json:"mcp_server,omitempty"`
+	// Paging cursor from a previous answer's next_cursor.
+	Cursor        *string `protobuf:"bytes,4,opt,name=cursor,proto3,oneof" json:"cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetResourcesRequest) Reset() {
+	*x = GetResourcesRequest{}
+	mi := &file_smcp_v1_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetResourcesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetResourcesRequest) ProtoMessage() {}
+
+func (x *GetResourcesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetResourcesRequest.ProtoReflect.Descriptor instead.
+func (*GetResourcesRequest) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *GetResourcesRequest) GetOfficeId() string {
+	if x != nil {
+		return x.OfficeId
+	}
+	return ""
+}
+
+func (x *GetResourcesRequest) GetComputer() string {
+	if x != nil {
+		return x.Computer
+	}
+	return ""
+}
+
+func (x *GetResourcesRequest) GetMcpServer() string {
+	if x != nil {
+		return x.McpServer
+	}
+	return ""
+}
+
+func (x *GetResourcesRequest) GetCursor() string {
+	if x != nil && x.Cursor != nil {
+		return *x.Cursor
+	}
+	return ""
+}
+
+// GetResourcesResponse is one page of MCP resources/list, unfiltered.
+type GetResourcesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// MCP Resource objects as the server listed them.
+	Resources []*structpb.Struct `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
+	// Cursor of the next page; unset on the last page.
+	NextCursor    *string `protobuf:"bytes,2,opt,name=next_cursor,proto3,oneof" json:"next_cursor,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetResourcesResponse) Reset() {
+	*x = GetResourcesResponse{}
+	mi := &file_smcp_v1_service_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetResourcesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetResourcesResponse) ProtoMessage() {}
+
+func (x *GetResourcesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetResourcesResponse.ProtoReflect.Descriptor instead.
+func (*GetResourcesResponse) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *GetResourcesResponse) GetResources() []*structpb.Struct {
+	if x != nil {
+		return x.Resources
+	}
+	return nil
+}
+
+func (x *GetResourcesResponse) GetNextCursor() string {
+	if x != nil && x.NextCursor != nil {
+		return *x.NextCursor
+	}
+	return ""
+}
+
+// GetSkillsRequest addresses a computer.
+type GetSkillsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Office of the computer.
+	OfficeId string `protobuf:"bytes,1,opt,name=office_id,proto3" json:"office_id,omitempty"`
+	// Computer name.
+	Computer      string `protobuf:"bytes,2,opt,name=computer,proto3" json:"computer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSkillsRequest) Reset() {
+	*x = GetSkillsRequest{}
+	mi := &file_smcp_v1_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSkillsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSkillsRequest) ProtoMessage() {}
+
+func (x *GetSkillsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSkillsRequest.ProtoReflect.Descriptor instead.
+func (*GetSkillsRequest) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GetSkillsRequest) GetOfficeId() string {
+	if x != nil {
+		return x.OfficeId
+	}
+	return ""
+}
+
+func (x *GetSkillsRequest) GetComputer() string {
+	if x != nil {
+		return x.Computer
+	}
+	return ""
+}
+
+// GetSkillsResponse lists the available skills in the computer's order.
+type GetSkillsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The skills.
+	Skills        []*A2CSkillRef `protobuf:"bytes,1,rep,name=skills,proto3" json:"skills,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSkillsResponse) Reset() {
+	*x = GetSkillsResponse{}
+	mi := &file_smcp_v1_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSkillsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSkillsResponse) ProtoMessage() {}
+
+func (x *GetSkillsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSkillsResponse.ProtoReflect.Descriptor instead.
+func (*GetSkillsResponse) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *GetSkillsResponse) GetSkills() []*A2CSkillRef {
+	if x != nil {
+		return x.Skills
+	}
+	return nil
+}
+
+// GetSkillRequest reads one file of a skill.
+type GetSkillRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Office of the computer.
+	OfficeId string `protobuf:"bytes,1,opt,name=office_id,proto3" json:"office_id,omitempty"`
+	// Computer name.
+	Computer string `protobuf:"bytes,2,opt,name=computer,proto3" json:"computer,omitempty"`
+	// Skill name as listed by GetSkills (opaque).
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// File inside the skill, relative POSIX path; the computer defaults it to
+	// "SKILL.md".
+	RelPath       *string `protobuf:"bytes,4,opt,name=rel_path,proto3,oneof" json:"rel_path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSkillRequest) Reset() {
+	*x = GetSkillRequest{}
+	mi := &file_smcp_v1_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSkillRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSkillRequest) ProtoMessage() {}
+
+func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
+func (*GetSkillRequest) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *GetSkillRequest) GetOfficeId() string {
+	if x != nil {
+		return x.OfficeId
+	}
+	return ""
+}
+
+func (x *GetSkillRequest) GetComputer() string {
+	if x != nil {
+		return x.Computer
+	}
+	return ""
+}
+
+func (x *GetSkillRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetSkillRequest) GetRelPath() string {
+	if x != nil && x.RelPath != nil {
+		return *x.RelPath
+	}
+	return ""
+}
+
+// GetSkillResponse is the computer's answer: exactly one of body and
+// blob_handle.
+type GetSkillResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Echo of the skill name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Echo of rel_path ("SKILL.md" when defaulted).
+	RelPath string `protobuf:"bytes,2,opt,name=rel_path,proto3" json:"rel_path,omitempty"`
+	// MIME type.
+	MimeType string `protobuf:"bytes,3,opt,name=mime_type,proto3" json:"mime_type,omitempty"`
+	// Size in bytes of the file as the agent consumes it.
+	TotalSize int64 `protobuf:"varint,4,opt,name=total_size,proto3" json:"total_size,omitempty"`
+	// Hex SHA-256 of those bytes.
+	Sha256 string `protobuf:"bytes,5,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// The text, when it is text within the computer's inline budget.
+	Body *string `protobuf:"bytes,6,opt,name=body,proto3,oneof" json:"body,omitempty"`
+	// Handle to read the bytes with ReadBlob otherwise.
+	BlobHandle    *string `protobuf:"bytes,7,opt,name=blob_handle,proto3,oneof" json:"blob_handle,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSkillResponse) Reset() {
+	*x = GetSkillResponse{}
+	mi := &file_smcp_v1_service_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSkillResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSkillResponse) ProtoMessage() {}
+
+func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
+func (*GetSkillResponse) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *GetSkillResponse) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetSkillResponse) GetRelPath() string {
+	if x != nil {
+		return x.RelPath
+	}
+	return ""
+}
+
+func (x *GetSkillResponse) GetMimeType() string {
+	if x != nil {
+		return x.MimeType
+	}
+	return ""
+}
+
+func (x *GetSkillResponse) GetTotalSize() int64 {
+	if x != nil {
+		return x.TotalSize
+	}
+	return 0
+}
+
+func (x *GetSkillResponse) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *GetSkillResponse) GetBody() string {
+	if x != nil && x.Body != nil {
+		return *x.Body
+	}
+	return ""
+}
+
+func (x *GetSkillResponse) GetBlobHandle() string {
+	if x != nil && x.BlobHandle != nil {
+		return *x.BlobHandle
+	}
+	return ""
+}
+
+// ReadBlobRequest names the blob to read.
+type ReadBlobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Office of the computer.
+	OfficeId string `protobuf:"bytes,1,opt,name=office_id,proto3" json:"office_id,omitempty"`
+	// Computer name (the one that minted the handle).
+	Computer string `protobuf:"bytes,2,opt,name=computer,proto3" json:"computer,omitempty"`
+	// Opaque handle minted by the computer.
+	BlobHandle string `protobuf:"bytes,3,opt,name=blob_handle,proto3" json:"blob_handle,omitempty"`
+	// Largest chunk asked of the computer per client:get_blob: at least 1;
+	// 256 KiB, the default, when unset or larger. The computer may send less.
+	MaxChunkBytes *int64 `protobuf:"varint,4,opt,name=max_chunk_bytes,proto3,oneof" json:"max_chunk_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadBlobRequest) Reset() {
+	*x = ReadBlobRequest{}
+	mi := &file_smcp_v1_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadBlobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadBlobRequest) ProtoMessage() {}
+
+func (x *ReadBlobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadBlobRequest.ProtoReflect.Descriptor instead.
+func (*ReadBlobRequest) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ReadBlobRequest) GetOfficeId() string {
+	if x != nil {
+		return x.OfficeId
+	}
+	return ""
+}
+
+func (x *ReadBlobRequest) GetComputer() string {
+	if x != nil {
+		return x.Computer
+	}
+	return ""
+}
+
+func (x *ReadBlobRequest) GetBlobHandle() string {
+	if x != nil {
+		return x.BlobHandle
+	}
+	return ""
+}
+
+func (x *ReadBlobRequest) GetMaxChunkBytes() int64 {
+	if x != nil && x.MaxChunkBytes != nil {
+		return *x.MaxChunkBytes
+	}
+	return 0
+}
+
+// ReadBlobResponse is one chunk of the blob.
+type ReadBlobResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The chunk's bytes (raw; base64 only in the JSON mapping).
+	Data []byte `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	// Offset of the chunk in the blob.
+	ChunkOffset int64 `protobuf:"varint,2,opt,name=chunk_offset,proto3" json:"chunk_offset,omitempty"`
+	// Size in bytes of the whole blob.
+	TotalSize int64 `protobuf:"varint,3,opt,name=total_size,proto3" json:"total_size,omitempty"`
+	// Hex SHA-256 of the whole blob, as the computer declared it.
+	Sha256 string `protobuf:"bytes,4,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// MIME type of the whole blob.
+	MimeType string `protobuf:"bytes,5,opt,name=mime_type,proto3" json:"mime_type,omitempty"`
+	// Set on the last chunk, once the gateway has checked the SHA-256 of all
+	// the bytes against sha256.
+	Eof           bool `protobuf:"varint,6,opt,name=eof,proto3" json:"eof,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadBlobResponse) Reset() {
+	*x = ReadBlobResponse{}
+	mi := &file_smcp_v1_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadBlobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadBlobResponse) ProtoMessage() {}
+
+func (x *ReadBlobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadBlobResponse.ProtoReflect.Descriptor instead.
+func (*ReadBlobResponse) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *ReadBlobResponse) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ReadBlobResponse) GetChunkOffset() int64 {
+	if x != nil {
+		return x.ChunkOffset
+	}
+	return 0
+}
+
+func (x *ReadBlobResponse) GetTotalSize() int64 {
+	if x != nil {
+		return x.TotalSize
+	}
+	return 0
+}
+
+func (x *ReadBlobResponse) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *ReadBlobResponse) GetMimeType() string {
+	if x != nil {
+		return x.MimeType
+	}
+	return ""
+}
+
+func (x *ReadBlobResponse) GetEof() bool {
+	if x != nil {
+		return x.Eof
+	}
+	return false
+}
+
+// PutBlobRequest is one message of an upload: the header first, then data.
+type PutBlobRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The part of the upload this message carries.
+	//
+	// Types that are valid to be assigned to Part:
+	//
+	//	*PutBlobRequest_Header
+	//	*PutBlobRequest_Data
+	Part          isPutBlobRequest_Part `protobuf_oneof:"part"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutBlobRequest) Reset() {
+	*x = PutBlobRequest{}
+	mi := &file_smcp_v1_service_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutBlobRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutBlobRequest) ProtoMessage() {}
+
+func (x *PutBlobRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutBlobRequest.ProtoReflect.Descriptor instead.
+func (*PutBlobRequest) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *PutBlobRequest) GetPart() isPutBlobRequest_Part {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+func (x *PutBlobRequest) GetHeader() *PutBlobHeader {
+	if x != nil {
+		if x, ok := x.Part.(*PutBlobRequest_Header); ok {
+			return x.Header
+		}
+	}
+	return nil
+}
+
+func (x *PutBlobRequest) GetData() []byte {
+	if x != nil {
+		if x, ok := x.Part.(*PutBlobRequest_Data); ok {
+			return x.Data
+		}
+	}
+	return nil
+}
+
+type isPutBlobRequest_Part interface {
+	isPutBlobRequest_Part()
+}
+
+type PutBlobRequest_Header struct {
+	// First message only.
+	Header *PutBlobHeader `protobuf:"bytes,1,opt,name=header,proto3,oneof"`
+}
+
+type PutBlobRequest_Data struct {
+	// The next bytes of the file (any size up to the gateway's request
+	// limit; the gateway re-chunks them).
+	Data []byte `protobuf:"bytes,2,opt,name=data,proto3,oneof"`
+}
+
+func (*PutBlobRequest_Header) isPutBlobRequest_Part() {}
+
+func (*PutBlobRequest_Data) isPutBlobRequest_Part() {}
+
+// PutBlobHeader declares an upload.
+type PutBlobHeader struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Office of the computer.
+	OfficeId string `protobuf:"bytes,1,opt,name=office_id,proto3" json:"office_id,omitempty"`
+	// Computer name.
+	Computer string `protobuf:"bytes,2,opt,name=computer,proto3" json:"computer,omitempty"`
+	// Size in bytes of the whole file, >= 1.
+	TotalSize int64 `protobuf:"varint,3,opt,name=total_size,proto3" json:"total_size,omitempty"`
+	// Hex SHA-256 of the whole file.
+	Sha256 string `protobuf:"bytes,4,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// Suggested file name; the computer sanitises it.
+	NameHint      *string `protobuf:"bytes,5,opt,name=name_hint,proto3,oneof" json:"name_hint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutBlobHeader) Reset() {
+	*x = PutBlobHeader{}
+	mi := &file_smcp_v1_service_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutBlobHeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutBlobHeader) ProtoMessage() {}
+
+func (x *PutBlobHeader) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutBlobHeader.ProtoReflect.Descriptor instead.
+func (*PutBlobHeader) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *PutBlobHeader) GetOfficeId() string {
+	if x != nil {
+		return x.OfficeId
+	}
+	return ""
+}
+
+func (x *PutBlobHeader) GetComputer() string {
+	if x != nil {
+		return x.Computer
+	}
+	return ""
+}
+
+func (x *PutBlobHeader) GetTotalSize() int64 {
+	if x != nil {
+		return x.TotalSize
+	}
+	return 0
+}
+
+func (x *PutBlobHeader) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *PutBlobHeader) GetNameHint() string {
+	if x != nil && x.NameHint != nil {
+		return *x.NameHint
+	}
+	return ""
+}
+
+// PutBlobResponse describes the landed file.
+type PutBlobResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Absolute path of the file on the computer, to pass in tool arguments.
+	LandingPath string `protobuf:"bytes,1,opt,name=landing_path,proto3" json:"landing_path,omitempty"`
+	// Stored size in bytes.
+	TotalSize int64 `protobuf:"varint,2,opt,name=total_size,proto3" json:"total_size,omitempty"`
+	// Hex SHA-256 the computer recomputed.
+	Sha256 string `protobuf:"bytes,3,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// The computer's id of the upload.
+	UploadId      string `protobuf:"bytes,4,opt,name=upload_id,proto3" json:"upload_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PutBlobResponse) Reset() {
+	*x = PutBlobResponse{}
+	mi := &file_smcp_v1_service_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PutBlobResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PutBlobResponse) ProtoMessage() {}
+
+func (x *PutBlobResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PutBlobResponse.ProtoReflect.Descriptor instead.
+func (*PutBlobResponse) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *PutBlobResponse) GetLandingPath() string {
+	if x != nil {
+		return x.LandingPath
+	}
+	return ""
+}
+
+func (x *PutBlobResponse) GetTotalSize() int64 {
+	if x != nil {
+		return x.TotalSize
+	}
+	return 0
+}
+
+func (x *PutBlobResponse) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *PutBlobResponse) GetUploadId() string {
+	if x != nil {
+		return x.UploadId
+	}
+	return ""
+}
+
 var File_smcp_v1_service_proto protoreflect.FileDescriptor
 
 const file_smcp_v1_service_proto_rawDesc = "" +
 	"\n" +
 	"\x15smcp/v1/service.proto\x12\asmcp.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x14smcp/v1/events.proto\x1a\x13smcp/v1/types.proto\"/\n" +
 	"\x0fListRoomRequest\x12\x1c\n" +
-	"\toffice_id\x18\x01 \x01(\tR\toffice_id\"D\n" +
+	"\toffice_id\x18\x01 \x01(\tR\toffice_id\"l\n" +
 	"\x10ListRoomResponse\x120\n" +
-	"\bsessions\x18\x01 \x03(\v2\x14.smcp.v1.SessionInfoR\bsessions\"K\n" +
+	"\bsessions\x18\x01 \x03(\v2\x14.smcp.v1.SessionInfoR\bsessions\x12&\n" +
+	"\x0eoffice_version\x18\x02 \x01(\tR\x0eoffice_version\"K\n" +
 	"\x0fGetToolsRequest\x12\x1c\n" +
 	"\toffice_id\x18\x01 \x01(\tR\toffice_id\x12\x1a\n" +
 	"\bcomputer\x18\x02 \x01(\tR\bcomputer\";\n" +
@@ -1443,7 +2288,7 @@ const file_smcp_v1_service_proto_rawDesc = "" +
 	"\x14ReadResourceResponse\x125\n" +
 	"\bcontents\x18\x01 \x03(\v2\x19.smcp.v1.ResourceContentsR\bcontents\"2\n" +
 	"\x12WatchOfficeRequest\x12\x1c\n" +
-	"\toffice_id\x18\x01 \x01(\tR\toffice_id\"\x8b\x05\n" +
+	"\toffice_id\x18\x01 \x01(\tR\toffice_id\"\xb3\x05\n" +
 	"\x13WatchOfficeResponse\x12\x14\n" +
 	"\x05event\x18\x01 \x01(\tR\x05event\x12F\n" +
 	"\fenter_office\x18\x02 \x01(\v2 .smcp.v1.EnterOfficeNotificationH\x00R\fenter_office\x12F\n" +
@@ -1453,16 +2298,90 @@ const file_smcp_v1_service_proto_rawDesc = "" +
 	"\x0eupdate_desktop\x18\x06 \x01(\v2 .smcp.v1.UpdateComputerConfigReqH\x00R\x0eupdate_desktop\x12H\n" +
 	"\rupdate_finder\x18\a \x01(\v2 .smcp.v1.UpdateComputerConfigReqH\x00R\rupdate_finder\x12D\n" +
 	"\x10tool_call_cancel\x18\b \x01(\v2\x16.smcp.v1.AgentCallDataH\x00R\x10tool_call_cancel\x12H\n" +
-	"\rupdate_skills\x18\t \x01(\v2 .smcp.v1.UpdateComputerConfigReqH\x00R\rupdate_skillsB\x0e\n" +
+	"\rupdate_skills\x18\t \x01(\v2 .smcp.v1.UpdateComputerConfigReqH\x00R\rupdate_skills\x12&\n" +
+	"\x0eoffice_version\x18\n" +
+	" \x01(\tR\x0eoffice_versionB\x0e\n" +
 	"\fnotification\"\x14\n" +
 	"\x12ListOfficesRequest\"G\n" +
 	"\x13ListOfficesResponse\x120\n" +
-	"\aoffices\x18\x01 \x03(\v2\x16.smcp.v1.OfficeSummaryR\aoffices\"\x7f\n" +
+	"\aoffices\x18\x01 \x03(\v2\x16.smcp.v1.OfficeSummaryR\aoffices\"\x99\x01\n" +
 	"\rOfficeSummary\x12\x1c\n" +
 	"\toffice_id\x18\x01 \x01(\tR\toffice_id\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x1c\n" +
 	"\trpc_agent\x18\x03 \x01(\tR\trpc_agent\x12\x1c\n" +
-	"\tcomputers\x18\x04 \x03(\tR\tcomputers2\xea\x05\n" +
+	"\tcomputers\x18\x04 \x03(\tR\tcomputers\x12\x18\n" +
+	"\aversion\x18\x05 \x01(\tR\aversion\"\x97\x01\n" +
+	"\x13GetResourcesRequest\x12\x1c\n" +
+	"\toffice_id\x18\x01 \x01(\tR\toffice_id\x12\x1a\n" +
+	"\bcomputer\x18\x02 \x01(\tR\bcomputer\x12\x1e\n" +
+	"\n" +
+	"mcp_server\x18\x03 \x01(\tR\n" +
+	"mcp_server\x12\x1b\n" +
+	"\x06cursor\x18\x04 \x01(\tH\x00R\x06cursor\x88\x01\x01B\t\n" +
+	"\a_cursor\"\x84\x01\n" +
+	"\x14GetResourcesResponse\x125\n" +
+	"\tresources\x18\x01 \x03(\v2\x17.google.protobuf.StructR\tresources\x12%\n" +
+	"\vnext_cursor\x18\x02 \x01(\tH\x00R\vnext_cursor\x88\x01\x01B\x0e\n" +
+	"\f_next_cursor\"L\n" +
+	"\x10GetSkillsRequest\x12\x1c\n" +
+	"\toffice_id\x18\x01 \x01(\tR\toffice_id\x12\x1a\n" +
+	"\bcomputer\x18\x02 \x01(\tR\bcomputer\"A\n" +
+	"\x11GetSkillsResponse\x12,\n" +
+	"\x06skills\x18\x01 \x03(\v2\x14.smcp.v1.A2CSkillRefR\x06skills\"\x8d\x01\n" +
+	"\x0fGetSkillRequest\x12\x1c\n" +
+	"\toffice_id\x18\x01 \x01(\tR\toffice_id\x12\x1a\n" +
+	"\bcomputer\x18\x02 \x01(\tR\bcomputer\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1f\n" +
+	"\brel_path\x18\x04 \x01(\tH\x00R\brel_path\x88\x01\x01B\v\n" +
+	"\t_rel_path\"\xf1\x01\n" +
+	"\x10GetSkillResponse\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
+	"\brel_path\x18\x02 \x01(\tR\brel_path\x12\x1c\n" +
+	"\tmime_type\x18\x03 \x01(\tR\tmime_type\x12\x1e\n" +
+	"\n" +
+	"total_size\x18\x04 \x01(\x03R\n" +
+	"total_size\x12\x16\n" +
+	"\x06sha256\x18\x05 \x01(\tR\x06sha256\x12\x17\n" +
+	"\x04body\x18\x06 \x01(\tH\x00R\x04body\x88\x01\x01\x12%\n" +
+	"\vblob_handle\x18\a \x01(\tH\x01R\vblob_handle\x88\x01\x01B\a\n" +
+	"\x05_bodyB\x0e\n" +
+	"\f_blob_handle\"\xb0\x01\n" +
+	"\x0fReadBlobRequest\x12\x1c\n" +
+	"\toffice_id\x18\x01 \x01(\tR\toffice_id\x12\x1a\n" +
+	"\bcomputer\x18\x02 \x01(\tR\bcomputer\x12 \n" +
+	"\vblob_handle\x18\x03 \x01(\tR\vblob_handle\x12-\n" +
+	"\x0fmax_chunk_bytes\x18\x04 \x01(\x03H\x00R\x0fmax_chunk_bytes\x88\x01\x01B\x12\n" +
+	"\x10_max_chunk_bytes\"\xb2\x01\n" +
+	"\x10ReadBlobResponse\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\"\n" +
+	"\fchunk_offset\x18\x02 \x01(\x03R\fchunk_offset\x12\x1e\n" +
+	"\n" +
+	"total_size\x18\x03 \x01(\x03R\n" +
+	"total_size\x12\x16\n" +
+	"\x06sha256\x18\x04 \x01(\tR\x06sha256\x12\x1c\n" +
+	"\tmime_type\x18\x05 \x01(\tR\tmime_type\x12\x10\n" +
+	"\x03eof\x18\x06 \x01(\bR\x03eof\"`\n" +
+	"\x0ePutBlobRequest\x120\n" +
+	"\x06header\x18\x01 \x01(\v2\x16.smcp.v1.PutBlobHeaderH\x00R\x06header\x12\x14\n" +
+	"\x04data\x18\x02 \x01(\fH\x00R\x04dataB\x06\n" +
+	"\x04part\"\xb2\x01\n" +
+	"\rPutBlobHeader\x12\x1c\n" +
+	"\toffice_id\x18\x01 \x01(\tR\toffice_id\x12\x1a\n" +
+	"\bcomputer\x18\x02 \x01(\tR\bcomputer\x12\x1e\n" +
+	"\n" +
+	"total_size\x18\x03 \x01(\x03R\n" +
+	"total_size\x12\x16\n" +
+	"\x06sha256\x18\x04 \x01(\tR\x06sha256\x12!\n" +
+	"\tname_hint\x18\x05 \x01(\tH\x00R\tname_hint\x88\x01\x01B\f\n" +
+	"\n" +
+	"_name_hint\"\x8b\x01\n" +
+	"\x0fPutBlobResponse\x12\"\n" +
+	"\flanding_path\x18\x01 \x01(\tR\flanding_path\x12\x1e\n" +
+	"\n" +
+	"total_size\x18\x02 \x01(\x03R\n" +
+	"total_size\x12\x16\n" +
+	"\x06sha256\x18\x03 \x01(\tR\x06sha256\x12\x1c\n" +
+	"\tupload_id\x18\x04 \x01(\tR\tupload_id2\xc9\b\n" +
 	"\fAgentService\x12A\n" +
 	"\bListRoom\x12\x18.smcp.v1.ListRoomRequest\x1a\x19.smcp.v1.ListRoomResponse\"\x00\x12A\n" +
 	"\bGetTools\x12\x18.smcp.v1.GetToolsRequest\x1a\x19.smcp.v1.GetToolsResponse\"\x00\x12D\n" +
@@ -1474,7 +2393,12 @@ const file_smcp_v1_service_proto_rawDesc = "" +
 	"\tGetFinder\x12\x19.smcp.v1.GetFinderRequest\x1a\x1a.smcp.v1.GetFinderResponse\"\x00\x12M\n" +
 	"\fReadResource\x12\x1c.smcp.v1.ReadResourceRequest\x1a\x1d.smcp.v1.ReadResourceResponse\"\x00\x12L\n" +
 	"\vWatchOffice\x12\x1b.smcp.v1.WatchOfficeRequest\x1a\x1c.smcp.v1.WatchOfficeResponse\"\x000\x01\x12J\n" +
-	"\vListOffices\x12\x1b.smcp.v1.ListOfficesRequest\x1a\x1c.smcp.v1.ListOfficesResponse\"\x00B3Z1github.com/smcpgw/smcp-gateway/gen/smcp/v1;smcpv1b\x06proto3"
+	"\vListOffices\x12\x1b.smcp.v1.ListOfficesRequest\x1a\x1c.smcp.v1.ListOfficesResponse\"\x00\x12M\n" +
+	"\fGetResources\x12\x1c.smcp.v1.GetResourcesRequest\x1a\x1d.smcp.v1.GetResourcesResponse\"\x00\x12D\n" +
+	"\tGetSkills\x12\x19.smcp.v1.GetSkillsRequest\x1a\x1a.smcp.v1.GetSkillsResponse\"\x00\x12A\n" +
+	"\bGetSkill\x12\x18.smcp.v1.GetSkillRequest\x1a\x19.smcp.v1.GetSkillResponse\"\x00\x12C\n" +
+	"\bReadBlob\x12\x18.smcp.v1.ReadBlobRequest\x1a\x19.smcp.v1.ReadBlobResponse\"\x000\x01\x12@\n" +
+	"\aPutBlob\x12\x17.smcp.v1.PutBlobRequest\x1a\x18.smcp.v1.PutBlobResponse\"\x00(\x01B3Z1github.com/smcpgw/smcp-gateway/gen/smcp/v1;smcpv1b\x06proto3"
 
 var (
 	file_smcp_v1_service_proto_rawDescOnce sync.Once
@@ -1488,7 +2412,7 @@ func file_smcp_v1_service_proto_rawDescGZIP() []byte {
 	return file_smcp_v1_service_proto_rawDescData
 }
 
-var file_smcp_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_smcp_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_smcp_v1_service_proto_goTypes = []any{
 	(*ListRoomRequest)(nil),         // 0: smcp.v1.ListRoomRequest
 	(*ListRoomResponse)(nil),        // 1: smcp.v1.ListRoomResponse
@@ -1511,64 +2435,89 @@ var file_smcp_v1_service_proto_goTypes = []any{
 	(*ListOfficesRequest)(nil),      // 18: smcp.v1.ListOfficesRequest
 	(*ListOfficesResponse)(nil),     // 19: smcp.v1.ListOfficesResponse
 	(*OfficeSummary)(nil),           // 20: smcp.v1.OfficeSummary
-	nil,                             // 21: smcp.v1.GetConfigResponse.ServersEntry
-	(*SessionInfo)(nil),             // 22: smcp.v1.SessionInfo
-	(*SMCPTool)(nil),                // 23: smcp.v1.SMCPTool
-	(*MCPServerInput)(nil),          // 24: smcp.v1.MCPServerInput
-	(*structpb.Struct)(nil),         // 25: google.protobuf.Struct
-	(*CallToolResult)(nil),          // 26: smcp.v1.CallToolResult
-	(*DPEDocumentSummary)(nil),      // 27: smcp.v1.DPEDocumentSummary
-	(*ResourceContents)(nil),        // 28: smcp.v1.ResourceContents
-	(*EnterOfficeNotification)(nil), // 29: smcp.v1.EnterOfficeNotification
-	(*LeaveOfficeNotification)(nil), // 30: smcp.v1.LeaveOfficeNotification
-	(*UpdateComputerConfigReq)(nil), // 31: smcp.v1.UpdateComputerConfigReq
-	(*AgentCallData)(nil),           // 32: smcp.v1.AgentCallData
-	(*MCPServerConfig)(nil),         // 33: smcp.v1.MCPServerConfig
+	(*GetResourcesRequest)(nil),     // 21: smcp.v1.GetResourcesRequest
+	(*GetResourcesResponse)(nil),    // 22: smcp.v1.GetResourcesResponse
+	(*GetSkillsRequest)(nil),        // 23: smcp.v1.GetSkillsRequest
+	(*GetSkillsResponse)(nil),       // 24: smcp.v1.GetSkillsResponse
+	(*GetSkillRequest)(nil),         // 25: smcp.v1.GetSkillRequest
+	(*GetSkillResponse)(nil),        // 26: smcp.v1.GetSkillResponse
+	(*ReadBlobRequest)(nil),         // 27: smcp.v1.ReadBlobRequest
+	(*ReadBlobResponse)(nil),        // 28: smcp.v1.ReadBlobResponse
+	(*PutBlobRequest)(nil),          // 29: smcp.v1.PutBlobRequest
+	(*PutBlobHeader)(nil),           // 30: smcp.v1.PutBlobHeader
+	(*PutBlobResponse)(nil),         // 31: smcp.v1.PutBlobResponse
+	nil,                             // 32: smcp.v1.GetConfigResponse.ServersEntry
+	(*SessionInfo)(nil),             // 33: smcp.v1.SessionInfo
+	(*SMCPTool)(nil),                // 34: smcp.v1.SMCPTool
+	(*MCPServerInput)(nil),          // 35: smcp.v1.MCPServerInput
+	(*structpb.Struct)(nil),         // 36: google.protobuf.Struct
+	(*CallToolResult)(nil),          // 37: smcp.v1.CallToolResult
+	(*DPEDocumentSummary)(nil),      // 38: smcp.v1.DPEDocumentSummary
+	(*ResourceContents)(nil),        // 39: smcp.v1.ResourceContents
+	(*EnterOfficeNotification)(nil), // 40: smcp.v1.EnterOfficeNotification
+	(*LeaveOfficeNotification)(nil), // 41: smcp.v1.LeaveOfficeNotification
+	(*UpdateComputerConfigReq)(nil), // 42: smcp.v1.UpdateComputerConfigReq
+	(*AgentCallData)(nil),           // 43: smcp.v1.AgentCallData
+	(*A2CSkillRef)(nil),             // 44: smcp.v1.A2CSkillRef
+	(*MCPServerConfig)(nil),         // 45: smcp.v1.MCPServerConfig
 }
 var file_smcp_v1_service_proto_depIdxs = []int32{
-	22, // 0: smcp.v1.ListRoomResponse.sessions:type_name -> smcp.v1.SessionInfo
-	23, // 1: smcp.v1.GetToolsResponse.tools:type_name -> smcp.v1.SMCPTool
-	21, // 2: smcp.v1.GetConfigResponse.servers:type_name -> smcp.v1.GetConfigResponse.ServersEntry
-	24, // 3: smcp.v1.GetConfigResponse.inputs:type_name -> smcp.v1.MCPServerInput
-	25, // 4: smcp.v1.CallToolRequest.params:type_name -> google.protobuf.Struct
-	26, // 5: smcp.v1.CallToolResponse.result:type_name -> smcp.v1.CallToolResult
-	27, // 6: smcp.v1.GetFinderResponse.documents:type_name -> smcp.v1.DPEDocumentSummary
-	28, // 7: smcp.v1.ReadResourceResponse.contents:type_name -> smcp.v1.ResourceContents
-	29, // 8: smcp.v1.WatchOfficeResponse.enter_office:type_name -> smcp.v1.EnterOfficeNotification
-	30, // 9: smcp.v1.WatchOfficeResponse.leave_office:type_name -> smcp.v1.LeaveOfficeNotification
-	31, // 10: smcp.v1.WatchOfficeResponse.update_config:type_name -> smcp.v1.UpdateComputerConfigReq
-	31, // 11: smcp.v1.WatchOfficeResponse.update_tool_list:type_name -> smcp.v1.UpdateComputerConfigReq
-	31, // 12: smcp.v1.WatchOfficeResponse.update_desktop:type_name -> smcp.v1.UpdateComputerConfigReq
-	31, // 13: smcp.v1.WatchOfficeResponse.update_finder:type_name -> smcp.v1.UpdateComputerConfigReq
-	32, // 14: smcp.v1.WatchOfficeResponse.tool_call_cancel:type_name -> smcp.v1.AgentCallData
-	31, // 15: smcp.v1.WatchOfficeResponse.update_skills:type_name -> smcp.v1.UpdateComputerConfigReq
+	33, // 0: smcp.v1.ListRoomResponse.sessions:type_name -> smcp.v1.SessionInfo
+	34, // 1: smcp.v1.GetToolsResponse.tools:type_name -> smcp.v1.SMCPTool
+	32, // 2: smcp.v1.GetConfigResponse.servers:type_name -> smcp.v1.GetConfigResponse.ServersEntry
+	35, // 3: smcp.v1.GetConfigResponse.inputs:type_name -> smcp.v1.MCPServerInput
+	36, // 4: smcp.v1.CallToolRequest.params:type_name -> google.protobuf.Struct
+	37, // 5: smcp.v1.CallToolResponse.result:type_name -> smcp.v1.CallToolResult
+	38, // 6: smcp.v1.GetFinderResponse.documents:type_name -> smcp.v1.DPEDocumentSummary
+	39, // 7: smcp.v1.ReadResourceResponse.contents:type_name -> smcp.v1.ResourceContents
+	40, // 8: smcp.v1.WatchOfficeResponse.enter_office:type_name -> smcp.v1.EnterOfficeNotification
+	41, // 9: smcp.v1.WatchOfficeResponse.leave_office:type_name -> smcp.v1.LeaveOfficeNotification
+	42, // 10: smcp.v1.WatchOfficeResponse.update_config:type_name -> smcp.v1.UpdateComputerConfigReq
+	42, // 11: smcp.v1.WatchOfficeResponse.update_tool_list:type_name -> smcp.v1.UpdateComputerConfigReq
+	42, // 12: smcp.v1.WatchOfficeResponse.update_desktop:type_name -> smcp.v1.UpdateComputerConfigReq
+	42, // 13: smcp.v1.WatchOfficeResponse.update_finder:type_name -> smcp.v1.UpdateComputerConfigReq
+	43, // 14: smcp.v1.WatchOfficeResponse.tool_call_cancel:type_name -> smcp.v1.AgentCallData
+	42, // 15: smcp.v1.WatchOfficeResponse.update_skills:type_name -> smcp.v1.UpdateComputerConfigReq
 	20, // 16: smcp.v1.ListOfficesResponse.offices:type_name -> smcp.v1.OfficeSummary
-	33, // 17: smcp.v1.GetConfigResponse.ServersEntry.value:type_name -> smcp.v1.MCPServerConfig
-	0,  // 18: smcp.v1.AgentService.ListRoom:input_type -> smcp.v1.ListRoomRequest
-	2,  // 19: smcp.v1.AgentService.GetTools:input_type -> smcp.v1.GetToolsRequest
-	4,  // 20: smcp.v1.AgentService.GetConfig:input_type -> smcp.v1.GetConfigRequest
-	6,  // 21: smcp.v1.AgentService.CallTool:input_type -> smcp.v1.CallToolRequest
-	8,  // 22: smcp.v1.AgentService.CancelToolCall:input_type -> smcp.v1.CancelToolCallRequest
-	10, // 23: smcp.v1.AgentService.GetDesktop:input_type -> smcp.v1.GetDesktopRequest
-	12, // 24: smcp.v1.AgentService.GetFinder:input_type -> smcp.v1.GetFinderRequest
-	14, // 25: smcp.v1.AgentService.ReadResource:input_type -> smcp.v1.ReadResourceRequest
-	16, // 26: smcp.v1.AgentService.WatchOffice:input_type -> smcp.v1.WatchOfficeRequest
-	18, // 27: smcp.v1.AgentService.ListOffices:input_type -> smcp.v1.ListOfficesRequest
-	1,  // 28: smcp.v1.AgentService.ListRoom:output_type -> smcp.v1.ListRoomResponse
-	3,  // 29: smcp.v1.AgentService.GetTools:output_type -> smcp.v1.GetToolsResponse
-	5,  // 30: smcp.v1.AgentService.GetConfig:output_type -> smcp.v1.GetConfigResponse
-	7,  // 31: smcp.v1.AgentService.CallTool:output_type -> smcp.v1.CallToolResponse
-	9,  // 32: smcp.v1.AgentService.CancelToolCall:output_type -> smcp.v1.CancelToolCallResponse
-	11, // 33: smcp.v1.AgentService.GetDesktop:output_type -> smcp.v1.GetDesktopResponse
-	13, // 34: smcp.v1.AgentService.GetFinder:output_type -> smcp.v1.GetFinderResponse
-	15, // 35: smcp.v1.AgentService.ReadResource:output_type -> smcp.v1.ReadResourceResponse
-	17, // 36: smcp.v1.AgentService.WatchOffice:output_type -> smcp.v1.WatchOfficeResponse
-	19, // 37: smcp.v1.AgentService.ListOffices:output_type -> smcp.v1.ListOfficesResponse
-	28, // [28:38] is the sub-list for method output_type
-	18, // [18:28] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	36, // 17: smcp.v1.GetResourcesResponse.resources:type_name -> google.protobuf.Struct
+	44, // 18: smcp.v1.GetSkillsResponse.skills:type_name -> smcp.v1.A2CSkillRef
+	30, // 19: smcp.v1.PutBlobRequest.header:type_name -> smcp.v1.PutBlobHeader
+	45, // 20: smcp.v1.GetConfigResponse.ServersEntry.value:type_name -> smcp.v1.MCPServerConfig
+	0,  // 21: smcp.v1.AgentService.ListRoom:input_type -> smcp.v1.ListRoomRequest
+	2,  // 22: smcp.v1.AgentService.GetTools:input_type -> smcp.v1.GetToolsRequest
+	4,  // 23: smcp.v1.AgentService.GetConfig:input_type -> smcp.v1.GetConfigRequest
+	6,  // 24: smcp.v1.AgentService.CallTool:input_type -> smcp.v1.CallToolRequest
+	8,  // 25: smcp.v1.AgentService.CancelToolCall:input_type -> smcp.v1.CancelToolCallRequest
+	10, // 26: smcp.v1.AgentService.GetDesktop:input_type -> smcp.v1.GetDesktopRequest
+	12, // 27: smcp.v1.AgentService.GetFinder:input_type -> smcp.v1.GetFinderRequest
+	14, // 28: smcp.v1.AgentService.ReadResource:input_type -> smcp.v1.ReadResourceRequest
+	16, // 29: smcp.v1.AgentService.WatchOffice:input_type -> smcp.v1.WatchOfficeRequest
+	18, // 30: smcp.v1.AgentService.ListOffices:input_type -> smcp.v1.ListOfficesRequest
+	21, // 31: smcp.v1.AgentService.GetResources:input_type -> smcp.v1.GetResourcesRequest
+	23, // 32: smcp.v1.AgentService.GetSkills:input_type -> smcp.v1.GetSkillsRequest
+	25, // 33: smcp.v1.AgentService.GetSkill:input_type -> smcp.v1.GetSkillRequest
+	27, // 34: smcp.v1.AgentService.ReadBlob:input_type -> smcp.v1.ReadBlobRequest
+	29, // 35: smcp.v1.AgentService.PutBlob:input_type -> smcp.v1.PutBlobRequest
+	1,  // 36: smcp.v1.AgentService.ListRoom:output_type -> smcp.v1.ListRoomResponse
+	3,  // 37: smcp.v1.AgentService.GetTools:output_type -> smcp.v1.GetToolsResponse
+	5,  // 38: smcp.v1.AgentService.GetConfig:output_type -> smcp.v1.GetConfigResponse
+	7,  // 39: smcp.v1.AgentService.CallTool:output_type -> smcp.v1.CallToolResponse
+	9,  // 40: smcp.v1.AgentService.CancelToolCall:output_type -> smcp.v1.CancelToolCallResponse
+	11, // 41: smcp.v1.AgentService.GetDesktop:output_type -> smcp.v1.GetDesktopResponse
+	13, // 42: smcp.v1.AgentService.GetFinder:output_type -> smcp.v1.GetFinderResponse
+	15, // 43: smcp.v1.AgentService.ReadResource:output_type -> smcp.v1.ReadResourceResponse
+	17, // 44: smcp.v1.AgentService.WatchOffice:output_type -> smcp.v1.WatchOfficeResponse
+	19, // 45: smcp.v1.AgentService.ListOffices:output_type -> smcp.v1.ListOfficesResponse
+	22, // 46: smcp.v1.AgentService.GetResources:output_type -> smcp.v1.GetResourcesResponse
+	24, // 47: smcp.v1.AgentService.GetSkills:output_type -> smcp.v1.GetSkillsResponse
+	26, // 48: smcp.v1.AgentService.GetSkill:output_type -> smcp.v1.GetSkillResponse
+	28, // 49: smcp.v1.AgentService.ReadBlob:output_type -> smcp.v1.ReadBlobResponse
+	31, // 50: smcp.v1.AgentService.PutBlob:output_type -> smcp.v1.PutBlobResponse
+	36, // [36:51] is the sub-list for method output_type
+	21, // [21:36] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_smcp_v1_service_proto_init() }
@@ -1590,13 +2539,23 @@ func file_smcp_v1_service_proto_init() {
 		(*WatchOfficeResponse_ToolCallCancel)(nil),
 		(*WatchOfficeResponse_UpdateSkills)(nil),
 	}
+	file_smcp_v1_service_proto_msgTypes[21].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[22].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[25].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[26].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[27].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[29].OneofWrappers = []any{
+		(*PutBlobRequest_Header)(nil),
+		(*PutBlobRequest_Data)(nil),
+	}
+	file_smcp_v1_service_proto_msgTypes[30].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smcp_v1_service_proto_rawDesc), len(file_smcp_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

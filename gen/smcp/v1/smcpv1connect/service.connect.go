@@ -57,6 +57,17 @@ const (
 	// AgentServiceListOfficesProcedure is the fully-qualified name of the AgentService's ListOffices
 	// RPC.
 	AgentServiceListOfficesProcedure = "/smcp.v1.AgentService/ListOffices"
+	// AgentServiceGetResourcesProcedure is the fully-qualified name of the AgentService's GetResources
+	// RPC.
+	AgentServiceGetResourcesProcedure = "/smcp.v1.AgentService/GetResources"
+	// AgentServiceGetSkillsProcedure is the fully-qualified name of the AgentService's GetSkills RPC.
+	AgentServiceGetSkillsProcedure = "/smcp.v1.AgentService/GetSkills"
+	// AgentServiceGetSkillProcedure is the fully-qualified name of the AgentService's GetSkill RPC.
+	AgentServiceGetSkillProcedure = "/smcp.v1.AgentService/GetSkill"
+	// AgentServiceReadBlobProcedure is the fully-qualified name of the AgentService's ReadBlob RPC.
+	AgentServiceReadBlobProcedure = "/smcp.v1.AgentService/ReadBlob"
+	// AgentServicePutBlobProcedure is the fully-qualified name of the AgentService's PutBlob RPC.
+	AgentServicePutBlobProcedure = "/smcp.v1.AgentService/PutBlob"
 )
 
 // AgentServiceClient is a client for the smcp.v1.AgentService service.
@@ -92,6 +103,34 @@ type AgentServiceClient interface {
 	// the registry; an office whose members are all on other nodes is not
 	// listed.
 	ListOffices(context.Context, *v1.ListOfficesRequest) (*v1.ListOfficesResponse, error)
+	// GetResources lists the MCP resources of one of a computer's MCP servers
+	// (client:get_resources; 0.3+ offices). In a 0.2 office it is NotFound
+	// (404, "unknown event").
+	GetResources(context.Context, *v1.GetResourcesRequest) (*v1.GetResourcesResponse, error)
+	// GetSkills lists the skills a computer offers (client:get_skills; 0.3+
+	// offices). In a 0.2 office it is NotFound (404, "unknown event").
+	GetSkills(context.Context, *v1.GetSkillsRequest) (*v1.GetSkillsResponse, error)
+	// GetSkill reads one file of a skill (client:get_skill; 0.3+ offices):
+	// the text inline, or a blob handle to read with ReadBlob.
+	GetSkill(context.Context, *v1.GetSkillRequest) (*v1.GetSkillResponse, error)
+	// ReadBlob streams a blob of a computer (a handle from GetSkill or from a
+	// tool result), pulling it with client:get_blob one chunk at a time; the
+	// gateway never holds more than one chunk. Every message carries the bytes
+	// of one chunk in order, from offset 0. The gateway checks that total_size
+	// and sha256 stay the same across chunks (else Aborted: the blob changed,
+	// read it again), that the chunks add up to total_size, and, before it
+	// sends the message with eof set, that the SHA-256 of the bytes is sha256
+	// (else DataLoss, naming both). A stream that ends without a message with
+	// eof set carried a failed read: discard its bytes.
+	ReadBlob(context.Context, *v1.ReadBlobRequest) (*connect.ServerStreamForClient[v1.ReadBlobResponse], error)
+	// PutBlob uploads a file to a computer (client:put_blob; 0.4 offices).
+	// The first message is the header (office, computer, total_size, sha256,
+	// name_hint), the next ones the data, in order. The gateway forwards the
+	// bytes in put_blob chunks of at most 256 KiB, each after the previous
+	// one's ack, and never holds the whole upload. The answer is the landed
+	// file's path, with the size and SHA-256 the computer recomputed (which the
+	// gateway checks against the header and against what it forwarded).
+	PutBlob(context.Context) (*connect.ClientStreamForClientSimple[v1.PutBlobRequest, v1.PutBlobResponse], error)
 }
 
 // NewAgentServiceClient constructs a client for the smcp.v1.AgentService service. By default, it
@@ -165,6 +204,36 @@ func NewAgentServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(agentServiceMethods.ByName("ListOffices")),
 			connect.WithClientOptions(opts...),
 		),
+		getResources: connect.NewClient[v1.GetResourcesRequest, v1.GetResourcesResponse](
+			httpClient,
+			baseURL+AgentServiceGetResourcesProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("GetResources")),
+			connect.WithClientOptions(opts...),
+		),
+		getSkills: connect.NewClient[v1.GetSkillsRequest, v1.GetSkillsResponse](
+			httpClient,
+			baseURL+AgentServiceGetSkillsProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("GetSkills")),
+			connect.WithClientOptions(opts...),
+		),
+		getSkill: connect.NewClient[v1.GetSkillRequest, v1.GetSkillResponse](
+			httpClient,
+			baseURL+AgentServiceGetSkillProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("GetSkill")),
+			connect.WithClientOptions(opts...),
+		),
+		readBlob: connect.NewClient[v1.ReadBlobRequest, v1.ReadBlobResponse](
+			httpClient,
+			baseURL+AgentServiceReadBlobProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("ReadBlob")),
+			connect.WithClientOptions(opts...),
+		),
+		putBlob: connect.NewClient[v1.PutBlobRequest, v1.PutBlobResponse](
+			httpClient,
+			baseURL+AgentServicePutBlobProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("PutBlob")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -180,6 +249,11 @@ type agentServiceClient struct {
 	readResource   *connect.Client[v1.ReadResourceRequest, v1.ReadResourceResponse]
 	watchOffice    *connect.Client[v1.WatchOfficeRequest, v1.WatchOfficeResponse]
 	listOffices    *connect.Client[v1.ListOfficesRequest, v1.ListOfficesResponse]
+	getResources   *connect.Client[v1.GetResourcesRequest, v1.GetResourcesResponse]
+	getSkills      *connect.Client[v1.GetSkillsRequest, v1.GetSkillsResponse]
+	getSkill       *connect.Client[v1.GetSkillRequest, v1.GetSkillResponse]
+	readBlob       *connect.Client[v1.ReadBlobRequest, v1.ReadBlobResponse]
+	putBlob        *connect.Client[v1.PutBlobRequest, v1.PutBlobResponse]
 }
 
 // ListRoom calls smcp.v1.AgentService.ListRoom.
@@ -268,6 +342,43 @@ func (c *agentServiceClient) ListOffices(ctx context.Context, req *v1.ListOffice
 	return nil, err
 }
 
+// GetResources calls smcp.v1.AgentService.GetResources.
+func (c *agentServiceClient) GetResources(ctx context.Context, req *v1.GetResourcesRequest) (*v1.GetResourcesResponse, error) {
+	response, err := c.getResources.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// GetSkills calls smcp.v1.AgentService.GetSkills.
+func (c *agentServiceClient) GetSkills(ctx context.Context, req *v1.GetSkillsRequest) (*v1.GetSkillsResponse, error) {
+	response, err := c.getSkills.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// GetSkill calls smcp.v1.AgentService.GetSkill.
+func (c *agentServiceClient) GetSkill(ctx context.Context, req *v1.GetSkillRequest) (*v1.GetSkillResponse, error) {
+	response, err := c.getSkill.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ReadBlob calls smcp.v1.AgentService.ReadBlob.
+func (c *agentServiceClient) ReadBlob(ctx context.Context, req *v1.ReadBlobRequest) (*connect.ServerStreamForClient[v1.ReadBlobResponse], error) {
+	return c.readBlob.CallServerStream(ctx, connect.NewRequest(req))
+}
+
+// PutBlob calls smcp.v1.AgentService.PutBlob.
+func (c *agentServiceClient) PutBlob(ctx context.Context) (*connect.ClientStreamForClientSimple[v1.PutBlobRequest, v1.PutBlobResponse], error) {
+	return c.putBlob.CallClientStreamSimple(ctx)
+}
+
 // AgentServiceHandler is an implementation of the smcp.v1.AgentService service.
 type AgentServiceHandler interface {
 	// ListRoom lists the members of an office.
@@ -301,6 +412,34 @@ type AgentServiceHandler interface {
 	// the registry; an office whose members are all on other nodes is not
 	// listed.
 	ListOffices(context.Context, *v1.ListOfficesRequest) (*v1.ListOfficesResponse, error)
+	// GetResources lists the MCP resources of one of a computer's MCP servers
+	// (client:get_resources; 0.3+ offices). In a 0.2 office it is NotFound
+	// (404, "unknown event").
+	GetResources(context.Context, *v1.GetResourcesRequest) (*v1.GetResourcesResponse, error)
+	// GetSkills lists the skills a computer offers (client:get_skills; 0.3+
+	// offices). In a 0.2 office it is NotFound (404, "unknown event").
+	GetSkills(context.Context, *v1.GetSkillsRequest) (*v1.GetSkillsResponse, error)
+	// GetSkill reads one file of a skill (client:get_skill; 0.3+ offices):
+	// the text inline, or a blob handle to read with ReadBlob.
+	GetSkill(context.Context, *v1.GetSkillRequest) (*v1.GetSkillResponse, error)
+	// ReadBlob streams a blob of a computer (a handle from GetSkill or from a
+	// tool result), pulling it with client:get_blob one chunk at a time; the
+	// gateway never holds more than one chunk. Every message carries the bytes
+	// of one chunk in order, from offset 0. The gateway checks that total_size
+	// and sha256 stay the same across chunks (else Aborted: the blob changed,
+	// read it again), that the chunks add up to total_size, and, before it
+	// sends the message with eof set, that the SHA-256 of the bytes is sha256
+	// (else DataLoss, naming both). A stream that ends without a message with
+	// eof set carried a failed read: discard its bytes.
+	ReadBlob(context.Context, *v1.ReadBlobRequest, *connect.ServerStream[v1.ReadBlobResponse]) error
+	// PutBlob uploads a file to a computer (client:put_blob; 0.4 offices).
+	// The first message is the header (office, computer, total_size, sha256,
+	// name_hint), the next ones the data, in order. The gateway forwards the
+	// bytes in put_blob chunks of at most 256 KiB, each after the previous
+	// one's ack, and never holds the whole upload. The answer is the landed
+	// file's path, with the size and SHA-256 the computer recomputed (which the
+	// gateway checks against the header and against what it forwarded).
+	PutBlob(context.Context, *connect.ClientStream[v1.PutBlobRequest]) (*v1.PutBlobResponse, error)
 }
 
 // NewAgentServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -370,6 +509,36 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(agentServiceMethods.ByName("ListOffices")),
 		connect.WithHandlerOptions(opts...),
 	)
+	agentServiceGetResourcesHandler := connect.NewUnaryHandlerSimple(
+		AgentServiceGetResourcesProcedure,
+		svc.GetResources,
+		connect.WithSchema(agentServiceMethods.ByName("GetResources")),
+		connect.WithHandlerOptions(opts...),
+	)
+	agentServiceGetSkillsHandler := connect.NewUnaryHandlerSimple(
+		AgentServiceGetSkillsProcedure,
+		svc.GetSkills,
+		connect.WithSchema(agentServiceMethods.ByName("GetSkills")),
+		connect.WithHandlerOptions(opts...),
+	)
+	agentServiceGetSkillHandler := connect.NewUnaryHandlerSimple(
+		AgentServiceGetSkillProcedure,
+		svc.GetSkill,
+		connect.WithSchema(agentServiceMethods.ByName("GetSkill")),
+		connect.WithHandlerOptions(opts...),
+	)
+	agentServiceReadBlobHandler := connect.NewServerStreamHandlerSimple(
+		AgentServiceReadBlobProcedure,
+		svc.ReadBlob,
+		connect.WithSchema(agentServiceMethods.ByName("ReadBlob")),
+		connect.WithHandlerOptions(opts...),
+	)
+	agentServicePutBlobHandler := connect.NewClientStreamHandlerSimple(
+		AgentServicePutBlobProcedure,
+		svc.PutBlob,
+		connect.WithSchema(agentServiceMethods.ByName("PutBlob")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/smcp.v1.AgentService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AgentServiceListRoomProcedure:
@@ -392,6 +561,16 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 			agentServiceWatchOfficeHandler.ServeHTTP(w, r)
 		case AgentServiceListOfficesProcedure:
 			agentServiceListOfficesHandler.ServeHTTP(w, r)
+		case AgentServiceGetResourcesProcedure:
+			agentServiceGetResourcesHandler.ServeHTTP(w, r)
+		case AgentServiceGetSkillsProcedure:
+			agentServiceGetSkillsHandler.ServeHTTP(w, r)
+		case AgentServiceGetSkillProcedure:
+			agentServiceGetSkillHandler.ServeHTTP(w, r)
+		case AgentServiceReadBlobProcedure:
+			agentServiceReadBlobHandler.ServeHTTP(w, r)
+		case AgentServicePutBlobProcedure:
+			agentServicePutBlobHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -439,4 +618,24 @@ func (UnimplementedAgentServiceHandler) WatchOffice(context.Context, *v1.WatchOf
 
 func (UnimplementedAgentServiceHandler) ListOffices(context.Context, *v1.ListOfficesRequest) (*v1.ListOfficesResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("smcp.v1.AgentService.ListOffices is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) GetResources(context.Context, *v1.GetResourcesRequest) (*v1.GetResourcesResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("smcp.v1.AgentService.GetResources is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) GetSkills(context.Context, *v1.GetSkillsRequest) (*v1.GetSkillsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("smcp.v1.AgentService.GetSkills is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) GetSkill(context.Context, *v1.GetSkillRequest) (*v1.GetSkillResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("smcp.v1.AgentService.GetSkill is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) ReadBlob(context.Context, *v1.ReadBlobRequest, *connect.ServerStream[v1.ReadBlobResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("smcp.v1.AgentService.ReadBlob is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) PutBlob(context.Context, *connect.ClientStream[v1.PutBlobRequest]) (*v1.PutBlobResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("smcp.v1.AgentService.PutBlob is not implemented"))
 }

@@ -1,0 +1,287 @@
+package rpc
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// BlobChunkBytes is the largest chunk the gateway asks for with
+// client:get_blob and sends with client:put_blob: the SDKs' default chunk
+// (PROTOCOL-0.4.md §5.7), about 350 KB once in base64 and its envelope,
+// within every front end's message limit. A transfer holds about one chunk
+// in the gateway, whatever the blob's size.
+const BlobChunkBytes = 256 << 10
+
+// ReadBlob streams a blob: one client:get_blob per chunk, in order, each
+// chunk's bytes sent on before the next is asked for, so the gateway never
+// holds more than one. It checks what PROTOCOL-0.4.md §5.7 asks of an agent
+// and fails the stream on the first violation. The message with eof set is
+// sent only once the SHA-256 of every byte matches the declared sha256: a
+// stream that ends without it must be discarded.
+func (s *service) ReadBlob(ctx context.Context, req *smcpv1.ReadBlobRequest, stream *connect.ServerStream[smcpv1.ReadBlobResponse]) error {
+	chunk := int64(BlobChunkBytes)
+	if req.MaxChunkBytes != nil {
+		if req.GetMaxChunkBytes() < 1 {
+			return toConnect(smcp.Errorf(smcp.CodeBadRequest, "max_chunk_bytes must be at least 1"))
+		}
+		chunk = min(chunk, req.GetMaxChunkBytes())
+	}
+	sess, c, err := s.act(ctx, req.GetOfficeId())
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	r := blobReader{handle: req.GetBlobHandle(), sum: sha256.New()}
+	for !r.eof {
+		offset := r.offset
+		ret := &smcpv1.GetBlobRet{}
+		err := sess.Call(ctx, smcp.EventGetBlob, &smcpv1.GetBlobReq{
+			Agent: c.agent, ReqId: newReqID(), Computer: req.GetComputer(),
+			BlobHandle: req.GetBlobHandle(), ChunkOffset: &offset, MaxChunkBytes: &chunk,
+		}, ret)
+		if err != nil {
+			return toConnect(err)
+		}
+		msg, err := r.next(ret)
+		if err != nil {
+			s.log.Warn("blob read failed", "office", req.GetOfficeId(), "computer", req.GetComputer(), "offset", offset, "err", err)
+			return err
+		}
+		if err := stream.Send(msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// blobReader checks the chunks of one blob as they come.
+type blobReader struct {
+	handle string
+	// Fixed by the first chunk.
+	started   bool
+	totalSize int64
+	sha       string
+	mime      string
+
+	offset int64 // bytes received so far
+	sum    hash.Hash
+	eof    bool
+}
+
+// next checks one chunk, answered for r.offset, and returns it as the
+// message to send.
+func (r *blobReader) next(ret *smcpv1.GetBlobRet) (*smcpv1.ReadBlobResponse, error) {
+	if !r.started {
+		if ret.GetTotalSize() < 0 {
+			return nil, blobError(connect.CodeDataLoss, "the computer declared a negative total_size %d", ret.GetTotalSize())
+		}
+		if !isSHA256(ret.GetSha256()) {
+			return nil, blobError(connect.CodeDataLoss, "the computer declared sha256 %q, not a hex SHA-256", ret.GetSha256())
+		}
+		r.started, r.totalSize, r.sha, r.mime = true, ret.GetTotalSize(), ret.GetSha256(), ret.GetMimeType()
+	}
+	// §5.7: an agent restarts at 0 when these change; the bytes already
+	// streamed cannot be taken back, so the caller starts again.
+	if ret.GetTotalSize() != r.totalSize || !strings.EqualFold(ret.GetSha256(), r.sha) {
+		return nil, blobError(connect.CodeAborted,
+			"the blob changed during the read at offset %d: total_size %d then %d, sha256 %s then %s; read it again",
+			r.offset, r.totalSize, ret.GetTotalSize(), r.sha, ret.GetSha256())
+	}
+	if ret.GetChunkOffset() != r.offset {
+		return nil, blobError(connect.CodeDataLoss, "asked for the chunk at offset %d, the computer answered offset %d", r.offset, ret.GetChunkOffset())
+	}
+	data, err := base64.StdEncoding.DecodeString(ret.GetBlob())
+	if err != nil {
+		return nil, blobError(connect.CodeDataLoss, "the chunk at offset %d is not base64: %v", r.offset, err)
+	}
+	end := r.offset + int64(len(data))
+	switch {
+	case end > r.totalSize:
+		return nil, blobError(connect.CodeDataLoss, "the chunk at offset %d of %d bytes runs past total_size %d", r.offset, len(data), r.totalSize)
+	case ret.GetEof() != (end == r.totalSize):
+		return nil, blobError(connect.CodeDataLoss, "the chunk at offset %d of %d bytes has eof %t with total_size %d", r.offset, len(data), ret.GetEof(), r.totalSize)
+	}
+	r.sum.Write(data)
+	msg := &smcpv1.ReadBlobResponse{Data: data, ChunkOffset: r.offset, TotalSize: r.totalSize, Sha256: r.sha, MimeType: r.mime}
+	r.offset = end
+	if ret.GetEof() {
+		if got := hex.EncodeToString(r.sum.Sum(nil)); !strings.EqualFold(got, r.sha) {
+			return nil, blobError(connect.CodeDataLoss, "sha256 mismatch: expected %s (declared by the computer), actual %s (of the %d bytes read)", r.sha, got, r.offset)
+		}
+		r.eof, msg.Eof = true, true
+	}
+	return msg, nil
+}
+
+// PutBlob uploads the caller's stream to a computer with client:put_blob
+// (PROTOCOL-0.4.md §5.8): chunks of BlobChunkBytes, in order, each after the
+// previous one's ack. The last chunk (eof) is held until the caller's
+// stream ends, so that a stream with more or fewer bytes than declared
+// never lands a file; such an upload is abandoned on the computer, which
+// collects it after its idle timeout (the protocol has no abort).
+func (s *service) PutBlob(ctx context.Context, stream *connect.ClientStream[smcpv1.PutBlobRequest]) (*smcpv1.PutBlobResponse, error) {
+	if !stream.Receive() {
+		if err := stream.Err(); err != nil {
+			return nil, err
+		}
+		return nil, toConnect(smcp.Errorf(smcp.CodeBadRequest, "empty upload: the first message must be the header"))
+	}
+	hdr := stream.Msg().GetHeader()
+	switch {
+	case hdr == nil:
+		return nil, toConnect(smcp.Errorf(smcp.CodeBadRequest, "the first message must be the header"))
+	case hdr.GetTotalSize() < 1:
+		return nil, toConnect(smcp.Errorf(smcp.CodeBadRequest, "total_size must be at least 1, not %d", hdr.GetTotalSize()))
+	case !isSHA256(hdr.GetSha256()):
+		return nil, toConnect(smcp.Errorf(smcp.CodeBadRequest, "sha256 must be a hex SHA-256"))
+	}
+	sess, c, err := s.act(ctx, hdr.GetOfficeId())
+	if err != nil {
+		return nil, err
+	}
+	defer sess.Close()
+	up := &upload{sess: sess, agent: c.agent, hdr: hdr, sum: sha256.New(), buf: make([]byte, 0, BlobChunkBytes)}
+	for stream.Receive() {
+		part, ok := stream.Msg().GetPart().(*smcpv1.PutBlobRequest_Data)
+		if !ok {
+			return nil, toConnect(smcp.Errorf(smcp.CodeBadRequest, "only the first message is a header; the next ones carry data"))
+		}
+		if err := up.write(ctx, part.Data); err != nil {
+			return nil, up.fail(s, err)
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, err
+	}
+	if got := up.sent + int64(len(up.buf)); got != hdr.GetTotalSize() {
+		return nil, up.fail(s, smcp.Errorf(smcp.CodeBadRequest, "the upload ended after %d bytes, total_size is %d", got, hdr.GetTotalSize()))
+	}
+	ret, err := up.flush(ctx, true)
+	if err != nil {
+		return nil, up.fail(s, err)
+	}
+	if err := up.landed(ret); err != nil {
+		return nil, up.fail(s, err)
+	}
+	return &smcpv1.PutBlobResponse{LandingPath: ret.GetLandingPath(), TotalSize: ret.GetTotalSize(), Sha256: ret.GetSha256(), UploadId: up.id}, nil
+}
+
+// upload is one PutBlob's state: at most one chunk of the caller's bytes.
+type upload struct {
+	sess  *core.Session
+	agent string
+	hdr   *smcpv1.PutBlobHeader
+	id    string // the computer's upload_id, from the first ack
+	sent  int64  // bytes acknowledged by the computer
+	sum   hash.Hash
+	buf   []byte
+}
+
+// write adds the caller's bytes, sending every full chunk but the last.
+func (u *upload) write(ctx context.Context, data []byte) error {
+	total := u.hdr.GetTotalSize()
+	if u.sent+int64(len(u.buf))+int64(len(data)) > total {
+		return smcp.Errorf(smcp.CodeBadRequest, "the upload has more than total_size %d bytes", total)
+	}
+	for len(data) > 0 {
+		if len(u.buf) == cap(u.buf) {
+			if _, err := u.flush(ctx, false); err != nil {
+				return err
+			}
+		}
+		n := min(len(data), cap(u.buf)-len(u.buf))
+		u.buf = append(u.buf, data[:n]...)
+		data = data[n:]
+	}
+	// A full chunk is sent once more bytes are known to follow it: the
+	// chunk that reaches total_size is the eof one, sent at the end.
+	if len(u.buf) == cap(u.buf) && u.sent+int64(len(u.buf)) < total {
+		_, err := u.flush(ctx, false)
+		return err
+	}
+	return nil
+}
+
+// flush sends the buffered bytes as one put_blob chunk and waits for its ack.
+func (u *upload) flush(ctx context.Context, eof bool) (*smcpv1.PutBlobRet, error) {
+	req := &smcpv1.PutBlobReq{
+		Agent: u.agent, ReqId: newReqID(), Computer: u.hdr.GetComputer(),
+		ChunkOffset: u.sent, Eof: eof, Blob: base64.StdEncoding.EncodeToString(u.buf),
+	}
+	if u.sent == 0 {
+		total, sha := u.hdr.GetTotalSize(), u.hdr.GetSha256()
+		req.TotalSize, req.Sha256, req.NameHint = &total, &sha, u.hdr.NameHint
+	} else {
+		req.UploadId = &u.id
+	}
+	ret := &smcpv1.PutBlobRet{}
+	if err := u.sess.Call(ctx, smcp.EventPutBlob, req, ret); err != nil {
+		return nil, err
+	}
+	if u.sent == 0 {
+		if ret.GetUploadId() == "" {
+			return nil, blobError(connect.CodeInternal, "the computer answered the first chunk without an upload_id")
+		}
+		u.id = ret.GetUploadId()
+	}
+	if ret.GetChunkOffset() != u.sent {
+		return nil, blobError(connect.CodeInternal, "sent the chunk at offset %d, the computer acknowledged offset %d", u.sent, ret.GetChunkOffset())
+	}
+	u.sum.Write(u.buf)
+	u.sent += int64(len(u.buf))
+	u.buf = u.buf[:0]
+	return ret, nil
+}
+
+// landed checks the eof ack against the header and the bytes forwarded.
+func (u *upload) landed(ret *smcpv1.PutBlobRet) error {
+	sent := hex.EncodeToString(u.sum.Sum(nil))
+	switch {
+	case ret.GetLandingPath() == "":
+		return blobError(connect.CodeInternal, "the computer answered the last chunk without a landing_path")
+	case ret.GetTotalSize() != u.hdr.GetTotalSize():
+		return blobError(connect.CodeDataLoss, "total_size mismatch: expected %d, the computer stored %d", u.hdr.GetTotalSize(), ret.GetTotalSize())
+	case !strings.EqualFold(ret.GetSha256(), u.hdr.GetSha256()):
+		return blobError(connect.CodeDataLoss, "sha256 mismatch: expected %s (declared), the computer stored %s", u.hdr.GetSha256(), ret.GetSha256())
+	case !strings.EqualFold(sent, u.hdr.GetSha256()):
+		// The computer should have refused it (4019 integrity).
+		return blobError(connect.CodeDataLoss, "sha256 mismatch: expected %s (declared), actual %s (of the bytes sent), yet the computer accepted it", u.hdr.GetSha256(), sent)
+	}
+	return nil
+}
+
+// fail logs a failed upload and returns its RPC error.
+func (u *upload) fail(s *service, err error) error {
+	if !errors.Is(err, context.Canceled) {
+		s.log.Warn("blob upload failed", "office", u.hdr.GetOfficeId(), "computer", u.hdr.GetComputer(),
+			"upload_id", u.id, "sent", u.sent, "err", err)
+	}
+	return toConnect(err)
+}
+
+// blobError is a transfer's failure found by the gateway (the computer's
+// own refusals are protocol errors with their SMCP code).
+func blobError(code connect.Code, format string, args ...any) error {
+	return connect.NewError(code, fmt.Errorf(format, args...))
+}
+
+// isSHA256 reports whether s is a hex SHA-256 (either case).
+func isSHA256(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
