@@ -115,6 +115,9 @@ type Options struct {
 	EventBurst      int
 	// MaxSessions bounds the open MCP sessions of the gateway (429 beyond).
 	MaxSessions int
+	// MaxBlobBytes bounds the bytes drained from blob handles for one
+	// answer (a skill file, a tool result's items); 0: DefaultMaxBlobBytes.
+	MaxBlobBytes int
 	// MaxSessionsPerAddr bounds the open MCP sessions of one client IP
 	// address (the TCP peer; 429 beyond). Negative: no limit.
 	MaxSessionsPerAddr int
@@ -160,6 +163,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxSessions <= 0 {
 		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxBlobBytes <= 0 {
+		o.MaxBlobBytes = DefaultMaxBlobBytes
 	}
 	if o.MaxSessionsPerAddr == 0 {
 		o.MaxSessionsPerAddr = DefaultMaxSessionsPerAddr

@@ -54,3 +54,18 @@ func FuzzToolName(f *testing.F) {
 		}
 	})
 }
+
+func TestSkillURIs(t *testing.T) {
+	for _, c := range []struct{ computer, name, rel string }{
+		{"pc", "demo", ""}, {"my pc/1", "mcp:bundle_1:skill", ""}, {"pc", "plugin:skill", "docs/a b.md"}, {"büro", "x", "y"},
+	} {
+		uri := skillURI(c.computer, c.name)
+		if c.rel != "" {
+			uri += "/" + c.rel
+		}
+		gc, gn, gr, err := parseSkillURI(uri)
+		if err != nil || gc != c.computer || gn != c.name || gr != c.rel {
+			t.Errorf("%q -> %q %q %q %v", uri, gc, gn, gr, err)
+		}
+	}
+}

@@ -256,6 +256,9 @@ func (x *session) readHandler(ctx context.Context, req *mcp.ReadResourceRequest)
 // read reads a window:// or dpe:// URI (any level, any query) through the
 // computer serving it (client:read_resource).
 func (x *session) read(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
+	if strings.HasPrefix(uri, skillPrefix) {
+		return x.readSkill(ctx, uri)
+	}
 	computer, err := x.owner(uri)
 	if err != nil {
 		return nil, mcpError(err, true)

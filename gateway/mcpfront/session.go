@@ -52,6 +52,7 @@ type computerView struct {
 	tools     map[string][]byte // MCP tool name → its JSON, to skip unchanged tools
 	windows   map[string][]byte // window URI → resource JSON
 	documents map[string][]byte // dpe:// URI (documents and host catalogs) → resource JSON
+	skills    map[string][]byte // skill:// URI → resource JSON (0.3/0.4 offices)
 	hosts     map[string]bool
 	// pages maps "host/doc_ref" to the document's page count (completion).
 	pages map[string]int
@@ -59,7 +60,7 @@ type computerView struct {
 
 func newComputerView() *computerView {
 	return &computerView{tools: map[string][]byte{}, windows: map[string][]byte{}, documents: map[string][]byte{},
-		hosts: map[string]bool{}, pages: map[string]int{}}
+		skills: map[string][]byte{}, hosts: map[string]bool{}, pages: map[string]int{}}
 }
 
 // newSession takes the office's agent lease and watch, builds the session's
@@ -132,6 +133,7 @@ func (x *session) syncAll(ctx context.Context) error {
 func (x *session) syncComputer(ctx context.Context, name string) {
 	x.syncTools(ctx, name)
 	x.syncResources(ctx, name, true, true)
+	x.syncSkills(ctx, name)
 }
 
 // run starts the pump: the session follows its office until it closes. The
@@ -246,6 +248,10 @@ func (x *session) handle(n core.Notification) {
 		updated := x.subscribedOf(name, "dpe")
 		x.syncResources(ctx, name, false, true)
 		x.notifyUpdated(ctx, updated)
+	case smcp.NotifyUpdateSkills:
+		updated := x.subscribedOf(name, "skill")
+		x.syncSkills(ctx, name)
+		x.notifyUpdated(ctx, updated)
 	}
 }
 
@@ -261,6 +267,7 @@ func (x *session) drop(name string) {
 		x.server.RemoveTools(slices.Collect(maps.Keys(c.tools))...)
 	}
 	x.applyResourcesLocked(name, c, map[string][]byte{}, nil, true, true)
+	x.applySkillsLocked(name, c, nil, nil)
 	delete(x.computers, name)
 }
 

@@ -212,6 +212,12 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 			}
 			return nil, mcpError(err, false)
 		}
+		if raw, err = x.fillBlobs(ctx, computer, raw); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, mcpError(err, false)
+		}
 		return toolResult(raw)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
+	"github.com/smcpgw/smcp-gateway/smcp/blobread"
 )
 
 // BlobChunkBytes is the largest chunk the gateway asks for with
@@ -43,9 +44,9 @@ func (s *service) ReadBlob(ctx context.Context, req *smcpv1.ReadBlobRequest, str
 		return err
 	}
 	defer sess.Close()
-	r := blobReader{handle: req.GetBlobHandle(), sum: sha256.New()}
-	for !r.eof {
-		offset := r.offset
+	var r blobread.Reader
+	for !r.EOF() {
+		offset := r.Offset()
 		ret := &smcpv1.GetBlobRet{}
 		err := sess.Call(ctx, smcp.EventGetBlob, &smcpv1.GetBlobReq{
 			Agent: c.agent, ReqId: newReqID(), Computer: req.GetComputer(),
@@ -54,7 +55,7 @@ func (s *service) ReadBlob(ctx context.Context, req *smcpv1.ReadBlobRequest, str
 		if err != nil {
 			return toConnect(err)
 		}
-		msg, err := r.next(ret)
+		msg, err := readChunk(&r, ret)
 		if err != nil {
 			s.log.Warn("blob read failed", "office", req.GetOfficeId(), "computer", req.GetComputer(), "offset", offset, "err", err)
 			return err
@@ -66,63 +67,18 @@ func (s *service) ReadBlob(ctx context.Context, req *smcpv1.ReadBlobRequest, str
 	return nil
 }
 
-// blobReader checks the chunks of one blob as they come.
-type blobReader struct {
-	handle string
-	// Fixed by the first chunk.
-	started   bool
-	totalSize int64
-	sha       string
-	mime      string
-
-	offset int64 // bytes received so far
-	sum    hash.Hash
-	eof    bool
-}
-
-// next checks one chunk, answered for r.offset, and returns it as the
-// message to send.
-func (r *blobReader) next(ret *smcpv1.GetBlobRet) (*smcpv1.ReadBlobResponse, error) {
-	if !r.started {
-		if ret.GetTotalSize() < 0 {
-			return nil, blobError(connect.CodeDataLoss, "the computer declared a negative total_size %d", ret.GetTotalSize())
-		}
-		if !isSHA256(ret.GetSha256()) {
-			return nil, blobError(connect.CodeDataLoss, "the computer declared sha256 %q, not a hex SHA-256", ret.GetSha256())
-		}
-		r.started, r.totalSize, r.sha, r.mime = true, ret.GetTotalSize(), ret.GetSha256(), ret.GetMimeType()
-	}
-	// §5.7: an agent restarts at 0 when these change; the bytes already
-	// streamed cannot be taken back, so the caller starts again.
-	if ret.GetTotalSize() != r.totalSize || !strings.EqualFold(ret.GetSha256(), r.sha) {
-		return nil, blobError(connect.CodeAborted,
-			"the blob changed during the read at offset %d: total_size %d then %d, sha256 %s then %s; read it again",
-			r.offset, r.totalSize, ret.GetTotalSize(), r.sha, ret.GetSha256())
-	}
-	if ret.GetChunkOffset() != r.offset {
-		return nil, blobError(connect.CodeDataLoss, "asked for the chunk at offset %d, the computer answered offset %d", r.offset, ret.GetChunkOffset())
-	}
-	data, err := base64.StdEncoding.DecodeString(ret.GetBlob())
-	if err != nil {
-		return nil, blobError(connect.CodeDataLoss, "the chunk at offset %d is not base64: %v", r.offset, err)
-	}
-	end := r.offset + int64(len(data))
+// readChunk checks one chunk (blobread.Reader) and makes it the message to
+// send.
+func readChunk(r *blobread.Reader, ret *smcpv1.GetBlobRet) (*smcpv1.ReadBlobResponse, error) {
+	c, err := r.Next(ret)
 	switch {
-	case end > r.totalSize:
-		return nil, blobError(connect.CodeDataLoss, "the chunk at offset %d of %d bytes runs past total_size %d", r.offset, len(data), r.totalSize)
-	case ret.GetEof() != (end == r.totalSize):
-		return nil, blobError(connect.CodeDataLoss, "the chunk at offset %d of %d bytes has eof %t with total_size %d", r.offset, len(data), ret.GetEof(), r.totalSize)
+	case errors.Is(err, blobread.ErrChanged):
+		return nil, connect.NewError(connect.CodeAborted, err)
+	case err != nil:
+		return nil, connect.NewError(connect.CodeDataLoss, err)
 	}
-	r.sum.Write(data)
-	msg := &smcpv1.ReadBlobResponse{Data: data, ChunkOffset: r.offset, TotalSize: r.totalSize, Sha256: r.sha, MimeType: r.mime}
-	r.offset = end
-	if ret.GetEof() {
-		if got := hex.EncodeToString(r.sum.Sum(nil)); !strings.EqualFold(got, r.sha) {
-			return nil, blobError(connect.CodeDataLoss, "sha256 mismatch: expected %s (declared by the computer), actual %s (of the %d bytes read)", r.sha, got, r.offset)
-		}
-		r.eof, msg.Eof = true, true
-	}
-	return msg, nil
+	return &smcpv1.ReadBlobResponse{Data: c.Data, ChunkOffset: c.Offset, TotalSize: r.TotalSize(), Sha256: r.SHA256(),
+		MimeType: r.MIMEType(), Eof: c.EOF}, nil
 }
 
 // PutBlob uploads the caller's stream to a computer with client:put_blob
@@ -144,7 +100,7 @@ func (s *service) PutBlob(ctx context.Context, stream *connect.ClientStream[smcp
 		return nil, toConnect(smcp.Errorf(smcp.CodeBadRequest, "the first message must be the header"))
 	case hdr.GetTotalSize() < 1:
 		return nil, toConnect(smcp.Errorf(smcp.CodeBadRequest, "total_size must be at least 1, not %d", hdr.GetTotalSize()))
-	case !isSHA256(hdr.GetSha256()):
+	case !blobread.IsSHA256(hdr.GetSha256()):
 		return nil, toConnect(smcp.Errorf(smcp.CodeBadRequest, "sha256 must be a hex SHA-256"))
 	}
 	sess, c, err := s.act(ctx, hdr.GetOfficeId())
@@ -277,11 +233,3 @@ func blobError(code connect.Code, format string, args ...any) error {
 	return connect.NewError(code, fmt.Errorf(format, args...))
 }
 
-// isSHA256 reports whether s is a hex SHA-256 (either case).
-func isSHA256(s string) bool {
-	if len(s) != 2*sha256.Size {
-		return false
-	}
-	_, err := hex.DecodeString(s)
-	return err == nil
-}

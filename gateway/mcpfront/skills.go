@@ -1,0 +1,288 @@
+package mcpfront
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp"
+	"github.com/smcpgw/smcp-gateway/smcp/blobread"
+)
+
+// Skills (0.3/0.4 offices) are MCP resources of the office:
+// "skill://{computer}/{name}" is a skill's SKILL.md, and
+// "skill://{computer}/{name}/{rel_path}" another of its files, read with
+// client:get_skill (and client:get_blob when the computer answers a blob
+// handle). Computer and name are path-escaped; rel_path is as the skill
+// names it.
+const skillPrefix = "skill://"
+
+// DefaultMaxBlobBytes bounds what the front end drains of blob handles for
+// one answer (a skill file, or the items of one tool result): an MCP answer
+// is one JSON message, so the bytes are held while it is made.
+const DefaultMaxBlobBytes = 32 << 20
+
+func skillURI(computer, name string) string {
+	return skillPrefix + pathEscape(computer) + "/" + pathEscape(name)
+}
+
+// pathEscape escapes what a URI path segment cannot hold; ':' stays, as
+// skill names hold it ("mcp:bundle:skill").
+func pathEscape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if safeByte(c) || c == '.' || c == '~' || c == ':' {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteString("%" + strings.ToUpper(string("0123456789abcdef"[c>>4])+string("0123456789abcdef"[c&15])))
+	}
+	return b.String()
+}
+
+// parseSkillURI splits a skill URI; rel is "" for SKILL.md.
+func parseSkillURI(uri string) (computer, name, rel string, err error) {
+	rest, ok := strings.CutPrefix(uri, skillPrefix)
+	if !ok {
+		return "", "", "", smcp.Errorf(smcp.CodeBadRequest, "not a skill URI: %q", uri)
+	}
+	parts := strings.SplitN(rest, "/", 3)
+	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
+		return "", "", "", smcp.Errorf(smcp.CodeBadRequest, "skill URI %q: want skill://{computer}/{name}[/{path}]", uri)
+	}
+	if computer, err = unescape(parts[0]); err == nil {
+		name, err = unescape(parts[1])
+	}
+	if err != nil {
+		return "", "", "", smcp.Errorf(smcp.CodeBadRequest, "skill URI %q: %v", uri, err)
+	}
+	if len(parts) == 3 {
+		rel = parts[2]
+	}
+	return computer, name, rel, nil
+}
+
+func unescape(s string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+2 >= len(s) || unhex(s[i+1]) < 0 || unhex(s[i+2]) < 0 {
+			return "", smcp.Errorf(smcp.CodeBadRequest, "bad escape in %q", s)
+		}
+		b.WriteByte(byte(unhex(s[i+1])<<4 | unhex(s[i+2])))
+		i += 2
+	}
+	return b.String(), nil
+}
+
+func unhex(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+// syncSkills lists a computer's skills as resources. In a 0.2 office the
+// event does not exist and the computer has none.
+func (x *session) syncSkills(ctx context.Context, computer string) {
+	raw, err := x.syncRequest(ctx, smcp.EventGetSkills, map[string]any{"computer": computer})
+	if e, ok := smcp.AsError(err); ok && e.Code == smcp.CodeNotFound && strings.HasPrefix(e.Message, "unknown event") {
+		return
+	}
+	if err != nil {
+		x.log.Warn("list skills", "computer", computer, "err", err)
+		return
+	}
+	var ret smcpv1.GetSkillsRet
+	if err := smcp.Unmarshal(raw, &ret); err != nil {
+		x.log.Warn("list skills: malformed answer", "computer", computer, "err", err)
+		return
+	}
+	next := map[string][]byte{}
+	res := map[string]*mcp.Resource{}
+	for _, s := range ret.GetSkills() {
+		uri := skillURI(computer, s.GetName())
+		r := &mcp.Resource{URI: uri, Name: s.GetName(), Description: s.GetDescription(), MIMEType: "text/markdown",
+			Meta: mcp.Meta{"a2c_computer": computer, "a2c_skill_source": s.GetSource()}}
+		b, _ := json.Marshal(r)
+		next[uri], res[uri] = b, r
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.ctx.Err() != nil {
+		return
+	}
+	c := x.computers[computer]
+	if c == nil {
+		c = newComputerView()
+		x.computers[computer] = c
+	}
+	x.applySkillsLocked(computer, c, next, res)
+}
+
+// applySkillsLocked makes c's skill resources exactly next.
+func (x *session) applySkillsLocked(computer string, c *computerView, next map[string][]byte, res map[string]*mcp.Resource) {
+	var gone []string
+	for uri := range c.skills {
+		if _, ok := next[uri]; !ok {
+			delete(c.skills, uri)
+			if x.owners[uri] == computer {
+				delete(x.owners, uri)
+				gone = append(gone, uri)
+			}
+		}
+	}
+	if len(gone) > 0 {
+		x.server.RemoveResources(gone...)
+	}
+	for _, uri := range slices.Sorted(maps.Keys(next)) {
+		if old, ok := c.skills[uri]; ok && bytes.Equal(old, next[uri]) {
+			continue
+		}
+		c.skills[uri] = next[uri]
+		x.owners[uri] = computer
+		x.server.AddResource(res[uri], x.readHandler)
+	}
+}
+
+// readSkill reads a skill's file: its body, or the bytes behind its blob
+// handle.
+func (x *session) readSkill(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
+	computer, name, rel, err := parseSkillURI(uri)
+	if err != nil {
+		return nil, mcpError(err, true)
+	}
+	body := map[string]any{"computer": computer, "name": name}
+	if rel != "" {
+		body["rel_path"] = rel
+	}
+	raw, err := x.request(ctx, smcp.EventGetSkill, body)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, mcpError(err, true)
+	}
+	var ret smcpv1.GetSkillRet
+	if err := smcp.Unmarshal(raw, &ret); err != nil {
+		return nil, mcpError(smcp.Errorf(smcp.CodeInternal, "malformed get_skill answer: %v", err), true)
+	}
+	rc := &mcp.ResourceContents{URI: uri, MIMEType: ret.GetMimeType()}
+	switch {
+	case ret.Body != nil:
+		rc.Text = ret.GetBody()
+	case ret.GetBlobHandle() != "":
+		data, _, err := x.drainBlob(ctx, computer, ret.GetBlobHandle(), int64(x.front.opts.MaxBlobBytes))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, mcpError(err, true)
+		}
+		rc.Blob = data
+	default:
+		return nil, mcpError(smcp.Errorf(smcp.CodeInternal, "get_skill answered neither body nor blob_handle"), true)
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{rc}}, nil
+}
+
+// drainBlob reads a blob handle of computer whole, chunk by chunk with
+// client:get_blob, checking each chunk and the sha256 (blobread); more
+// than limit bytes are refused before they are read.
+func (x *session) drainBlob(ctx context.Context, computer, handle string, limit int64) ([]byte, string, error) {
+	var r blobread.Reader
+	var out []byte
+	for !r.EOF() {
+		raw, err := x.request(ctx, smcp.EventGetBlob, map[string]any{"computer": computer, "blob_handle": handle,
+			"chunk_offset": r.Offset()})
+		if err != nil {
+			return nil, "", err
+		}
+		var ret smcpv1.GetBlobRet
+		if err := smcp.Unmarshal(raw, &ret); err != nil {
+			return nil, "", smcp.Errorf(smcp.CodeInternal, "malformed get_blob answer: %v", err)
+		}
+		if r.Offset() == 0 && ret.GetTotalSize() > limit {
+			return nil, "", smcp.Errorf(smcp.CodeInternal, "blob of %d bytes is over the %d this front end hands over in one answer", ret.GetTotalSize(), limit)
+		}
+		c, err := r.Next(&ret)
+		if err != nil {
+			return nil, "", smcp.Errorf(smcp.CodeInternal, "blob read: %v", err)
+		}
+		if out == nil {
+			out = make([]byte, 0, r.TotalSize())
+		}
+		out = append(out, c.Data...)
+	}
+	return out, r.MIMEType(), nil
+}
+
+// fillBlobs hands the MCP client real content where a tool result carries
+// blob handles (PROTOCOL-0.4.md §5.7): every image or audio item whose
+// "data", and every embedded resource whose "blob", was left empty beside
+// an a2c_blob_handle in its _meta gets the drained bytes. raw is returned
+// as it is when it has no handle, so results without one keep their bytes.
+func (x *session) fillBlobs(ctx context.Context, computer string, raw json.RawMessage) (json.RawMessage, error) {
+	if !bytes.Contains(raw, []byte("a2c_blob_handle")) {
+		return raw, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var res map[string]any
+	if err := dec.Decode(&res); err != nil {
+		return raw, nil // toolResult reports it
+	}
+	content, _ := res["content"].([]any)
+	budget := int64(x.front.opts.MaxBlobBytes)
+	filled := false
+	for _, item := range content {
+		it, _ := item.(map[string]any)
+		if it == nil {
+			continue
+		}
+		target, key := it, "data"
+		if r, ok := it["resource"].(map[string]any); ok && it["type"] == "resource" {
+			target, key = r, "blob"
+		}
+		handle := blobHandle(it)
+		if handle == "" && target != nil {
+			handle = blobHandle(target)
+		}
+		if handle == "" || target[key] != "" && target[key] != nil {
+			continue
+		}
+		data, _, err := x.drainBlob(ctx, computer, handle, budget)
+		if err != nil {
+			return nil, err
+		}
+		budget -= int64(len(data))
+		target[key] = base64.StdEncoding.EncodeToString(data)
+		filled = true
+	}
+	if !filled {
+		return raw, nil
+	}
+	return json.Marshal(res)
+}
+
+func blobHandle(m map[string]any) string {
+	meta, _ := m["_meta"].(map[string]any)
+	h, _ := meta["a2c_blob_handle"].(string)
+	return h
+}
