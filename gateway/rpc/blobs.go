@@ -43,7 +43,7 @@ func (s *service) ReadBlob(ctx context.Context, req *smcpv1.ReadBlobRequest, str
 		return err
 	}
 	defer sess.Close()
-	r := blobReader{handle: req.GetBlobHandle(), sum: sha256.New()}
+	r := blobReader{sum: sha256.New()}
 	for !r.eof {
 		offset := r.offset
 		ret := &smcpv1.GetBlobRet{}
@@ -68,7 +68,6 @@ func (s *service) ReadBlob(ctx context.Context, req *smcpv1.ReadBlobRequest, str
 
 // blobReader checks the chunks of one blob as they come.
 type blobReader struct {
-	handle string
 	// Fixed by the first chunk.
 	started   bool
 	totalSize int64
