@@ -232,4 +232,3 @@ func (u *upload) fail(s *service, err error) error {
 func blobError(code connect.Code, format string, args ...any) error {
 	return connect.NewError(code, fmt.Errorf(format, args...))
 }
-

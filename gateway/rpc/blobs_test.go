@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -27,6 +28,14 @@ type blobRead struct {
 	last    *smcpv1.ReadBlobResponse
 	offsets bool // every chunk_offset was the bytes received before it
 	err     error
+}
+
+// transferContext bounds a test's transfers: generous, since the race
+// detector and a loaded machine slow the relay of megabytes severalfold.
+func transferContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 func readBlob(ctx context.Context, cl smcpv1connect.AgentServiceClient, req *smcpv1.ReadBlobRequest) blobRead {
@@ -63,7 +72,7 @@ func TestReadBlob(t *testing.T) {
 	dir := t.TempDir()
 	big := pc.addBlob(t, writeRandomFile(t, dir, "data.bin", 20<<20), "application/octet-stream")
 	small := pc.addBlob(t, writeRandomFile(t, dir, "small.bin", 100_001), "image/png")
-	ctx := testContext(t)
+	ctx := transferContext(t)
 
 	// The handle comes from GetSkill, as an agent gets it.
 	cl := newClient(t, g, protocols[2], "x-api-key", keyAgent)
@@ -111,7 +120,7 @@ func TestReadBlobFailures(t *testing.T) {
 	g := startGateway(t)
 	pc := startBlobComputer(t, g, "pc-04", officeA, "0.4.0")
 	b := pc.addBlob(t, writeRandomFile(t, t.TempDir(), "data.bin", 3<<20), "application/octet-stream")
-	ctx := testContext(t)
+	ctx := transferContext(t)
 	cl := newClient(t, g, protocols[0], "x-api-key", keyAgent)
 	req := &smcpv1.ReadBlobRequest{OfficeId: officeA, Computer: "pc-04", BlobHandle: "h-data.bin"}
 
@@ -205,7 +214,7 @@ func TestPutBlob(t *testing.T) {
 	const size = 5<<20 + 12345
 	path := writeRandomFile(t, t.TempDir(), "upload.bin", size)
 	_, sha := fileSHA256(t, path)
-	ctx := testContext(t)
+	ctx := transferContext(t)
 
 	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) {
@@ -246,7 +255,7 @@ func TestPutBlobFailures(t *testing.T) {
 	pc := startBlobComputer(t, g, "pc-04", officeA, "0.4.0")
 	path := writeRandomFile(t, t.TempDir(), "upload.bin", 600_000)
 	size, sha := fileSHA256(t, path)
-	ctx := testContext(t)
+	ctx := transferContext(t)
 	cl := newClient(t, g, protocols[1], "x-api-key", keyAgent)
 	hdr := func(total int64, sha string) *smcpv1.PutBlobHeader {
 		return &smcpv1.PutBlobHeader{OfficeId: officeA, Computer: "pc-04", TotalSize: total, Sha256: sha}

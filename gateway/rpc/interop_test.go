@@ -47,6 +47,7 @@ func bufCurl(t *testing.T, args ...string) (string, string, error) {
 func TestBufCurl(t *testing.T) {
 	g := startGateway(t)
 	startComputer(t, g, "pc-1", officeA)
+	startBlobComputer(t, g, "pc-04", officeB, "0.4.0")
 	key := "x-api-key: " + keyAgent
 
 	decode := func(t *testing.T, out string) map[string]any {
@@ -103,6 +104,26 @@ func TestBufCurl(t *testing.T) {
 			"-d", `{"office_id":"office-a","computer":"pc-1"}`, g.URL+"/smcp.v1.AgentService/GetFinder")
 		if m["total_count"] == nil {
 			t.Fatalf("GetFinder: %v", m)
+		}
+	})
+	t.Run("GetSkills of a 0.4 office over gRPC", func(t *testing.T) {
+		m := run(t, "--protocol", "grpc", "--http2-prior-knowledge", "-H", key,
+			"-d", `{"office_id":"office-b","computer":"pc-04"}`,
+			g.URL+"/smcp.v1.AgentService/GetSkills")
+		skills, _ := m["skills"].([]any)
+		if len(skills) != 2 || skills[1].(map[string]any)["name"] != "mcp:docs:search" {
+			t.Fatalf("GetSkills: %v", m)
+		}
+	})
+	t.Run("reflection lists the 0.3/0.4 calls", func(t *testing.T) {
+		out, stderr, err := bufCurl(t, "--protocol", "grpc", "--http2-prior-knowledge", "--list-methods", g.URL)
+		if err != nil {
+			t.Fatalf("buf curl --list-methods: %v\n%s", err, stderr)
+		}
+		for _, m := range []string{"GetResources", "GetSkills", "GetSkill", "ReadBlob", "PutBlob"} {
+			if !strings.Contains(out, "smcp.v1.AgentService/"+m+"\n") {
+				t.Fatalf("reflection does not list %s:\n%s", m, out)
+			}
 		}
 	})
 	t.Run("health", func(t *testing.T) {

@@ -229,9 +229,10 @@ export type CallToolRequest = Message<"smcp.v1.CallToolRequest"> & {
    * their spelling), turns string escapes into their characters (and a lone
    * surrogate such as \ud800 into U+FFFD), and has no binary. In the
    * Connect/gRPC-Web JSON mapping this field is base64, as every bytes field.
-   * It must be a JSON object of at most the gateway's request limit;
-   * numbers beyond the float64 range are refused. Setting both params and
-   * params_json is refused.
+   * It must be a JSON object of at most the gateway's request limit, in
+   * UTF-8 (computers receive it in WebSocket text frames); numbers beyond
+   * the float64 range are refused. Setting both params and params_json is
+   * refused.
    *
    * @generated from field: bytes params_json = 7 [json_name = "params_json"];
    */
