@@ -228,10 +228,7 @@ func (h *Hub) Attach(sid string, p *Principal, conn Conn) (*Session, error) {
 // office, the agent role or the name, or when another agent holds the office.
 // The caller does not join: no one is notified and it is not listed.
 func (h *Hub) ActAsAgent(p *Principal, officeID, name string) (*Session, error) {
-	if officeID == "" || name == "" {
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "office_id and agent name are required")
-	}
-	if err := p.check(smcp.RoleAgent, name, officeID); err != nil {
+	if err := p.CheckAgent(officeID, name); err != nil {
 		return nil, err
 	}
 	// No membership context: only a computer's is watched (by the calls
