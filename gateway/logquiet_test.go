@@ -2,21 +2,26 @@ package gateway_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	ws "github.com/gorilla/websocket"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/internal/testtls"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -207,5 +212,54 @@ func TestClientMistakesLogNoError(t *testing.T) {
 		if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, want) }) {
 			t.Errorf("no %q record: that mistake did not reach the gateway", want)
 		}
+	}
+}
+
+// Connections that fail the TLS handshake (plain HTTP to the HTTPS port,
+// bytes of no protocol) are the client's doing: net/http reports each one,
+// and the gateway logs it at DEBUG, not WARN (it was WARN, one line per
+// connection). A real TLS client is still served.
+func TestTLSHandshakeFailuresLogAtDebug(t *testing.T) {
+	cert, pool := testtls.SelfSigned(t)
+	rec := &levels{counts: map[slog.Level]int{}}
+	g := startGateway(t, gateway.Config{TLS: &tls.Config{Certificates: []tls.Certificate{cert}}, Logger: slog.New(levelHandler{l: rec})})
+	addr := strings.TrimPrefix(g.URL, "https://")
+	for _, junk := range []string{"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n", "\x16\x03\x01\x00\x05hello", "\x00\x01\x02\x03\x04\x05"} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Write([]byte(junk))
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, _ = io.Copy(io.Discard, c) // until the gateway closes it
+		_ = c.Close()
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := client.Get(g.URL + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a TLS client: %s", resp.Status)
+	}
+	var handshakes int
+	testwait.Within(t, 10*time.Second, "three handshake failures logged", func() bool {
+		_, lines := rec.snapshot()
+		handshakes = 0
+		for _, l := range lines {
+			if strings.Contains(l, "TLS handshake error") {
+				if !strings.HasPrefix(l, "DEBUG") {
+					t.Fatalf("a failed handshake logged as %q", l)
+				}
+				handshakes++
+			}
+		}
+		return handshakes == 3
+	})
+	counts, _ := rec.snapshot()
+	if counts[slog.LevelWarn]+counts[slog.LevelError] > 0 {
+		_, lines := rec.snapshot()
+		t.Errorf("WARN or ERROR lines: %q", lines)
 	}
 }
