@@ -42,14 +42,23 @@ func procStatus(t *testing.T, pid int, field string) int64 {
 	return 0
 }
 
-// deepBodies are CallTool requests for office-a whose params nest lists
-// 9,000 deep (~18 KB as JSON): as JSON, as binary protobuf, and each again
-// broken at its end, so that no decoder accepts it.
-func deepBodies(t *testing.T) map[string][]byte {
+// deepBody is a CallTool request for office-a whose params nest lists 9,000
+// deep, and the answer a key of office-b only must get.
+type deepBody struct {
+	contentType string
+	body        []byte
+	want        string
+}
+
+// deepBodies: as JSON (~18 KB) and as binary protobuf, each also broken at
+// its end so that no decoder accepts it (403 shows it was not decoded);
+// and JSON with office_id after the deep params, which the first pass must
+// read past: refused at its depth bound (400) before the office is known.
+func deepBodies(t *testing.T) map[string]deepBody {
 	t.Helper()
 	const depth = 9000
-	js := `{"office_id":"office-a","computer":"pc","tool_name":"echo","params":{"a":` +
-		strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}}`
+	lists := strings.Repeat("[", depth) + strings.Repeat("]", depth)
+	js := `{"office_id":"office-a","computer":"pc","tool_name":"echo","params":{"a":` + lists + `}}`
 	v := structpb.NewListValue(&structpb.ListValue{})
 	for range depth - 1 {
 		v = structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{v}})
@@ -59,11 +68,13 @@ func deepBodies(t *testing.T) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string][]byte{
-		"application/json":         []byte(js),
-		"application/json broken":  []byte(js[:len(js)-1] + `,}`),
-		"application/proto":        bin,
-		"application/proto broken": append(bytes.Clone(bin), 0x22, 0x03, 0xff, 0xff, 0xff), // params again, not a Struct
+	const jsonType, protoType, denied = "application/json", "application/proto", "permission_denied"
+	return map[string]deepBody{
+		"json":             {jsonType, []byte(js), denied},
+		"json broken":      {jsonType, []byte(js[:len(js)-1] + `,}`), denied},
+		"proto":            {protoType, bin, denied},
+		"proto broken":     {protoType, append(bytes.Clone(bin), 0x22, 0x03, 0xff, 0xff, 0xff), denied}, // params again, not a Struct
+		"json office last": {jsonType, []byte(`{"computer":"pc","params":{"a":` + lists + `},"office_id":"office-a"}`), "invalid_argument"},
 	}
 }
 
@@ -72,7 +83,8 @@ func deepBodies(t *testing.T) map[string][]byte {
 // key of office-b only, to a real `smcp gateway` process: every one is
 // refused 403 (permission_denied), including bodies that no decoder
 // accepts (which a decoded request would answer 400): the office was
-// checked before decoding. The gateway's peak resident set (VmHWM) stays
+// checked before decoding. A body naming its office after the deep part
+// is refused 400 by the first pass's depth bound. The gateway's peak resident set (VmHWM) stays
 // within 128 MiB of its resident set before them. Before the office check
 // came first, such bodies took the gateway to ~1 GiB.
 func TestDeepBodiesRefusedBeforeDecoding(t *testing.T) {
@@ -117,8 +129,8 @@ func TestDeepBodiesRefusedBeforeDecoding(t *testing.T) {
 	for range callers {
 		wg.Go(func() {
 			for range rounds {
-				for kind, body := range bodies {
-					if err := refused(ctx, client, base, kind, body); err != nil {
+				for _, b := range bodies {
+					if err := expectCode(ctx, client, base, b.contentType, b.body, "key-office-b", b.want); err != nil {
 						errs <- err
 					}
 				}
@@ -138,13 +150,9 @@ func TestDeepBodiesRefusedBeforeDecoding(t *testing.T) {
 
 	// The office's own key gets the decoder's answer: the bounded depth
 	// refuses the same bodies as malformed, at no such cost.
-	if err := expectCode(ctx, client, base, "application/json", bodies["application/json"], "key-office-a", "invalid_argument"); err != nil {
+	if err := expectCode(ctx, client, base, "application/json", bodies["json"].body, "key-office-a", "invalid_argument"); err != nil {
 		t.Error(err)
 	}
-}
-
-func refused(ctx context.Context, client *http.Client, base, kind string, body []byte) error {
-	return expectCode(ctx, client, base, strings.Fields(kind)[0], body, "key-office-b", "permission_denied")
 }
 
 // expectCode POSTs body as a Connect unary CallTool with key and checks the
