@@ -137,10 +137,27 @@ func TestClientMistakesLogNoError(t *testing.T) {
 			bad.Close()
 		}
 		url := "ws" + strings.TrimPrefix(base, "http") + "/socket.io/?EIO=4&transport=websocket"
-		if c, _, err := ws.DefaultDialer.Dial(url, http.Header{"X-Api-Key": {"key-a"}}); err == nil {
-			for _, frame := range []string{"40/smcp,", "42/smcp,[\"no-such-event\",1]", "42/smcp,0[\"server:join_office\",{\"role\":\"king\"}]",
-				"42/smcp,1[\"client:tool_call\",{\"computer\":\"ghost\"}]", "42/smcp,2[\"server:join_office\",\"x\"]", "4", "9garbage",
-				"42/smcp,[", "42/smcp,3[\"client:tool_call\",{\"agent\":1,\"params\":[" + strings.Repeat("[", 200) + "]}]", "41/nope,"} {
+		if c, _, err := ws.DefaultDialer.Dial(url, nil); err == nil {
+			// Connected to the namespace first, so that the events reach the
+			// gateway's handlers; the frames that break the connection last.
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			_, _, _ = c.ReadMessage() // Engine.IO open
+			_ = c.WriteMessage(ws.TextMessage, []byte(`40/smcp,{"api_key":"key-a"}`))
+			_, _, _ = c.ReadMessage() // namespace connect
+			events := []string{`42/smcp,["no-such-event",1]`, `42/smcp,0["server:join_office",{"role":"king"}]`,
+				`42/smcp,1["client:tool_call",{"computer":"ghost"}]`, `42/smcp,2["server:join_office","x"]`,
+				`42/smcp,["client:tool_call",{"computer":"pc"}]`, `42/smcp,["server:update_tool_list",{}]`,
+				`42/smcp,3["client:tool_call",{"agent":1,"params":[` + strings.Repeat("[", 200) + `]}]`, `42/smcp,4`}
+			for _, frame := range events {
+				_ = c.WriteMessage(ws.TextMessage, []byte(frame))
+			}
+			// The answers to the events with an ack id (0-3), then garbage.
+			for range 4 {
+				if _, _, err := c.ReadMessage(); err != nil {
+					break
+				}
+			}
+			for _, frame := range []string{"41/nope,", "4", "9garbage", "42/smcp,["} {
 				_ = c.WriteMessage(ws.TextMessage, []byte(frame))
 			}
 			_ = c.WriteMessage(ws.BinaryMessage, []byte{0xff, 0x00})
@@ -208,7 +225,8 @@ func TestClientMistakesLogNoError(t *testing.T) {
 	if undeliverable == 0 {
 		t.Error("no undeliverable notification was tried: the test shows nothing about them")
 	}
-	for _, want := range []string{"INFO connection refused", "INFO rpc refused", "INFO mcp refused", "INFO method invalid during initialization"} {
+	for _, want := range []string{"INFO connection refused", "INFO join refused", "DEBUG client event without an ack",
+		"INFO rpc refused", "INFO mcp refused", "INFO method invalid during initialization"} {
 		if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, want) }) {
 			t.Errorf("no %q record: that mistake did not reach the gateway", want)
 		}
