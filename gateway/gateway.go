@@ -12,9 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -342,6 +344,25 @@ func connectRedis(url string) (*goredis.Client, error) {
 	return rdb, nil
 }
 
+// serverLog is net/http's ErrorLog, at the level of who caused each line:
+// a failed TLS handshake is the client's (a scanner, plain HTTP to the
+// HTTPS port), one line per connection: Debug; a handler's panic is the
+// gateway's fault: Error; anything else (an accept error): Warn.
+type serverLog struct{ log *slog.Logger }
+
+func (l serverLog) Write(p []byte) (int, error) {
+	msg := strings.TrimSpace(string(p))
+	level := slog.LevelWarn
+	switch {
+	case strings.HasPrefix(msg, "http: TLS handshake error"):
+		level = slog.LevelDebug
+	case strings.HasPrefix(msg, "http: panic serving"):
+		level = slog.LevelError
+	}
+	l.log.Log(context.Background(), level, msg)
+	return len(p), nil
+}
+
 // Mux is where other front ends mount their handlers.
 func (g *Gateway) Mux() *http.ServeMux { return g.mux }
 
@@ -360,7 +381,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		// No ReadTimeout or WriteTimeout: they bound the whole exchange and
 		// would cut long-polling, WebSockets and WatchOffice streams. Bodies
 		// are bounded by boundBodyReads instead.
-		ErrorLog: slog.NewLogLogger(g.log.Handler(), slog.LevelWarn),
+		ErrorLog: log.New(serverLog{g.log}, "", 0),
 		// Headers are read before anyone is authenticated: net/http's 1 MiB
 		// default would let each unauthenticated connection make the
 		// gateway hold a megabyte. Keys, tokens and the A2C headers are far

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -23,6 +24,12 @@ type Principal struct {
 	Offices []string
 	// Name, when set, is the only name the key may use.
 	Name string
+	// reserved are the names other keys of the same ring hold as their
+	// Name. A key without a Name may not use them: else it could act as
+	// that agent over a stateless front end (sharing its office slot,
+	// cancelling its calls). Shared between the ring's principals, never
+	// written after the ring is built.
+	reserved map[string]struct{}
 }
 
 // AllowsRole reports whether p may act in role.
@@ -35,8 +42,11 @@ func (p *Principal) AllowsOffice(id string) bool {
 	return len(p.Offices) == 0 || slices.Contains(p.Offices, "*") || slices.Contains(p.Offices, id)
 }
 
-// check returns a 403 when p may not be name in role in office.
+// check returns a 403 when p may not be name in role in office. It is the
+// one rule of what a key allows, for every front end: joins (JoinContext)
+// and stateless calls (ActAsAgent, CheckAgent) both apply it.
 func (p *Principal) check(role, name, office string) error {
+	_, taken := p.reserved[name]
 	switch {
 	case !p.AllowsRole(role):
 		return smcp.Errorf(smcp.CodeForbidden, "this key may not act as %s", role)
@@ -44,8 +54,26 @@ func (p *Principal) check(role, name, office string) error {
 		return smcp.Errorf(smcp.CodeForbidden, "this key may not enter office %q", office)
 	case p.Name != "" && p.Name != name:
 		return smcp.Errorf(smcp.CodeForbidden, "this key may only use the name %q", p.Name)
+	case p.Name == "" && taken:
+		return smcp.Errorf(smcp.CodeForbidden, "the name %q belongs to another key", name)
 	}
 	return nil
+}
+
+// CheckAgent applies the rule ActAsAgent applies before it claims the
+// office: a front end calls it to refuse a caller before it reads (and pays
+// for) the rest of the request.
+func (p *Principal) CheckAgent(officeID, name string) error {
+	if officeID == "" || name == "" {
+		return smcp.Errorf(smcp.CodeBadRequest, "office_id and agent name are required")
+	}
+	// An HTTP header or a percent-decoded path can hold any byte; such a
+	// name would be relayed to computers (in tool calls and notifications)
+	// inside WebSocket text frames, which must be UTF-8.
+	if !utf8.ValidString(officeID) || !utf8.ValidString(name) {
+		return smcp.Errorf(smcp.CodeBadRequest, "office_id and agent name must be valid UTF-8")
+	}
+	return p.check(smcp.RoleAgent, name, officeID)
 }
 
 // Authenticator turns a credential (an API key) into a Principal. A refusal is
@@ -86,14 +114,18 @@ type keyEntry struct {
 	principal Principal
 }
 
-// NewKeyRing builds a KeyRing. Empty keys, duplicate keys and unknown roles
-// are refused.
+// NewKeyRing builds a KeyRing. Empty keys, duplicate keys, duplicate ids and
+// unknown roles are refused: the id is who a key is to the front ends (an
+// MCP session belongs to the id that opened it), so two keys of one id
+// would be one caller.
 func NewKeyRing(keys ...Key) (*KeyRing, error) {
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("key ring: no keys")
 	}
 	r := &KeyRing{}
 	seen := map[[sha256.Size]byte]bool{}
+	ids := map[string]int{}
+	reserved := map[string]struct{}{}
 	for i, k := range keys {
 		if k.Key == "" {
 			return nil, fmt.Errorf("key ring: entry %d has an empty key", i)
@@ -112,9 +144,21 @@ func NewKeyRing(keys ...Key) (*KeyRing, error) {
 		if id == "" {
 			id = fmt.Sprintf("key#%d", i)
 		}
+		if j, dup := ids[id]; dup {
+			return nil, fmt.Errorf("key ring: entries %d and %d have the same id %q (ids must be unique)", j, i, id)
+		}
+		ids[id] = i
+		if k.Name != "" {
+			reserved[k.Name] = struct{}{}
+		}
 		r.entries = append(r.entries, keyEntry{digest: d, principal: Principal{
 			ID: id, Roles: slices.Clone(k.Roles), Offices: slices.Clone(k.Offices), Name: k.Name,
 		}})
+	}
+	for i := range r.entries {
+		if r.entries[i].principal.Name == "" && len(reserved) > 0 {
+			r.entries[i].principal.reserved = reserved
+		}
 	}
 	return r, nil
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -31,6 +34,74 @@ func TestKeyRing(t *testing.T) {
 			t.Fatalf("NewKeyRing(%v) accepted", keys)
 		}
 	}
+}
+
+// Two keys of one id would be one caller to the front ends (an MCP session
+// belongs to the id that opened it): refused, also when an explicit id
+// repeats the default id of another entry, and the error names the entries
+// and the id, never a key.
+func TestKeyRingRefusesDuplicateIDs(t *testing.T) {
+	for _, c := range []struct {
+		keys []Key
+		want string
+	}{
+		{[]Key{{Key: "secret-1", ID: "ops"}, {Key: "secret-2", ID: "ops"}}, `entries 0 and 1 have the same id "ops"`},
+		{[]Key{{Key: "secret-1"}, {Key: "secret-2", ID: "key#0"}}, `entries 0 and 1 have the same id "key#0"`},
+	} {
+		_, err := NewKeyRing(c.keys...)
+		if err == nil {
+			t.Fatalf("NewKeyRing(%v) accepted", c.keys)
+		}
+		if !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "secret") {
+			t.Errorf("error %q: want it to contain %q and no key", err, c.want)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "keys.yaml")
+	must(t, os.WriteFile(path, []byte("keys:\n  - {key: k1, id: a}\n  - {key: k2, id: a}\n"), 0o600))
+	if _, err := LoadKeyRing(path); err == nil || !strings.Contains(err.Error(), `same id "a"`) {
+		t.Fatalf("keys file with a repeated id: %v", err)
+	}
+	if _, err := NewKeyRing(Key{Key: "k1", ID: "a"}, Key{Key: "k2", ID: "b"}, Key{Key: "k3"}); err != nil {
+		t.Fatalf("distinct ids refused: %v", err)
+	}
+}
+
+// A name fixed to a key is that key's alone: a key without a fixed name may
+// not use it, as an agent or a computer, to join or to act for one call;
+// keys fixed to the same name (a key being rotated) both may.
+func TestReservedNames(t *testing.T) {
+	r, err := NewKeyRing(Key{Key: "k-alice", ID: "alice", Name: "alice"}, Key{Key: "k-alice-new", ID: "alice-2", Name: "alice"},
+		Key{Key: "k-free", ID: "free"})
+	must(t, err)
+	auth := func(key string) *Principal {
+		p, err := r.Authenticate(context.Background(), key)
+		must(t, err)
+		return p
+	}
+	alice, alice2, free := auth("k-alice"), auth("k-alice-new"), auth("k-free")
+	wantCode(t, free.CheckAgent("o", "alice"), smcp.CodeForbidden)
+	must(t, free.CheckAgent("o", "bob"))
+	must(t, alice.CheckAgent("o", "alice"))
+	must(t, alice2.CheckAgent("o", "alice"))
+	wantCode(t, alice.CheckAgent("o", "bob"), smcp.CodeForbidden)
+	wantCode(t, free.CheckAgent("", "bob"), smcp.CodeBadRequest)
+
+	h := New(Config{})
+	_, err = h.ActAsAgent(free, "o", "alice")
+	wantCode(t, err, smcp.CodeForbidden)
+	for _, role := range []string{smcp.RoleAgent, smcp.RoleComputer} {
+		s, err := h.Attach("s-"+role, free, &fakeConn{}, v02)
+		must(t, err)
+		wantCode(t, s.Join(&smcpv1.EnterOfficeReq{Role: role, Name: "alice", OfficeId: "o"}), smcp.CodeForbidden)
+		s.Close()
+	}
+	s, err := h.Attach("s-alice", alice, &fakeConn{}, v02)
+	must(t, err)
+	must(t, s.Join(&smcpv1.EnterOfficeReq{Role: smcp.RoleAgent, Name: "alice", OfficeId: "o"}))
+	lease, err := h.ActAsAgent(alice2, "o", "alice")
+	must(t, err)
+	lease.Close()
+	s.Close()
 }
 
 func TestLoadKeyRing(t *testing.T) {

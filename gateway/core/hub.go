@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
@@ -246,16 +245,7 @@ func (h *Hub) Attach(sid string, p *Principal, conn Conn, proto Protocol) (*Sess
 // office, the agent role or the name, or when another agent holds the office.
 // The caller does not join: no one is notified and it is not listed.
 func (h *Hub) ActAsAgent(p *Principal, officeID, name string) (*Session, error) {
-	if officeID == "" || name == "" {
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "office_id and agent name are required")
-	}
-	// An HTTP header or a percent-decoded path can hold any byte; such a
-	// name would be relayed to computers (in tool calls and notifications)
-	// inside WebSocket text frames, which must be UTF-8.
-	if !utf8.ValidString(officeID) || !utf8.ValidString(name) {
-		return nil, smcp.Errorf(smcp.CodeBadRequest, "office_id and agent name must be valid UTF-8")
-	}
-	if err := p.check(smcp.RoleAgent, name, officeID); err != nil {
+	if err := p.CheckAgent(officeID, name); err != nil {
 		return nil, err
 	}
 	// No membership context: only a computer's is watched (by the calls

@@ -377,15 +377,12 @@ func (s *Server) caller(r *http.Request) (*core.Principal, string, error) {
 		s.log.Info("mcp refused", "err", err)
 		return nil, "", err
 	}
-	office := r.PathValue("office_id")
-	switch {
-	case !p.AllowsRole(smcp.RoleAgent):
-		return nil, "", smcp.Errorf(smcp.CodeForbidden, "this key may not act as an agent")
-	case !p.AllowsOffice(office):
-		return nil, "", smcp.Errorf(smcp.CodeForbidden, "this key may not enter office %q", office)
-	}
 	agent, err := httpauth.AgentName(p, r.Header.Get(AgentHeader), s.opts.DefaultAgent)
 	if err != nil {
+		return nil, "", err
+	}
+	// The core's rule (role, office, name), the one every front end applies.
+	if err := p.CheckAgent(r.PathValue("office_id"), agent); err != nil {
 		return nil, "", err
 	}
 	return p, agent, nil

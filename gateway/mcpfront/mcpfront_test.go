@@ -358,6 +358,55 @@ func TestSessionHoldsTheOffice(t *testing.T) {
 	testwait.Within(t, waitFor, "the office freed", func() bool { return g.MCP.Sessions() == 1 })
 }
 
+// A key without a fixed name may not act as a name fixed to another key:
+// with "alice" (whose key is fixed to that name) in the office over
+// Socket.IO, a free key's MCP session as "alice" is refused 403 (it used to
+// share alice's office slot), as it is with alice absent; alice's own key
+// still opens one.
+func TestNameOfAnotherKeyRefused(t *testing.T) {
+	const keyAlice, keyFree = "mcp-key-alice-7c2d", "mcp-key-free-19ab"
+	ring, err := core.NewKeyRing(core.Key{Key: keyAlice, ID: "alice", Name: "alice"}, core.Key{Key: keyFree, ID: "free"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, gateway.Config{Auth: ring})
+	ctx := ctxT(t)
+	alice, err := agent.Dial(ctx, sioclient.Options{URL: g.URL, APIKey: keyAlice, Logger: quiet}, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alice.Close()
+	if err := alice.Join(ctx, "A"); err != nil {
+		t.Fatal(err)
+	}
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	for _, office := range []string{"A", "B"} {
+		req, _ := http.NewRequest(http.MethodPost, endpoint(g, office), strings.NewReader(initialize))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("x-api-key", keyFree)
+		req.Header.Set("x-smcp-agent", "alice")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "belongs to another key") {
+			t.Errorf("office %s: a free key as alice: %s %s, want 403", office, resp.Status, b)
+		}
+	}
+	if n := g.MCP.Sessions(); n != 0 {
+		t.Errorf("%d sessions open after the refusals", n)
+	}
+	if _, err := dial(t, g, "B", nil, "x-api-key", keyAlice); err != nil {
+		t.Errorf("alice's own key: %v", err)
+	}
+	if _, err := dial(t, g, "B", nil, "x-api-key", keyFree, "x-smcp-agent", "bob"); err == nil {
+		t.Error("bob got office B while alice's MCP session holds it")
+	}
+}
+
 // A session closed by the gateway's shutdown frees its office, and the
 // shutdown is not held up by the session's open event stream, nor by a
 // connection the client dialed and never used (Go's HTTP client leaves one

@@ -66,7 +66,7 @@ func (x *session) syncResources(ctx context.Context, computer string, desktop, f
 			err = json.Unmarshal(raw, &ret)
 		}
 		if err != nil {
-			x.log.Warn("list desktop", "computer", computer, "err", err)
+			x.listFailed("list desktop", computer, err)
 			desktop = false
 		}
 		for _, entry := range ret.Desktops {
@@ -86,7 +86,7 @@ func (x *session) syncResources(ctx context.Context, computer string, desktop, f
 		hosts = map[string]bool{}
 		docs, err := x.finder(ctx, computer)
 		if err != nil {
-			x.log.Warn("list finder", "computer", computer, "err", err)
+			x.listFailed("list finder", computer, err)
 			finder = false
 		}
 		for _, d := range docs {

@@ -3,6 +3,7 @@ package mcpfront
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"maps"
 	"slices"
@@ -217,6 +218,17 @@ func (x *session) rewatch() bool {
 		x.syncComputer(ctx, n)
 	}
 	return true
+}
+
+// listFailed logs a listing of computer that failed: at Debug when the
+// computer left the office meanwhile (404; its leave notification follows)
+// or the session ended, which a busy office does all the time; else at Warn.
+func (x *session) listFailed(what, computer string, err error) {
+	if e, ok := smcp.AsError(err); (ok && e.Code == smcp.CodeNotFound) || errors.Is(err, context.Canceled) {
+		x.log.Debug(what, "computer", computer, "err", err)
+		return
+	}
+	x.log.Warn(what, "computer", computer, "err", err)
 }
 
 // computerNamed is what every notification payload about a computer has.

@@ -36,7 +36,7 @@ type wireTool struct {
 func (x *session) syncTools(ctx context.Context, computer string) {
 	raw, err := x.syncRequest(ctx, smcp.EventGetTools, map[string]any{"computer": computer})
 	if err != nil {
-		x.log.Warn("list tools", "computer", computer, "err", err)
+		x.listFailed("list tools", computer, err)
 		return
 	}
 	var ret struct {

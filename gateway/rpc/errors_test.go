@@ -209,3 +209,47 @@ func TestRequestLimits(t *testing.T) {
 		})
 	}
 }
+
+// The case on a live gateway: alice (a key fixed to that name) is
+// in office A over Socket.IO; a key without a fixed name calling as "alice"
+// is refused 403 on every protocol, so it can neither share her office nor
+// cancel her calls (no cancel reaches the office's computer). Socket.IO
+// refuses the same name the same way (one rule in the core).
+func TestNameOfAnotherKeyRefused(t *testing.T) {
+	g := startGateway(t)
+	pc := startComputer(t, g, "pc-a", officeA)
+	ctx := testContext(t)
+	alice, err := sioclient.Dial(ctx, sioclient.Options{URL: g.URL, APIKey: keyAlice, NoReconnect: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(alice.Close)
+	if err := alice.JoinOffice(ctx, smcp.RoleAgent, "alice", officeA); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range protocols {
+		cl := newClient(t, g, p, "x-api-key", keyAgent, rpc.AgentHeader, "alice")
+		_, err := cl.CancelToolCall(ctx, &smcpv1.CancelToolCallRequest{OfficeId: officeA, ReqId: "alice-call"})
+		if e, ok := rpc.SMCPError(err); connect.CodeOf(err) != connect.CodePermissionDenied || !ok || !strings.Contains(e.Message, "belongs to another key") {
+			t.Errorf("%s: cancel as alice with a free key: %v", p.name, err)
+		}
+		_, err = cl.ListRoom(ctx, &smcpv1.ListRoomRequest{OfficeId: officeA})
+		if connect.CodeOf(err) != connect.CodePermissionDenied {
+			t.Errorf("%s: list office A as alice with a free key: %v", p.name, err)
+		}
+	}
+	pc.mu.Lock()
+	cancels := len(pc.cancels)
+	pc.mu.Unlock()
+	if cancels != 0 {
+		t.Errorf("the computer got %d cancels from an impostor", cancels)
+	}
+	other, err := sioclient.Dial(ctx, sioclient.Options{URL: g.URL, APIKey: keyAgent, NoReconnect: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	if err := other.JoinOffice(ctx, smcp.RoleAgent, "alice", officeB); err == nil || !strings.Contains(err.Error(), "belongs to another key") {
+		t.Errorf("Socket.IO join as alice with a free key: %v", err)
+	}
+}

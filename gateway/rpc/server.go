@@ -7,6 +7,9 @@
 // API key before the request body is read, then acts as an agent (the key's
 // fixed name, else the x-smcp-agent header, else Options.DefaultAgent) in the
 // office named by the request, for the length of the call (core.Hub.ActAsAgent).
+// Whether its key may do so is decided before the request is decoded, from
+// the office_id read by a first pass over the body (admit.go); decoding is
+// then bounded in depth (MaxDecodeDepth) as well as in size.
 // WatchOffice holds the office the same way for as long as the stream is open.
 package rpc
 
@@ -18,6 +21,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -96,6 +100,9 @@ type Server struct {
 	calls inflight.Gate
 	// workers run HTTP/2 unary calls on grown stacks.
 	workers *workers
+	// decodes counts the request messages decoded (admit): what a refused
+	// caller must not have cost.
+	decodes atomic.Int64
 }
 
 // New makes the RPC front end of hub, authenticating callers with auth.
@@ -136,7 +143,7 @@ func (s *Server) Handlers() map[string]http.Handler {
 	wrap := s.corsWrapper()
 	out := map[string]http.Handler{}
 	add := func(path string, h http.Handler) { out[path] = wrap(h) }
-	path, svc := smcpv1connect.NewAgentServiceHandler(&service{s}, svcOpts...)
+	path, svc := s.agentService(svcOpts...)
 	add(path, s.track(svc))
 	add(grpcreflect.NewHandlerV1(reflector, limit))
 	add(grpcreflect.NewHandlerV1Alpha(reflector, limit))

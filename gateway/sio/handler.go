@@ -252,7 +252,9 @@ func (h *handler) fireAndForget(event string, ack socket.Ack, err error) {
 // such a call is handed to the worker.
 func (h *handler) route(event string, payload any, ack socket.Ack, wctx context.Context) {
 	if ack == nil {
-		h.log().Warn("client event without an ack: nowhere to answer, dropped", "event", event)
+		// The client's mistake, one line per event: Debug, like every
+		// other event refused.
+		h.log().Debug("client event without an ack: nowhere to answer, dropped", "event", event)
 		return
 	}
 	b, err := h.raw(payload)

@@ -818,7 +818,7 @@ func (s *Server) notifySubscribedSessions(subscribers map[*ServerSession]jsonrpc
 		injectMetaSubscriptionID(params, reqID)
 		req := newRequest(sess, params)
 		if err := handleNotify(ctx, method, req); err != nil {
-			s.opts.Logger.Warn(fmt.Sprintf("calling %s: %v", method, err))
+			logNotifyError(s.opts.Logger, method, err)
 		}
 	}
 }
@@ -1485,11 +1485,13 @@ func (ss *ServerSession) initialized(ctx context.Context, params *InitializedPar
 	})
 
 	if !wasInit {
-		ss.server.opts.Logger.Error("initialized before initialize")
+		// Local patch (third_party/modelcontextprotocol/PATCHED.md): a
+		// client's mistake, answered with an error, is not the server's: Info.
+		ss.server.opts.Logger.Info("initialized before initialize")
 		return nil, fmt.Errorf("%q before %q", notificationInitialized, methodInitialize)
 	}
 	if wasInitd {
-		ss.server.opts.Logger.Error("duplicate initialized notification")
+		ss.server.opts.Logger.Info("duplicate initialized notification") // Local patch: a client's mistake
 		return nil, fmt.Errorf("duplicate %q received", notificationInitialized)
 	}
 	if h := ss.server.opts.InitializedHandler; h != nil {
@@ -1969,7 +1971,7 @@ func (ss *ServerSession) handle(ctx context.Context, req *jsonrpc.Request) (any,
 	switch req.Method {
 	case methodInitialize, methodPing, notificationInitialized, notificationRootsListChanged, methodSetLevel, methodSubscribe, methodUnsubscribe:
 		if validatedMeta.usesNewProtocol {
-			ss.server.opts.Logger.Error("method removed in the new protocol", "method", req.Method)
+			ss.server.opts.Logger.Info("method removed in the new protocol", "method", req.Method) // Local patch: a client's mistake
 			return nil, &jsonrpc.Error{
 				Code:    jsonrpc.CodeMethodNotFound,
 				Message: fmt.Sprintf("%q is not supported in the new protocol", req.Method),
@@ -1987,7 +1989,7 @@ func (ss *ServerSession) handle(ctx context.Context, req *jsonrpc.Request) (any,
 		}
 	default:
 		if !initialized && !validatedMeta.usesNewProtocol && req.IsCall() {
-			ss.server.opts.Logger.Error("method invalid during initialization", "method", req.Method)
+			ss.server.opts.Logger.Info("method invalid during initialization", "method", req.Method) // Local patch: a client's mistake
 			return nil, fmt.Errorf("method %q is invalid during session initialization", req.Method)
 		}
 		if !initialized && validatedMeta.usesNewProtocol && validatedMeta.initializeParams != nil {
@@ -2092,7 +2094,7 @@ func (ss *ServerSession) initialize(ctx context.Context, params *InitializeParam
 		negotiated = state.NegotiatedProtocolVersion
 	})
 	if wasInit {
-		ss.server.opts.Logger.Error("duplicate initialize request")
+		ss.server.opts.Logger.Info("duplicate initialize request") // Local patch: a client's mistake
 		return nil, fmt.Errorf("duplicate %q received", methodInitialize)
 	}
 

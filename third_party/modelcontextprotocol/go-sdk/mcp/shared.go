@@ -485,9 +485,23 @@ func notifySessions[S Session, P Params](sessions []S, method string, params P, 
 	for _, s := range sessions {
 		req := newRequest(s, params)
 		if err := handleNotify(ctx, method, req); err != nil {
-			logger.Warn(fmt.Sprintf("calling %s: %v", method, err))
+			logNotifyError(logger, method, err)
 		}
 	}
+}
+
+// logNotifyError logs a notification that could not be sent. Local patch
+// (third_party/modelcontextprotocol/PATCHED.md): one the transport refused
+// (jsonrpc2.ErrRejected: a streamable session whose client opened no
+// standalone stream, which the spec allows, or whose stream is gone) is
+// dropped by design, and at Warn it was one line per notification per
+// session: Debug. Other failures stay at Warn.
+func logNotifyError(logger *slog.Logger, method string, err error) {
+	if errors.Is(err, jsonrpc2.ErrRejected) {
+		logger.Debug(fmt.Sprintf("calling %s: %v", method, err))
+		return
+	}
+	logger.Warn(fmt.Sprintf("calling %s: %v", method, err))
 }
 
 func newRequest[S Session, P Params](s S, p P) Request {
