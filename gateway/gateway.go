@@ -308,7 +308,11 @@ func mcpOptions(cfg Config) mcpfront.Options {
 	if o.Logger == nil {
 		o.Logger = cfg.Logger.With("component", "mcp")
 	}
-	if ta, ok := cfg.Auth.(tokens.Authenticator); ok && ta.Tokens != nil && len(o.AuthorizationServers) == 0 {
+	auth := cfg.Auth
+	if m, ok := auth.(markingAuth); ok {
+		auth = m.Authenticator
+	}
+	if ta, ok := auth.(tokens.Authenticator); ok && ta.Tokens != nil && len(o.AuthorizationServers) == 0 {
 		// Tokens sign in: MCP clients learn from the endpoint where to get one.
 		o.AuthorizationServers = []string{ta.Tokens.Issuer()}
 	}
