@@ -63,6 +63,8 @@ type agentCLI struct {
 	apiKey   string
 	name     string
 	protocol smcp.Version
+	// needs is the oldest profile with the subcommand's events.
+	needs    smcp.Version
 	log      *slog.Logger
 	office   string
 	computer string
@@ -126,6 +128,7 @@ func runAgent(ctx context.Context, args []string) error {
 
 	sub, rest := pos[0], pos[1:]
 	needs := func(least smcp.Version) error {
+		a.needs = least
 		if a.protocol.Compare(least) < 0 {
 			return usagef("%s needs --protocol %s or later (it is %s)", sub, least, a.protocol)
 		}

@@ -33,7 +33,7 @@ func (a *agentCLI) sioSession(ctx context.Context) (*agent.Client, error) {
 	if err != nil {
 		var refused *sioclient.VersionError
 		if errors.As(err, &refused) {
-			return nil, versionRefused(a.protocol, refused)
+			return nil, versionRefused(a.protocol, a.needs, refused)
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("connect to %s: no answer in time (--timeout): %w", a.url, err)
@@ -48,14 +48,22 @@ func (a *agentCLI) sioSession(ctx context.Context) (*agent.Client, error) {
 }
 
 // versionRefused is the one line of a gateway refusing --protocol: the
-// versions it speaks and the flag to pass.
-func versionRefused(asked smcp.Version, e *sioclient.VersionError) error {
+// versions it speaks and, when one of them has what the subcommand needs,
+// the flag to pass.
+func versionRefused(asked, needs smcp.Version, e *sioclient.VersionError) error {
 	supported := e.Protocols()
 	if len(supported) == 0 {
 		return fmt.Errorf("the gateway refused protocol %s (code %d) and did not say which it supports", asked, smcp.CodeVersionMismatch)
 	}
-	return fmt.Errorf("the gateway refused protocol %s (code %d): it supports %s; use --protocol %s",
-		asked, smcp.CodeVersionMismatch, strings.Join(supported, ", "), supported[len(supported)-1])
+	msg := fmt.Sprintf("the gateway refused protocol %s (code %d): it supports %s", asked, smcp.CodeVersionMismatch, strings.Join(supported, ", "))
+	newest, err := smcp.ParseProfile(supported[len(supported)-1])
+	switch {
+	case err == nil && newest.Compare(needs) >= 0:
+		msg += "; use --protocol " + newest.String()
+	case err == nil:
+		msg += fmt.Sprintf(", and this command needs %s or later", needs)
+	}
+	return errors.New(msg)
 }
 
 // sioTarget is --computer, else the office's only computer.
