@@ -22,6 +22,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -51,9 +52,10 @@ call leases the office as agent --name, so several invocations (a watch in one t
 another) share the office, with each other and with a Socket.IO agent of the same name. An office
 holds one agent: with another agent in it, use that agent's name or another office.
 
-skills, skill, blob and put speak Socket.IO in the profile of --protocol (default 0.4), as agent
---name, joining the office for the command's time. A gateway that does not serve that profile
-refuses it at once: the error names the versions it serves (exit 1). Tool names from 0.3 on are
+The agent speaks the profile of --protocol (default 0.4): a gateway that does not serve it refuses
+every subcommand at once, in one line naming the versions it serves (exit 1). skills, skill, blob
+and put speak Socket.IO in that profile, as agent --name, joining the office for the command's
+time. Tool names from 0.3 on are
 opaque exposed names: call passes them as get_tools listed them.`
 
 // agentCLI is one invocation of `smcp agent`.
@@ -145,12 +147,12 @@ func runAgent(ctx context.Context, args []string) error {
 		if err := want(0, "no arguments"); err != nil {
 			return err
 		}
-		return a.list(ctx)
+		return a.inProfile(ctx, func() error { return a.list(ctx) })
 	case "tools":
 		if err := want(0, "no arguments"); err != nil {
 			return err
 		}
-		return a.tools(ctx)
+		return a.inProfile(ctx, func() error { return a.tools(ctx) })
 	case "call":
 		if len(rest) < 1 || len(rest) > 2 {
 			return usagef("call takes TOOL and optionally its JSON arguments")
@@ -159,24 +161,24 @@ func runAgent(ctx context.Context, args []string) error {
 		if len(rest) == 2 {
 			params = rest[1]
 		}
-		return a.call(ctx, rest[0], params)
+		return a.inProfile(ctx, func() error { return a.call(ctx, rest[0], params) })
 	case "desktop":
 		if err := want(0, "no arguments"); err != nil {
 			return err
 		}
-		return a.desktop(ctx, *desktopSize, *window)
+		return a.inProfile(ctx, func() error { return a.desktop(ctx, *desktopSize, *window) })
 	case "finder":
-		return a.finder(ctx, rest, *fileType, *offset, *limit)
+		return a.inProfile(ctx, func() error { return a.finder(ctx, rest, *fileType, *offset, *limit) })
 	case "read":
 		if err := want(1, "one URI"); err != nil {
 			return err
 		}
-		return a.read(ctx, rest[0])
+		return a.inProfile(ctx, func() error { return a.read(ctx, rest[0]) })
 	case "watch":
 		if err := want(0, "no arguments"); err != nil {
 			return err
 		}
-		return a.watch(ctx, *count)
+		return a.inProfile(ctx, func() error { return a.watch(ctx, *count) })
 	case "skills":
 		if err := want(0, "no arguments"); err != nil {
 			return err
@@ -218,6 +220,19 @@ func runAgent(ctx context.Context, args []string) error {
 		return a.put(ctx, rest[0])
 	}
 	return usagef("unknown subcommand %q: want list, tools, call, desktop, finder, read, watch, skills, skill, blob or put", sub)
+}
+
+// inProfile runs a subcommand of the Connect API once the gateway is known
+// to serve --protocol: the agent speaks that profile, and a gateway that
+// would refuse it at a Socket.IO handshake refuses it here too.
+func (a *agentCLI) inProfile(ctx context.Context, run func() error) error {
+	cctx, cancel := a.ctx(ctx)
+	defer cancel()
+	var refused *sioclient.VersionError
+	if err := sioclient.CheckVersion(cctx, sioclient.Options{URL: a.url, APIKey: a.apiKey, Version: a.protocol.Full()}); errors.As(err, &refused) {
+		return versionRefused(a.protocol, smcp.V02, refused)
+	}
+	return run()
 }
 
 // headerTransport sends the API key and the agent name with every request,

@@ -80,15 +80,23 @@ func agentRunWithin(t *testing.T, limit time.Duration, env []string, args ...str
 func TestAgentProtocolRefused(t *testing.T) {
 	url := startOpenGateway(t, gateway.Config{SIO: sio.Config{Protocols: []smcp.Version{smcp.V02}}})
 	env := []string{"SMCP_URL=" + url, "SMCP_OFFICE=o", "SMCP_TIMEOUT=5m"}
-	for _, args := range [][]string{{"skills"}, {"--protocol", "0.4", "blob", "h", "-o", filepath.Join(t.TempDir(), "x")}} {
+	for _, args := range [][]string{{"skills"}, {"--protocol", "0.4", "blob", "h", "-o", filepath.Join(t.TempDir(), "x")}, {"--protocol", "0.4", "list"}, {"tools"}} {
 		code, out, errOut := agentRunWithin(t, time.Minute, env, args...)
 		t.Logf("%v: %s", args, errOut)
 		lines := strings.Split(strings.TrimRight(errOut, "\n"), "\n")
+		want := "this command needs 0.3 or later" // skills and blob
+		if args[len(args)-1] == "list" || args[0] == "tools" {
+			want = "use --protocol 0.2" // the Connect API's subcommands
+		}
 		if code != exitFailure || len(lines) != 1 || out != "" ||
 			!strings.Contains(errOut, "refused protocol 0.4") || !strings.Contains(errOut, "supports 0.2") ||
-			!strings.Contains(errOut, "this command needs 0.3 or later") || !strings.Contains(errOut, "4008") {
+			!strings.Contains(errOut, want) || !strings.Contains(errOut, "4008") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
 		}
+	}
+	// In 0.2 the same gateway answers.
+	if code, out, errOut := agentRunWithin(t, time.Minute, env, "--protocol", "0.2", "list"); code != 0 || !strings.Contains(out, "office o is empty") {
+		t.Errorf("list in 0.2: exit %d, %q, %q", code, out, errOut)
 	}
 	// A gateway serving 0.3 but not 0.4: the line names the flag to pass.
 	url03 := startOpenGateway(t, gateway.Config{SIO: sio.Config{Protocols: []smcp.Version{smcp.V02, smcp.V03}}})
