@@ -52,23 +52,34 @@ type Notification struct {
 
 // Client is an agent connected to a gateway.
 type Client struct {
-	sio  *sioclient.Client
-	name string
+	sio     *sioclient.Client
+	name    string
+	version string
 
 	mu      sync.Mutex
 	handler func(Notification)
 }
 
-// Dial connects as the agent name. Join an office before calling computers.
+// DefaultVersion is the a2c_version an agent sends unless opts.Version
+// says otherwise: the 0.4 profile.
+const DefaultVersion = "0.4.0"
+
+// Dial connects as the agent name, speaking opts.Version (default
+// DefaultVersion). Join an office before calling computers. A
+// gateway refusing the version is a *sioclient.VersionError, returned at
+// once (no retry), naming the versions the gateway speaks.
 func Dial(ctx context.Context, opts sioclient.Options, name string) (*Client, error) {
 	if name == "" {
 		return nil, errors.New("agent: name is required")
+	}
+	if opts.Version == "" {
+		opts.Version = DefaultVersion
 	}
 	s, err := sioclient.Dial(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	a := &Client{sio: s, name: name}
+	a := &Client{sio: s, name: name, version: opts.Version}
 	// Every notify: event of the protocol table, decoded into its type.
 	for _, e := range smcp.Events(smcp.Notify) {
 		s.On(e.Name, func(raw json.RawMessage) { a.notify(e.Name, raw, e.NewRequest()) })
@@ -96,6 +107,9 @@ func (a *Client) OnNotification(fn func(Notification)) {
 	defer a.mu.Unlock()
 	a.handler = fn
 }
+
+// Version is the a2c_version the agent sent.
+func (a *Client) Version() string { return a.version }
 
 // Name is the agent's name.
 func (a *Client) Name() string { return a.name }
@@ -133,7 +147,8 @@ func (a *Client) ListRoom(ctx context.Context) ([]*smcpv1.SessionInfo, error) {
 	return ret.GetSessions(), err
 }
 
-// CallTool calls a tool. Agent is filled in, and so are an empty ReqId and a
+// CallTool calls a tool by the name get_tools listed, sent as is: from 0.3
+// it is an opaque exposed name, never split or rebuilt here. Agent is filled in, and so are an empty ReqId and a
 // zero Timeout (DefaultToolTimeout). Tool failures, timeouts and a computer
 // gone are results with is_error; errors are refusals and protocol errors.
 func (a *Client) CallTool(ctx context.Context, req *smcpv1.ToolCallReq) (*smcpv1.CallToolResult, error) {

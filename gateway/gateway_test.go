@@ -47,7 +47,7 @@ func ctxT(t testing.TB) context.Context {
 
 func dialAgent(t testing.TB, url, name, office string) *agent.Client {
 	t.Helper()
-	a, err := agent.Dial(ctxT(t), sioclient.Options{URL: url, Logger: testLogger}, name)
+	a, err := agent.Dial(ctxT(t), sioclient.Options{Version: smcp.ProtocolVersion, URL: url, Logger: testLogger}, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,7 +486,7 @@ func TestAuth(t *testing.T) {
 		_, err := sioclient.Dial(ctx, sioclient.Options{URL: g.URL, APIKey: key, NoReconnect: true})
 		wantCode(t, err, 401)
 	}
-	a, err := agent.Dial(ctx, sioclient.Options{URL: g.URL, APIKey: "agent-key"}, "alice")
+	a, err := agent.Dial(ctx, sioclient.Options{Version: smcp.ProtocolVersion, URL: g.URL, APIKey: "agent-key"}, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}

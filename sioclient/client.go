@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -382,6 +383,12 @@ func versionRefusal(err error, sent string) error {
 		return nil
 	}
 	_, header, raw := he.HandshakeResponse()
+	return parseRefusal(header, raw, sent)
+}
+
+// parseRefusal reads a handshake refusal's header and body: a *VersionError
+// for code 4008, nil otherwise.
+func parseRefusal(header http.Header, raw []byte, sent string) error {
 	var body struct {
 		Code          int    `json:"code"`
 		Message       string `json:"message"`
@@ -398,6 +405,50 @@ func versionRefusal(err error, sent string) error {
 	}
 	return &VersionError{ClientVersion: sent, ServerVersion: body.ServerVersion, MinSupported: body.MinSupported,
 		MaxSupported: body.MaxSupported, Supported: body.Details.Supported, Message: body.Message}
+}
+
+// CheckVersion asks the gateway whether it serves o.Version (default
+// smcp.ProtocolVersion) without opening a session: one HTTP request of the
+// Engine.IO handshake, without the WebSocket upgrade, which a gateway
+// answers with its version refusal (PROTOCOL-0.4.md §2) before anything
+// else. It returns a *VersionError for a refusal and nil for any other
+// answer, a network failure included: that is for the real connection to
+// report. For programs that speak to the gateway otherwise (its Connect
+// API) in a profile's name.
+func CheckVersion(ctx context.Context, o Options) error {
+	if o.Path == "" {
+		o.Path = "/socket.io/"
+	}
+	if o.APIKeyHeader == "" {
+		o.APIKeyHeader = "x-api-key"
+	}
+	if o.Version == "" {
+		o.Version = smcp.ProtocolVersion
+	}
+	u, err := url.Parse(strings.TrimRight(o.URL, "/") + o.Path)
+	if err != nil {
+		return nil
+	}
+	u.RawQuery = url.Values{"EIO": {"4"}, "transport": {"websocket"}, "a2c_version": {o.Version}}.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil
+	}
+	if o.APIKey != "" && !o.KeyInAuth {
+		req.Header.Set(o.APIKeyHeader, o.APIKey)
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: o.TLSConfig}}
+	defer client.CloseIdleConnections()
+	res, err := client.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest {
+		return nil
+	}
+	raw, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	return parseRefusal(res.Header, raw, o.Version)
 }
 
 // VersionError is a gateway refusing the client's protocol version

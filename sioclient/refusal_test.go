@@ -16,6 +16,7 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/sio"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -243,5 +244,41 @@ func TestVersionErrorNamesSupported(t *testing.T) {
 	}
 	if got := (&VersionError{ServerVersion: "0.2.0"}).Protocols(); len(got) != 1 || got[0] != "0.2" {
 		t.Errorf("server_version protocols %q", got)
+	}
+}
+
+// CheckVersion reads a real gateway's refusal without a session, and
+// answers nil for a version it serves, for a gateway without any opinion
+// and for one that cannot be reached.
+func TestCheckVersion(t *testing.T) {
+	g, err := gateway.Start(gateway.Config{Auth: core.AllowAll{}, SIO: sio.Config{Protocols: []smcp.Version{smcp.V02, smcp.V03}}}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = g.Stop() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = CheckVersion(ctx, Options{URL: g.URL, Version: "0.4.0"})
+	var refused *VersionError
+	if !errors.As(err, &refused) || strings.Join(refused.Protocols(), ",") != "0.2,0.3" || refused.ClientVersion != "0.4.0" {
+		t.Fatalf("0.4 at a 0.2/0.3 gateway: %v", err)
+	}
+	for _, v := range []string{"0.3.2", "0.2.0", ""} {
+		if err := CheckVersion(ctx, Options{URL: g.URL, Version: v}); err != nil {
+			t.Errorf("version %q: %v", v, err)
+		}
+	}
+	other := serve(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "no", http.StatusBadRequest) }))
+	if err := CheckVersion(ctx, Options{URL: other, Version: "0.4.0"}); err != nil {
+		t.Errorf("a plain 400: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	if err := CheckVersion(ctx, Options{URL: "http://" + addr, Version: "0.4.0"}); err != nil {
+		t.Errorf("unreachable: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // The json_name of every field in proto/ is its wire key, so protojson
@@ -54,8 +55,48 @@ func marshal(m proto.Message) ([]byte, error) {
 		return json.Marshal(inputToWire(m))
 	case *smcpv1.GetComputerConfigRet:
 		return marshalConfigRet(m)
+	case *smcpv1.GetBlobReq, *smcpv1.GetBlobRet, *smcpv1.PutBlobReq, *smcpv1.PutBlobRet, *smcpv1.GetSkillRet:
+		return marshalInt64AsNumbers(m)
 	}
 	return marshalOptions.Marshal(m)
+}
+
+// marshalInt64AsNumbers encodes a message whose top-level int64 fields
+// (offsets and sizes of blobs) are JSON numbers on the wire
+// (PROTOCOL-0.4.md §5.7-5.8): protojson writes 64-bit integers as strings,
+// which an SDK with typed integers (serde's u64, pydantic's strict int)
+// refuses.
+func marshalInt64AsNumbers(m proto.Message) ([]byte, error) {
+	b, err := marshalOptions.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return nil, err
+	}
+	fields := m.ProtoReflect().Descriptor().Fields()
+	for i := range fields.Len() {
+		f := fields.Get(i)
+		if f.Kind() != protoreflect.Int64Kind || f.IsList() || f.IsMap() {
+			continue
+		}
+		raw, ok := obj[f.JSONName()]
+		if !ok {
+			continue
+		}
+		var digits string
+		if json.Unmarshal(raw, &digits) == nil {
+			obj[f.JSONName()] = json.RawMessage(digits) // protojson wrote a decimal integer
+		}
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // a skill body's <, > and & as written
+	if err := enc.Encode(obj); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
 }
 
 // Unmarshal decodes wire JSON into m. Besides the canonical form it accepts

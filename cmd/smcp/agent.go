@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"slices"
@@ -17,9 +18,11 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/smcpgw/smcp-gateway/agent"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -34,6 +37,11 @@ Acts as an agent of one office, from the terminal:
   finder [KEYWORD...]        the documents of --computer (--type, --offset, --limit)
   read URI                   read a window:// or dpe:// resource
   watch                      print the office's notifications until Ctrl-C (or --count)
+  skills                     the skills of --computer (0.3+)
+  skill NAME [REL_PATH]      a file of a skill, SKILL.md by default (0.3+); -o FILE to save it
+  blob HANDLE -o FILE        download a blob handle (a skill's file, a tool result's item) to
+                             FILE, 256 KiB a chunk, its sha256 checked; no file on a mismatch
+  put FILE                   upload FILE to --computer (0.4); prints where it landed
 
 Output is for people; --json prints the gateway's answers as JSON (one line per answer, one per
 notification for watch), for scripts. --computer may be left out when the office holds one
@@ -42,11 +50,24 @@ computer.
 It speaks the gateway's Connect API (the same answers as Socket.IO, routed the same way): each
 call leases the office as agent --name, so several invocations (a watch in one terminal, calls in
 another) share the office, with each other and with a Socket.IO agent of the same name. An office
-holds one agent: with another agent in it, use that agent's name or another office.`
+holds one agent: with another agent in it, use that agent's name or another office.
+
+The agent speaks the profile of --protocol (default 0.4): a gateway that does not serve it refuses
+every subcommand at once, in one line naming the versions it serves (exit 1). skills, skill, blob
+and put speak Socket.IO in that profile, as agent --name, joining the office for the command's
+time. Tool names from 0.3 on are
+opaque exposed names: call passes them as get_tools listed them.`
 
 // agentCLI is one invocation of `smcp agent`.
 type agentCLI struct {
 	api      smcpv1connect.AgentServiceClient
+	url      string
+	apiKey   string
+	name     string
+	protocol smcp.Version
+	// needs is the oldest profile with the subcommand's events.
+	needs    smcp.Version
+	log      *slog.Logger
 	office   string
 	computer string
 	timeout  time.Duration
@@ -69,19 +90,28 @@ func runAgent(ctx context.Context, args []string) error {
 	desktopSize := fs.Int("size", -1, "desktop: at most this many windows (-1: all)")
 	window := fs.String("window", "", "desktop: only this window URI")
 	count := fs.Int("count", 0, "watch: stop after this many notifications (0: until Ctrl-C)")
+	protocol := fs.String("protocol", agent.DefaultVersion[:strings.LastIndexByte(agent.DefaultVersion, '.')],
+		"protocol profile of skills, skill, blob and put: 0.2, 0.3 or 0.4")
+	var output string
+	fs.StringVar(&output, "o", "", "skill, blob: write to this file (a partial or corrupt download leaves none)")
+	fs.StringVar(&output, "output", "", "the same as -o")
 	fs.addLogFlags("warn")
 	pos, err := fs.parseWithArgs(args)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("a subcommand is required: list, tools, call, desktop, finder, read or watch")
+		return usagef("a subcommand is required: list, tools, call, desktop, finder, read, watch, skills, skill, blob or put")
 	}
 	if *office == "" {
 		return usagef("--office is required")
 	}
 	if *timeout <= 0 {
 		return usagef("--timeout must be positive")
+	}
+	version, err := smcp.ParseProfile(*protocol)
+	if err != nil {
+		return usagef("--protocol: %v", err)
 	}
 	log, err := fs.logger()
 	if err != nil {
@@ -94,9 +124,18 @@ func runAgent(ctx context.Context, args []string) error {
 	a := &agentCLI{
 		api: smcpv1connect.NewAgentServiceClient(
 			&http.Client{Transport: headerTransport{key: apiKey, agent: *name}}, strings.TrimRight(*url, "/")),
+		url: strings.TrimRight(*url, "/"), apiKey: apiKey, name: *name, protocol: version, log: log,
 		office: *office, computer: *computerName, timeout: *timeout, asJSON: *asJSON, out: os.Stdout,
 	}
+
 	sub, rest := pos[0], pos[1:]
+	needs := func(least smcp.Version) error {
+		a.needs = least
+		if a.protocol.Compare(least) < 0 {
+			return usagef("%s needs --protocol %s or later (it is %s)", sub, least, a.protocol)
+		}
+		return nil
+	}
 	want := func(n int, what string) error {
 		if len(rest) != n {
 			return usagef("%s takes %s", sub, what)
@@ -108,12 +147,12 @@ func runAgent(ctx context.Context, args []string) error {
 		if err := want(0, "no arguments"); err != nil {
 			return err
 		}
-		return a.list(ctx)
+		return a.inProfile(ctx, func() error { return a.list(ctx) })
 	case "tools":
 		if err := want(0, "no arguments"); err != nil {
 			return err
 		}
-		return a.tools(ctx)
+		return a.inProfile(ctx, func() error { return a.tools(ctx) })
 	case "call":
 		if len(rest) < 1 || len(rest) > 2 {
 			return usagef("call takes TOOL and optionally its JSON arguments")
@@ -122,26 +161,78 @@ func runAgent(ctx context.Context, args []string) error {
 		if len(rest) == 2 {
 			params = rest[1]
 		}
-		return a.call(ctx, rest[0], params)
+		return a.inProfile(ctx, func() error { return a.call(ctx, rest[0], params) })
 	case "desktop":
 		if err := want(0, "no arguments"); err != nil {
 			return err
 		}
-		return a.desktop(ctx, *desktopSize, *window)
+		return a.inProfile(ctx, func() error { return a.desktop(ctx, *desktopSize, *window) })
 	case "finder":
-		return a.finder(ctx, rest, *fileType, *offset, *limit)
+		return a.inProfile(ctx, func() error { return a.finder(ctx, rest, *fileType, *offset, *limit) })
 	case "read":
 		if err := want(1, "one URI"); err != nil {
 			return err
 		}
-		return a.read(ctx, rest[0])
+		return a.inProfile(ctx, func() error { return a.read(ctx, rest[0]) })
 	case "watch":
 		if err := want(0, "no arguments"); err != nil {
 			return err
 		}
-		return a.watch(ctx, *count)
+		return a.inProfile(ctx, func() error { return a.watch(ctx, *count) })
+	case "skills":
+		if err := want(0, "no arguments"); err != nil {
+			return err
+		}
+		if err := needs(smcp.V03); err != nil {
+			return err
+		}
+		return a.skills(ctx)
+	case "skill":
+		if len(rest) < 1 || len(rest) > 2 {
+			return usagef("skill takes NAME and optionally a REL_PATH inside the skill")
+		}
+		if err := needs(smcp.V03); err != nil {
+			return err
+		}
+		rel := ""
+		if len(rest) == 2 {
+			rel = rest[1]
+		}
+		return a.skill(ctx, rest[0], rel, output)
+	case "blob":
+		if err := want(1, "one HANDLE"); err != nil {
+			return err
+		}
+		if err := needs(smcp.V03); err != nil {
+			return err
+		}
+		if output == "" {
+			return usagef("blob needs -o FILE (or -o - for standard output)")
+		}
+		return a.blob(ctx, rest[0], output)
+	case "put":
+		if err := want(1, "one FILE"); err != nil {
+			return err
+		}
+		if err := needs(smcp.V04); err != nil {
+			return err
+		}
+		return a.put(ctx, rest[0])
 	}
-	return usagef("unknown subcommand %q: want list, tools, call, desktop, finder, read or watch", sub)
+	return usagef("unknown subcommand %q: want list, tools, call, desktop, finder, read, watch, skills, skill, blob or put", sub)
+}
+
+// inProfile runs a subcommand of the Connect API once the gateway is known
+// to serve --protocol: the agent speaks that profile, and a gateway that
+// would refuse it at a Socket.IO handshake refuses it here too.
+func (a *agentCLI) inProfile(ctx context.Context, run func() error) error {
+	cctx, cancel := a.ctx(ctx)
+	defer cancel()
+	var refused *sioclient.VersionError
+	if err := sioclient.CheckVersion(cctx, sioclient.Options{URL: a.url, APIKey: a.apiKey, Version: a.protocol.Full()}); errors.As(err, &refused) {
+		return versionRefused(a.protocol, smcp.V02, refused)
+	}
+	return run()
 }
 
 // headerTransport sends the API key and the agent name with every request,

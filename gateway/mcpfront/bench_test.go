@@ -130,7 +130,7 @@ func BenchmarkToolCall(b *testing.B) {
 		})
 	})
 	b.Run("socketio", func(b *testing.B) {
-		a, err := agent.Dial(ctxT(b), sioclient.Options{URL: g.URL, APIKey: keyAll, Logger: quiet}, "alice")
+		a, err := agent.Dial(ctxT(b), sioclient.Options{Version: smcp.ProtocolVersion, URL: g.URL, APIKey: keyAll, Logger: quiet}, "alice")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -339,7 +339,7 @@ func TestSessionHoldsTheOffice(t *testing.T) {
 	g := startGateway(t, gateway.Config{})
 	cs := mustDial(t, g, "A", nil, "x-api-key", keyA, "x-smcp-agent", "claude")
 	ctx := ctxT(t)
-	other, err := agent.Dial(ctx, sioclient.Options{URL: g.URL, APIKey: keyA, Logger: quiet}, "someone-else")
+	other, err := agent.Dial(ctx, sioclient.Options{Version: "0.2.0", URL: g.URL, APIKey: keyA, Logger: quiet}, "someone-else")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,7 +549,7 @@ func TestInFlightAndSizeLimits(t *testing.T) {
 func TestIdleSessionFreesTheOffice(t *testing.T) {
 	g := startGateway(t, gateway.Config{MCP: mcpfront.Options{SessionTimeout: 300 * time.Millisecond}})
 	_ = mustDial(t, g, "A", &mcp.ClientOptions{}, "x-api-key", keyA, "x-smcp-agent", "quiet-one")
-	other, err := agent.Dial(ctxT(t), sioclient.Options{URL: g.URL, APIKey: keyA, Logger: quiet}, "next-one")
+	other, err := agent.Dial(ctxT(t), sioclient.Options{Version: "0.2.0", URL: g.URL, APIKey: keyA, Logger: quiet}, "next-one")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ func TestIdleSessionFreesItsAddressSlot(t *testing.T) {
 func TestFailedInitializeFreesItsAddressSlot(t *testing.T) {
 	g := startGateway(t, gateway.Config{MCP: mcpfront.Options{MaxSessionsPerAddr: 1}})
 	ctx := ctxT(t)
-	other, err := agent.Dial(ctx, sioclient.Options{URL: g.URL, APIKey: keyA, Logger: quiet}, "someone-else")
+	other, err := agent.Dial(ctx, sioclient.Options{Version: "0.2.0", URL: g.URL, APIKey: keyA, Logger: quiet}, "someone-else")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,181 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+
+	"google.golang.org/protobuf/proto"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// ChunkSize is the largest blob chunk asked for or sent: the protocol's
+// default (PROTOCOL-0.4.md §5.7), whose base64 answer stays well inside the
+// gateway's message limit.
+const ChunkSize = 256 << 10
+
+// ErrBlobIntegrity is a blob whose bytes do not match what the computer
+// declared: its sha256 or total_size, or a declaration that changed between
+// chunks. The bytes already written are not to be trusted.
+var ErrBlobIntegrity = errors.New("blob integrity check failed")
+
+// BlobInfo describes a blob read whole.
+type BlobInfo struct {
+	MIMEType string
+	Size     int64
+	SHA256   string
+}
+
+// GetResources lists the resources of one MCP server of a computer (0.3+).
+func (a *Client) GetResources(ctx context.Context, req *smcpv1.GetResourcesReq) (*smcpv1.GetResourcesRet, error) {
+	return request[*smcpv1.GetResourcesRet](ctx, a, smcp.EventGetResources, req)
+}
+
+// GetSkills lists a computer's skills (0.3+).
+func (a *Client) GetSkills(ctx context.Context, computer string) (*smcpv1.GetSkillsRet, error) {
+	return request[*smcpv1.GetSkillsRet](ctx, a, smcp.EventGetSkills, &smcpv1.GetSkillsReq{Computer: computer})
+}
+
+// GetSkill reads a file of a skill (relPath "" is its SKILL.md): the answer
+// carries the body inline, or a blob handle to drain with ReadBlob (0.3+).
+func (a *Client) GetSkill(ctx context.Context, computer, name, relPath string) (*smcpv1.GetSkillRet, error) {
+	req := &smcpv1.GetSkillReq{Computer: computer, Name: name}
+	if relPath != "" {
+		req.RelPath = proto.String(relPath)
+	}
+	return request[*smcpv1.GetSkillRet](ctx, a, smcp.EventGetSkill, req)
+}
+
+// ReadBlob drains a blob handle of computer into w with client:get_blob,
+// chunk by chunk (ChunkSize), hashing as it writes: the blob is never held
+// whole. It fails with ErrBlobIntegrity when the bytes do not match the
+// declared sha256 or total_size, or when the declaration changes between
+// chunks; w then holds a partial or wrong copy, which the caller discards.
+// ctx bounds the whole transfer.
+func (a *Client) ReadBlob(ctx context.Context, computer, handle string, w io.Writer) (*BlobInfo, error) {
+	var (
+		info   *BlobInfo
+		h      = sha256.New()
+		offset int64
+	)
+	for {
+		ret, err := request[*smcpv1.GetBlobRet](ctx, a, smcp.EventGetBlob, &smcpv1.GetBlobReq{
+			Computer: computer, BlobHandle: handle,
+			ChunkOffset: proto.Int64(offset), MaxChunkBytes: proto.Int64(ChunkSize),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("get_blob at offset %d: %w", offset, err)
+		}
+		if info == nil {
+			if ret.GetTotalSize() < 0 || len(ret.GetSha256()) != sha256.Size*2 {
+				return nil, fmt.Errorf("%w: the computer declared total_size %d and sha256 %q", ErrBlobIntegrity, ret.GetTotalSize(), ret.GetSha256())
+			}
+			info = &BlobInfo{MIMEType: ret.GetMimeType(), Size: ret.GetTotalSize(), SHA256: ret.GetSha256()}
+		} else if ret.GetTotalSize() != info.Size || ret.GetSha256() != info.SHA256 {
+			return nil, fmt.Errorf("%w: the blob changed during the transfer (total_size %d, sha256 %s at offset %d; first %d, %s)",
+				ErrBlobIntegrity, ret.GetTotalSize(), ret.GetSha256(), offset, info.Size, info.SHA256)
+		}
+		if ret.GetChunkOffset() != offset {
+			return nil, fmt.Errorf("%w: asked for offset %d, got a chunk at %d", ErrBlobIntegrity, offset, ret.GetChunkOffset())
+		}
+		chunk, err := base64.StdEncoding.DecodeString(ret.GetBlob())
+		if err != nil {
+			return nil, fmt.Errorf("%w: chunk at offset %d is not base64: %v", ErrBlobIntegrity, offset, err)
+		}
+		if offset+int64(len(chunk)) > info.Size {
+			return nil, fmt.Errorf("%w: chunk at offset %d runs past total_size %d", ErrBlobIntegrity, offset, info.Size)
+		}
+		if _, err := w.Write(chunk); err != nil {
+			return nil, fmt.Errorf("write blob: %w", err)
+		}
+		h.Write(chunk)
+		offset += int64(len(chunk))
+		if ret.GetEof() || offset == info.Size {
+			if offset != info.Size {
+				return nil, fmt.Errorf("%w: eof after %d bytes, total_size is %d", ErrBlobIntegrity, offset, info.Size)
+			}
+			if got := hex.EncodeToString(h.Sum(nil)); got != info.SHA256 {
+				return nil, fmt.Errorf("%w: sha256 of the %d bytes received is %s, the computer declared %s", ErrBlobIntegrity, offset, got, info.SHA256)
+			}
+			return info, nil
+		}
+		if len(chunk) == 0 {
+			return nil, fmt.Errorf("%w: empty chunk at offset %d before eof", ErrBlobIntegrity, offset)
+		}
+	}
+}
+
+// PutBlob uploads size bytes of r to computer with client:put_blob (0.4):
+// chunks of at most ChunkSize, each sent after the previous one's ack; the
+// first declares size, sum (hex sha256 of the bytes) and nameHint. The
+// answer of the last chunk names the landed file; its sha256 and size are
+// checked against the upload's. A failed upload is not resumed: the next
+// attempt starts over.
+func (a *Client) PutBlob(ctx context.Context, computer string, r io.Reader, size int64, sum, nameHint string) (*smcpv1.PutBlobRet, error) {
+	if size < 1 {
+		return nil, errors.New("put_blob: nothing to upload (the protocol refuses an empty file)")
+	}
+	var (
+		h        hash.Hash = sha256.New()
+		buf                = make([]byte, ChunkSize)
+		offset   int64
+		uploadID string
+	)
+	for {
+		n := int(min(int64(len(buf)), size-offset))
+		if _, err := io.ReadFull(r, buf[:n]); err != nil {
+			return nil, fmt.Errorf("put_blob: read at offset %d: %w", offset, err)
+		}
+		h.Write(buf[:n])
+		eof := offset+int64(n) == size
+		req := &smcpv1.PutBlobReq{Computer: computer, ChunkOffset: offset, Eof: eof,
+			Blob: base64.StdEncoding.EncodeToString(buf[:n])}
+		if offset == 0 {
+			req.TotalSize, req.Sha256 = proto.Int64(size), proto.String(sum)
+			if nameHint != "" {
+				req.NameHint = proto.String(nameHint)
+			}
+		} else {
+			req.UploadId = proto.String(uploadID)
+		}
+		if eof {
+			// The bytes read must be the declared ones: a file that changed
+			// since it was hashed would land with a sha256 we vouched for.
+			if got := hex.EncodeToString(h.Sum(nil)); got != sum {
+				return nil, fmt.Errorf("%w: the bytes read hash to %s, not the declared %s (did the file change?)", ErrBlobIntegrity, got, sum)
+			}
+		}
+		ret, err := request[*smcpv1.PutBlobRet](ctx, a, smcp.EventPutBlob, req)
+		if err != nil {
+			return nil, fmt.Errorf("put_blob at offset %d: %w", offset, err)
+		}
+		if offset == 0 {
+			uploadID = ret.GetUploadId()
+			if uploadID == "" {
+				return nil, errors.New("put_blob: the computer's first answer has no upload_id")
+			}
+		}
+		if ret.GetChunkOffset() != offset {
+			return nil, fmt.Errorf("put_blob: sent offset %d, the computer acknowledged %d", offset, ret.GetChunkOffset())
+		}
+		offset += int64(n)
+		if !eof {
+			continue
+		}
+		if ret.GetLandingPath() == "" {
+			return nil, errors.New("put_blob: the last answer has no landing_path")
+		}
+		if ret.GetSha256() != sum || ret.GetTotalSize() != size {
+			return ret, fmt.Errorf("%w: the computer stored %d bytes with sha256 %s, sent %d with %s",
+				ErrBlobIntegrity, ret.GetTotalSize(), ret.GetSha256(), size, sum)
+		}
+		return ret, nil
+	}
+}
