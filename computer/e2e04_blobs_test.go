@@ -256,7 +256,10 @@ func TestE2ESkillsAndBlobs04(t *testing.T) {
 	}
 	write(t, filepath.Join(skillDir, "report", "SKILL.md"), []byte("---\nname: report\ndescription: Write reports.\n---\n# Report v2\n"))
 	ag.waitNote(smcp.NotifyUpdateSkills)
-	if ans := ag.ask(smcp.EventGetSkill, map[string]any{"name": "report"}); ans["body"] != "# Report v2\n" {
+	if !testwait.Poll(30*time.Second, func() bool {
+		ans = ag.ask(smcp.EventGetSkill, map[string]any{"name": "report"})
+		return ans["body"] == "# Report v2\n"
+	}) {
 		t.Fatalf("after the edit: %v", ans)
 	}
 }

@@ -147,7 +147,7 @@ func TestSkillsAndBlobs(t *testing.T) {
 	}
 
 	// A tool result's 20 MiB image goes out as a handle and drains intact.
-	res := h.call(smcp.EventToolCall, map[string]any{"tool_name": "shot", "params": map[string]any{}, "timeout": 60})
+	res := h.call(smcp.EventToolCall, map[string]any{"tool_name": "My_Tools__shot", "params": map[string]any{}, "timeout": 60})
 	items, _ := res["content"].([]any)
 	if res["isError"] == true || len(items) != 2 {
 		t.Fatalf("tool result = %.300v", res)
