@@ -57,8 +57,8 @@ func (a *agent04) ask(event string, extra map[string]any) map[string]any {
 }
 
 // drain reads handle through the gateway's client:get_blob until eof,
-// checking that the chunks arrive in order and that none is empty before
-// the end.
+// checking that the chunks arrive in order, at most 256 KiB each, and that
+// none is empty before the end.
 func (a *agent04) drain(handle string) ([]byte, map[string]any) {
 	a.t.Helper()
 	var out bytes.Buffer
@@ -80,6 +80,9 @@ func (a *agent04) drain(handle string) ([]byte, map[string]any) {
 				a.t.Fatalf("eof at %d of %v", out.Len(), ans["total_size"])
 			}
 			return out.Bytes(), ans
+		}
+		if len(b) > 256<<10 {
+			a.t.Fatalf("a chunk of %d bytes, over 256 KiB", len(b))
 		}
 		if len(b) == 0 || chunks > 10000 {
 			a.t.Fatalf("no progress at %d", out.Len())
