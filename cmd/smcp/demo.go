@@ -41,6 +41,10 @@ const (
 	// agent, and RPC calls and a Socket.IO agent of the same name may share it.
 	demoAgent = "demo-agent"
 	demoHost  = "com.example.docs"
+	// demoSearch is the document server's search tool as the office
+	// exposes it: a 0.4 computer names each tool <bundle_id>__<tool>, the
+	// bundle id being its server's name ("docs").
+	demoSearch = "docs__search_documents"
 )
 
 // runDemo runs a gateway, a computer and the document server (a child
@@ -119,10 +123,11 @@ func runDemo(ctx context.Context, args []string) error {
 		return errors.Join(err, gw.stop())
 	}
 	comp, err := computer.New(computer.Options{
-		Name:    demoComputer,
-		Config:  &config.Config{Servers: map[string]*config.Server{"docs": docs}},
-		Confirm: tools.ConfirmAuto,
-		Logger:  log,
+		Name:     demoComputer,
+		Config:   &config.Config{Servers: map[string]*config.Server{"docs": docs}},
+		Confirm:  tools.ConfirmAuto,
+		Logger:   log,
+		Protocol: computer.Protocol04,
 	})
 	if err != nil {
 		return errors.Join(err, gw.stop())
@@ -412,7 +417,7 @@ func (t *tour) write(w io.Writer) {
 	p("%s", t.read(t.elementURI))
 	p("")
 	p("# Search every document")
-	p("%s", t.bufCurl("CallTool", rpcBody{OfficeID: demoOffice, Computer: demoComputer, ToolName: "search_documents",
+	p("%s", t.bufCurl("CallTool", rpcBody{OfficeID: demoOffice, Computer: demoComputer, ToolName: demoSearch,
 		Params: map[string]any{"query": t.query}}))
 	p("")
 	p("# Watch the office (leave it running, then edit a file under %s)", t.root)
@@ -426,7 +431,7 @@ func (t *tour) write(w io.Writer) {
 	agentCmd := fmt.Sprintf("go run ./cmd/smcp agent --url http://%s --office %s --name %s", t.addr, demoOffice, demoAgent)
 	p("%s finder", agentCmd)
 	p("%s read '%s?depth=pages'", agentCmd, t.doc.GetUri())
-	p("%s call search_documents '{\"query\":%q}'", agentCmd, t.query)
+	p("%s call %s '{\"query\":%q}'", agentCmd, demoSearch, t.query)
 	p("%s watch", agentCmd)
 	p("")
 	p("# Any MCP client (Cursor, VS Code, Claude Code; Claude Desktop through npx mcp-remote): the office as one MCP server")
@@ -450,7 +455,7 @@ func (t *tour) nodeAgent() string {
 	}
 	return fmt.Sprintf(`import { io } from "socket.io-client";
 const socket = io("http://%[1]s/smcp", {
-  transports: ["websocket"], auth: { api_key: %[2]s }, query: { a2c_version: "0.2.0" },
+  transports: ["websocket"], auth: { api_key: %[2]s }, query: { a2c_version: "0.4.0" },
 });
 socket.on("connect_error", (err) => { console.error("refused:", err.message); process.exit(1); });
 socket.on("connect", () => {
@@ -459,12 +464,12 @@ socket.on("connect", () => {
     const finder = await socket.emitWithAck("client:get_finder", { agent: %[3]q, req_id: "1", computer: %[5]q });
     for (const d of finder.documents) console.log(d.file_type, d.title, d.uri);
     const res = await socket.emitWithAck("client:tool_call", { agent: %[3]q, req_id: "2", computer: %[5]q,
-      tool_name: "search_documents", params: { query: %[6]q }, timeout: 30 });
+      tool_name: %[7]q, params: { query: %[6]q }, timeout: 30 });
     console.log(res.content[0].text);
     socket.close();
   });
 });
-`, t.addr, key, demoAgent, demoOffice, demoComputer, t.query)
+`, t.addr, key, demoAgent, demoOffice, demoComputer, t.query, demoSearch)
 }
 
 // pythonAgent is the same agent with the A2C-SMCP Python SDK.
@@ -483,10 +488,10 @@ async def main():
     await agent.join_office(office_id=%[4]q, agent_name=%[3]q)
     tools = await agent.get_tools_from_computer(%[5]q)
     print([t["name"] for t in tools["tools"]])
-    result = await agent.emit_tool_call(%[5]q, "search_documents", {"query": %[6]q}, timeout=30)
+    result = await agent.emit_tool_call(%[5]q, %[7]q, {"query": %[6]q}, timeout=30)
     print(result.content[0].text)
     await agent.disconnect()
 
 asyncio.run(main())
-`, t.addr, key, demoAgent, demoOffice, demoComputer, t.query)
+`, t.addr, key, demoAgent, demoOffice, demoComputer, t.query, demoSearch)
 }

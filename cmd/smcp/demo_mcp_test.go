@@ -50,11 +50,11 @@ func checkMCPLine(t *testing.T, banner string) {
 		t.Fatal(err)
 	}
 	for _, tool := range tools.Tools {
-		if tool.Name == demoComputer+"__search_documents" {
+		if tool.Name == "demo-pc__docs__search_documents" {
 			return
 		}
 	}
-	t.Errorf("the office's MCP tools lack %s__search_documents: %v", demoComputer, tools.Tools)
+	t.Errorf("the office's MCP tools lack demo-pc__docs__search_documents: %v", tools.Tools)
 }
 
 type mcpHeaders struct{ h http.Header }

@@ -159,6 +159,27 @@ func TestDemo(t *testing.T) {
 		hits[0].GetStructValue().GetFields()["document_uri"].GetStringValue() == "" {
 		t.Errorf("search_documents: %v", search.GetResult())
 	}
+	// The demo's computer speaks 0.4: its tools go by bundle id, and the
+	// office lists it with that version.
+	if !strings.Contains(calls["CallTool"][0].body, `"tool_name":"docs__search_documents"`) {
+		t.Errorf("the banner's CallTool does not use the exposed name: %s", calls["CallTool"][0].body)
+	}
+	room, err := client.ListRoom(ctx, &smcpv1.ListRoomRequest{OfficeId: demoOffice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := false
+	for _, s := range room.GetSessions() {
+		if s.GetName() == demoComputer {
+			joined = true
+			if !strings.HasPrefix(s.GetA2CVersion(), "0.4.") {
+				t.Errorf("the demo computer joined as %q, want 0.4", s.GetA2CVersion())
+			}
+		}
+	}
+	if !joined {
+		t.Errorf("ListRoom has no %s: %v", demoComputer, room.GetSessions())
+	}
 
 	// The banner's smcp agent commands, as printed (watch aside: it does not end).
 	t.Run("smcp agent", func(t *testing.T) {
