@@ -1,13 +1,22 @@
 # smcp-gateway. `make run` starts the demo, `make test` runs everything CI checks.
 SHELL := /bin/bash
 GO ?= go
-BUF := $(GO) tool -modfile=tools/go.mod buf
+# buf and goreleaser at the versions tools/ pins, built into bin/ on first use (tools/run says so).
+BUF := tools/buf
+GORELEASER := tools/run goreleaser
 GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: run test generate lint check-generated breaking unit bench deps-node interop bench-gateway bench-load
+.PHONY: run build test generate lint check-generated breaking unit bench deps-node interop bench-gateway bench-load \
+	release-snapshot release-check release-cross image
 
-run:
-	$(GO) run ./cmd/smcp demo
+# `go build -v` names each package as it compiles: a cold build takes minutes and shows it.
+# Ctrl-C stops the demo, which exits 0 (make itself then reports the interrupt with status 130).
+run: build
+	./bin/smcp demo
+
+build:
+	@echo "go build -o bin/smcp ./cmd/smcp (packages are listed as they compile; none when cached)"
+	$(GO) build -v -o bin/smcp ./cmd/smcp
 
 test: lint check-generated breaking unit
 
@@ -34,6 +43,43 @@ breaking:
 
 unit:
 	$(GO) test $(GOTEST_FLAGS) ./... github.com/modelcontextprotocol/go-sdk/internal/json github.com/modelcontextprotocol/go-sdk/internal/jsonrpc2 github.com/modelcontextprotocol/go-sdk/mcp github.com/zishang520/socket.io/v3/pkg/types github.com/zishang520/socket.io/v3/pkg/utils github.com/zishang520/socket.io/servers/engine/v3 github.com/zishang520/socket.io/servers/engine/v3/transports
+
+# Release builds (docs/RELEASING.md). The ldflags are those of .goreleaser.yaml
+# (test/release checks that they agree): stripped, and stamped for `smcp version`.
+BUILDINFO := github.com/smcpgw/smcp-gateway/internal/buildinfo
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo "(devel)")
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+RELEASE_LDFLAGS = -s -w -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).revision=$(REVISION) \
+	-X $(BUILDINFO).date=$(shell git log -1 --format=%cI 2>/dev/null)
+IMAGE ?= smcp-gateway:dev
+IMAGE_DIR ?= dist/image
+CONTAINER ?= podman
+
+# Archives of HEAD for Linux, macOS and Windows on amd64 and arm64, with checksums.txt,
+# into dist/ (goreleaser --snapshot: nothing is published).
+release-snapshot: release-check
+	$(GORELEASER) release --snapshot --clean
+
+release-check:
+	$(GORELEASER) check
+
+# The same six binaries with the go command alone, into dist/cross/ (no archives).
+release-cross:
+	@for target in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do \
+	  os=$${target%/*}; arch=$${target#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+	  echo "go build $$os/$$arch -> dist/cross/smcp_$${os}_$${arch}/smcp$$ext"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(RELEASE_LDFLAGS)" \
+	    -o dist/cross/smcp_$${os}_$${arch}/smcp$$ext ./cmd/smcp || exit 1; \
+	done
+
+# The container image (Containerfile) from a static Linux binary built as a release is,
+# with this machine's CA certificates; IMAGE names it.
+image:
+	@mkdir -p $(IMAGE_DIR)
+	@echo "go build (static, linux/$$($(GO) env GOARCH)) -> $(IMAGE_DIR)/smcp"
+	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags "$(RELEASE_LDFLAGS)" -o $(IMAGE_DIR)/smcp ./cmd/smcp
+	cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_DIR)/
+	$(CONTAINER) build --format docker -f Containerfile -t $(IMAGE) $(IMAGE_DIR)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
