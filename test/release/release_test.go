@@ -67,7 +67,7 @@ type goreleaserConfig struct {
 // stampVars are the linker variables named by -X in ldflags.
 func stampVars(ldflags string) []string {
 	var vars []string
-	for _, m := range regexp.MustCompile(`-X\s+` + regexp.QuoteMeta(buildinfoPkg) + `\.(\w+)=`).FindAllStringSubmatch(ldflags, -1) {
+	for _, m := range regexp.MustCompile(`-X\s+`+regexp.QuoteMeta(buildinfoPkg)+`\.(\w+)=`).FindAllStringSubmatch(ldflags, -1) {
 		vars = append(vars, m[1])
 	}
 	slices.Sort(vars)
