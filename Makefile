@@ -11,8 +11,9 @@ GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 
 # `go build -v` names each package as it compiles: a cold build takes minutes and shows it.
 # Ctrl-C stops the demo, which exits 0 (make itself then reports the interrupt with status 130).
+# DEMO_FLAGS passes flags, e.g. make run DEMO_FLAGS="--listen 127.0.0.1:9090".
 run: build
-	./bin/smcp demo
+	./bin/smcp demo $(DEMO_FLAGS)
 
 build:
 	@echo "go build -o bin/smcp ./cmd/smcp (packages are listed as they compile; none when cached)"
