@@ -21,8 +21,13 @@ build:
 
 test: lint check-generated breaking unit
 
+# gen/ (Go), docs/API.md (from the proto comments) and the descriptor set the Python
+# example loads (examples/python-agent/smcp.binpb).
 generate:
 	$(BUF) generate
+	set -o pipefail; $(BUF) build -o - | $(GO) run ./internal/cmd/protodoc > docs/API.md.tmp
+	mv docs/API.md.tmp docs/API.md
+	$(BUF) build --exclude-source-info -o examples/python-agent/smcp.binpb
 
 lint:
 	$(BUF) lint
@@ -30,11 +35,11 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/') 2>/dev/null); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# gen/ is committed: regenerating must not change it.
-check-generated:
-	$(BUF) generate
-	@if [ -n "$$(git status --porcelain gen)" ]; then \
-	  echo "gen/ is stale: run 'make generate' and commit"; git status --porcelain gen; exit 1; fi
+# What generate makes is committed: regenerating must not change it.
+GENERATED := gen docs/API.md examples/python-agent/smcp.binpb
+check-generated: generate
+	@if [ -n "$$(git status --porcelain $(GENERATED))" ]; then \
+	  echo "generated files are stale: run 'make generate' and commit"; git status --porcelain $(GENERATED); exit 1; fi
 
 # Compare proto/ with the previous commit, when it had one.
 breaking:
