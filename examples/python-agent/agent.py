@@ -13,8 +13,8 @@ Settings come from the environment: SMCP_ADDR (127.0.0.1:8080), SMCP_API_KEY
 {"query": "revenue"}).
 
 No generated code: the message types come from smcp.binpb beside this file, the
-descriptor set of proto/ that `make generate` writes (Debian's grpc tools are too
-old for this protobuf runtime). Each method is called by its path,
+descriptor set of proto/ that `make generate` writes (the protoc in Debian's
+python3-grpc-tools 1.14 refuses proto3 optional fields). Each method is called by its path,
 /smcp.v1.AgentService/<Method>, as generated stubs would.
 """
 
