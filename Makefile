@@ -15,9 +15,11 @@ GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 run: build
 	./bin/smcp demo $(DEMO_FLAGS)
 
+# The version stamp (git describe) makes `smcp version` say which commit this is even where
+# the go command stamps no VCS information (-buildvcs=false, a git worktree).
 build:
 	@echo "go build -o bin/smcp ./cmd/smcp (packages are listed as they compile; none when cached)"
-	$(GO) build -v -o bin/smcp ./cmd/smcp
+	$(GO) build -v -ldflags "$(STAMP_LDFLAGS)" -o bin/smcp ./cmd/smcp
 
 test: lint check-generated breaking unit
 
@@ -50,11 +52,12 @@ breaking:
 unit:
 	$(GO) test $(GOTEST_FLAGS) ./... github.com/modelcontextprotocol/go-sdk/internal/json github.com/modelcontextprotocol/go-sdk/internal/jsonrpc2 github.com/modelcontextprotocol/go-sdk/mcp github.com/zishang520/socket.io/v3/pkg/types github.com/zishang520/socket.io/v3/pkg/utils github.com/zishang520/socket.io/servers/engine/v3 github.com/zishang520/socket.io/servers/engine/v3/transports
 
-# Release builds (docs/RELEASING.md). The ldflags are those of .goreleaser.yaml
+# Release builds (docs/INSTALL.md). The ldflags are those of .goreleaser.yaml
 # (test/release checks that they agree): stripped, and stamped for `smcp version`.
 BUILDINFO := github.com/smcpgw/smcp-gateway/internal/buildinfo
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo "(devel)")
-REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+REVISION ?= $(shell r=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$r || echo $$r-dirty; })
+STAMP_LDFLAGS = -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).revision=$(REVISION)
 RELEASE_LDFLAGS = -s -w -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).revision=$(REVISION) \
 	-X $(BUILDINFO).date=$(shell git log -1 --format=%cI 2>/dev/null)
 IMAGE ?= smcp-gateway:dev
