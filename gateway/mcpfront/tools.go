@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,10 +15,6 @@ import (
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
-
-// Separator joins a computer's name and its tool's name into an MCP tool
-// name: "{computer}__{tool}".
-const Separator = "__"
 
 // annotationKey is the SMCPTool meta key holding the MCP tool annotations as
 // a JSON string.
@@ -52,6 +47,7 @@ func (x *session) syncTools(ctx context.Context, computer string) {
 		return
 	}
 	next := map[string]*mcp.Tool{}
+	tools := map[string]string{} // MCP name -> the computer's name of the tool
 	for _, wt := range ret.Tools {
 		t, err := toMCPTool(computer, wt)
 		if err != nil {
@@ -59,6 +55,7 @@ func (x *session) syncTools(ctx context.Context, computer string) {
 			continue
 		}
 		next[t.Name] = t
+		tools[t.Name] = wt.Name
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -88,7 +85,7 @@ func (x *session) syncTools(ctx context.Context, computer string) {
 		if old, ok := c.tools[name]; ok && bytes.Equal(old, b) {
 			continue
 		}
-		tool := strings.TrimPrefix(name, computer+Separator)
+		tool := tools[name]
 		if err := addTool(x.server, t, x.callTool(computer, tool)); err != nil {
 			x.log.Warn("tool not offered", "computer", computer, "tool", tool, "err", err)
 			continue
@@ -116,7 +113,7 @@ func toMCPTool(computer string, wt wireTool) (*mcp.Tool, error) {
 	if wt.Name == "" {
 		return nil, fmt.Errorf("tool without a name")
 	}
-	t := &mcp.Tool{Name: computer + Separator + wt.Name, Description: wt.Description}
+	t := &mcp.Tool{Name: ToolName(computer, wt.Name), Description: wt.Description}
 	in, err := objectSchema(wt.ParamsSchema)
 	if err != nil {
 		return nil, fmt.Errorf("params_schema: %w", err)
