@@ -1,18 +1,35 @@
 # smcp-gateway. `make run` starts the demo, `make test` runs everything CI checks.
 SHELL := /bin/bash
 GO ?= go
-BUF := $(GO) tool -modfile=tools/go.mod buf
+# buf and goreleaser at the versions tools/ pins, built into bin/ on first use (tools/run says so).
+BUF := tools/buf
+GORELEASER := tools/run goreleaser
 GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: run test generate lint check-generated breaking unit bench deps-node interop bench-gateway bench-load
+.PHONY: run build test generate lint check-generated breaking unit bench deps-node interop bench-gateway bench-load \
+	release-snapshot release-check release-cross image
 
-run:
-	$(GO) run ./cmd/smcp demo
+# `go build -v` names each package as it compiles: a cold build takes minutes and shows it.
+# Ctrl-C stops the demo, which exits 0 (make itself then reports the interrupt with status 130).
+# DEMO_FLAGS passes flags, e.g. make run DEMO_FLAGS="--listen 127.0.0.1:9090".
+run: build
+	./bin/smcp demo $(DEMO_FLAGS)
+
+# The version stamp (git describe) makes `smcp version` say which commit this is even where
+# the go command stamps no VCS information (-buildvcs=false, a git worktree).
+build:
+	@echo "go build -o bin/smcp ./cmd/smcp (packages are listed as they compile; none when cached)"
+	$(GO) build -v -ldflags "$(STAMP_LDFLAGS)" -o bin/smcp ./cmd/smcp
 
 test: lint check-generated breaking unit
 
+# gen/ (Go), docs/API.md (from the proto comments) and the descriptor set the Python
+# example loads (examples/python-agent/smcp.binpb).
 generate:
 	$(BUF) generate
+	set -o pipefail; $(BUF) build -o - | $(GO) run ./internal/cmd/protodoc > docs/API.md.tmp
+	mv docs/API.md.tmp docs/API.md
+	$(BUF) build --exclude-source-info -o examples/python-agent/smcp.binpb
 
 lint:
 	$(BUF) lint
@@ -20,11 +37,11 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/') 2>/dev/null); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# gen/ is committed: regenerating must not change it.
-check-generated:
-	$(BUF) generate
-	@if [ -n "$$(git status --porcelain gen)" ]; then \
-	  echo "gen/ is stale: run 'make generate' and commit"; git status --porcelain gen; exit 1; fi
+# What generate makes is committed: regenerating must not change it.
+GENERATED := gen docs/API.md examples/python-agent/smcp.binpb
+check-generated: generate
+	@if [ -n "$$(git status --porcelain $(GENERATED))" ]; then \
+	  echo "generated files are stale: run 'make generate' and commit"; git status --porcelain $(GENERATED); exit 1; fi
 
 # Compare proto/ with the previous commit, when it had one.
 breaking:
@@ -34,6 +51,44 @@ breaking:
 
 unit:
 	$(GO) test $(GOTEST_FLAGS) ./... github.com/modelcontextprotocol/go-sdk/internal/json github.com/modelcontextprotocol/go-sdk/internal/jsonrpc2 github.com/modelcontextprotocol/go-sdk/mcp github.com/zishang520/socket.io/v3/pkg/types github.com/zishang520/socket.io/v3/pkg/utils github.com/zishang520/socket.io/servers/engine/v3 github.com/zishang520/socket.io/servers/engine/v3/transports github.com/zishang520/socket.io/adapters/redis/v3/adapter
+
+# Release builds (docs/INSTALL.md). The ldflags are those of .goreleaser.yaml
+# (test/release checks that they agree): stripped, and stamped for `smcp version`.
+BUILDINFO := github.com/smcpgw/smcp-gateway/internal/buildinfo
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo "(devel)")
+REVISION ?= $(shell r=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$r || echo $$r-dirty; })
+STAMP_LDFLAGS = -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).revision=$(REVISION)
+RELEASE_LDFLAGS = -s -w -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).revision=$(REVISION) \
+	-X $(BUILDINFO).date=$(shell git log -1 --format=%cI 2>/dev/null)
+IMAGE ?= smcp-gateway:dev
+IMAGE_DIR ?= dist/image
+CONTAINER ?= podman
+
+# Archives of HEAD for Linux, macOS and Windows on amd64 and arm64, with checksums.txt,
+# into dist/ (goreleaser --snapshot: nothing is published).
+release-snapshot: release-check
+	$(GORELEASER) release --snapshot --clean
+
+release-check:
+	$(GORELEASER) check
+
+# The same six binaries with the go command alone, into dist/cross/ (no archives).
+release-cross:
+	@for target in linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64; do \
+	  os=$${target%/*}; arch=$${target#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+	  echo "go build $$os/$$arch -> dist/cross/smcp_$${os}_$${arch}/smcp$$ext"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(RELEASE_LDFLAGS)" \
+	    -o dist/cross/smcp_$${os}_$${arch}/smcp$$ext ./cmd/smcp || exit 1; \
+	done
+
+# The container image (Containerfile) from a static Linux binary built as a release is,
+# with this machine's CA certificates; IMAGE names it.
+image:
+	@mkdir -p $(IMAGE_DIR)
+	@echo "go build (static, linux/$$($(GO) env GOARCH)) -> $(IMAGE_DIR)/smcp"
+	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags "$(RELEASE_LDFLAGS)" -o $(IMAGE_DIR)/smcp ./cmd/smcp
+	cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_DIR)/
+	$(CONTAINER) build --format docker -f Containerfile -t $(IMAGE) $(IMAGE_DIR)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...

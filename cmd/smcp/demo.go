@@ -151,6 +151,7 @@ func runDemo(ctx context.Context, args []string) error {
 		return errors.Join(err, stop())
 	}
 	t.addr, t.key, t.root = cmdAddr(ln.Addr().(*net.TCPAddr)), key, absRoot
+	t.smcp = selfCommand()
 	t.write(os.Stdout)
 	if !ln.Addr().(*net.TCPAddr).IP.IsLoopback() && key.source == "demo" {
 		fmt.Fprintf(os.Stdout, "\nWARNING: the gateway listens on %s, beyond this machine, with the public demo key: anyone who can reach it can read these documents. Set --api-key.\n", ln.Addr())
@@ -259,6 +260,8 @@ func cmdAddr(a *net.TCPAddr) string {
 // tour is what the banner points at: real documents of this run.
 type tour struct {
 	addr, root string
+	// smcp is how the printed commands run this program (selfCommand).
+	smcp       string
 	key        demoKey
 	documents  int
 	doc        *smcpv1.DPEDocumentSummary
@@ -375,7 +378,7 @@ func (t *tour) bufCurl(method string, body rpcBody) string {
 	if t.key.source == "$SMCP_API_KEY" {
 		quote = `"` // let the shell expand the variable
 	}
-	return fmt.Sprintf("go tool -modfile=tools/go.mod buf curl --protocol grpc --http2-prior-knowledge -H %sx-api-key: %s%s -d '%s' http://%s/smcp.v1.AgentService/%s",
+	return fmt.Sprintf("tools/buf curl --protocol grpc --http2-prior-knowledge -H %sx-api-key: %s%s -d '%s' http://%s/smcp.v1.AgentService/%s",
 		quote, t.key.shell(), quote, data, t.addr, method)
 }
 
@@ -402,7 +405,7 @@ func (t *tour) write(w io.Writer) {
 	p("  agent     %s: RPC calls act as this agent; an office holds one agent, and Socket.IO clients", demoAgent)
 	p("            that join under the same name share it with them")
 	p("")
-	p("Try it from the repository root (buf is built from tools/go.mod on first use):")
+	p("Try it from the repository root (tools/buf builds buf into bin/ on first use, saying so: minutes, once):")
 	p("")
 	p("# The Finder: the documents of the computer")
 	p("%s", t.bufCurl("GetFinder", pc))
@@ -428,7 +431,7 @@ func (t *tour) write(w io.Writer) {
 	if t.key.source != "$SMCP_API_KEY" {
 		p("export SMCP_API_KEY=%s", t.key.value)
 	}
-	agentCmd := fmt.Sprintf("go run ./cmd/smcp agent --url http://%s --office %s --name %s", t.addr, demoOffice, demoAgent)
+	agentCmd := fmt.Sprintf("%s agent --url http://%s --office %s --name %s", t.smcp, t.addr, demoOffice, demoAgent)
 	p("%s finder", agentCmd)
 	p("%s read '%s?depth=pages'", agentCmd, t.doc.GetUri())
 	p("%s call %s '{\"query\":%q}'", agentCmd, demoSearch, t.query)
@@ -494,4 +497,26 @@ async def main():
 
 asyncio.run(main())
 `, t.addr, key, demoAgent, demoOffice, demoComputer, t.query, demoSearch)
+}
+
+// selfCommand is how a person in the current directory runs this program
+// again: bin/smcp when it is the binary `make build` made there, else
+// "go run ./cmd/smcp" (a `go run` binary is gone when it exits; an installed
+// one may not be the checkout's).
+func selfCommand() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return "go run ./cmd/smcp"
+	}
+	return selfCommandFor(exe, ".")
+}
+
+func selfCommandFor(exe, dir string) string {
+	built := filepath.Join(dir, "bin", "smcp")
+	a, errA := os.Stat(exe)
+	b, errB := os.Stat(built)
+	if errA == nil && errB == nil && os.SameFile(a, b) {
+		return "bin/smcp"
+	}
+	return "go run ./cmd/smcp"
 }

@@ -100,7 +100,7 @@ func TestDemo(t *testing.T) {
 	checkMCPLine(t, text)
 	calls := map[string][]bufCurlLine{}
 	for line := range strings.SplitSeq(text, "\n") {
-		if strings.HasPrefix(line, "go tool -modfile=tools/go.mod buf curl ") {
+		if strings.HasPrefix(line, "tools/buf curl ") {
 			c := parseBufCurl(t, line)
 			calls[c.method] = append(calls[c.method], c)
 		}
@@ -544,5 +544,30 @@ func checkConsolePage(t *testing.T, url string) {
 	body, err := io.ReadAll(res.Body)
 	if err != nil || res.StatusCode != http.StatusOK || !strings.Contains(string(body), "<title>SMCP console</title>") {
 		t.Fatalf("console page %s: %d %v\n%.300s", url, res.StatusCode, err, body)
+	}
+}
+
+// The banner's commands run bin/smcp when the demo is that binary (make run),
+// and go run otherwise.
+func TestSelfCommand(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	built := filepath.Join(dir, "bin", "smcp")
+	other := filepath.Join(dir, "smcp-elsewhere")
+	for _, f := range []string{built, other} {
+		if err := os.WriteFile(f, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := selfCommandFor(built, dir); got != "bin/smcp" {
+		t.Errorf("the binary make build made: %q", got)
+	}
+	if got := selfCommandFor(other, dir); got != "go run ./cmd/smcp" {
+		t.Errorf("another binary: %q", got)
+	}
+	if got := selfCommandFor(built, t.TempDir()); got != "go run ./cmd/smcp" {
+		t.Errorf("run from another directory: %q", got)
 	}
 }

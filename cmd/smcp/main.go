@@ -36,6 +36,7 @@ func commands() []command {
 		{"agent", "act as an agent from the terminal: list the office, call tools, read documents, watch", runAgent},
 		{"docs", "run the document MCP server over a folder (dpe:// documents)", runDocs},
 		{"demo", "run gateway + computer + document server over examples/docs", runDemo},
+		{"healthcheck", "exit 0 when a gateway's /healthz answers 200 (for container HEALTHCHECKs)", runHealthcheck},
 		{"version", "print the version, Go version and VCS revision of this binary", nil},
 	}
 }
@@ -43,9 +44,9 @@ func commands() []command {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: smcp <command> [flags]\n\ncommands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "  help       print this, or 'smcp help <command>' for the flags of a command")
+	fmt.Fprintln(w, "  help        print this, or 'smcp help <command>' for the flags of a command")
 	fmt.Fprintf(w, "\nEvery flag is also read from $%s<FLAG> (--call-timeout from $%s), the command\n"+
 		"line winning. Exit status: 0 done, 1 failed, 2 wrong command line.\n"+
 		"Run 'smcp <command> -h' for the flags of a command.\n", envPrefix, envName("call-timeout"))
