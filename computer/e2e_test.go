@@ -55,7 +55,7 @@ func newE2E(t *testing.T, servers map[string]map[string]any) *e2e {
 		t.Fatal(err)
 	}
 	t.Cleanup(link.Close)
-	ag, err := agent.Dial(ctxT(t), sioclient.Options{URL: gw.URL, Logger: quietLogger()}, "bot")
+	ag, err := agent.Dial(ctxT(t), sioclient.Options{URL: gw.URL, Logger: quietLogger(), Version: smcp.V02.Full()}, "bot")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func TestE2ERejoinAfterGatewayRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = gw2.Stop() })
-	ag, err := agent.Dial(ctxT(t), sioclient.Options{URL: gw2.URL, Logger: quietLogger()}, "bot")
+	ag, err := agent.Dial(ctxT(t), sioclient.Options{URL: gw2.URL, Logger: quietLogger(), Version: smcp.V02.Full()}, "bot")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -493,7 +493,7 @@ func TestGetFinderOfComputerWithoutFinder(t *testing.T) {
 	if err := old.JoinOffice(ctxT(t), smcp.RoleComputer, "old-pc", "o"); err != nil {
 		t.Fatal(err)
 	}
-	ag, err := agent.Dial(ctxT(t), sioclient.Options{URL: gw.URL, Logger: quietLogger()}, "bot")
+	ag, err := agent.Dial(ctxT(t), sioclient.Options{URL: gw.URL, Logger: quietLogger(), Version: smcp.V02.Full()}, "bot")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func TestClusterNodeKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	a, err := agent.Dial(ctx, sioclient.Options{URL: nodeB.url}, "alice")
+	a, err := agent.Dial(ctx, sioclient.Options{URL: nodeB.url, Version: smcp.V02.Full()}, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}

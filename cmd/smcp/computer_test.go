@@ -50,7 +50,7 @@ func TestComputerCommand(t *testing.T) {
 		done <- runComputer(ctx, []string{"--config", cfg, "--gateway", gw.URL, "--office", "o", "--name", "pc", "--confirm", "auto", "--log-level", "warn", "--protocol", "0.2"})
 	}()
 
-	ag, err := agent.Dial(context.Background(), sioclient.Options{URL: gw.URL, APIKey: "k-1"}, "bot")
+	ag, err := agent.Dial(context.Background(), sioclient.Options{URL: gw.URL, APIKey: "k-1", Version: smcp.V02.Full()}, "bot")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,11 +77,11 @@ func startDemo(t *testing.T) string {
 }
 
 // What both example agents print against the demo: the office, the
-// computer's tools, and search_documents' answer.
+// computer's tools (0.4 exposed names), and docs__search_documents' answer.
 var exampleAgentOutput = []string{
 	"offices: demo\n",
-	"tools of demo-pc in demo: list_documents, search_documents\n",
-	`search_documents {"query":`,
+	"tools of demo-pc in demo: docs__list_documents, docs__search_documents\n",
+	`docs__search_documents {"query":`,
 	`hits for "revenue"`,
 	"dpe://com.example.docs/",
 }

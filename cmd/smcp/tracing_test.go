@@ -21,6 +21,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 // otlpReceiver is an OTLP/HTTP trace receiver on loopback: it decodes each
@@ -113,7 +114,7 @@ func TestTracingOTLP(t *testing.T) {
 	go func() { ran <- comp.Run(runCtx, computer.Gateway{URL: gw.URL, Office: "o"}) }()
 	defer func() { stopComputer(); <-ran }()
 
-	ag, err := agent.Dial(ctx, sioclient.Options{URL: gw.URL}, "bot")
+	ag, err := agent.Dial(ctx, sioclient.Options{URL: gw.URL, Version: smcp.V02.Full()}, "bot")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,14 +2,14 @@
 """An agent over the gateway's gRPC API, with Debian's python3-grpcio and python3-protobuf.
 
 It lists the offices the key may enter, the tools of the first computer it finds,
-and calls one tool (search_documents, against `make run`'s demo):
+and calls one tool (docs__search_documents, against `make run`'s demo):
 
     apt-get install python3-grpcio python3-protobuf
     make run                                   # terminal 1
     python3 examples/python-agent/agent.py     # terminal 2
 
 Settings come from the environment: SMCP_ADDR (127.0.0.1:8080), SMCP_API_KEY
-(smcp-demo-key), SMCP_TOOL (search_documents) and SMCP_PARAMS (a JSON object,
+(smcp-demo-key), SMCP_TOOL (docs__search_documents) and SMCP_PARAMS (a JSON object,
 {"query": "revenue"}).
 
 No generated code: the message types come from smcp.binpb beside this file, the
@@ -70,7 +70,7 @@ class AgentService:
 def main():
     addr = os.environ.get("SMCP_ADDR", "127.0.0.1:8080")
     key = os.environ.get("SMCP_API_KEY", "smcp-demo-key")
-    tool = os.environ.get("SMCP_TOOL", "search_documents")
+    tool = os.environ.get("SMCP_TOOL", "docs__search_documents")
     params = json.loads(os.environ.get("SMCP_PARAMS", '{"query": "revenue"}'))
 
     message = load_types(os.path.join(HERE, "smcp.binpb"))

@@ -1,12 +1,12 @@
 // An agent over the gateway's typed API with Connect-ES: it lists the offices
 // the key may enter, the tools of the first computer it finds, and calls one
-// tool (search_documents, against `make run`'s demo).
+// tool (docs__search_documents, against `make run`'s demo).
 //
 //   make run                                  # terminal 1
 //   cd examples/ts-agent && npm ci && npm start   # terminal 2
 //
 // Settings come from the environment: SMCP_URL (http://127.0.0.1:8080),
-// SMCP_API_KEY (smcp-demo-key), SMCP_TOOL (search_documents) and SMCP_PARAMS
+// SMCP_API_KEY (smcp-demo-key), SMCP_TOOL (docs__search_documents) and SMCP_PARAMS
 // (a JSON object, {"query": "revenue"}). gen/ holds the types protoc-gen-es
 // makes from proto/ (npm run generate).
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
@@ -15,7 +15,7 @@ import { AgentService } from "./gen/smcp/v1/service_pb";
 
 const baseUrl = process.env.SMCP_URL ?? "http://127.0.0.1:8080";
 const apiKey = process.env.SMCP_API_KEY ?? "smcp-demo-key";
-const tool = process.env.SMCP_TOOL ?? "search_documents";
+const tool = process.env.SMCP_TOOL ?? "docs__search_documents";
 const params = JSON.parse(process.env.SMCP_PARAMS ?? '{"query": "revenue"}');
 
 // Every call carries the API key; the gateway also takes "Authorization: Bearer <key>".

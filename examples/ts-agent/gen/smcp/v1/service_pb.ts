@@ -7,7 +7,7 @@ import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { AgentCallData, EnterOfficeNotification, LeaveOfficeNotification, UpdateComputerConfigReq } from "./events_pb";
 import { file_smcp_v1_events } from "./events_pb";
-import type { CallToolResult, DPEDocumentSummary, MCPServerConfig, MCPServerInput, ResourceContents, SessionInfo, SMCPTool } from "./types_pb";
+import type { A2CSkillRef, CallToolResult, DPEDocumentSummary, MCPServerConfig, MCPServerInput, ResourceContents, SessionInfo, SMCPTool } from "./types_pb";
 import { file_smcp_v1_types } from "./types_pb";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -15,7 +15,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file smcp/v1/service.proto.
  */
 export const file_smcp_v1_service: GenFile = /*@__PURE__*/
-  fileDesc("ChVzbWNwL3YxL3NlcnZpY2UucHJvdG8SB3NtY3AudjEiLwoPTGlzdFJvb21SZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkIjoKEExpc3RSb29tUmVzcG9uc2USJgoIc2Vzc2lvbnMYASADKAsyFC5zbWNwLnYxLlNlc3Npb25JbmZvIkEKD0dldFRvb2xzUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCSI0ChBHZXRUb29sc1Jlc3BvbnNlEiAKBXRvb2xzGAEgAygLMhEuc21jcC52MS5TTUNQVG9vbCJCChBHZXRDb25maWdSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJIsABChFHZXRDb25maWdSZXNwb25zZRI4CgdzZXJ2ZXJzGAEgAygLMicuc21jcC52MS5HZXRDb25maWdSZXNwb25zZS5TZXJ2ZXJzRW50cnkSJwoGaW5wdXRzGAIgAygLMhcuc21jcC52MS5NQ1BTZXJ2ZXJJbnB1dBpICgxTZXJ2ZXJzRW50cnkSCwoDa2V5GAEgASgJEicKBXZhbHVlGAIgASgLMhguc21jcC52MS5NQ1BTZXJ2ZXJDb25maWc6AjgBItMBCg9DYWxsVG9vbFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSHAoJdG9vbF9uYW1lGAMgASgJUgl0b29sX25hbWUSJwoGcGFyYW1zGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgd0aW1lb3V0GAUgASgFEhYKBnJlcV9pZBgGIAEoCVIGcmVxX2lkEiAKC3BhcmFtc19qc29uGAcgASgMUgtwYXJhbXNfanNvbiJ1ChBDYWxsVG9vbFJlc3BvbnNlEicKBnJlc3VsdBgBIAEoCzIXLnNtY3AudjEuQ2FsbFRvb2xSZXN1bHQSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQSIAoLcmVzdWx0X2pzb24YAyABKAxSC3Jlc3VsdF9qc29uIk0KFUNhbmNlbFRvb2xDYWxsUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIWCgZyZXFfaWQYAiABKAlSBnJlcV9pZCIYChZDYW5jZWxUb29sQ2FsbFJlc3BvbnNlIp0BChFHZXREZXNrdG9wUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCRInCgxkZXNrdG9wX3NpemUYAyABKAVIAFIMZGVza3RvcF9zaXpliAEBEhMKBndpbmRvdxgEIAEoCUgBiAEBQg8KDV9kZXNrdG9wX3NpemVCCQoHX3dpbmRvdyImChJHZXREZXNrdG9wUmVzcG9uc2USEAoIZGVza3RvcHMYASADKAkiwwEKEEdldEZpbmRlclJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSEAoIa2V5d29yZHMYAyADKAkSIQoJZmlsZV90eXBlGAQgASgJSABSCWZpbGVfdHlwZYgBARITCgZvZmZzZXQYBSABKAVIAYgBARISCgVsaW1pdBgGIAEoBUgCiAEBQgwKCl9maWxlX3R5cGVCCQoHX29mZnNldEIICgZfbGltaXQiZQoRR2V0RmluZGVyUmVzcG9uc2USLgoJZG9jdW1lbnRzGAEgAygLMhsuc21jcC52MS5EUEVEb2N1bWVudFN1bW1hcnkSIAoLdG90YWxfY291bnQYAiABKAVSC3RvdGFsX2NvdW50IlIKE1JlYWRSZXNvdXJjZVJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSCwoDdXJpGAMgASgJIkMKFFJlYWRSZXNvdXJjZVJlc3BvbnNlEisKCGNvbnRlbnRzGAEgAygLMhkuc21jcC52MS5SZXNvdXJjZUNvbnRlbnRzIjIKEldhdGNoT2ZmaWNlUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZCKEBQoTV2F0Y2hPZmZpY2VSZXNwb25zZRINCgVldmVudBgBIAEoCRJGCgxlbnRlcl9vZmZpY2UYAiABKAsyIC5zbWNwLnYxLkVudGVyT2ZmaWNlTm90aWZpY2F0aW9uSABSDGVudGVyX29mZmljZRJGCgxsZWF2ZV9vZmZpY2UYAyABKAsyIC5zbWNwLnYxLkxlYXZlT2ZmaWNlTm90aWZpY2F0aW9uSABSDGxlYXZlX29mZmljZRJICg11cGRhdGVfY29uZmlnGAQgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUg11cGRhdGVfY29uZmlnEk4KEHVwZGF0ZV90b29sX2xpc3QYBSABKAsyIC5zbWNwLnYxLlVwZGF0ZUNvbXB1dGVyQ29uZmlnUmVxSABSEHVwZGF0ZV90b29sX2xpc3QSSgoOdXBkYXRlX2Rlc2t0b3AYBiABKAsyIC5zbWNwLnYxLlVwZGF0ZUNvbXB1dGVyQ29uZmlnUmVxSABSDnVwZGF0ZV9kZXNrdG9wEkgKDXVwZGF0ZV9maW5kZXIYByABKAsyIC5zbWNwLnYxLlVwZGF0ZUNvbXB1dGVyQ29uZmlnUmVxSABSDXVwZGF0ZV9maW5kZXISRAoQdG9vbF9jYWxsX2NhbmNlbBgIIAEoCzIWLnNtY3AudjEuQWdlbnRDYWxsRGF0YUgAUhB0b29sX2NhbGxfY2FuY2VsEkgKDXVwZGF0ZV9za2lsbHMYCSABKAsyIC5zbWNwLnYxLlVwZGF0ZUNvbXB1dGVyQ29uZmlnUmVxSABSDXVwZGF0ZV9za2lsbHNCDgoMbm90aWZpY2F0aW9uIhQKEkxpc3RPZmZpY2VzUmVxdWVzdCI+ChNMaXN0T2ZmaWNlc1Jlc3BvbnNlEicKB29mZmljZXMYASADKAsyFi5zbWNwLnYxLk9mZmljZVN1bW1hcnkibQoNT2ZmaWNlU3VtbWFyeRIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBINCgVhZ2VudBgCIAEoCRIcCglycGNfYWdlbnQYAyABKAlSCXJwY19hZ2VudBIRCgljb21wdXRlcnMYBCADKAky6gUKDEFnZW50U2VydmljZRJBCghMaXN0Um9vbRIYLnNtY3AudjEuTGlzdFJvb21SZXF1ZXN0Ghkuc21jcC52MS5MaXN0Um9vbVJlc3BvbnNlIgASQQoIR2V0VG9vbHMSGC5zbWNwLnYxLkdldFRvb2xzUmVxdWVzdBoZLnNtY3AudjEuR2V0VG9vbHNSZXNwb25zZSIAEkQKCUdldENvbmZpZxIZLnNtY3AudjEuR2V0Q29uZmlnUmVxdWVzdBoaLnNtY3AudjEuR2V0Q29uZmlnUmVzcG9uc2UiABJBCghDYWxsVG9vbBIYLnNtY3AudjEuQ2FsbFRvb2xSZXF1ZXN0Ghkuc21jcC52MS5DYWxsVG9vbFJlc3BvbnNlIgASUwoOQ2FuY2VsVG9vbENhbGwSHi5zbWNwLnYxLkNhbmNlbFRvb2xDYWxsUmVxdWVzdBofLnNtY3AudjEuQ2FuY2VsVG9vbENhbGxSZXNwb25zZSIAEkcKCkdldERlc2t0b3ASGi5zbWNwLnYxLkdldERlc2t0b3BSZXF1ZXN0Ghsuc21jcC52MS5HZXREZXNrdG9wUmVzcG9uc2UiABJECglHZXRGaW5kZXISGS5zbWNwLnYxLkdldEZpbmRlclJlcXVlc3QaGi5zbWNwLnYxLkdldEZpbmRlclJlc3BvbnNlIgASTQoMUmVhZFJlc291cmNlEhwuc21jcC52MS5SZWFkUmVzb3VyY2VSZXF1ZXN0Gh0uc21jcC52MS5SZWFkUmVzb3VyY2VSZXNwb25zZSIAEkwKC1dhdGNoT2ZmaWNlEhsuc21jcC52MS5XYXRjaE9mZmljZVJlcXVlc3QaHC5zbWNwLnYxLldhdGNoT2ZmaWNlUmVzcG9uc2UiADABEkoKC0xpc3RPZmZpY2VzEhsuc21jcC52MS5MaXN0T2ZmaWNlc1JlcXVlc3QaHC5zbWNwLnYxLkxpc3RPZmZpY2VzUmVzcG9uc2UiAEIzWjFnaXRodWIuY29tL3NtY3Bndy9zbWNwLWdhdGV3YXkvZ2VuL3NtY3AvdjE7c21jcHYxYgZwcm90bzM", [file_google_protobuf_struct, file_smcp_v1_events, file_smcp_v1_types]);
+  fileDesc("ChVzbWNwL3YxL3NlcnZpY2UucHJvdG8SB3NtY3AudjEiLwoPTGlzdFJvb21SZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkImIKEExpc3RSb29tUmVzcG9uc2USJgoIc2Vzc2lvbnMYASADKAsyFC5zbWNwLnYxLlNlc3Npb25JbmZvEiYKDm9mZmljZV92ZXJzaW9uGAIgASgJUg5vZmZpY2VfdmVyc2lvbiJBCg9HZXRUb29sc1JlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkiNAoQR2V0VG9vbHNSZXNwb25zZRIgCgV0b29scxgBIAMoCzIRLnNtY3AudjEuU01DUFRvb2wiQgoQR2V0Q29uZmlnUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCSLAAQoRR2V0Q29uZmlnUmVzcG9uc2USOAoHc2VydmVycxgBIAMoCzInLnNtY3AudjEuR2V0Q29uZmlnUmVzcG9uc2UuU2VydmVyc0VudHJ5EicKBmlucHV0cxgCIAMoCzIXLnNtY3AudjEuTUNQU2VydmVySW5wdXQaSAoMU2VydmVyc0VudHJ5EgsKA2tleRgBIAEoCRInCgV2YWx1ZRgCIAEoCzIYLnNtY3AudjEuTUNQU2VydmVyQ29uZmlnOgI4ASLTAQoPQ2FsbFRvb2xSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEhwKCXRvb2xfbmFtZRgDIAEoCVIJdG9vbF9uYW1lEicKBnBhcmFtcxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHdGltZW91dBgFIAEoBRIWCgZyZXFfaWQYBiABKAlSBnJlcV9pZBIgCgtwYXJhbXNfanNvbhgHIAEoDFILcGFyYW1zX2pzb24idQoQQ2FsbFRvb2xSZXNwb25zZRInCgZyZXN1bHQYASABKAsyFy5zbWNwLnYxLkNhbGxUb29sUmVzdWx0EhYKBnJlcV9pZBgCIAEoCVIGcmVxX2lkEiAKC3Jlc3VsdF9qc29uGAMgASgMUgtyZXN1bHRfanNvbiJNChVDYW5jZWxUb29sQ2FsbFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQiGAoWQ2FuY2VsVG9vbENhbGxSZXNwb25zZSKdAQoRR2V0RGVza3RvcFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSJwoMZGVza3RvcF9zaXplGAMgASgFSABSDGRlc2t0b3Bfc2l6ZYgBARITCgZ3aW5kb3cYBCABKAlIAYgBAUIPCg1fZGVza3RvcF9zaXplQgkKB193aW5kb3ciJgoSR2V0RGVza3RvcFJlc3BvbnNlEhAKCGRlc2t0b3BzGAEgAygJIsMBChBHZXRGaW5kZXJSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEhAKCGtleXdvcmRzGAMgAygJEiEKCWZpbGVfdHlwZRgEIAEoCUgAUglmaWxlX3R5cGWIAQESEwoGb2Zmc2V0GAUgASgFSAGIAQESEgoFbGltaXQYBiABKAVIAogBAUIMCgpfZmlsZV90eXBlQgkKB19vZmZzZXRCCAoGX2xpbWl0ImUKEUdldEZpbmRlclJlc3BvbnNlEi4KCWRvY3VtZW50cxgBIAMoCzIbLnNtY3AudjEuRFBFRG9jdW1lbnRTdW1tYXJ5EiAKC3RvdGFsX2NvdW50GAIgASgFUgt0b3RhbF9jb3VudCJSChNSZWFkUmVzb3VyY2VSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEgsKA3VyaRgDIAEoCSJDChRSZWFkUmVzb3VyY2VSZXNwb25zZRIrCghjb250ZW50cxgBIAMoCzIZLnNtY3AudjEuUmVzb3VyY2VDb250ZW50cyIyChJXYXRjaE9mZmljZVJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQirAUKE1dhdGNoT2ZmaWNlUmVzcG9uc2USDQoFZXZlbnQYASABKAkSRgoMZW50ZXJfb2ZmaWNlGAIgASgLMiAuc21jcC52MS5FbnRlck9mZmljZU5vdGlmaWNhdGlvbkgAUgxlbnRlcl9vZmZpY2USRgoMbGVhdmVfb2ZmaWNlGAMgASgLMiAuc21jcC52MS5MZWF2ZU9mZmljZU5vdGlmaWNhdGlvbkgAUgxsZWF2ZV9vZmZpY2USSAoNdXBkYXRlX2NvbmZpZxgEIAEoCzIgLnNtY3AudjEuVXBkYXRlQ29tcHV0ZXJDb25maWdSZXFIAFINdXBkYXRlX2NvbmZpZxJOChB1cGRhdGVfdG9vbF9saXN0GAUgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUhB1cGRhdGVfdG9vbF9saXN0EkoKDnVwZGF0ZV9kZXNrdG9wGAYgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUg51cGRhdGVfZGVza3RvcBJICg11cGRhdGVfZmluZGVyGAcgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUg11cGRhdGVfZmluZGVyEkQKEHRvb2xfY2FsbF9jYW5jZWwYCCABKAsyFi5zbWNwLnYxLkFnZW50Q2FsbERhdGFIAFIQdG9vbF9jYWxsX2NhbmNlbBJICg11cGRhdGVfc2tpbGxzGAkgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUg11cGRhdGVfc2tpbGxzEiYKDm9mZmljZV92ZXJzaW9uGAogASgJUg5vZmZpY2VfdmVyc2lvbkIOCgxub3RpZmljYXRpb24iFAoSTGlzdE9mZmljZXNSZXF1ZXN0Ij4KE0xpc3RPZmZpY2VzUmVzcG9uc2USJwoHb2ZmaWNlcxgBIAMoCzIWLnNtY3AudjEuT2ZmaWNlU3VtbWFyeSJ+Cg1PZmZpY2VTdW1tYXJ5EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEg0KBWFnZW50GAIgASgJEhwKCXJwY19hZ2VudBgDIAEoCVIJcnBjX2FnZW50EhEKCWNvbXB1dGVycxgEIAMoCRIPCgd2ZXJzaW9uGAUgASgJIoUBChNHZXRSZXNvdXJjZXNSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEh4KCm1jcF9zZXJ2ZXIYAyABKAlSCm1jcF9zZXJ2ZXISEwoGY3Vyc29yGAQgASgJSACIAQFCCQoHX2N1cnNvciJ5ChRHZXRSZXNvdXJjZXNSZXNwb25zZRIqCglyZXNvdXJjZXMYASADKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiUKC25leHRfY3Vyc29yGAIgASgJSABSC25leHRfY3Vyc29yiAEBQg4KDF9uZXh0X2N1cnNvciJCChBHZXRTa2lsbHNSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJIjkKEUdldFNraWxsc1Jlc3BvbnNlEiQKBnNraWxscxgBIAMoCzIULnNtY3AudjEuQTJDU2tpbGxSZWYifQoPR2V0U2tpbGxSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEgwKBG5hbWUYAyABKAkSHwoIcmVsX3BhdGgYBCABKAlIAFIIcmVsX3BhdGiIAQFCCwoJX3JlbF9wYXRoIt0BChBHZXRTa2lsbFJlc3BvbnNlEgwKBG5hbWUYASABKAkSGgoIcmVsX3BhdGgYAiABKAlSCHJlbF9wYXRoEhwKCW1pbWVfdHlwZRgDIAEoCVIJbWltZV90eXBlEh4KCnRvdGFsX3NpemUYBCABKANSCnRvdGFsX3NpemUSDgoGc2hhMjU2GAUgASgJEhEKBGJvZHkYBiABKAlIAIgBARIlCgtibG9iX2hhbmRsZRgHIAEoCUgBUgtibG9iX2hhbmRsZYgBAUIHCgVfYm9keUIOCgxfYmxvYl9oYW5kbGUipgEKD1JlYWRCbG9iUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCRIgCgtibG9iX2hhbmRsZRgDIAEoCVILYmxvYl9oYW5kbGUSLQoPbWF4X2NodW5rX2J5dGVzGAQgASgDSABSD21heF9jaHVua19ieXRlc4gBAUISChBfbWF4X2NodW5rX2J5dGVzIp8BChBSZWFkQmxvYlJlc3BvbnNlEgwKBGRhdGEYASABKAwSIgoMY2h1bmtfb2Zmc2V0GAIgASgDUgxjaHVua19vZmZzZXQSHgoKdG90YWxfc2l6ZRgDIAEoA1IKdG90YWxfc2l6ZRIOCgZzaGEyNTYYBCABKAkSHAoJbWltZV90eXBlGAUgASgJUgltaW1lX3R5cGUSCwoDZW9mGAYgASgIIlIKDlB1dEJsb2JSZXF1ZXN0EigKBmhlYWRlchgBIAEoCzIWLnNtY3AudjEuUHV0QmxvYkhlYWRlckgAEg4KBGRhdGEYAiABKAxIAEIGCgRwYXJ0IqABCg1QdXRCbG9iSGVhZGVyEhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEh4KCnRvdGFsX3NpemUYAyABKANSCnRvdGFsX3NpemUSDgoGc2hhMjU2GAQgASgJEiEKCW5hbWVfaGludBgFIAEoCUgAUgluYW1lX2hpbnSIAQFCDAoKX25hbWVfaGludCKDAQoPUHV0QmxvYlJlc3BvbnNlEiIKDGxhbmRpbmdfcGF0aBgBIAEoCVIMbGFuZGluZ19wYXRoEh4KCnRvdGFsX3NpemUYAiABKANSCnRvdGFsX3NpemUSDgoGc2hhMjU2GAMgASgJEhwKCXVwbG9hZF9pZBgEIAEoCVIJdXBsb2FkX2lkMskICgxBZ2VudFNlcnZpY2USQQoITGlzdFJvb20SGC5zbWNwLnYxLkxpc3RSb29tUmVxdWVzdBoZLnNtY3AudjEuTGlzdFJvb21SZXNwb25zZSIAEkEKCEdldFRvb2xzEhguc21jcC52MS5HZXRUb29sc1JlcXVlc3QaGS5zbWNwLnYxLkdldFRvb2xzUmVzcG9uc2UiABJECglHZXRDb25maWcSGS5zbWNwLnYxLkdldENvbmZpZ1JlcXVlc3QaGi5zbWNwLnYxLkdldENvbmZpZ1Jlc3BvbnNlIgASQQoIQ2FsbFRvb2wSGC5zbWNwLnYxLkNhbGxUb29sUmVxdWVzdBoZLnNtY3AudjEuQ2FsbFRvb2xSZXNwb25zZSIAElMKDkNhbmNlbFRvb2xDYWxsEh4uc21jcC52MS5DYW5jZWxUb29sQ2FsbFJlcXVlc3QaHy5zbWNwLnYxLkNhbmNlbFRvb2xDYWxsUmVzcG9uc2UiABJHCgpHZXREZXNrdG9wEhouc21jcC52MS5HZXREZXNrdG9wUmVxdWVzdBobLnNtY3AudjEuR2V0RGVza3RvcFJlc3BvbnNlIgASRAoJR2V0RmluZGVyEhkuc21jcC52MS5HZXRGaW5kZXJSZXF1ZXN0Ghouc21jcC52MS5HZXRGaW5kZXJSZXNwb25zZSIAEk0KDFJlYWRSZXNvdXJjZRIcLnNtY3AudjEuUmVhZFJlc291cmNlUmVxdWVzdBodLnNtY3AudjEuUmVhZFJlc291cmNlUmVzcG9uc2UiABJMCgtXYXRjaE9mZmljZRIbLnNtY3AudjEuV2F0Y2hPZmZpY2VSZXF1ZXN0Ghwuc21jcC52MS5XYXRjaE9mZmljZVJlc3BvbnNlIgAwARJKCgtMaXN0T2ZmaWNlcxIbLnNtY3AudjEuTGlzdE9mZmljZXNSZXF1ZXN0Ghwuc21jcC52MS5MaXN0T2ZmaWNlc1Jlc3BvbnNlIgASTQoMR2V0UmVzb3VyY2VzEhwuc21jcC52MS5HZXRSZXNvdXJjZXNSZXF1ZXN0Gh0uc21jcC52MS5HZXRSZXNvdXJjZXNSZXNwb25zZSIAEkQKCUdldFNraWxscxIZLnNtY3AudjEuR2V0U2tpbGxzUmVxdWVzdBoaLnNtY3AudjEuR2V0U2tpbGxzUmVzcG9uc2UiABJBCghHZXRTa2lsbBIYLnNtY3AudjEuR2V0U2tpbGxSZXF1ZXN0Ghkuc21jcC52MS5HZXRTa2lsbFJlc3BvbnNlIgASQwoIUmVhZEJsb2ISGC5zbWNwLnYxLlJlYWRCbG9iUmVxdWVzdBoZLnNtY3AudjEuUmVhZEJsb2JSZXNwb25zZSIAMAESQAoHUHV0QmxvYhIXLnNtY3AudjEuUHV0QmxvYlJlcXVlc3QaGC5zbWNwLnYxLlB1dEJsb2JSZXNwb25zZSIAKAFCM1oxZ2l0aHViLmNvbS9zbWNwZ3cvc21jcC1nYXRld2F5L2dlbi9zbWNwL3YxO3NtY3B2MWIGcHJvdG8z", [file_google_protobuf_struct, file_smcp_v1_events, file_smcp_v1_types]);
 
 /**
  * ListRoomRequest names the office to list.
@@ -45,11 +45,19 @@ export const ListRoomRequestSchema: GenMessage<ListRoomRequest> = /*@__PURE__*/
  */
 export type ListRoomResponse = Message<"smcp.v1.ListRoomResponse"> & {
   /**
-   * Members of the office.
+   * Members of the office. From 0.3 each has the a2c_version it sent.
    *
    * @generated from field: repeated smcp.v1.SessionInfo sessions = 1;
    */
   sessions: SessionInfo[];
+
+  /**
+   * The protocol profile the office speaks, MAJOR.MINOR ("0.2", "0.4"):
+   * that of its members; empty while it has none.
+   *
+   * @generated from field: string office_version = 2 [json_name = "office_version"];
+   */
+  officeVersion: string;
 };
 
 /**
@@ -221,9 +229,10 @@ export type CallToolRequest = Message<"smcp.v1.CallToolRequest"> & {
    * their spelling), turns string escapes into their characters (and a lone
    * surrogate such as \ud800 into U+FFFD), and has no binary. In the
    * Connect/gRPC-Web JSON mapping this field is base64, as every bytes field.
-   * It must be a JSON object of at most the gateway's request limit;
-   * numbers beyond the float64 range are refused. Setting both params and
-   * params_json is refused.
+   * It must be a JSON object of at most the gateway's request limit, in
+   * UTF-8 (computers receive it in WebSocket text frames); numbers beyond
+   * the float64 range are refused. Setting both params and params_json is
+   * refused.
    *
    * @generated from field: bytes params_json = 7 [json_name = "params_json"];
    */
@@ -627,6 +636,15 @@ export type WatchOfficeResponse = Message<"smcp.v1.WatchOfficeResponse"> & {
     value: UpdateComputerConfigReq;
     case: "updateSkills";
   } | { case: undefined; value?: undefined };
+
+  /**
+   * The protocol profile the office speaks, MAJOR.MINOR ("0.2", "0.4"):
+   * that of its members, read when the watch opened and at each
+   * enter_office since; empty until the office has a member.
+   *
+   * @generated from field: string office_version = 10 [json_name = "office_version"];
+   */
+  officeVersion: string;
 };
 
 /**
@@ -707,6 +725,14 @@ export type OfficeSummary = Message<"smcp.v1.OfficeSummary"> & {
    * @generated from field: repeated string computers = 4;
    */
   computers: string[];
+
+  /**
+   * The protocol profile the office speaks, MAJOR.MINOR ("0.2", "0.4"):
+   * that of its members.
+   *
+   * @generated from field: string version = 5;
+   */
+  version: string;
 };
 
 /**
@@ -715,6 +741,461 @@ export type OfficeSummary = Message<"smcp.v1.OfficeSummary"> & {
  */
 export const OfficeSummarySchema: GenMessage<OfficeSummary> = /*@__PURE__*/
   messageDesc(file_smcp_v1_service, 20);
+
+/**
+ * GetResourcesRequest lists the resources of one MCP server of a computer.
+ *
+ * @generated from message smcp.v1.GetResourcesRequest
+ */
+export type GetResourcesRequest = Message<"smcp.v1.GetResourcesRequest"> & {
+  /**
+   * Office of the computer.
+   *
+   * @generated from field: string office_id = 1 [json_name = "office_id"];
+   */
+  officeId: string;
+
+  /**
+   * Computer name.
+   *
+   * @generated from field: string computer = 2;
+   */
+  computer: string;
+
+  /**
+   * Bundle id of the MCP server (a key of GetConfig's servers).
+   *
+   * @generated from field: string mcp_server = 3 [json_name = "mcp_server"];
+   */
+  mcpServer: string;
+
+  /**
+   * Paging cursor from a previous answer's next_cursor.
+   *
+   * @generated from field: optional string cursor = 4;
+   */
+  cursor?: string | undefined;
+};
+
+/**
+ * Describes the message smcp.v1.GetResourcesRequest.
+ * Use `create(GetResourcesRequestSchema)` to create a new message.
+ */
+export const GetResourcesRequestSchema: GenMessage<GetResourcesRequest> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 21);
+
+/**
+ * GetResourcesResponse is one page of MCP resources/list, unfiltered.
+ *
+ * @generated from message smcp.v1.GetResourcesResponse
+ */
+export type GetResourcesResponse = Message<"smcp.v1.GetResourcesResponse"> & {
+  /**
+   * MCP Resource objects as the server listed them.
+   *
+   * @generated from field: repeated google.protobuf.Struct resources = 1;
+   */
+  resources: JsonObject[];
+
+  /**
+   * Cursor of the next page; unset on the last page.
+   *
+   * @generated from field: optional string next_cursor = 2 [json_name = "next_cursor"];
+   */
+  nextCursor?: string | undefined;
+};
+
+/**
+ * Describes the message smcp.v1.GetResourcesResponse.
+ * Use `create(GetResourcesResponseSchema)` to create a new message.
+ */
+export const GetResourcesResponseSchema: GenMessage<GetResourcesResponse> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 22);
+
+/**
+ * GetSkillsRequest addresses a computer.
+ *
+ * @generated from message smcp.v1.GetSkillsRequest
+ */
+export type GetSkillsRequest = Message<"smcp.v1.GetSkillsRequest"> & {
+  /**
+   * Office of the computer.
+   *
+   * @generated from field: string office_id = 1 [json_name = "office_id"];
+   */
+  officeId: string;
+
+  /**
+   * Computer name.
+   *
+   * @generated from field: string computer = 2;
+   */
+  computer: string;
+};
+
+/**
+ * Describes the message smcp.v1.GetSkillsRequest.
+ * Use `create(GetSkillsRequestSchema)` to create a new message.
+ */
+export const GetSkillsRequestSchema: GenMessage<GetSkillsRequest> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 23);
+
+/**
+ * GetSkillsResponse lists the available skills in the computer's order.
+ *
+ * @generated from message smcp.v1.GetSkillsResponse
+ */
+export type GetSkillsResponse = Message<"smcp.v1.GetSkillsResponse"> & {
+  /**
+   * The skills.
+   *
+   * @generated from field: repeated smcp.v1.A2CSkillRef skills = 1;
+   */
+  skills: A2CSkillRef[];
+};
+
+/**
+ * Describes the message smcp.v1.GetSkillsResponse.
+ * Use `create(GetSkillsResponseSchema)` to create a new message.
+ */
+export const GetSkillsResponseSchema: GenMessage<GetSkillsResponse> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 24);
+
+/**
+ * GetSkillRequest reads one file of a skill.
+ *
+ * @generated from message smcp.v1.GetSkillRequest
+ */
+export type GetSkillRequest = Message<"smcp.v1.GetSkillRequest"> & {
+  /**
+   * Office of the computer.
+   *
+   * @generated from field: string office_id = 1 [json_name = "office_id"];
+   */
+  officeId: string;
+
+  /**
+   * Computer name.
+   *
+   * @generated from field: string computer = 2;
+   */
+  computer: string;
+
+  /**
+   * Skill name as listed by GetSkills (opaque).
+   *
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * File inside the skill, relative POSIX path; the computer defaults it to
+   * "SKILL.md".
+   *
+   * @generated from field: optional string rel_path = 4 [json_name = "rel_path"];
+   */
+  relPath?: string | undefined;
+};
+
+/**
+ * Describes the message smcp.v1.GetSkillRequest.
+ * Use `create(GetSkillRequestSchema)` to create a new message.
+ */
+export const GetSkillRequestSchema: GenMessage<GetSkillRequest> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 25);
+
+/**
+ * GetSkillResponse is the computer's answer: exactly one of body and
+ * blob_handle.
+ *
+ * @generated from message smcp.v1.GetSkillResponse
+ */
+export type GetSkillResponse = Message<"smcp.v1.GetSkillResponse"> & {
+  /**
+   * Echo of the skill name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Echo of rel_path ("SKILL.md" when defaulted).
+   *
+   * @generated from field: string rel_path = 2 [json_name = "rel_path"];
+   */
+  relPath: string;
+
+  /**
+   * MIME type.
+   *
+   * @generated from field: string mime_type = 3 [json_name = "mime_type"];
+   */
+  mimeType: string;
+
+  /**
+   * Size in bytes of the file as the agent consumes it.
+   *
+   * @generated from field: int64 total_size = 4 [json_name = "total_size"];
+   */
+  totalSize: bigint;
+
+  /**
+   * Hex SHA-256 of those bytes.
+   *
+   * @generated from field: string sha256 = 5;
+   */
+  sha256: string;
+
+  /**
+   * The text, when it is text within the computer's inline budget.
+   *
+   * @generated from field: optional string body = 6;
+   */
+  body?: string | undefined;
+
+  /**
+   * Handle to read the bytes with ReadBlob otherwise.
+   *
+   * @generated from field: optional string blob_handle = 7 [json_name = "blob_handle"];
+   */
+  blobHandle?: string | undefined;
+};
+
+/**
+ * Describes the message smcp.v1.GetSkillResponse.
+ * Use `create(GetSkillResponseSchema)` to create a new message.
+ */
+export const GetSkillResponseSchema: GenMessage<GetSkillResponse> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 26);
+
+/**
+ * ReadBlobRequest names the blob to read.
+ *
+ * @generated from message smcp.v1.ReadBlobRequest
+ */
+export type ReadBlobRequest = Message<"smcp.v1.ReadBlobRequest"> & {
+  /**
+   * Office of the computer.
+   *
+   * @generated from field: string office_id = 1 [json_name = "office_id"];
+   */
+  officeId: string;
+
+  /**
+   * Computer name (the one that minted the handle).
+   *
+   * @generated from field: string computer = 2;
+   */
+  computer: string;
+
+  /**
+   * Opaque handle minted by the computer.
+   *
+   * @generated from field: string blob_handle = 3 [json_name = "blob_handle"];
+   */
+  blobHandle: string;
+
+  /**
+   * Largest chunk asked of the computer per client:get_blob: at least 1;
+   * 256 KiB, the default, when unset or larger. The computer may send less.
+   *
+   * @generated from field: optional int64 max_chunk_bytes = 4 [json_name = "max_chunk_bytes"];
+   */
+  maxChunkBytes?: bigint | undefined;
+};
+
+/**
+ * Describes the message smcp.v1.ReadBlobRequest.
+ * Use `create(ReadBlobRequestSchema)` to create a new message.
+ */
+export const ReadBlobRequestSchema: GenMessage<ReadBlobRequest> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 27);
+
+/**
+ * ReadBlobResponse is one chunk of the blob.
+ *
+ * @generated from message smcp.v1.ReadBlobResponse
+ */
+export type ReadBlobResponse = Message<"smcp.v1.ReadBlobResponse"> & {
+  /**
+   * The chunk's bytes (raw; base64 only in the JSON mapping).
+   *
+   * @generated from field: bytes data = 1;
+   */
+  data: Uint8Array;
+
+  /**
+   * Offset of the chunk in the blob.
+   *
+   * @generated from field: int64 chunk_offset = 2 [json_name = "chunk_offset"];
+   */
+  chunkOffset: bigint;
+
+  /**
+   * Size in bytes of the whole blob.
+   *
+   * @generated from field: int64 total_size = 3 [json_name = "total_size"];
+   */
+  totalSize: bigint;
+
+  /**
+   * Hex SHA-256 of the whole blob, as the computer declared it.
+   *
+   * @generated from field: string sha256 = 4;
+   */
+  sha256: string;
+
+  /**
+   * MIME type of the whole blob.
+   *
+   * @generated from field: string mime_type = 5 [json_name = "mime_type"];
+   */
+  mimeType: string;
+
+  /**
+   * Set on the last chunk, once the gateway has checked the SHA-256 of all
+   * the bytes against sha256.
+   *
+   * @generated from field: bool eof = 6;
+   */
+  eof: boolean;
+};
+
+/**
+ * Describes the message smcp.v1.ReadBlobResponse.
+ * Use `create(ReadBlobResponseSchema)` to create a new message.
+ */
+export const ReadBlobResponseSchema: GenMessage<ReadBlobResponse> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 28);
+
+/**
+ * PutBlobRequest is one message of an upload: the header first, then data.
+ *
+ * @generated from message smcp.v1.PutBlobRequest
+ */
+export type PutBlobRequest = Message<"smcp.v1.PutBlobRequest"> & {
+  /**
+   * The part of the upload this message carries.
+   *
+   * @generated from oneof smcp.v1.PutBlobRequest.part
+   */
+  part: {
+    /**
+     * First message only.
+     *
+     * @generated from field: smcp.v1.PutBlobHeader header = 1;
+     */
+    value: PutBlobHeader;
+    case: "header";
+  } | {
+    /**
+     * The next bytes of the file (any size up to the gateway's request
+     * limit; the gateway re-chunks them).
+     *
+     * @generated from field: bytes data = 2;
+     */
+    value: Uint8Array;
+    case: "data";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message smcp.v1.PutBlobRequest.
+ * Use `create(PutBlobRequestSchema)` to create a new message.
+ */
+export const PutBlobRequestSchema: GenMessage<PutBlobRequest> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 29);
+
+/**
+ * PutBlobHeader declares an upload.
+ *
+ * @generated from message smcp.v1.PutBlobHeader
+ */
+export type PutBlobHeader = Message<"smcp.v1.PutBlobHeader"> & {
+  /**
+   * Office of the computer.
+   *
+   * @generated from field: string office_id = 1 [json_name = "office_id"];
+   */
+  officeId: string;
+
+  /**
+   * Computer name.
+   *
+   * @generated from field: string computer = 2;
+   */
+  computer: string;
+
+  /**
+   * Size in bytes of the whole file, >= 1.
+   *
+   * @generated from field: int64 total_size = 3 [json_name = "total_size"];
+   */
+  totalSize: bigint;
+
+  /**
+   * Hex SHA-256 of the whole file.
+   *
+   * @generated from field: string sha256 = 4;
+   */
+  sha256: string;
+
+  /**
+   * Suggested file name; the computer sanitises it.
+   *
+   * @generated from field: optional string name_hint = 5 [json_name = "name_hint"];
+   */
+  nameHint?: string | undefined;
+};
+
+/**
+ * Describes the message smcp.v1.PutBlobHeader.
+ * Use `create(PutBlobHeaderSchema)` to create a new message.
+ */
+export const PutBlobHeaderSchema: GenMessage<PutBlobHeader> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 30);
+
+/**
+ * PutBlobResponse describes the landed file.
+ *
+ * @generated from message smcp.v1.PutBlobResponse
+ */
+export type PutBlobResponse = Message<"smcp.v1.PutBlobResponse"> & {
+  /**
+   * Absolute path of the file on the computer, to pass in tool arguments.
+   *
+   * @generated from field: string landing_path = 1 [json_name = "landing_path"];
+   */
+  landingPath: string;
+
+  /**
+   * Stored size in bytes.
+   *
+   * @generated from field: int64 total_size = 2 [json_name = "total_size"];
+   */
+  totalSize: bigint;
+
+  /**
+   * Hex SHA-256 the computer recomputed.
+   *
+   * @generated from field: string sha256 = 3;
+   */
+  sha256: string;
+
+  /**
+   * The computer's id of the upload.
+   *
+   * @generated from field: string upload_id = 4 [json_name = "upload_id"];
+   */
+  uploadId: string;
+};
+
+/**
+ * Describes the message smcp.v1.PutBlobResponse.
+ * Use `create(PutBlobResponseSchema)` to create a new message.
+ */
+export const PutBlobResponseSchema: GenMessage<PutBlobResponse> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 31);
 
 /**
  * AgentService is the typed agent API of the gateway, served with Connect,
@@ -727,10 +1208,15 @@ export const OfficeSummarySchema: GenMessage<OfficeSummary> = /*@__PURE__*/
  * A call is refused when the key does not allow that office or when another
  * agent holds the office.
  *
- * Errors carry an smcp.v1.Error detail with the protocol code: 400 and 4204 map
- * to InvalidArgument, 401 Unauthenticated, 403 PermissionDenied, 404, 4201 and
- * 4203 NotFound, 4202 OutOfRange, 408 DeadlineExceeded, a computer gone
- * Unavailable.
+ * Errors carry an smcp.v1.Error detail with the protocol code: 400, 4016 and
+ * 4204 map to InvalidArgument, 401 Unauthenticated, 403 PermissionDenied, 404,
+ * 4014, 4201 and 4203 NotFound, 4202 OutOfRange, 408 DeadlineExceeded, 4015
+ * Unimplemented, a computer gone Unavailable. 4017, 4018 and 4019 map by
+ * their details.reason (not_found and gone NotFound, forbidden
+ * PermissionDenied, traversal, invalid_handle and invalid_declaration
+ * InvalidArgument, range OutOfRange, too_large and busy ResourceExhausted,
+ * integrity DataLoss, io_error Internal); other reasons FailedPrecondition
+ * (4017, 4018) or Aborted (4019: start the upload again).
  *
  * @generated from service smcp.v1.AgentService
  */
@@ -845,6 +1331,74 @@ export const AgentService: GenService<{
     methodKind: "unary";
     input: typeof ListOfficesRequestSchema;
     output: typeof ListOfficesResponseSchema;
+  },
+  /**
+   * GetResources lists the MCP resources of one of a computer's MCP servers
+   * (client:get_resources; 0.3+ offices). In a 0.2 office it is NotFound
+   * (404, "unknown event").
+   *
+   * @generated from rpc smcp.v1.AgentService.GetResources
+   */
+  getResources: {
+    methodKind: "unary";
+    input: typeof GetResourcesRequestSchema;
+    output: typeof GetResourcesResponseSchema;
+  },
+  /**
+   * GetSkills lists the skills a computer offers (client:get_skills; 0.3+
+   * offices). In a 0.2 office it is NotFound (404, "unknown event").
+   *
+   * @generated from rpc smcp.v1.AgentService.GetSkills
+   */
+  getSkills: {
+    methodKind: "unary";
+    input: typeof GetSkillsRequestSchema;
+    output: typeof GetSkillsResponseSchema;
+  },
+  /**
+   * GetSkill reads one file of a skill (client:get_skill; 0.3+ offices):
+   * the text inline, or a blob handle to read with ReadBlob.
+   *
+   * @generated from rpc smcp.v1.AgentService.GetSkill
+   */
+  getSkill: {
+    methodKind: "unary";
+    input: typeof GetSkillRequestSchema;
+    output: typeof GetSkillResponseSchema;
+  },
+  /**
+   * ReadBlob streams a blob of a computer (a handle from GetSkill or from a
+   * tool result), pulling it with client:get_blob one chunk at a time; the
+   * gateway never holds more than one chunk. Every message carries the bytes
+   * of one chunk in order, from offset 0. The gateway checks that total_size
+   * and sha256 stay the same across chunks (else Aborted: the blob changed,
+   * read it again), that the chunks add up to total_size, and, before it
+   * sends the message with eof set, that the SHA-256 of the bytes is sha256
+   * (else DataLoss, naming both). A stream that ends without a message with
+   * eof set carried a failed read: discard its bytes.
+   *
+   * @generated from rpc smcp.v1.AgentService.ReadBlob
+   */
+  readBlob: {
+    methodKind: "server_streaming";
+    input: typeof ReadBlobRequestSchema;
+    output: typeof ReadBlobResponseSchema;
+  },
+  /**
+   * PutBlob uploads a file to a computer (client:put_blob; 0.4 offices).
+   * The first message is the header (office, computer, total_size, sha256,
+   * name_hint), the next ones the data, in order. The gateway forwards the
+   * bytes in put_blob chunks of at most 256 KiB, each after the previous
+   * one's ack, and never holds the whole upload. The answer is the landed
+   * file's path, with the size and SHA-256 the computer recomputed (which the
+   * gateway checks against the header and against what it forwarded).
+   *
+   * @generated from rpc smcp.v1.AgentService.PutBlob
+   */
+  putBlob: {
+    methodKind: "client_streaming";
+    input: typeof PutBlobRequestSchema;
+    output: typeof PutBlobResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_smcp_v1_service, 0);
