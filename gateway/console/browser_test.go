@@ -722,7 +722,7 @@ func checkRequests(t *testing.T, reqs []request) {
 }
 
 func joinOtherAgent(ctx context.Context, url string) (*agent.Client, error) {
-	a, err := agent.Dial(ctx, sioclient.Options{URL: url, APIKey: apiKey, Logger: slog.New(slog.DiscardHandler)}, "other-agent")
+	a, err := agent.Dial(ctx, sioclient.Options{URL: url, APIKey: apiKey, Logger: slog.New(slog.DiscardHandler), Version: smcp.V02.Full()}, "other-agent")
 	if err != nil {
 		return nil, fmt.Errorf("dial other agent: %w", err)
 	}

@@ -176,7 +176,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 
 func dialComputer(ctx context.Context, url, name, office string) (*sioclient.Client, error) {
-	c, err := sioclient.Dial(ctx, sioclient.Options{URL: url, NoReconnect: true})
+	c, err := sioclient.Dial(ctx, sioclient.Options{URL: url, NoReconnect: true, Version: smcp.V04.Full()})
 	if err != nil {
 		return nil, err
 	}

@@ -73,7 +73,7 @@ func TestDocumentChangeReachesAgents(t *testing.T) {
 		computer.Gateway{URL: gw.URL, Office: office, APIKey: apiKey, Dial: sioclient.Options{Logger: quiet}}, quiet)
 
 	// The agent on Socket.IO.
-	ag, err := agent.Dial(ctx, sioclient.Options{URL: gw.URL, APIKey: apiKey, Logger: quiet}, agentName)
+	ag, err := agent.Dial(ctx, sioclient.Options{URL: gw.URL, APIKey: apiKey, Logger: quiet, Version: smcp.V02.Full()}, agentName)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func TestSecretsStayOutOfLogsAndAnswers(t *testing.T) {
 	}
 
 	// An agent that uses the computer, every answer kept.
-	ag, err := agent.Dial(ctx, sioclient.Options{URL: gw.URL, APIKey: apiKey, Logger: log}, agentName)
+	ag, err := agent.Dial(ctx, sioclient.Options{URL: gw.URL, APIKey: apiKey, Logger: log, Version: smcp.V02.Full()}, agentName)
 	if err != nil {
 		t.Fatal(err)
 	}
