@@ -42,6 +42,38 @@ func procStatus(t *testing.T, pid int, field string) int64 {
 	return 0
 }
 
+// startGatewayProcess runs `smcp gateway` as a child on a free loopback
+// port with args (and env added to its environment), waits until it is
+// ready and returns its URL and pid: memory is measured on the gateway
+// alone, not on a test process holding clients too.
+func startGatewayProcess(t *testing.T, env []string, args ...string) (string, int) {
+	t.Helper()
+	addr := freeAddr(t)
+	cmd := smcpCommand(t, append([]string{"gateway", "--listen", addr, "--log-level", "warn"}, args...)...)
+	cmd.Env = append(cmd.Env, env...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	base := "http://" + addr
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	waitFor(t, ctx, "gateway ready", func() bool {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return base, cmd.Process.Pid
+}
+
 // deepBody is a CallTool request for office-a whose params nest lists 9,000
 // deep, and the answer a key of office-b only must get.
 type deepBody struct {
@@ -95,29 +127,10 @@ func TestDeepBodiesRefusedBeforeDecoding(t *testing.T) {
 		"  - {key: key-office-b, id: b, roles: [agent], offices: [office-b]}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
-	cmd := smcpCommand(t, "gateway", "--keys-file", keys, "--listen", addr, "--log-level", "warn")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	base := "http://" + addr
+	base, pid := startGatewayProcess(t, nil, "--keys-file", keys)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	waitFor(t, ctx, "gateway ready", func() bool {
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	start := procStatus(t, cmd.Process.Pid, "VmRSS")
+	start := procStatus(t, pid, "VmRSS")
 
 	bodies := deepBodies(t)
 	const callers, rounds = 64, 4
@@ -142,7 +155,7 @@ func TestDeepBodiesRefusedBeforeDecoding(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	peak := procStatus(t, cmd.Process.Pid, "VmHWM")
+	peak := procStatus(t, pid, "VmHWM")
 	t.Logf("gateway RSS before: %d MiB, peak: %d MiB (%d callers x %d rounds x %d bodies)", start>>20, peak>>20, callers, rounds, len(bodies))
 	if grown := peak - start; grown > 128<<20 {
 		t.Fatalf("the gateway's resident set peaked %d MiB above its start: want at most 128 MiB", grown>>20)

@@ -52,31 +52,11 @@ func vmRSS(t *testing.T, pid int) int64 {
 // key.
 func TestUnauthenticatedFramesCostNoMemory(t *testing.T) {
 	const key = "k-rss-0123456789abcdef"
-	addr := freeAddr(t)
-	cmd := smcpCommand(t, "gateway", "--listen", addr, "--log-level", "warn")
 	// The key through the environment, as the README advises.
-	cmd.Env = append(cmd.Env, "SMCP_API_KEY="+key)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	base := "http://" + addr
+	base, pid := startGatewayProcess(t, []string{"SMCP_API_KEY=" + key})
+	addr := strings.TrimPrefix(base, "http://")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	waitFor(t, ctx, "gateway ready", func() bool {
-		resp, err := http.Get(base + "/readyz")
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	pid := cmd.Process.Pid
 
 	const conns, frame = 20, 16 << 20
 	payload := "4" + strings.Repeat("x", frame)
