@@ -224,9 +224,6 @@ func (e *EventInfo) In(v Version) bool {
 	return len(e.Spans) > 0 && e.Spans[0].From.Compare(v) <= 0 && (e.Until.IsZero() || v.Compare(e.Until) < 0)
 }
 
-// Since is the first version with the event.
-func (e *EventInfo) Since() Version { return e.Spans[0].From }
-
 // Ack is the event's ack form in profile v (NoAck where it does not exist).
 func (e *EventInfo) Ack(v Version) AckForm {
 	if !e.In(v) {
