@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -20,8 +21,8 @@ import (
 // "skill://{computer}/{name}" is a skill's SKILL.md, and
 // "skill://{computer}/{name}/{rel_path}" another of its files, read with
 // client:get_skill (and client:get_blob when the computer answers a blob
-// handle). Computer and name are path-escaped; rel_path is as the skill
-// names it.
+// handle). Computer and name are path-escaped (url.PathEscape keeps the
+// ":" of "mcp:bundle:skill"); rel_path is as the skill names it.
 const skillPrefix = "skill://"
 
 // DefaultMaxBlobBytes bounds what the front end drains of blob handles for
@@ -30,22 +31,7 @@ const skillPrefix = "skill://"
 const DefaultMaxBlobBytes = 32 << 20
 
 func skillURI(computer, name string) string {
-	return skillPrefix + pathEscape(computer) + "/" + pathEscape(name)
-}
-
-// pathEscape escapes what a URI path segment cannot hold; ':' stays, as
-// skill names hold it ("mcp:bundle:skill").
-func pathEscape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if safeByte(c) || c == '.' || c == '~' || c == ':' {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteString("%" + strings.ToUpper(string("0123456789abcdef"[c>>4])+string("0123456789abcdef"[c&15])))
-	}
-	return b.String()
+	return skillPrefix + url.PathEscape(computer) + "/" + url.PathEscape(name)
 }
 
 // parseSkillURI splits a skill URI; rel is "" for SKILL.md.
@@ -58,8 +44,8 @@ func parseSkillURI(uri string) (computer, name, rel string, err error) {
 	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
 		return "", "", "", smcp.Errorf(smcp.CodeBadRequest, "skill URI %q: want skill://{computer}/{name}[/{path}]", uri)
 	}
-	if computer, err = unescape(parts[0]); err == nil {
-		name, err = unescape(parts[1])
+	if computer, err = url.PathUnescape(parts[0]); err == nil {
+		name, err = url.PathUnescape(parts[1])
 	}
 	if err != nil {
 		return "", "", "", smcp.Errorf(smcp.CodeBadRequest, "skill URI %q: %v", uri, err)
@@ -68,34 +54,6 @@ func parseSkillURI(uri string) (computer, name, rel string, err error) {
 		rel = parts[2]
 	}
 	return computer, name, rel, nil
-}
-
-func unescape(s string) (string, error) {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '%' {
-			b.WriteByte(s[i])
-			continue
-		}
-		if i+2 >= len(s) || unhex(s[i+1]) < 0 || unhex(s[i+2]) < 0 {
-			return "", smcp.Errorf(smcp.CodeBadRequest, "bad escape in %q", s)
-		}
-		b.WriteByte(byte(unhex(s[i+1])<<4 | unhex(s[i+2])))
-		i += 2
-	}
-	return b.String(), nil
-}
-
-func unhex(c byte) int {
-	switch {
-	case c >= '0' && c <= '9':
-		return int(c - '0')
-	case c >= 'a' && c <= 'f':
-		return int(c-'a') + 10
-	case c >= 'A' && c <= 'F':
-		return int(c-'A') + 10
-	}
-	return -1
 }
 
 // syncSkills lists a computer's skills as resources. In a 0.2 office the
