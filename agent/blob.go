@@ -14,6 +14,7 @@ import (
 
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
+	"github.com/smcpgw/smcp-gateway/smcp/blobread"
 )
 
 // ChunkSize is the largest blob chunk asked for or sent: the protocol's
@@ -60,12 +61,9 @@ func (a *Client) GetSkill(ctx context.Context, computer, name, relPath string) (
 // chunks; w then holds a partial or wrong copy, which the caller discards.
 // ctx bounds the whole transfer.
 func (a *Client) ReadBlob(ctx context.Context, computer, handle string, w io.Writer) (*BlobInfo, error) {
-	var (
-		info   *BlobInfo
-		h      = sha256.New()
-		offset int64
-	)
-	for {
+	var r blobread.Reader
+	for !r.EOF() {
+		offset := r.Offset()
 		ret, err := request[*smcpv1.GetBlobRet](ctx, a, smcp.EventGetBlob, &smcpv1.GetBlobReq{
 			Computer: computer, BlobHandle: handle,
 			ChunkOffset: proto.Int64(offset), MaxChunkBytes: proto.Int64(ChunkSize),
@@ -73,43 +71,15 @@ func (a *Client) ReadBlob(ctx context.Context, computer, handle string, w io.Wri
 		if err != nil {
 			return nil, fmt.Errorf("get_blob at offset %d: %w", offset, err)
 		}
-		if info == nil {
-			if ret.GetTotalSize() < 0 || len(ret.GetSha256()) != sha256.Size*2 {
-				return nil, fmt.Errorf("%w: the computer declared total_size %d and sha256 %q", ErrBlobIntegrity, ret.GetTotalSize(), ret.GetSha256())
-			}
-			info = &BlobInfo{MIMEType: ret.GetMimeType(), Size: ret.GetTotalSize(), SHA256: ret.GetSha256()}
-		} else if ret.GetTotalSize() != info.Size || ret.GetSha256() != info.SHA256 {
-			return nil, fmt.Errorf("%w: the blob changed during the transfer (total_size %d, sha256 %s at offset %d; first %d, %s)",
-				ErrBlobIntegrity, ret.GetTotalSize(), ret.GetSha256(), offset, info.Size, info.SHA256)
-		}
-		if ret.GetChunkOffset() != offset {
-			return nil, fmt.Errorf("%w: asked for offset %d, got a chunk at %d", ErrBlobIntegrity, offset, ret.GetChunkOffset())
-		}
-		chunk, err := base64.StdEncoding.DecodeString(ret.GetBlob())
+		c, err := r.Next(ret)
 		if err != nil {
-			return nil, fmt.Errorf("%w: chunk at offset %d is not base64: %v", ErrBlobIntegrity, offset, err)
+			return nil, fmt.Errorf("%w: %w", ErrBlobIntegrity, err)
 		}
-		if offset+int64(len(chunk)) > info.Size {
-			return nil, fmt.Errorf("%w: chunk at offset %d runs past total_size %d", ErrBlobIntegrity, offset, info.Size)
-		}
-		if _, err := w.Write(chunk); err != nil {
+		if _, err := w.Write(c.Data); err != nil {
 			return nil, fmt.Errorf("write blob: %w", err)
 		}
-		h.Write(chunk)
-		offset += int64(len(chunk))
-		if ret.GetEof() || offset == info.Size {
-			if offset != info.Size {
-				return nil, fmt.Errorf("%w: eof after %d bytes, total_size is %d", ErrBlobIntegrity, offset, info.Size)
-			}
-			if got := hex.EncodeToString(h.Sum(nil)); got != info.SHA256 {
-				return nil, fmt.Errorf("%w: sha256 of the %d bytes received is %s, the computer declared %s", ErrBlobIntegrity, offset, got, info.SHA256)
-			}
-			return info, nil
-		}
-		if len(chunk) == 0 {
-			return nil, fmt.Errorf("%w: empty chunk at offset %d before eof", ErrBlobIntegrity, offset)
-		}
 	}
+	return &BlobInfo{MIMEType: r.MIMEType(), Size: r.TotalSize(), SHA256: r.SHA256()}, nil
 }
 
 // PutBlob uploads size bytes of r to computer with client:put_blob (0.4):

@@ -18,7 +18,7 @@ import (
 
 // ErrChanged marks a blob whose total_size or sha256 changed between
 // chunks: §5.7 has the agent read it again from offset 0.
-var ErrChanged = errors.New("blob changed during the read")
+var ErrChanged = errors.New("blob changed during the transfer")
 
 // ErrCorrupt marks chunks that break the rules: a bad declaration, a wrong
 // offset, bytes past total_size, a wrong eof, or a sha256 mismatch.
@@ -71,7 +71,7 @@ func (r *Reader) Next(ret *smcpv1.GetBlobRet) (Chunk, error) {
 		r.started, r.totalSize, r.sha, r.mime, r.sum = true, ret.GetTotalSize(), ret.GetSha256(), ret.GetMimeType(), sha256.New()
 	}
 	if ret.GetTotalSize() != r.totalSize || !strings.EqualFold(ret.GetSha256(), r.sha) {
-		return Chunk{}, fmt.Errorf("%w at offset %d: total_size %d then %d, sha256 %s then %s; read it again",
+		return Chunk{}, fmt.Errorf("%w: it changed during the read at offset %d (total_size %d then %d, sha256 %s then %s); read it again",
 			ErrChanged, r.offset, r.totalSize, ret.GetTotalSize(), r.sha, ret.GetSha256())
 	}
 	if ret.GetChunkOffset() != r.offset {
@@ -85,8 +85,10 @@ func (r *Reader) Next(ret *smcpv1.GetBlobRet) (Chunk, error) {
 	switch {
 	case end > r.totalSize:
 		return Chunk{}, fmt.Errorf("%w: the chunk at offset %d of %d bytes runs past total_size %d", ErrCorrupt, r.offset, len(data), r.totalSize)
-	case ret.GetEof() != (end == r.totalSize):
-		return Chunk{}, fmt.Errorf("%w: the chunk at offset %d of %d bytes has eof %t with total_size %d", ErrCorrupt, r.offset, len(data), ret.GetEof(), r.totalSize)
+	case ret.GetEof() && end != r.totalSize:
+		return Chunk{}, fmt.Errorf("%w: eof after %d bytes, total_size is %d", ErrCorrupt, end, r.totalSize)
+	case !ret.GetEof() && end == r.totalSize:
+		return Chunk{}, fmt.Errorf("%w: no eof with the chunk at offset %d that ends total_size %d", ErrCorrupt, r.offset, r.totalSize)
 	case len(data) == 0 && !ret.GetEof():
 		return Chunk{}, fmt.Errorf("%w: an empty chunk at offset %d before the end", ErrCorrupt, r.offset)
 	}
