@@ -122,13 +122,9 @@ func (x *session) syncResources(ctx context.Context, computer string, desktop, f
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.ctx.Err() != nil {
-		return
-	}
-	c := x.computers[computer]
+	c := x.viewLocked(computer)
 	if c == nil {
-		c = newComputerView()
-		x.computers[computer] = c
+		return
 	}
 	if finder {
 		c.pages = pages

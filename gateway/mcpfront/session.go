@@ -64,6 +64,20 @@ func newComputerView() *computerView {
 		skills: map[string][]byte{}, hosts: map[string]bool{}, pages: map[string]int{}}
 }
 
+// viewLocked is what the session lists of computer, made on first use;
+// nil once the session is closing (nothing is listed any more).
+func (x *session) viewLocked(computer string) *computerView {
+	if x.ctx.Err() != nil {
+		return nil
+	}
+	c := x.computers[computer]
+	if c == nil {
+		c = newComputerView()
+		x.computers[computer] = c
+	}
+	return c
+}
+
 // newSession takes the office's agent lease and watch, builds the session's
 // server and lists every computer already in the office.
 func newSession(ctx context.Context, front *Server, id string, p *core.Principal, office, agent string) (*session, error) {

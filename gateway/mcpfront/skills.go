@@ -83,13 +83,9 @@ func (x *session) syncSkills(ctx context.Context, computer string) {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.ctx.Err() != nil {
-		return
-	}
-	c := x.computers[computer]
+	c := x.viewLocked(computer)
 	if c == nil {
-		c = newComputerView()
-		x.computers[computer] = c
+		return
 	}
 	x.applySkillsLocked(computer, c, next, res)
 }

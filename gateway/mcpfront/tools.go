@@ -59,13 +59,9 @@ func (x *session) syncTools(ctx context.Context, computer string) {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.ctx.Err() != nil {
-		return
-	}
-	c := x.computers[computer]
+	c := x.viewLocked(computer)
 	if c == nil {
-		c = newComputerView()
-		x.computers[computer] = c
+		return
 	}
 	var gone []string
 	for name := range c.tools {
