@@ -118,11 +118,10 @@ func (c *Computer) bundleIDs() map[string]string {
 
 // version is the computer's profile in the protocol table.
 func (c *Computer) version() smcp.Version {
-	v, err := smcp.ParseProfile(c.protocol)
-	if err != nil { // New checked the protocol
-		return smcp.V02
+	if v, ok := smcp.LookupProfile(c.protocol); ok {
+		return v
 	}
-	return v
+	return smcp.V02 // New checked the protocol
 }
 
 // profileEvents are the routed events of the computer's profile (the

@@ -171,6 +171,12 @@ func TestClientVersion(t *testing.T) {
 	if V03.Full() != "0.3.2" || V04.Full() != "0.4.0" || V02.Full() != "0.2.0" {
 		t.Errorf("full versions: %s %s %s", V02.Full(), V03.Full(), V04.Full())
 	}
+	if v, ok := LookupProfile("0.4"); !ok || v != V04 {
+		t.Errorf("LookupProfile(0.4) = %v, %v", v, ok)
+	}
+	if _, ok := LookupProfile("0.5"); ok {
+		t.Errorf("0.5 found as a profile")
+	}
 	if _, err := ParseProfile("0.5"); err == nil {
 		t.Errorf("0.5 accepted as a profile")
 	}

@@ -81,6 +81,23 @@ func cmpInt(a, b int) int {
 // IsZero reports whether v is unset.
 func (v Version) IsZero() bool { return v == Version{} }
 
+// profileByName finds a known profile by its MAJOR.MINOR without parsing (a
+// registry record names its member's profile so; routing reads it per
+// cross-node call).
+var profileByName = func() map[string]Version {
+	m := map[string]Version{}
+	for _, p := range profiles {
+		m[p.v.String()] = p.v
+	}
+	return m
+}()
+
+// LookupProfile returns the known profile named s ("0.4").
+func LookupProfile(s string) (Version, bool) {
+	v, ok := profileByName[s]
+	return v, ok
+}
+
 // ParseProfile reads a profile as an operator writes it: "0.3" (or a full
 // "0.3.2", whose PATCH is ignored).
 func ParseProfile(s string) (Version, error) {

@@ -132,7 +132,7 @@ func (s *Session) resolve(ctx context.Context, r *Request) (c *Session, o *offic
 		// A computer of this node that is not in the hub has just left.
 		return nil, nil, nil, errNoComputer()
 	}
-	if v, perr := smcp.ParseProfile(m.Version); perr == nil {
+	if v, ok := smcp.LookupProfile(m.Version); ok {
 		if err := eventIn(r, v); err != nil {
 			return nil, nil, nil, err
 		}
