@@ -29,12 +29,12 @@ const (
 	DefaultWatchBuffer      = 256
 	// DefaultMaxAnswerBytes bounds a computer's answer: large enough for
 	// screenshots, separate from the (smaller) request limit.
-	DefaultMaxAnswerBytes       = 16 << 20
+	DefaultMaxAnswerBytes = 16 << 20
 	// DefaultSeatLease is how long a lease's agent seat outlives its
 	// holder's last request (Config.SeatLease).
-	DefaultSeatLease            = 60 * time.Second
-	MinToolCallTimeout    int32 = 1
-	MaxToolCallTimeout    int32 = 3600
+	DefaultSeatLease         = 60 * time.Second
+	MinToolCallTimeout int32 = 1
+	MaxToolCallTimeout int32 = 3600
 )
 
 // Config tunes a Hub. Zero fields take the defaults.
