@@ -41,7 +41,9 @@ export class Client {
   }
 
   headers(contentType) {
-    const h = { "Content-Type": contentType, "Connect-Protocol-Version": "1", [this.keyHeader]: this.key };
+    // x-smcp-front: the seats the console's calls take name the console,
+    // not the RPC API, to the agents they refuse.
+    const h = { "Content-Type": contentType, "Connect-Protocol-Version": "1", [this.keyHeader]: this.key, "x-smcp-front": "console" };
     if (this.agent) h["x-smcp-agent"] = this.agent;
     return h;
   }
