@@ -334,8 +334,9 @@ func evictedError(by string, at time.Time) error {
 	return fmt.Errorf("%w %s at %s", ErrSeatEvicted, by, rfc3339(at))
 }
 
-// Done ends when an operator evicted the session's seat (a lease only):
-// its holder must stop acting as the agent; Cause says why.
+// Done ends when an operator evicted the session's seat (a lease only),
+// and when the session closes: its holder must stop acting as the agent;
+// Cause says whether it was evicted.
 func (s *Session) Done() <-chan struct{} {
 	if s.evicted == nil {
 		return nil
@@ -348,7 +349,10 @@ func (s *Session) Cause() error {
 	if s.evicted == nil || s.evicted.Err() == nil {
 		return nil
 	}
-	return context.Cause(s.evicted)
+	if err := context.Cause(s.evicted); errors.Is(err, ErrSeatEvicted) {
+		return err
+	}
+	return nil
 }
 
 // Renew keeps a lapsing lease (Seat.Lapses): its holder calls it on each

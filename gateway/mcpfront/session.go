@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,6 +37,10 @@ type session struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 	closeOnce sync.Once
+
+	// inflight counts the client's requests being served: while any is,
+	// the pump keeps the seat (a tools/call may outlast a lease).
+	inflight atomic.Int64
 
 	mu        sync.Mutex
 	watch     *core.Watcher
@@ -81,7 +86,10 @@ func (x *session) viewLocked(computer string) *computerView {
 // newSession takes the office's agent lease and watch, builds the session's
 // server and lists every computer already in the office.
 func newSession(ctx context.Context, front *Server, id string, p *core.Principal, office, agent string) (*session, error) {
-	lease, err := front.hub.ActAsAgent(p, office, agent)
+	// The seat lapses SeatLease after the client's last request (Renew in
+	// serve), so that a client that vanished without DELETE frees the
+	// office long before the session's idle timeout.
+	lease, err := front.hub.TakeSeat(ctx, p, office, agent, core.Seat{Front: core.FrontMCP, Lapses: true})
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +170,12 @@ func (x *session) run() {
 
 // pump turns the office's notifications into changes of the session's
 // server, in the order the office saw them.
+//
+// It also keeps the seat while the client has requests being served, and
+// ends the session when an operator evicts its seat.
 func (x *session) pump() {
+	renew := time.NewTicker(max(x.front.hub.Config().SeatLease/4, 10*time.Millisecond))
+	defer renew.Stop()
 	for {
 		x.mu.Lock()
 		w := x.watch
@@ -173,6 +186,18 @@ func (x *session) pump() {
 		select {
 		case <-x.ctx.Done():
 			return
+		case <-x.lease.Done():
+			if cause := x.lease.Cause(); cause != nil {
+				x.log.Warn("mcp session closed: its agent seat was evicted", "err", cause)
+			}
+			x.close()
+			return
+		case <-renew.C:
+			if x.inflight.Load() > 0 {
+				if err := x.lease.Renew(x.ctx); err != nil {
+					x.log.Info("agent seat not renewed during a request", "err", err)
+				}
+			}
 		case n, ok := <-w.C():
 			if !ok {
 				if x.ctx.Err() != nil {
@@ -400,6 +425,15 @@ func (x *session) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 func (x *session) serve(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if !isNotification(method) && method != "initialize" {
+			// Each request renews the session's seat: one that lapsed is
+			// taken again if it is free; if another agent took it, the
+			// request is refused with the holder's name (the session stays,
+			// its client may try again later).
+			if err := x.lease.Renew(ctx); err != nil {
+				return nil, mcpError(err, false)
+			}
+			x.inflight.Add(1)
+			defer x.inflight.Add(-1)
 			if !x.allow() {
 				return nil, mcpError(smcp.Errorf(core.CodeTooManyPending,
 					"rate limit of %g requests per second exceeded", x.front.opts.EventsPerSecond), false)
