@@ -445,9 +445,21 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Click("#sign-in", chromedp.ByQuery),
 		waitText(`.office[data-office="demo"]`, "other-agent"),
 		click(`.computer[data-computer="demo-pc"]`),
-		waitText("#tab-body", `Office "demo" already has an agent: an office holds one agent at a time`),
+		waitText("#tab-body", `Office "demo" already has an agent: "other-agent" over socket.io since `),
+		waitText("#tab-body", `An office holds one agent at a time`),
 	)
 	shot(t, browser, filepath.Join(shots, "held.png"))
+
+	// The console's key is an operator's (no scope): it may evict the agent
+	// from the office's overview, which disconnects it.
+	step("evict agent",
+		click(`.office[data-office="demo"] h3 a`),
+		chromedp.WaitVisible("#evict-agent", chromedp.ByQuery),
+		click("#evict-agent"),
+		waitText("#evict-result", "Evicted: "),
+		waitText("#evict-result", "other-agent (socket.io since "),
+		waitText(`.office[data-office="demo"]`, "none joined"),
+	)
 
 	// Signed in under that agent's name, the console shares the office.
 	step("shared office",

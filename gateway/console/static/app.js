@@ -129,6 +129,7 @@ async function refreshOffices() {
   try {
     const res = await state.client.call("ListOffices", {});
     state.offices = res.offices ?? [];
+    state.operator = !!res.operator;
     renderOffices();
   } catch (e) {
     fail($("#offices"), e);
@@ -387,8 +388,29 @@ function renderOverview() {
   if (!box) return;
   const o = state.offices.find((x) => x.office_id === state.office);
   fill(box, o
-    ? [agentLine(o), el("p", null, "Choose one of the office's computers:"), computerButtons(o)]
+    ? [agentLine(o), evictButton(o), el("p", null, "Choose one of the office's computers:"), computerButtons(o)]
     : el("p", { class: "muted" }, "This office is not listed (any more): nobody is in it, or this key may not enter it."));
+}
+
+// evictButton frees the office's agent seat (EvictAgent): shown to an
+// operator key only, the one key the gateway lets evict. The console's own
+// watch of the office holds the seat too, and is evicted with the rest.
+function evictButton(o) {
+  if (!state.operator) return null;
+  const out = el("span", { id: "evict-result", class: "small" });
+  const b = el("button", { type: "button", id: "evict-agent", onclick: async () => {
+    b.disabled = true;
+    try {
+      const res = await state.client.call("EvictAgent", { office_id: o.office_id });
+      const held = (res.holders ?? []).map((h) => `${h.agent} (${h.front} since ${h.since})`);
+      fill(out, held.length ? `Evicted: ${held.join(", ")}` : "The seat was free.");
+    } catch (e) {
+      fill(out, el("span", { class: "error" }, describe(e, state.client?.agent)));
+    } finally {
+      b.disabled = false;
+    }
+  } }, "Evict agent");
+  return el("p", null, b, " ", out);
 }
 
 function addr() {
