@@ -685,7 +685,7 @@ func checkModules(t *testing.T, ctx context.Context) {
 		// resource or the type, hash and MIME type; other items do not.
 		"h1:image-abcdef01.png,h2:report.pdf 2 image image/png · 2.0 KiB plain",
 		// A gateway with another key header (config.json) gets the key there.
-		`{"Content-Type":"application/json","Connect-Protocol-Version":"1","x-token":"k","x-smcp-agent":"a"}`,
+		`{"Content-Type":"application/json","Connect-Protocol-Version":"1","x-token":"k","x-smcp-front":"console","x-smcp-agent":"a"}`,
 		"a b=3,e=2 1.5",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

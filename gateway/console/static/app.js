@@ -397,18 +397,24 @@ function renderOverview() {
 // watch of the office holds the seat too, and is evicted with the rest.
 function evictButton(o) {
   if (!state.operator) return null;
-  const out = el("span", { id: "evict-result", class: "small" });
+  // The overview is redrawn at each refresh: the outcome is kept in state.
+  const said = state.evicted?.office === o.office_id ? state.evicted.text : "";
+  const out = el("span", { id: "evict-result", class: "small" }, said);
   const b = el("button", { type: "button", id: "evict-agent", onclick: async () => {
     b.disabled = true;
+    let text;
     try {
       const res = await state.client.call("EvictAgent", { office_id: o.office_id });
       const held = (res.holders ?? []).map((h) => `${h.agent} (${h.front} since ${h.since})`);
-      fill(out, held.length ? `Evicted: ${held.join(", ")}` : "The seat was free.");
+      text = held.length ? `Evicted: ${held.join(", ")}` : "The seat was free.";
     } catch (e) {
-      fill(out, el("span", { class: "error" }, describe(e, state.client?.agent)));
+      text = describe(e, state.client?.agent);
     } finally {
       b.disabled = false;
     }
+    state.evicted = { office: o.office_id, text };
+    fill(out, text);
+    refreshOffices();
   } }, "Evict agent");
   return el("p", null, b, " ", out);
 }
