@@ -192,8 +192,12 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 			timeout = time.Until(dl)
 		}
 		secs := min(max(int64(math.Ceil(timeout.Seconds())), smcp.MinToolCallTimeout), smcp.MaxToolCallTimeout)
+		st, err := x.seat(ctx)
+		if err != nil {
+			return nil, mcpError(err, false)
+		}
 		reqID := newReqID()
-		payload, err := smcp.ToolCallPayload(&smcpv1.ToolCallReq{Agent: x.agent, ReqId: reqID, Computer: computer,
+		payload, err := smcp.ToolCallPayload(&smcpv1.ToolCallReq{Agent: st.agent, ReqId: reqID, Computer: computer,
 			ToolName: tool, Timeout: int32(secs)}, args)
 		if err != nil {
 			return nil, mcpError(smcp.Errorf(smcp.CodeBadRequest, "%v", err), false)
@@ -201,7 +205,7 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 		raw, err := x.route(ctx, smcp.EventToolCall, payload)
 		if err != nil {
 			if ctx.Err() != nil {
-				if cerr := x.lease.CancelToolCall(&smcpv1.AgentCallData{Agent: x.agent, ReqId: reqID}); cerr != nil {
+				if cerr := st.lease.CancelToolCall(&smcpv1.AgentCallData{Agent: st.agent, ReqId: reqID}); cerr != nil {
 					x.log.Warn("cancel abandoned tool call", "computer", computer, "req_id", reqID, "err", cerr)
 				}
 				return nil, ctx.Err()
