@@ -31,8 +31,8 @@ type session struct {
 	own     *seat
 	shared  bool // an office's shared view: see officeView
 	server  *mcp.Server
-	limiter   *rate.Limiter // nil: no limit
-	log       *slog.Logger
+	limiter *rate.Limiter // nil: no limit
+	log     *slog.Logger
 
 	// ctx ends when the session closes, or its client's DELETE arrives: it
 	// stops the pump, the reads of a refresh in progress and the session's
@@ -54,7 +54,7 @@ type session struct {
 	owners map[string]string
 	// templates counts, per dpe:// host, the computers serving it.
 	templates map[string]int
-	vs viewState // a shared view's own state
+	vs        viewState // a shared view's own state
 	// subs counts the subscriptions of each resource URI (a shared view's
 	// listen streams may subscribe to the same URI).
 	subs map[string]int
