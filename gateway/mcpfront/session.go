@@ -533,7 +533,12 @@ func (x *session) serve(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}
 		if rr, ok := req.(*mcp.ReadResourceRequest); ok && method == "resources/read" && rr.Params != nil {
-			return x.read(ctx, rr.Params.URI)
+			res, err := x.read(ctx, rr.Params.URI)
+			if res != nil {
+				// What the go-sdk's own read would say (serverOptions).
+				res.Cacheable = mcp.Cacheable{TTLMs: 0, CacheScope: "private"}
+			}
+			return res, err
 		}
 		return next(ctx, method, req)
 	}

@@ -51,8 +51,10 @@ type viewState struct {
 	// resync asks for the whole office to be listed again instead.
 	pending []core.Notification
 	resync  bool
-	// refreshing is closed when the refresh in progress ends; nil when none.
+	// refreshing is closed when the refresh in progress ends; nil when
+	// none. It started at refreshed.
 	refreshing chan struct{}
+	refreshed  time.Time
 	// listeners counts the open subscriptions/listen streams.
 	listeners int
 	// p and agent are the last caller's, whose identity the refreshes done
@@ -258,9 +260,15 @@ func (x *session) refresh(ctx context.Context, p *core.Principal, agent string, 
 		x.vs.p, x.vs.agent = p, agent
 	}
 	if running := x.vs.refreshing; running != nil {
-		x.mu.Unlock()
-		waitAtMost(ctx, running, budget)
-		return
+		// Waited for within the budget of the request that started it: a
+		// computer that never answers holds the refresh for syncTimeout,
+		// and must not delay every request meanwhile, nor what the office
+		// notified since (a refresh of its own, beside).
+		if left := budget - time.Since(x.vs.refreshed); left > 0 {
+			x.mu.Unlock()
+			waitAtMost(ctx, running, left)
+			return
+		}
 	}
 	pending, resync := x.vs.pending, x.vs.resync
 	if (len(pending) == 0 && !resync) || p == nil || x.stopped {
@@ -269,7 +277,7 @@ func (x *session) refresh(ctx context.Context, p *core.Principal, agent string, 
 	}
 	x.vs.pending, x.vs.resync = nil, false
 	done := make(chan struct{})
-	x.vs.refreshing = done
+	x.vs.refreshing, x.vs.refreshed = done, time.Now()
 	x.mu.Unlock()
 	finish := func(failed bool) {
 		x.mu.Lock()
@@ -278,7 +286,9 @@ func (x *session) refresh(ctx context.Context, p *core.Principal, agent string, 
 			x.vs.resync = x.vs.resync || resync
 			x.vs.pending = append(pending, x.vs.pending...)
 		}
-		x.vs.refreshing = nil
+		if x.vs.refreshing == done {
+			x.vs.refreshing = nil
+		}
 		x.mu.Unlock()
 		close(done)
 	}
