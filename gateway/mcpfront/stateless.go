@@ -35,7 +35,7 @@ const (
 	// waits for the office's computers to list their tools and resources; a
 	// computer slower than that is listed when it answers, and the client is
 	// sent list_changed.
-	syncBudget = time.Second
+	syncBudget = 800 * time.Millisecond
 	// viewIdle closes an office's shared view after this long without
 	// requests or listen streams (its watch of the office with it).
 	viewIdle = 5 * time.Minute
@@ -96,12 +96,9 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, p *core.
 	}
 	listen := isListen(body)
 	// A listen stream does not end on its own: a drain must not wait for it.
+	// While draining, the middleware answers an MCP error saying why.
 	if !listen && s.calls.Begin() {
 		defer s.calls.End()
-	}
-	if s.calls.Draining() {
-		httpError(w, smcp.Errorf(codeUnavailable, "the gateway is shutting down"))
-		return
 	}
 	st, err := s.takeSeat(p, office, agent)
 	if err != nil {
