@@ -411,7 +411,8 @@ func silentComputer(t testing.TB, g *gateway.Running, office, name string) (aske
 		})
 	}
 	hold(smcp.EventGetTools, map[string]any{"tools": []any{map[string]any{"name": "late", "description": "late",
-		"params_schema": map[string]any{"type": "object"}, "return_schema": nil, "meta": map[string]any{}}}})
+		"params_schema": map[string]any{"type": "object"}, "return_schema": nil, "meta": map[string]any{},
+		"title": "Late tool", "icons": []any{map[string]any{"src": "https://example.com/late.png", "mimeType": "image/png"}}}}})
 	hold(smcp.EventGetDesktop, map[string]any{"desktops": []any{}})
 	hold(smcp.EventGetFinder, map[string]any{"documents": []any{}, "total_count": 0})
 	if err := c.JoinOffice(ctxT(t), smcp.RoleComputer, name, office); err != nil {
@@ -473,6 +474,12 @@ func TestSilentComputer(t *testing.T) {
 	testwait.Until(t, "the silent computer's tool listed statelessly once it answers", func() bool {
 		return slices.Contains(c.toolNames(), "mute__late")
 	})
+	// Its title and icons, which a computer may send beside the SMCPTool
+	// fields, are carried over.
+	late := toolNames(t, cs)["mute__late"]
+	if late.Title != "Late tool" || len(late.Icons) != 1 || late.Icons[0].Source != "https://example.com/late.png" || late.Icons[0].MIMEType != "image/png" {
+		t.Errorf("mute__late: title %q, icons %+v", late.Title, late.Icons)
+	}
 }
 
 // A request with an Origin that is not allowed is refused with 403 before

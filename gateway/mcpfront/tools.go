@@ -28,6 +28,11 @@ type wireTool struct {
 	ParamsSchema json.RawMessage `json:"params_schema"`
 	ReturnSchema json.RawMessage `json:"return_schema"`
 	Meta         map[string]any  `json:"meta"`
+	// Title and Icons are not SMCPTool fields of profiles 0.2-0.4; a
+	// computer that sends them (an MCP tool's own, 2025-06-18 and later)
+	// has them carried over.
+	Title string          `json:"title"`
+	Icons json.RawMessage `json:"icons"`
 }
 
 // syncTools lists a computer's tools and makes the session's server hold
@@ -136,6 +141,16 @@ func toMCPTool(computer string, wt wireTool) (*mcp.Tool, error) {
 		meta[k] = v
 	}
 	t.Meta = meta
+	if wt.Title != "" {
+		t.Title = wt.Title // the tool's own title before its annotations'
+	}
+	if !isNull(wt.Icons) {
+		// Icons a client could not read are left out, not the tool.
+		var icons []mcp.Icon
+		if json.Unmarshal(wt.Icons, &icons) == nil {
+			t.Icons = icons
+		}
+	}
 	return t, nil
 }
 
