@@ -529,3 +529,32 @@ func TestForeignOriginRefused(t *testing.T) {
 		t.Errorf("initialize from a foreign origin: %d, %d sessions; want 403, none", resp.StatusCode, g.MCP.Sessions())
 	}
 }
+
+// A 2026-07-28 request holds the office's agent seat only while it runs:
+// between requests another agent may act, and a listen stream holds the
+// seat while it is open.
+func TestStatelessSeat(t *testing.T) {
+	o := newOffice(t, gateway.Config{})
+	alice := newRaw(t, o.g, "A", "x-api-key", keyAll, mcpfront.AgentHeader, "alice")
+	bob := newRaw(t, o.g, "A", "x-api-key", keyAll, mcpfront.AgentHeader, "bob")
+	alice.toolNames()
+	testwait.Until(t, "bob acts once alice's request is done", func() bool {
+		return bob.call("tools/list", nil).status == http.StatusOK
+	})
+	ctx, cancel := context.WithCancel(ctxT(t))
+	resp, err := http.DefaultClient.Do(alice.request(ctx, "subscriptions/listen", map[string]any{"notifications": map[string]any{"toolsListChanged": true}}))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("alice's listen: %v %v", err, resp)
+	}
+	testwait.Until(t, "bob refused while alice listens", func() bool {
+		return bob.call("tools/list", nil).status == http.StatusForbidden
+	})
+	if a := alice.call("tools/list", nil); a.status != http.StatusOK {
+		t.Errorf("alice's own request while she listens: %d", a.status)
+	}
+	cancel()
+	resp.Body.Close()
+	testwait.Until(t, "bob acts once alice's listen is closed", func() bool {
+		return bob.call("tools/list", nil).status == http.StatusOK
+	})
+}
