@@ -43,7 +43,7 @@ func TestLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := markdownFiles(t, root)
-	for _, must := range []string{"README.md", "docs/API.md", "docs/ARCHITECTURE.md"} {
+	for _, must := range []string{"README.md", "docs/API.md", "docs/ARCHITECTURE.md", "docs/PROTOCOL.md", "docs/TOUR.md"} {
 		found := false
 		for _, f := range files {
 			found = found || f == must
