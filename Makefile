@@ -10,7 +10,8 @@ GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 	release-snapshot release-check release-cross image
 
 # `go build -v` names each package as it compiles: a cold build takes minutes and shows it.
-# Ctrl-C stops the demo, which exits 0 (make itself then reports the interrupt with status 130).
+# Ctrl-C stops the demo and make exits 0: in a terminal the demo takes the terminal's foreground
+# process group for itself (cmd/smcp/foreground_unix.go), so that the interrupt reaches it, not make.
 # DEMO_FLAGS passes flags, e.g. make run DEMO_FLAGS="--listen 127.0.0.1:9090".
 run: build
 	./bin/smcp demo $(DEMO_FLAGS)
