@@ -128,10 +128,10 @@ type Hub struct {
 	sessions map[string]*Session
 	offices  map[string]*office
 	// Cluster only: computers of other nodes with calls in flight, by sid.
-	remote   map[string]*remoteComputer
-	peers    Peers
+	remote map[string]*remoteComputer
+	peers  Peers
 	// locGen counts the drops of cached locations (see unlocateLocked).
-	locGen uint64
+	locGen   uint64
 	leaseSeq atomic.Uint64
 	// claiming counts the claims in flight in the registry: a member whose
 	// claim was sent is this node's as far as the registry is concerned
