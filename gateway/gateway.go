@@ -86,8 +86,8 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	Logger         *slog.Logger
 	// Redis, when set (redis://host:port/db), makes this gateway one node of
-	// a cluster: the socket.io Redis adapter for cross-node emits and acks,
-	// the office registry and node heartbeats in Redis. Empty: one node, no
+	// a cluster: the office registry, node heartbeats and cross-node calls
+	// in Redis, the socket.io Redis adapter for notifications. Empty: one node, no
 	// Redis.
 	Redis string
 	// NodeID names the node in the cluster; random when empty.
