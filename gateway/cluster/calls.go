@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -107,8 +108,10 @@ func NewCalls(rdb redis.UniversalClient, hub *core.Hub, health *Health, log *slo
 	if health == nil {
 		health = NewHealth(log)
 	}
+	// Ids start anywhere: a node restarted under the same id must not take
+	// a late answer to its former self's call for one of its own.
 	return &Calls{rdb: rdb, hub: hub, node: hub.Node(), log: log, health: health, out: newOutbox(rdb, health),
-		pending: map[uint64]*outCall{}, served: map[servedKey]*inCall{}}
+		nextID: rand.Uint64(), pending: map[uint64]*outCall{}, served: map[servedKey]*inCall{}}
 }
 
 // Start subscribes to the node's channel (it returns once the subscription
