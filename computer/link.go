@@ -183,7 +183,7 @@ func (l *Link) failover() {
 			o := l.opts
 			o.URL, o.Fallbacks = sioclient.Rotate(urls, last)
 			// One line per switch, naming where from and where to.
-			l.c.log.Warn("gateway connection lost, failing over", "from", last, "to", o.URL, "office", l.office)
+			l.opts.Logger.Warn("gateway connection lost, failing over", "from", last, "to", o.URL, "office", l.office)
 			next, err := l.c.join(l.ctx, o, l.office)
 			if err == nil {
 				l.mu.Lock()
@@ -202,7 +202,7 @@ func (l *Link) failover() {
 			}
 			// Reached a node but not the office (the registry still
 			// settling, a claim bound run out): try the others, paced.
-			l.c.log.Warn("failover: joining the office failed, retrying", "retry_in", delay, "err", err)
+			l.opts.Logger.Warn("failover: joining the office failed, retrying", "retry_in", delay, "err", err)
 			select {
 			case <-time.After(delay):
 			case <-l.ctx.Done():
