@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/smcpgw/smcp-gateway/agent"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
@@ -174,6 +176,27 @@ func TestClusterExample(t *testing.T) {
 		if err := rpcListRoom(grpc); err != nil {
 			t.Fatalf("typed API through nginx: %v", err)
 		}
+	}
+	// MCP through nginx: a session of its own, as alice, on the node the
+	// client address hashes to; it lists both computers' tools.
+	mc := mcp.NewClient(&mcp.Implementation{Name: "cluster-test", Version: "1"}, nil)
+	cs, err := mc.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: lb + "/mcp/o",
+		HTTPClient: &http.Client{Transport: mcpHeaders{http.Header{"X-Api-Key": {key}, "X-Smcp-Agent": {"alice"}}}}},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("MCP through nginx: %v", err)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	_ = cs.Close()
+	if err != nil {
+		t.Fatalf("MCP tools/list through nginx: %v", err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	if !slices.Contains(names, "pc-direct__docs__list_documents") || !slices.Contains(names, "pc-lb__docs__list_documents") {
+		t.Fatalf("MCP tools through nginx: %v", names)
 	}
 
 	// Which node holds what: pc-direct logs the node it joined through;
