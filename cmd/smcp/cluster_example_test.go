@@ -5,8 +5,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,6 +151,14 @@ func TestClusterExample(t *testing.T) {
 	if err := callBoth(); err != nil {
 		t.Fatalf("before any kill: %v", err)
 	}
+	// Engine.IO long-polling through nginx: every request of a session
+	// reaches the node that issued its sid (a non-sticky balancer sends
+	// most of these posts to a node that answers "Session ID unknown").
+	for i := range 6 {
+		if err := pollingSession(lb, key); err != nil {
+			t.Fatalf("polling session %d through nginx: %v", i, err)
+		}
+	}
 	// The typed API through nginx: Connect over HTTP/1.1 on the balancer's
 	// port, gRPC over h2c on its own, each acting as alice.
 	rpcListRoom := func(grpc bool) error {
@@ -216,7 +227,9 @@ func TestClusterExample(t *testing.T) {
 			return ""
 		}
 		_ = resp.Body.Close()
-		return nodeURL[resp.Header.Get("X-SMCP-Node")]
+		// "dead, live" when nginx tried a dead node first: the last answered.
+		tried := strings.Split(resp.Header.Get("X-SMCP-Node"), ", ")
+		return nodeURL[tried[len(tried)-1]]
 	}
 	kill := func(node string) time.Time {
 		t.Helper()
@@ -286,6 +299,66 @@ func TestClusterExample(t *testing.T) {
 	if strings.Contains(out.String()+stderr.String(), key) {
 		t.Error("run.sh printed the API key")
 	}
+}
+
+// pollingSession opens an Engine.IO session over long-polling as
+// socket.io-client does: the handshake, then a GET poll held open while
+// the namespace CONNECT is posted; the poll returns the CONNECT's answer.
+// While the poll is held, a least-connections balancer would send the post
+// elsewhere: only a sticky one passes.
+func pollingSession(base, key string) error {
+	q := base + "/socket.io/?EIO=4&transport=polling&a2c_version=" + smcp.V04.Full()
+	do := func(method, u, body string) (int, string, string, error) {
+		req, err := http.NewRequest(method, u, strings.NewReader(body))
+		if err != nil {
+			return 0, "", "", err
+		}
+		req.Header.Set("x-api-key", key)
+		if body != "" {
+			req.Header.Set("content-type", "text/plain;charset=UTF-8")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil {
+			return 0, "", "", err
+		}
+		b, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		return resp.StatusCode, string(b), resp.Header.Get("X-SMCP-Node"), err
+	}
+	code, body, _, err := do(http.MethodGet, q, "")
+	if err != nil || code != http.StatusOK {
+		return fmt.Errorf("handshake: %d %s %v", code, body, err)
+	}
+	var open struct {
+		SID string `json:"sid"`
+	}
+	if body == "" || body[0] != '0' || json.Unmarshal([]byte(body[1:]), &open) != nil || open.SID == "" {
+		return fmt.Errorf("handshake answered %q", body)
+	}
+	withSID := q + "&sid=" + url.QueryEscape(open.SID)
+	type answer struct {
+		code       int
+		body, node string
+		err        error
+	}
+	polled := make(chan answer, 1)
+	go func() {
+		code, body, node, err := do(http.MethodGet, withSID, "")
+		polled <- answer{code, body, node, err}
+	}()
+	// Let the poll reach its node first, as a client's does.
+	time.Sleep(200 * time.Millisecond)
+	code, body, node, err := do(http.MethodPost, withSID, "40/smcp,")
+	if err != nil || code != http.StatusOK || body != "ok" {
+		return fmt.Errorf("post on sid %s answered %d %q (node %s, %v)", open.SID, code, body, node, err)
+	}
+	a := <-polled
+	if a.err != nil || a.code != http.StatusOK || !strings.HasPrefix(a.body, "40/smcp,") {
+		return fmt.Errorf("poll on sid %s answered %d %q (node %s, %v)", open.SID, a.code, a.body, a.node, a.err)
+	}
+	return nil
 }
 
 // clusterBinary finds a program the cluster example needs: a skip where
