@@ -605,6 +605,10 @@ func findUp(dir, file string) (string, error) {
 	}
 }
 
+// spawnWait bounds a spawned server's start-up: Node takes seconds to load
+// socket.io on a loaded machine.
+const spawnWait = time.Minute
+
 // spawnAnnouncing starts cmd and reads the address it listens on from its
 // first line of output, "LISTEN <url>".
 func spawnAnnouncing(ctx context.Context, kind string, cmd *exec.Cmd) (*loadtest.Child, error) {
@@ -638,9 +642,9 @@ func spawnAnnouncing(ctx context.Context, kind string, cmd *exec.Cmd) (*loadtest
 			return nil, fmt.Errorf("spawn %s: no address announced (got %q)", kind, l)
 		}
 		ch.URL = u
-	case <-time.After(10 * time.Second):
+	case <-time.After(spawnWait):
 		ch.Stop()
-		return nil, fmt.Errorf("spawn %s: no address after 10 s", kind)
+		return nil, fmt.Errorf("spawn %s: no address after %s", kind, spawnWait)
 	case <-ctx.Done():
 		ch.Stop()
 		return nil, ctx.Err()
