@@ -351,15 +351,16 @@ func (s *Server) agentService(opts ...connect.HandlerOption) (string, http.Handl
 	add(unary(svc, methods.ByName("ListRoom"), svc.ListRoom, opts))
 	add(unary(svc, methods.ByName("GetTools"), svc.GetTools, opts))
 	add(unary(svc, methods.ByName("GetConfig"), svc.GetConfig, opts))
+	// CallTool's params are taken out of the request before admit decodes
+	// it (a walk over its top-level fields that builds nothing, like the
+	// office's) and go to the computer written from their bytes.
 	callTool := methods.ByName("CallTool")
+	paramsField := callTool.Input().Fields().ByName("params").Number()
 	add(connect.NewUnaryHandlerSimple(procedureOf(callTool), func(ctx context.Context, raw *rawRequest) (*smcpv1.CallToolResponse, error) {
 		req := &smcpv1.CallToolRequest{}
-		params, ok := raw.takeField(callToolParams)
+		params, ok := raw.takeField(paramsField)
 		if err := svc.admit(ctx, raw, req); err != nil {
 			return nil, err
-		}
-		if !ok {
-			params = nil
 		}
 		return svc.callTool(ctx, req, params, ok)
 	}, connect.WithSchema(callTool), connect.WithHandlerOptions(opts...)), procedureOf(callTool))

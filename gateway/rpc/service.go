@@ -94,9 +94,6 @@ func (s *service) CallTool(ctx context.Context, req *smcpv1.CallToolRequest) (*s
 	return s.callTool(ctx, req, nil, false)
 }
 
-// callToolParams is the field number of CallToolRequest.params.
-const callToolParams = 4
-
 // callTool is CallTool; with hasParams, params is the encoding of the
 // request's params Struct, taken out of the request before it was decoded
 // (rawRequest.takeField) and written as JSON from those bytes.
