@@ -45,6 +45,9 @@ type rawRequest struct {
 	data   []byte
 	binary bool // protobuf; else JSON
 	read   bool
+	// cut, when its end is set, is a field taken out (takeField): decode
+	// reads the bytes before and after it.
+	cut [2]int
 }
 
 // rawCodec stands in for connect's "proto" and "json" codecs on the
@@ -69,6 +72,15 @@ func (c rawCodec) MarshalAppend(dst []byte, m any) ([]byte, error) {
 	}
 	if c.binary {
 		return proto.MarshalOptions{}.MarshalAppend(dst, pm)
+	}
+	// A handler may carry a field as its encoding in the unknown fields
+	// (CallTool's result): protojson would drop them, so they are decoded
+	// into the message first.
+	if u := pm.ProtoReflect().GetUnknown(); len(u) > 0 {
+		pm.ProtoReflect().SetUnknown(nil)
+		if err := (proto.UnmarshalOptions{Merge: true, RecursionLimit: protowire.DefaultRecursionLimit}).Unmarshal(u, pm); err != nil {
+			return nil, fmt.Errorf("rpc: encode %T: %w", m, err)
+		}
 	}
 	return protojson.MarshalOptions{}.MarshalAppend(dst, pm)
 }
@@ -99,7 +111,15 @@ func (r *rawRequest) decode(msg proto.Message) error {
 		return nil
 	}
 	if r.binary {
-		return proto.UnmarshalOptions{RecursionLimit: MaxDecodeDepth}.Unmarshal(r.data, msg)
+		o := proto.UnmarshalOptions{RecursionLimit: MaxDecodeDepth}
+		if r.cut[1] == 0 {
+			return o.Unmarshal(r.data, msg)
+		}
+		if err := o.Unmarshal(r.data[:r.cut[0]], msg); err != nil {
+			return err
+		}
+		o.Merge = true
+		return o.Unmarshal(r.data[r.cut[1]:], msg)
 	}
 	if len(r.data) == 0 {
 		return errors.New("zero-length payload is not a valid JSON object")
@@ -120,6 +140,47 @@ func (r *rawRequest) officeOf(fd protoreflect.FieldDescriptor) (string, error) {
 		return binaryField(r.data, fd.Number())
 	}
 	return jsonField(r.data, fd.JSONName(), string(fd.Name()))
+}
+
+// takeField takes the value of field num (length-delimited, at the top of a
+// binary request) out of what decode reads, and returns it: CallTool's
+// params go on as the caller encoded them. ok is false, and nothing taken,
+// unless the field occurs exactly once and the request is a plain encoding
+// (no group, nothing malformed: decode then reports it as it would).
+func (r *rawRequest) takeField(num protowire.Number) (val []byte, ok bool) {
+	if !r.read || !r.binary {
+		return nil, false
+	}
+	b := r.data
+	var cut [2]int
+	for i := 0; i < len(b); {
+		n, typ, l := protowire.ConsumeTag(b[i:])
+		if l < 0 || typ == protowire.StartGroupType || typ == protowire.EndGroupType {
+			return nil, false
+		}
+		start := i
+		i += l
+		if n == num {
+			if ok || typ != protowire.BytesType {
+				return nil, false
+			}
+			v, l := protowire.ConsumeBytes(b[i:])
+			if l < 0 {
+				return nil, false
+			}
+			i += l
+			val, ok, cut = v, true, [2]int{start, i}
+			continue
+		}
+		if l = protowire.ConsumeFieldValue(n, typ, b[i:]); l < 0 {
+			return nil, false
+		}
+		i += l
+	}
+	if ok {
+		r.cut = cut
+	}
+	return val, ok
 }
 
 func binaryField(b []byte, num protowire.Number) (string, error) {
@@ -290,7 +351,19 @@ func (s *Server) agentService(opts ...connect.HandlerOption) (string, http.Handl
 	add(unary(svc, methods.ByName("ListRoom"), svc.ListRoom, opts))
 	add(unary(svc, methods.ByName("GetTools"), svc.GetTools, opts))
 	add(unary(svc, methods.ByName("GetConfig"), svc.GetConfig, opts))
-	add(unary(svc, methods.ByName("CallTool"), svc.CallTool, opts))
+	// CallTool's params are taken out of the request before admit decodes
+	// it (a walk over its top-level fields that builds nothing, like the
+	// office's) and go to the computer written from their bytes.
+	callTool := methods.ByName("CallTool")
+	paramsField := callTool.Input().Fields().ByName("params").Number()
+	add(connect.NewUnaryHandlerSimple(procedureOf(callTool), func(ctx context.Context, raw *rawRequest) (*smcpv1.CallToolResponse, error) {
+		req := &smcpv1.CallToolRequest{}
+		params, ok := raw.takeField(paramsField)
+		if err := svc.admit(ctx, raw, req); err != nil {
+			return nil, err
+		}
+		return svc.callTool(ctx, req, params, ok)
+	}, connect.WithSchema(callTool), connect.WithHandlerOptions(opts...)), procedureOf(callTool))
 	add(unary(svc, methods.ByName("CancelToolCall"), svc.CancelToolCall, opts))
 	add(unary(svc, methods.ByName("GetDesktop"), svc.GetDesktop, opts))
 	add(unary(svc, methods.ByName("GetFinder"), svc.GetFinder, opts))

@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
@@ -89,6 +91,13 @@ func (s *service) GetConfig(ctx context.Context, req *smcpv1.GetConfigRequest) (
 // may retry elsewhere), and a caller that gives up (cancel or RPC deadline)
 // sends notify:tool_call_cancel so the computer stops working for no one.
 func (s *service) CallTool(ctx context.Context, req *smcpv1.CallToolRequest) (*smcpv1.CallToolResponse, error) {
+	return s.callTool(ctx, req, nil, false)
+}
+
+// callTool is CallTool; with hasParams, params is the encoding of the
+// request's params Struct, taken out of the request before it was decoded
+// (rawRequest.takeField) and written as JSON from those bytes.
+func (s *service) callTool(ctx context.Context, req *smcpv1.CallToolRequest, params []byte, hasParams bool) (*smcpv1.CallToolResponse, error) {
 	sess, c, err := s.act(ctx, req.GetOfficeId())
 	if err != nil {
 		return nil, err
@@ -106,7 +115,7 @@ func (s *service) CallTool(ctx context.Context, req *smcpv1.CallToolRequest) (*s
 		Agent: c.agent, ReqId: reqID, Computer: req.GetComputer(),
 		ToolName: req.GetToolName(), Params: req.GetParams(), Timeout: timeout,
 	}
-	payload, err := s.toolCallPayload(call, req)
+	payload, err := s.toolCallPayload(call, req, params, hasParams)
 	if err != nil {
 		return nil, toConnect(err)
 	}
@@ -127,6 +136,15 @@ func (s *service) CallTool(ctx context.Context, req *smcpv1.CallToolRequest) (*s
 	if e, ok := smcp.ErrorFromAck(raw); ok {
 		return nil, toConnect(e)
 	}
+	resp := &smcpv1.CallToolResponse{ReqId: reqID, ResultJson: raw}
+	if wire, err := smcp.AppendCallToolResultWire(make([]byte, 0, len(raw)+16), raw); err == nil {
+		// result travels as the bytes its encoding would be, written from
+		// the answer at once: the binary codecs send them as they are, the
+		// JSON ones decode them first (rawCodec.MarshalAppend).
+		field := protowire.AppendTag(make([]byte, 0, len(wire)+8), 1, protowire.BytesType)
+		resp.ProtoReflect().SetUnknown(protowire.AppendBytes(field, wire))
+		return resp, nil
+	}
 	res := &smcpv1.CallToolResult{}
 	if err := smcp.Unmarshal(raw, res); err != nil {
 		// Valid JSON the Struct cannot hold (a lone surrogate escape, say):
@@ -134,18 +152,40 @@ func (s *service) CallTool(ctx context.Context, req *smcpv1.CallToolRequest) (*s
 		res = smcp.ToolErrorResult(smcp.Errorf(smcp.CodeInternal,
 			"the computer's answer cannot be represented in result (%v); result_json holds it", err))
 	}
-	return &smcpv1.CallToolResponse{Result: res, ReqId: reqID, ResultJson: raw}, nil
+	resp.Result = res
+	return resp, nil
 }
 
 // toolCallPayload encodes the client:tool_call to forward, once: from
 // params_json as the caller's bytes, else from the Struct. The request
 // limit bounds what is forwarded, as on Socket.IO (the JSON can be larger
 // than the protobuf message the body limit checked).
-func (s *service) toolCallPayload(call *smcpv1.ToolCallReq, req *smcpv1.CallToolRequest) ([]byte, error) {
+func (s *service) toolCallPayload(call *smcpv1.ToolCallReq, req *smcpv1.CallToolRequest, params []byte, hasParams bool) ([]byte, error) {
 	var payload []byte
 	var err error
+	if hasParams && len(req.GetParamsJson()) == 0 {
+		if js, err := smcp.AppendStructWireJSON(make([]byte, 0, len(params)+16), params); err == nil {
+			payload, err = smcp.ToolCallPayload(call, js)
+			if err != nil {
+				return nil, smcp.Errorf(smcp.CodeBadRequest, "params: %v", err)
+			}
+			if len(payload) > s.opts.MaxRequestBytes {
+				return nil, smcp.Errorf(smcp.CodeBadRequest, "payload of %d bytes exceeds the limit of %d", len(payload), s.opts.MaxRequestBytes)
+			}
+			return payload, nil
+		}
+	}
+	if hasParams {
+		// Bytes the direct writer leaves alone are decoded as the request
+		// would have been, one level down.
+		st := &structpb.Struct{}
+		if err := (proto.UnmarshalOptions{RecursionLimit: MaxDecodeDepth - 1}).Unmarshal(params, st); err != nil {
+			return nil, smcp.Errorf(smcp.CodeBadRequest, "params: %v", err)
+		}
+		call.Params = st
+	}
 	if raw := req.GetParamsJson(); len(raw) > 0 {
-		if req.GetParams() != nil {
+		if call.Params != nil {
 			return nil, smcp.Errorf(smcp.CodeBadRequest, "set params or params_json, not both")
 		}
 		if len(raw) > s.opts.MaxRequestBytes {

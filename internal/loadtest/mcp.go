@@ -63,9 +63,9 @@ func stockMCPCaller(ctx context.Context, o Options, hc *http.Client, agentName, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("loadtest: MCP session of %s: %w", officeID, err)
 	}
-	p := &mcp.CallToolParams{Name: "pc__echo", Arguments: args}
 	call := func(ctx context.Context, _ uint64) error {
-		res, err := cs.CallTool(ctx, p)
+		// Params per call: the go-sdk writes the request's _meta into them.
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "pc__echo", Arguments: args})
 		if err != nil {
 			return err
 		}

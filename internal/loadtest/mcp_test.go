@@ -2,6 +2,10 @@ package loadtest
 
 import (
 	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
 	"testing"
 	"time"
 
@@ -31,5 +35,35 @@ func TestMCPModesCallThroughGateway(t *testing.T) {
 		if x.Calls == 0 || x.Errors != 0 {
 			t.Errorf("%s: %d calls, %d errors (%s)", x.Mode, x.Calls, x.Errors, x.FirstError)
 		}
+	}
+}
+
+// The floor relay answers both MCP modes in place (its MCP floor), with no
+// errors: the bench's gateway/MCP floor ratio compares two working paths.
+func TestMCPModesOnFloor(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, KindFloor, Node{}, ln, slog.New(slog.DiscardHandler)) }()
+	var runs []Options
+	for _, m := range []Mode{ModeMCP, ModeMCPRaw} {
+		runs = append(runs, Options{URL: "http://" + ln.Addr().String(), Mode: m, Offices: 2, InFlight: 2, Duration: 600 * time.Millisecond, ParamBytes: 64})
+	}
+	res, err := RunTurns(ctx, runs, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range res {
+		if x.Calls == 0 || x.Errors != 0 {
+			t.Errorf("%s: %d calls, %d errors (%s)", x.Mode, x.Calls, x.Errors, x.FirstError)
+		}
+	}
+	cancel()
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		t.Errorf("floor: %v", err)
 	}
 }

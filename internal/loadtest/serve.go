@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
@@ -56,7 +58,7 @@ func Serve(ctx context.Context, kind string, node Node, ln net.Listener, log *sl
 		// per-connection limit meant for production: the limiter stays on
 		// (its cost is measured) with a rate no run reaches.
 		g, err := gateway.New(gateway.Config{Auth: core.AllowAll{}, Logger: log,
-			SIO: sio.Config{EventsPerSecond: 1e7, MaxConnsPerAddr: -1}, MCP: mcpfront.Options{EventsPerSecond: 1e7},
+			SIO: sio.Config{EventsPerSecond: 1e7, MaxConnsPerAddr: -1}, MCP: mcpfront.Options{EventsPerSecond: 1e7, MaxSessions: 1 << 20, MaxSessionsPerAddr: -1},
 			Redis: node.Redis, NodeID: node.ID, MaxUnauthenticatedPerAddr: -1})
 		if err != nil {
 			return err
@@ -68,6 +70,7 @@ func Serve(ctx context.Context, kind string, node Node, ln net.Listener, log *sl
 		mux := http.NewServeMux()
 		mux.Handle("/socket.io/", f.Handler())
 		mux.Handle(smcpv1connect.NewAgentServiceHandler(connectFloor{}, connect.WithCompressMinBytes(1024)))
+		mux.Handle(mcpfront.Pattern, NewMCPFloor(log))
 		mountDebug(mux)
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		hs.Protocols = new(http.Protocols)
@@ -102,6 +105,23 @@ var floorResult = func() *smcpv1.CallToolResult {
 
 func (connectFloor) CallTool(_ context.Context, req *smcpv1.CallToolRequest) (*smcpv1.CallToolResponse, error) {
 	return &smcpv1.CallToolResponse{Result: floorResult, ReqId: req.GetReqId()}, nil
+}
+
+// NewMCPFloor is the floor of the MCP modes: the gateway's net/http server
+// and go-sdk streamable HTTP handler, with the same options, answering
+// tools/call "pc__echo" in place with the arguments as text (what the echo
+// computer answers through the gateway), no computer, no routing. Every
+// session shares one go-sdk server: a session's server is built once, at
+// initialize, outside the measured calls.
+func NewMCPFloor(log *slog.Logger) http.Handler {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "smcp-bench-floor", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "pc__echo", InputSchema: &jsonschema.Schema{Type: "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+		})
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+		Logger: log, SessionTimeout: mcpfront.DefaultSessionTimeout, MaxRequestBodyBytes: mcpfront.DefaultMaxRequestBytes, JSONResponse: true,
+	})
 }
 
 func mountDebug(mux *http.ServeMux) {

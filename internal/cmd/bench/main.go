@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -41,7 +42,9 @@ type benchConfig struct {
 	path       string
 	pid        int
 	apiKey     string
-	compare    string
+	compare    map[string]bool
+	nodes      []int
+	nodeRelay  string
 	redisURL   string
 	redisPID   int
 	profileDir string
@@ -91,11 +94,19 @@ the gateway is spawned as a child process (so /proc figures are its own);
 nothing but join and forward) and prints the gateway's cost as ratios to it;
 for the CallTool modes its floor is the same net/http server and connect-go
 handler answering in place (no computer), the price of the transport alone.
---compare cluster (mode sio) also spawns two gateway nodes sharing a Redis
-(--redis, or a redis-server started on a free loopback port), agents on one
-node and computers on the other so that every call crosses nodes, and prints
-the cluster's figures as ratios to the single gateway; its CPU and RSS are
-both nodes', redis-server's CPU is reported apart.
+for the MCP modes, the same net/http server and go-sdk streamable HTTP handler
+answering tools/call in place (the MCP floor).
+--compare node (mode sio) also starts the Node peer: the relay a JavaScript
+team would write on the official socket.io server (test/noderelay, installed
+with npm ci on first use), and prints the gateway's cost as ratios to it.
+--compare cluster (mode sio) also spawns gateway nodes (--nodes of them, one
+row per count) sharing a Redis (--redis, or a redis-server started on a free
+loopback port), agents on the first node and computers on the last so that
+every call crosses nodes, and prints the cluster's figures as ratios to the
+single gateway; its CPU and RSS are all nodes', redis-server's CPU is
+reported apart. --compare takes several of floor, node and cluster, comma-separated.
+--offices 1,10,100,1000 makes the scaling table: each count is a run, and
+the CPU per call at 1,000 offices is printed as a ratio to 10's.
 --turns N measures the sio and CallTool rows (on the gateway and on the
 --compare servers) in rotation instead of one after the other: every row's
 clients stay connected, and each row's --duration is cut into N turns, so that
@@ -128,7 +139,9 @@ flags:
 	fs.StringVar(&c.path, "path", "/socket.io/", "Engine.IO path of the gateway")
 	fs.IntVar(&c.pid, "pid", 0, "pid of the --gateway process, for CPU and RSS from /proc")
 	fs.StringVar(&c.apiKey, "api-key", "", "API key for --gateway (default $SMCP_API_KEY)")
-	fs.StringVar(&c.compare, "compare", "", `"floor": also run the floor relay (Socket.IO and CallTool modes) and print ratios; "cluster": also run two gateway nodes sharing a Redis (mode sio)`)
+	compare := fs.String("compare", "", `comma-separated: "floor": also run the floor relay (Socket.IO, CallTool and MCP modes) and print ratios; "node": also run the Node socket.io relay (mode sio); "cluster": also run gateway nodes sharing a Redis (mode sio)`)
+	nodes := fs.String("nodes", "2", "comma-separated node counts of --compare cluster, one row each")
+	fs.StringVar(&c.nodeRelay, "node-relay", "test/noderelay", "directory of the Node relay of --compare node (looked up from the working directory upwards)")
 	fs.StringVar(&c.redisURL, "redis", "", "Redis URL for --compare cluster (default: start redis-server on a free loopback port)")
 	fs.StringVar(&c.profileDir, "profile", "", "directory for CPU profiles of spawned servers over each measured window")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the results as JSON")
@@ -159,10 +172,25 @@ flags:
 		}
 		c.offices = append(c.offices, n)
 	}
+	c.compare = map[string]bool{}
+	for k := range strings.SplitSeq(*compare, ",") {
+		switch k = strings.TrimSpace(k); k {
+		case "":
+		case loadtest.KindFloor, kindNode, serverCluster:
+			c.compare[k] = true
+		default:
+			return fmt.Errorf("--compare: %q is none of %q, %q and %q", k, loadtest.KindFloor, kindNode, serverCluster)
+		}
+	}
+	for k := range strings.SplitSeq(*nodes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(k))
+		if err != nil || n < 2 {
+			return fmt.Errorf("--nodes: %q is not a node count of 2 or more", k)
+		}
+		c.nodes = append(c.nodes, n)
+	}
 	switch {
-	case c.compare != "" && c.compare != loadtest.KindFloor && c.compare != serverCluster:
-		return fmt.Errorf("--compare: %q or %q", loadtest.KindFloor, serverCluster)
-	case c.redisURL != "" && c.compare != serverCluster:
+	case c.redisURL != "" && !c.compare[serverCluster]:
 		return errors.New("--redis goes with --compare cluster")
 	case c.inFlight <= 0 || c.duration <= 0 || c.warmup < 0 || c.conns <= 0 || c.repeat <= 0:
 		return errors.New("--inflight, --duration, --conns and --repeat must be positive, --warmup not negative")
@@ -200,8 +228,33 @@ flags:
 const modeStartup loadtest.Mode = "startup"
 
 // serverCluster is the server of the rows measured through two gateway
-// nodes sharing a Redis.
+// nodes sharing a Redis; clusterServer(n) names those of n nodes.
 const serverCluster = "cluster"
+
+// kindNode is the server of the rows measured on the Node socket.io relay.
+const kindNode = "node"
+
+// clusterServer is the server name of the rows of a cluster of n nodes:
+// "cluster" for two (the name of earlier reports), "cluster-3" for three.
+func clusterServer(n int) string {
+	if n == 2 {
+		return serverCluster
+	}
+	return serverCluster + "-" + strconv.Itoa(n)
+}
+
+// clusterNodes is the node count of a cluster server name, 0 for others.
+func clusterNodes(server string) int {
+	if server == serverCluster {
+		return 2
+	}
+	if rest, ok := strings.CutPrefix(server, serverCluster+"-"); ok {
+		if n, err := strconv.Atoi(rest); err == nil {
+			return n
+		}
+	}
+	return 0
+}
 
 // benchRow is one measured configuration.
 type benchRow struct {
@@ -230,7 +283,7 @@ type benchReport struct {
 }
 
 func (c *benchConfig) run(ctx context.Context, rep *benchReport) error {
-	if c.compare == serverCluster && c.redisURL == "" && slices.Contains(c.modes, loadtest.ModeSIO) {
+	if c.compare[serverCluster] && c.redisURL == "" && slices.Contains(c.modes, loadtest.ModeSIO) {
 		redis, err := loadtest.StartRedis(ctx)
 		if err != nil {
 			return err
@@ -333,13 +386,20 @@ func (c *benchConfig) callRows(ctx context.Context, rep *benchReport, modes []lo
 // servers are the kinds of server mode is measured on: the gateway and
 // what it is compared with.
 func (c *benchConfig) servers(mode loadtest.Mode) []string {
-	switch {
-	case c.compare == loadtest.KindFloor && (mode == loadtest.ModeSIO || mode == loadtest.ModeIdle || mode.CallTool()):
-		return []string{loadtest.KindFloor, loadtest.KindGateway}
-	case c.compare == serverCluster && mode == loadtest.ModeSIO:
-		return []string{loadtest.KindGateway, serverCluster}
+	var kinds []string
+	if c.compare[loadtest.KindFloor] && (mode == loadtest.ModeSIO || mode == loadtest.ModeIdle || mode.CallTool() || mode.MCP()) {
+		kinds = append(kinds, loadtest.KindFloor)
 	}
-	return []string{loadtest.KindGateway}
+	if c.compare[kindNode] && mode == loadtest.ModeSIO {
+		kinds = append(kinds, kindNode)
+	}
+	kinds = append(kinds, loadtest.KindGateway)
+	if c.compare[serverCluster] && mode == loadtest.ModeSIO {
+		for _, n := range c.nodes {
+			kinds = append(kinds, clusterServer(n))
+		}
+	}
+	return kinds
 }
 
 // rows measures mode at offices on each of its servers, one row each.
@@ -404,7 +464,7 @@ func (c *benchConfig) target(ctx context.Context, kind string, mode loadtest.Mod
 	for i, s := range servers {
 		o.PIDs = append(o.PIDs, s.PID)
 		urls = append(urls, s.URL)
-		if c.profileDir != "" && profiles != nil && mode != loadtest.ModeIdle {
+		if c.profileDir != "" && profiles != nil && mode != loadtest.ModeIdle && kind != kindNode {
 			name := fmt.Sprintf("%s-%s-%d-%s", kind, mode, offices, stamp)
 			if len(servers) > 1 {
 				name += "-n" + strconv.Itoa(i)
@@ -413,8 +473,12 @@ func (c *benchConfig) target(ctx context.Context, kind string, mode loadtest.Mod
 			go c.profile(ctx, s.URL, (*profiles)[i])
 		}
 	}
-	o.Stats = loadtest.StatsClient(urls...)
-	if kind == serverCluster {
+	if kind != kindNode {
+		// The Node relay has no runtime stats endpoint: its goroutine and
+		// heap columns stay empty.
+		o.Stats = loadtest.StatsClient(urls...)
+	}
+	if clusterNodes(kind) > 0 {
 		o.RedisPID = c.redisPID
 	}
 	return o, stop, nil
@@ -462,7 +526,15 @@ func (c *benchConfig) startup(ctx context.Context) (benchRow, error) {
 // cluster two gateway nodes sharing c.redisURL. On error, the servers
 // already started are returned with it, to be stopped.
 func (c *benchConfig) spawn(ctx context.Context, kind string) ([]*loadtest.Child, error) {
-	if kind != serverCluster {
+	if kind == kindNode {
+		s, err := spawnNodeRelay(ctx, c.nodeRelay)
+		if err != nil {
+			return nil, err
+		}
+		return []*loadtest.Child{s}, nil
+	}
+	n := clusterNodes(kind)
+	if n == 0 {
 		s, err := spawnServer(ctx, kind)
 		if err != nil {
 			return nil, err
@@ -473,7 +545,7 @@ func (c *benchConfig) spawn(ctx context.Context, kind string) ([]*loadtest.Child
 	// entries in Redis is never taken for alive.
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	var nodes []*loadtest.Child
-	for i := range 2 {
+	for i := range n {
 		s, err := spawnServer(ctx, loadtest.KindGateway, "-redis", c.redisURL, "-node-id", fmt.Sprintf("bench-%s-%d", run, i))
 		if err != nil {
 			return nodes, fmt.Errorf("cluster node %d: %w", i, err)
@@ -490,7 +562,56 @@ func spawnServer(ctx context.Context, kind string, args ...string) (*loadtest.Ch
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(exe, append([]string{"serve", "-kind", kind}, args...)...)
+	return spawnAnnouncing(ctx, kind, exec.Command(exe, append([]string{"serve", "-kind", kind}, args...)...))
+}
+
+// spawnNodeRelay starts the Node relay in dir (installing its packages with
+// npm ci when they are not there), found from the working directory
+// upwards when dir is relative.
+func spawnNodeRelay(ctx context.Context, dir string) (*loadtest.Child, error) {
+	dir, err := findUp(dir, "relay.js")
+	if err != nil {
+		return nil, fmt.Errorf("--compare node: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "socket.io", "package.json")); err != nil {
+		npm := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
+		npm.Dir, npm.Stdout, npm.Stderr = dir, os.Stderr, os.Stderr
+		if err := npm.Run(); err != nil {
+			return nil, fmt.Errorf("--compare node: npm ci in %s: %w", dir, err)
+		}
+	}
+	cmd := exec.Command("node", "relay.js")
+	cmd.Dir = dir
+	return spawnAnnouncing(ctx, kindNode, cmd)
+}
+
+// findUp returns dir if it holds file, else the first dir under one of the
+// working directory's parents that does (dir relative), else an error.
+func findUp(dir, file string) (string, error) {
+	if _, err := os.Stat(filepath.Join(dir, file)); err == nil || filepath.IsAbs(dir) {
+		return dir, err
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, dir, file)); err == nil {
+			return filepath.Join(d, dir), nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no %s in %s, nor above %s", file, dir, wd)
+		}
+	}
+}
+
+// spawnWait bounds a spawned server's start-up: Node takes seconds to load
+// socket.io on a loaded machine.
+const spawnWait = time.Minute
+
+// spawnAnnouncing starts cmd and reads the address it listens on from its
+// first line of output, "LISTEN <url>".
+func spawnAnnouncing(ctx context.Context, kind string, cmd *exec.Cmd) (*loadtest.Child, error) {
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -521,9 +642,9 @@ func spawnServer(ctx context.Context, kind string, args ...string) (*loadtest.Ch
 			return nil, fmt.Errorf("spawn %s: no address announced (got %q)", kind, l)
 		}
 		ch.URL = u
-	case <-time.After(10 * time.Second):
+	case <-time.After(spawnWait):
 		ch.Stop()
-		return nil, fmt.Errorf("spawn %s: no address after 10 s", kind)
+		return nil, fmt.Errorf("spawn %s: no address after %s", kind, spawnWait)
 	case <-ctx.Done():
 		ch.Stop()
 		return nil, ctx.Err()
@@ -682,6 +803,12 @@ func (r *benchReport) printRatios(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  "+format+"\n", a...)
 	}
+	var clusterServers []string
+	for _, row := range r.Rows {
+		if clusterNodes(row.Server) > 0 && !slices.Contains(clusterServers, row.Server) {
+			clusterServers = append(clusterServers, row.Server)
+		}
+	}
 	count := map[string]int{}
 	for i := range r.Rows {
 		g := &r.Rows[i]
@@ -700,23 +827,43 @@ func (r *benchReport) printRatios(w io.Writer) {
 		if g.Calls == 0 {
 			continue
 		}
-		if f := nth(loadtest.KindFloor, g.Mode, g.Offices, n); f != nil && f.Calls > 0 && g.Mode.CallTool() {
+		f := nth(loadtest.KindFloor, g.Mode, g.Offices, n)
+		switch {
+		case f == nil || f.Calls == 0:
+		case g.Mode.CallTool():
+			goal := ""
+			if g.Mode == loadtest.ModeConnectH2C || g.Mode == loadtest.ModeGRPC {
+				goal = " (goal <= 1.3)"
+			}
 			cpu, cps, p99 := ratios(g, f)
-			line("%s offices=%d%s: gateway/connect floor (net/http + connect-go answering in place) CPU per call %.2f, calls/s %.2f, p99 %.2f",
+			line("%s offices=%d%s: gateway/connect floor (net/http + connect-go answering in place) CPU per call %.2f%s, calls/s %.2f, p99 %.2f",
+				g.Mode, g.Offices, inTurns(g, f), cpu, goal, cps, p99)
+		case g.Mode.MCP():
+			cpu, cps, p99 := ratios(g, f)
+			line("%s offices=%d%s: gateway/MCP floor (net/http + go-sdk answering in place) CPU per call %.2f (goal <= 1.3), calls/s %.2f, p99 %.2f",
 				g.Mode, g.Offices, inTurns(g, f), cpu, cps, p99)
-		} else if f != nil && f.Calls > 0 {
+		default:
 			cpu, cps, p99 := ratios(g, f)
-			line("%s offices=%d%s: gateway/floor CPU per call %.2f (goal <= 1.1), calls/s %.2f (goal >= 0.85), p99 %.2f",
+			line("%s offices=%d%s: gateway/floor CPU per call %.2f (goal <= 0.68), calls/s %.2f, p99 %.2f",
 				g.Mode, g.Offices, inTurns(g, f), cpu, cps, p99)
 		}
-		if cl := nth(serverCluster, g.Mode, g.Offices, n); cl != nil && cl.Calls > 0 {
+		if nd := nth(kindNode, g.Mode, g.Offices, n); nd != nil && nd.Calls > 0 {
+			cpu, cps, p99 := ratios(g, nd)
+			line("%s offices=%d%s: gateway/Node socket.io relay CPU per call %.2f (goal <= 1), calls/s %.2f, p99 %.2f",
+				g.Mode, g.Offices, inTurns(g, nd), cpu, cps, p99)
+		}
+		for _, server := range clusterServers {
+			cl := nth(server, g.Mode, g.Offices, n)
+			if cl == nil || cl.Calls == 0 {
+				continue
+			}
 			cpu, cps, p99 := ratios(cl, g)
 			redis := ""
 			if cl.RedisCPU > 0 {
 				redis = fmt.Sprintf(", %.2f with redis-server", float64(cl.CPUPerCall()+cl.RedisCPU/time.Duration(cl.Calls))/float64(max(1, g.CPUPerCall())))
 			}
-			line("%s offices=%d%s: cluster/gateway calls/s %.2f, p99 %.2f, CPU per call %.2f (both nodes%s)",
-				g.Mode, g.Offices, inTurns(g, cl), cps, p99, cpu, redis)
+			line("%s offices=%d%s: %s/gateway calls/s %.2f, p99 %.2f, CPU per call %.2f (all %d nodes%s)",
+				g.Mode, g.Offices, inTurns(g, cl), server, cps, p99, cpu, clusterNodes(server), redis)
 		}
 		if g.Mode == loadtest.ModeSIO04 {
 			if s := nth(loadtest.KindGateway, loadtest.ModeSIO, g.Offices, n); s != nil && s.Calls > 0 {
@@ -724,16 +871,57 @@ func (r *benchReport) printRatios(w io.Writer) {
 					g.Mode, g.Offices, inTurns(g, s), g.CallsPerSec()/s.CallsPerSec(), float64(g.CPUPerCall())/float64(max(1, s.CPUPerCall())))
 			}
 		}
-		if g.Mode.CallTool() {
+		if g.Mode.CallTool() || g.Mode.MCP() {
 			if s := nth(loadtest.KindGateway, loadtest.ModeSIO, g.Offices, n); s != nil && s.Calls > 0 {
-				goal := ""
-				if g.Mode == loadtest.ModeConnectH2C || g.Mode == loadtest.ModeGRPC {
-					goal = " (goal <= 1.3)"
-				}
-				line("%s offices=%d%s: calls/s / Socket.IO calls/s %.2f, CPU per call / Socket.IO %.2f%s",
-					g.Mode, g.Offices, inTurns(g, s), g.CallsPerSec()/s.CallsPerSec(), float64(g.CPUPerCall())/float64(max(1, s.CPUPerCall())), goal)
+				line("%s offices=%d%s: calls/s / Socket.IO calls/s %.2f, CPU per call / Socket.IO %.2f",
+					g.Mode, g.Offices, inTurns(g, s), g.CallsPerSec()/s.CallsPerSec(), float64(g.CPUPerCall())/float64(max(1, s.CPUPerCall())))
 			}
 		}
+	}
+	r.scaling(line)
+}
+
+// scaling is the scaling table's ratio line for each server and call mode
+// measured at several office counts: CPU per call and calls/s at the most
+// offices over those at 10 (or the fewest, without a run at 10), first
+// repetition.
+func (r *benchReport) scaling(line func(format string, a ...any)) {
+	type key struct {
+		server string
+		mode   loadtest.Mode
+	}
+	var keys []key
+	at := map[key]map[int]*benchRow{}
+	for i := range r.Rows {
+		row := &r.Rows[i]
+		if row.Result == nil || row.Calls == 0 || row.Mode == loadtest.ModeIdle || row.Mode == modeStartup {
+			continue
+		}
+		k := key{row.Server, row.Mode}
+		if at[k] == nil {
+			at[k] = map[int]*benchRow{}
+			keys = append(keys, k)
+		}
+		if at[k][row.Offices] == nil {
+			at[k][row.Offices] = row
+		}
+	}
+	for _, k := range keys {
+		counts := slices.Sorted(maps.Keys(at[k]))
+		if len(counts) < 2 {
+			continue
+		}
+		lo, hi := counts[0], counts[len(counts)-1]
+		if slices.Contains(counts, 10) && hi > 10 {
+			lo = 10
+		}
+		a, b := at[k][hi], at[k][lo]
+		goal := ""
+		if k.server == loadtest.KindGateway && k.mode == loadtest.ModeSIO && lo == 10 && hi == 1000 {
+			goal = " (goal < 1.5)"
+		}
+		line("%s %s: CPU per call at %d offices / at %d %.2f%s, calls/s %.2f",
+			k.server, k.mode, hi, lo, float64(a.CPUPerCall())/float64(max(1, b.CPUPerCall())), goal, a.CallsPerSec()/b.CallsPerSec())
 	}
 }
 

@@ -102,6 +102,45 @@ func TestBenchCluster(t *testing.T) {
 	}
 }
 
+// TestBenchNodeAndMCPFloor runs a tiny `bench -compare floor,node` with
+// the sio and mcp-raw modes: the Node socket.io relay (npm ci on first use)
+// and the floor's MCP server each answer every call, and the report prints
+// the gateway's ratios to both and the scaling line of its two office counts.
+func TestBenchNodeAndMCPFloor(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node is not installed")
+		}
+		t.Skip("node is not installed")
+	}
+	rep, out := benchJSON(t, "-mode", "sio,mcp-raw", "-offices", "1,2", "-compare", "floor,node",
+		"-warmup", "200ms", "-duration", "600ms", "-json")
+	seen := map[string]bool{}
+	for _, row := range rep.Rows {
+		key := row.Server + "/" + string(row.Mode)
+		seen[key] = true
+		if row.Calls <= 0 || row.Errors != 0 || row.ServerCPU <= 0 || row.ServerRSS <= 0 {
+			t.Errorf("%s offices=%d: %+v", key, row.Offices, row.Result)
+		}
+	}
+	for _, want := range []string{"node/sio", "floor/sio", "gateway/sio", "floor/mcp-raw", "gateway/mcp-raw"} {
+		if !seen[want] {
+			t.Errorf("no %s row in the report: %s", want, out)
+		}
+	}
+	if seen["node/mcp-raw"] {
+		t.Errorf("the Node relay was measured on mcp-raw, which it does not serve")
+	}
+	var text bytes.Buffer
+	rep.print(&text)
+	for _, want := range []string{"sio offices=2: gateway/Node socket.io relay CPU per call", "mcp-raw offices=1: gateway/MCP floor",
+		"gateway sio: CPU per call at 2 offices / at 1"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
 // TestReportTellsStragglers: calls lost or stalled, which the columns do
 // not show when they ended after the window, get a line of their own.
 func TestReportTellsStragglers(t *testing.T) {
@@ -153,6 +192,8 @@ func TestBenchFlags(t *testing.T) {
 		{"-mode", "nope"},
 		{"-offices", "0"},
 		{"-compare", "python"},
+		{"-compare", "floor,python"},
+		{"-compare", "cluster", "-nodes", "1"},
 		{"-redis", "redis://127.0.0.1:1/0"},
 		{"-duration", "0s"},
 		{"-gateway", "http://127.0.0.1:1", "-profile", t.TempDir()},
