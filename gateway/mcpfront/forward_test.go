@@ -1,0 +1,260 @@
+package mcpfront_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
+	"github.com/smcpgw/smcp-gateway/internal/systest"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
+)
+
+// trio is three gateway nodes of one cluster. Node 1 advertises itself
+// through a counting proxy, so the test sees every request another node
+// forwards to it (and that none reaches it when none should).
+type trio struct {
+	n         [3]*gateway.Running
+	forwarded atomic.Int64
+}
+
+func startTrio(t *testing.T, redis string) *trio {
+	t.Helper()
+	tr := &trio{}
+	var owner atomic.Pointer[url.URL]
+	counter := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			tr.forwarded.Add(1)
+			pr.SetURL(owner.Load())
+			pr.Out.Host = pr.In.Host // node 1 sees what the forwarding node sent
+		},
+		FlushInterval: -1,
+	})
+	t.Cleanup(counter.Close)
+	node := func(id, advertise string) *gateway.Running {
+		return startGateway(t, gateway.Config{Redis: redis, NodeID: id, HeartbeatTTL: 600 * time.Millisecond,
+			AdvertiseURL: advertise})
+	}
+	tr.n[0] = node("n1", counter.URL)
+	u, err := url.Parse(tr.n[0].URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner.Store(u)
+	// Nodes 2 and 3 advertise their listener's address (the default).
+	tr.n[1], tr.n[2] = node("n2", ""), node("n3", "")
+	return tr
+}
+
+// balancer is what a load balancer without sticky sessions does to an MCP
+// client: its initialize reaches node init, each later request the node
+// next names (changed by the test as it goes). It records the hosts used.
+type balancer struct {
+	init string
+	next atomic.Pointer[string]
+	base http.RoundTripper
+	seen atomic.Pointer[[]string]
+}
+
+func newBalancer(init, next *gateway.Running) *balancer {
+	b := &balancer{init: host(init), base: http.DefaultTransport}
+	b.to(next)
+	b.seen.Store(&[]string{})
+	return b
+}
+
+func host(g *gateway.Running) string { return strings.TrimPrefix(g.URL, "http://") }
+
+func (b *balancer) to(g *gateway.Running) { h := host(g); b.next.Store(&h) }
+
+func (b *balancer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Host = ""
+	r.URL.Host = b.init
+	if r.Header.Get("Mcp-Session-Id") != "" {
+		r.URL.Host = *b.next.Load()
+	}
+	for {
+		old := b.seen.Load()
+		seen := append(append([]string{}, *old...), r.Method+" "+r.URL.Host)
+		if b.seen.CompareAndSwap(old, &seen) {
+			break
+		}
+	}
+	return b.base.RoundTrip(r)
+}
+
+// dialCluster connects the go-sdk client to office A with keyA through b.
+func dialCluster(t *testing.T, b *balancer, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	c := mcp.NewClient(&mcp.Implementation{Name: "mcpfront-cluster-test", Version: "1"}, opts)
+	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + b.init + "/mcp/A", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: headers{h: http.Header{"X-Api-Key": {keyA}}, base: b}}}
+	cs, err := c.Connect(ctxT(t), tr, nil)
+	if err != nil {
+		t.Fatalf("connect through node %s: %v", b.init, err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// rawPost sends a tools/list of session sid to g with the headers given
+// and returns the status.
+func rawPost(t *testing.T, g *gateway.Running, sid string, kv ...string) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctxT(t), http.MethodPost, endpoint(g, "A"),
+		strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	req.Header.Set("Mcp-Session-Id", sid)
+	for i := 0; i+1 < len(kv); i += 2 {
+		req.Header.Set(kv[i], kv[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST to %s: %v", g.URL, err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	_ = res.Body.Close()
+	return res.StatusCode
+}
+
+func TestSessionThroughEveryNodeMiniredis(t *testing.T) {
+	testSessionThroughEveryNode(t, "redis://"+miniredis.RunT(t).Addr())
+}
+
+func TestSessionThroughEveryNodeRedisServer(t *testing.T) {
+	testSessionThroughEveryNode(t, systest.RedisServer(t))
+}
+
+// An MCP session made on node 1 is used through nodes 2 and 3 (a load
+// balancer that pins nothing): tools/list, tools/call, resources/read, and
+// the GET stream's notifications, each request forwarded to node 1; an
+// unauthenticated or foreign request is refused by the node it reaches
+// and never forwarded; DELETE through node 3 ends the session on node 1;
+// once node 1 is gone its sessions are not found on the others.
+func testSessionThroughEveryNode(t *testing.T, redis string) {
+	tr := startTrio(t, redis)
+	n1, n2, n3 := tr.n[0], tr.n[1], tr.n[2]
+	fx := newFixture(t, "pc1")
+	startComputer(t, n3, keyA, "A", "pc1", map[string]string{"fx": fx.url})
+
+	b := newBalancer(n1, n2) // the GET stream opens on node 2
+	changed := make(chan struct{}, 8)
+	cs := dialCluster(t, b, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	sid := cs.ID()
+	if n1.MCP.Sessions() != 1 || n2.MCP.Sessions() != 0 || n3.MCP.Sessions() != 0 {
+		t.Fatalf("sessions per node: %d %d %d, want 1 0 0", n1.MCP.Sessions(), n2.MCP.Sessions(), n3.MCP.Sessions())
+	}
+	step := func(what string, via *gateway.Running, do func()) {
+		t.Helper()
+		b.to(via)
+		before := tr.forwarded.Load()
+		do()
+		if tr.forwarded.Load() == before {
+			t.Errorf("%s through %s reached node 1 without being forwarded", what, via.URL)
+		}
+	}
+	step("tools/list", n2, func() {
+		testwait.Within(t, waitFor, "pc1's tools through node 2", func() bool { return toolNames(t, cs)["pc1__echo"] != nil })
+	})
+	step("tools/call", n3, func() {
+		res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "pc1__echo", Arguments: map[string]any{"text": "via n3"}})
+		if err != nil || text(t, res) != "pc1: via n3" {
+			t.Fatalf("tools/call through node 3: %v %+v", err, res)
+		}
+	})
+	step("resources/read", n2, func() {
+		res, err := cs.ReadResource(ctxT(t), &mcp.ReadResourceParams{URI: fx.window})
+		if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "status of pc1" {
+			t.Fatalf("resources/read through node 2: %v %+v", err, res)
+		}
+	})
+	// A computer joins (on node 2): node 1's session sends
+	// tools/list_changed on its GET stream, which the client holds through
+	// node 2.
+	startComputer(t, n2, keyA, "A", "pc2", map[string]string{"fx": newFixture(t, "pc2").url})
+	recv(t, changed, "tools/list_changed on the GET stream held through node 2")
+	step("tools/list after the join", n3, func() {
+		testwait.Within(t, waitFor, "pc2's tools through node 3", func() bool { return toolNames(t, cs)["pc2__echo"] != nil })
+	})
+	var gets []string
+	for _, s := range *b.seen.Load() {
+		if strings.HasPrefix(s, "GET ") {
+			gets = append(gets, s)
+		}
+	}
+	if len(gets) == 0 || gets[0] != "GET "+host(n2) {
+		t.Errorf("the client's GET stream went to %v, want node 2 (%s)", gets, host(n2))
+	}
+
+	// Refused where it arrives, never forwarded: no credentials, a key
+	// of another office, a request marked as forwarded already.
+	before := tr.forwarded.Load()
+	if got := rawPost(t, n2, sid); got != http.StatusUnauthorized {
+		t.Errorf("no key through node 2: %d, want 401", got)
+	}
+	if got := rawPost(t, n2, sid, "x-api-key", "not-a-key"); got != http.StatusUnauthorized {
+		t.Errorf("a wrong key through node 2: %d, want 401", got)
+	}
+	if got := rawPost(t, n3, sid, "x-api-key", keyB); got != http.StatusForbidden {
+		t.Errorf("office B's key through node 3: %d, want 403", got)
+	}
+	if got := rawPost(t, n2, sid, "x-api-key", keyA, mcpfront.ForwardedHeader, "n3"); got != http.StatusNotFound {
+		t.Errorf("a request forwarded already, to a node not owning the session: %d, want 404", got)
+	}
+	if n := tr.forwarded.Load() - before; n != 0 {
+		t.Errorf("%d refused requests reached node 1", n)
+	}
+	// The owner checks the key again: another principal with access to
+	// the office does not get the session.
+	if got := rawPost(t, n2, sid, "x-api-key", keyAll); got != http.StatusNotFound {
+		t.Errorf("another key's request for the session through node 2: %d, want 404", got)
+	}
+	if got := rawPost(t, n2, sid, "x-api-key", keyA); got != http.StatusOK {
+		t.Errorf("the session's own key, raw, through node 2: %d, want 200", got)
+	}
+
+	// DELETE through node 3 ends the session on node 1.
+	b.to(n3)
+	if err := cs.Close(); err != nil {
+		t.Errorf("close (DELETE through node 3): %v", err)
+	}
+	testwait.Within(t, waitFor, "node 1 to end the session", func() bool { return n1.MCP.Sessions() == 0 })
+	if got := rawPost(t, n2, sid, "x-api-key", keyA); got != http.StatusNotFound {
+		t.Errorf("the deleted session through node 2: %d, want 404", got)
+	}
+
+	// A session whose node stopped is not found anywhere: the client
+	// initializes again (on a node that lives).
+	cs2 := dialCluster(t, newBalancer(n1, n2), nil)
+	if err := n1.Stop(); err != nil {
+		t.Fatalf("stop node 1: %v", err)
+	}
+	for _, g := range []*gateway.Running{n2, n3} {
+		if got := rawPost(t, g, cs2.ID(), "x-api-key", keyA); got != http.StatusNotFound {
+			t.Errorf("a session of the stopped node 1 through %s: %d, want 404", g.URL, got)
+		}
+	}
+	cs3 := dialCluster(t, newBalancer(n2, n3), nil)
+	if toolNames(t, cs3)["pc1__echo"] == nil {
+		t.Errorf("a new session on node 2, used through node 3, lacks pc1's tools")
+	}
+}
