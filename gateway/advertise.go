@@ -20,12 +20,11 @@ func normalizeAdvertise(raw string, tls bool) (string, error) {
 		}
 		raw = scheme + raw
 	}
+	// The value is not repeated in errors: a mistaken one may hold a
+	// password.
 	u, err := url.Parse(raw)
-	if err != nil {
-		return "", fmt.Errorf("gateway: advertise URL %q: %w", raw, err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("gateway: advertise URL %q: want http(s)://host:port", raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", errors.New("gateway: the advertise URL must be http(s)://host:port, without credentials, query or fragment")
 	}
 	return strings.TrimSuffix(u.String(), "/"), nil
 }
