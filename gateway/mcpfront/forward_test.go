@@ -17,6 +17,7 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
+	"github.com/smcpgw/smcp-gateway/internal/nodetest"
 	"github.com/smcpgw/smcp-gateway/internal/systest"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 )
@@ -27,20 +28,32 @@ import (
 type trio struct {
 	n         [3]*gateway.Running
 	forwarded atomic.Int64
+	// down makes node 1's advertised address drop every new request
+	// (node 1 unreachable from the others).
+	down atomic.Bool
 }
 
 func startTrio(t *testing.T, redis string) *trio {
 	t.Helper()
 	tr := &trio{}
 	var owner atomic.Pointer[url.URL]
-	counter := httptest.NewServer(&httputil.ReverseProxy{
+	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			tr.forwarded.Add(1)
 			pr.SetURL(owner.Load())
 			pr.Out.Host = pr.In.Host // node 1 sees what the forwarding node sent
 		},
 		FlushInterval: -1,
-	})
+	}
+	counter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tr.down.Load() {
+			if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				_ = c.Close()
+			}
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
 	t.Cleanup(counter.Close)
 	node := func(id, advertise string) *gateway.Running {
 		return startGateway(t, gateway.Config{Redis: redis, NodeID: id, HeartbeatTTL: 600 * time.Millisecond,
@@ -242,9 +255,16 @@ func testSessionThroughEveryNode(t *testing.T, redis string) {
 		t.Errorf("the deleted session through node 2: %d, want 404", got)
 	}
 
+	// A session whose node is alive but cannot be reached (its advertised
+	// address is wrong, or it just died and its heartbeat has not lapsed
+	// yet) is a 502, not a 404: the session may still exist.
+	cs2 := dialCluster(t, newBalancer(n1, n2), nil)
+	tr.down.Store(true)
+	if got := rawPost(t, n2, cs2.ID(), "x-api-key", keyA); got != http.StatusBadGateway {
+		t.Errorf("a session of an unreachable node 1 through node 2: %d, want 502", got)
+	}
 	// A session whose node stopped is not found anywhere: the client
 	// initializes again (on a node that lives).
-	cs2 := dialCluster(t, newBalancer(n1, n2), nil)
 	if err := n1.Stop(); err != nil {
 		t.Fatalf("stop node 1: %v", err)
 	}
@@ -257,4 +277,54 @@ func testSessionThroughEveryNode(t *testing.T, redis string) {
 	if toolNames(t, cs3)["pc1__echo"] == nil {
 		t.Errorf("a new session on node 2, used through node 3, lacks pc1's tools")
 	}
+}
+
+// lb is a load balancer that pins nothing: an initialize (a POST without
+// Mcp-Session-Id) goes to node init, every other request to node rest.
+func lb(t *testing.T, init, rest *gateway.Running) *httptest.Server {
+	t.Helper()
+	parse := func(g *gateway.Running) *url.URL {
+		u, err := url.Parse(g.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	to, other := parse(init), parse(rest)
+	srv := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			if pr.In.Header.Get("Mcp-Session-Id") != "" {
+				pr.SetURL(other)
+				return
+			}
+			pr.SetURL(to)
+		},
+		FlushInterval: -1,
+	})
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// The official TypeScript SDK client, through a load balancer that sends
+// its initialize to node 1 and everything else to node 2: listing, calls
+// on two computers of two other nodes, a cancelled slow call, reads, and
+// tools/list_changed on its GET stream.
+func TestTypeScriptSDKClientThroughAnotherNode(t *testing.T) {
+	dir := nodetest.Require(t, nodeDir)
+	tr := startTrio(t, "redis://"+miniredis.RunT(t).Addr())
+	n1, n2, n3 := tr.n[0], tr.n[1], tr.n[2]
+	pc1, pc2 := newFixture(t, "pc1"), newFixture(t, "pc2")
+	startComputer(t, n2, keyA, "A", "pc1", map[string]string{"fx": pc1.url, "docs": docsServer(t)})
+	startComputer(t, n3, keyA, "A", "pc2", map[string]string{"fx": pc2.url})
+	front := lb(t, n1, n2)
+	runTypeScriptClient(t, dir, front.URL+"/mcp/A", pc2, func() {
+		if n1.MCP.Sessions() != 1 || n2.MCP.Sessions() != 0 {
+			t.Errorf("sessions on nodes 1 and 2: %d %d, want 1 0", n1.MCP.Sessions(), n2.MCP.Sessions())
+		}
+		startComputer(t, n3, keyA, "A", "pc3", map[string]string{"fx": newFixture(t, "pc3").url})
+	})
+	if tr.forwarded.Load() < 8 {
+		t.Errorf("%d requests forwarded to node 1, want every request after the initialize", tr.forwarded.Load())
+	}
+	testwait.Within(t, waitFor, "node 1 to end the session the client terminated", func() bool { return n1.MCP.Sessions() == 0 })
 }
