@@ -300,7 +300,7 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 	case apiKey != "" && c.APIKeyFile != "" && !c.apiKeyFromEnv:
 		return gateway.Config{}, errors.New("use either --api-key or --api-key-file, not both")
 	case c.APIKeyFile != "":
-		// The file wins over $SMCP_API_KEY, which the README has clients
+		// The file wins over $SMCP_API_KEY, which docs/OPERATIONS.md has clients
 		// export in the same shell.
 		k, err := readKeyFile(c.APIKeyFile)
 		if err != nil {
@@ -311,7 +311,7 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		log.Warn("--api-key on the command line is visible to other users of this machine (ps); use $SMCP_API_KEY or --api-key-file")
 	}
 	if c.KeysFile != "" && c.apiKeyFromEnv {
-		// The README has clients export SMCP_API_KEY; the same shell may
+		// docs/OPERATIONS.md has clients export SMCP_API_KEY; the same shell may
 		// start a gateway with a keys file, which then decides alone.
 		log.Info("keys file in use: $SMCP_API_KEY is left to the clients")
 		apiKey = ""

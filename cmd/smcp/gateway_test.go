@@ -69,7 +69,7 @@ func TestGatewayConfigFile(t *testing.T) {
 // docs/gateway.example.yaml starts a gateway as is, from any working
 // directory: its keys_file is read from the config file's folder, and the
 // keys of docs/keys.example.yaml authenticate with their bounds. An exported
-// $SMCP_API_KEY (the README's client setup) does not stop it.
+// $SMCP_API_KEY (the client setup of docs/OPERATIONS.md) does not stop it.
 func TestGatewayExampleFilesLoad(t *testing.T) {
 	t.Setenv("SMCP_API_KEY", "the-clients-key")
 	example, err := filepath.Abs(filepath.Join("..", "..", "docs", "gateway.example.yaml"))
