@@ -148,11 +148,13 @@ func rawPost(t *testing.T, g *gateway.Running, sid string, kv ...string) int {
 }
 
 func TestSessionThroughEveryNodeMiniredis(t *testing.T) {
-	testSessionThroughEveryNode(t, "redis://"+miniredis.RunT(t).Addr())
+	mr := miniredis.RunT(t)
+	testSessionThroughEveryNode(t, "redis://"+mr.Addr(), mr.Close)
 }
 
 func TestSessionThroughEveryNodeRedisServer(t *testing.T) {
-	testSessionThroughEveryNode(t, systest.RedisServer(t))
+	r := systest.RedisProcess(t)
+	testSessionThroughEveryNode(t, r.URL, r.Stop)
 }
 
 // An MCP session made on node 1 is used through nodes 2 and 3 (a load
@@ -160,8 +162,9 @@ func TestSessionThroughEveryNodeRedisServer(t *testing.T) {
 // the GET stream's notifications, each request forwarded to node 1; an
 // unauthenticated or foreign request is refused by the node it reaches
 // and never forwarded; DELETE through node 3 ends the session on node 1;
-// once node 1 is gone its sessions are not found on the others.
-func testSessionThroughEveryNode(t *testing.T, redis string) {
+// once node 1 is gone its sessions are not found on the others; with
+// Redis gone (stopRedis), an owner cannot be looked up: 503.
+func testSessionThroughEveryNode(t *testing.T, redis string, stopRedis func()) {
 	tr := startTrio(t, redis)
 	n1, n2, n3 := tr.n[0], tr.n[1], tr.n[2]
 	fx := newFixture(t, "pc1")
@@ -276,6 +279,10 @@ func testSessionThroughEveryNode(t *testing.T, redis string) {
 	cs3 := dialCluster(t, newBalancer(n2, n3), nil)
 	if toolNames(t, cs3)["pc1__echo"] == nil {
 		t.Errorf("a new session on node 2, used through node 3, lacks pc1's tools")
+	}
+	stopRedis()
+	if got := rawPost(t, n3, cs3.ID(), "x-api-key", keyA); got != http.StatusServiceUnavailable {
+		t.Errorf("a session of node 2 through node 3, Redis down: %d, want 503", got)
 	}
 }
 
