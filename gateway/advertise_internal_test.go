@@ -4,6 +4,10 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
 )
 
 func ipNet(s string) *net.IPNet {
@@ -81,5 +85,15 @@ func TestNormalizeAdvertise(t *testing.T) {
 		} else if strings.Contains(err.Error(), "pw") {
 			t.Errorf("the error repeats a password: %v", err)
 		}
+	}
+}
+
+// A node with a bad advertise URL does not start (rather than start and
+// have every other node fail to reach it).
+func TestNewRefusesBadAdvertiseURL(t *testing.T) {
+	g, err := New(Config{Auth: core.AllowAll{}, Redis: "redis://" + miniredis.RunT(t).Addr(), AdvertiseURL: "ftp://gw-1:21"})
+	if err == nil {
+		g.SIO.Close()
+		t.Fatal("a gateway started with advertise URL ftp://gw-1:21")
 	}
 }

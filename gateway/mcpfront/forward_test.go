@@ -33,7 +33,7 @@ type trio struct {
 	down atomic.Bool
 }
 
-func startTrio(t *testing.T, redis string) *trio {
+func startTrio(t *testing.T, redis string, grace time.Duration) *trio {
 	t.Helper()
 	tr := &trio{}
 	var owner atomic.Pointer[url.URL]
@@ -57,7 +57,7 @@ func startTrio(t *testing.T, redis string) *trio {
 	t.Cleanup(counter.Close)
 	node := func(id, advertise string) *gateway.Running {
 		return startGateway(t, gateway.Config{Redis: redis, NodeID: id, HeartbeatTTL: 600 * time.Millisecond,
-			AdvertiseURL: advertise})
+			AdvertiseURL: advertise, ShutdownGrace: grace})
 	}
 	tr.n[0] = node("n1", counter.URL)
 	u, err := url.Parse(tr.n[0].URL)
@@ -108,11 +108,16 @@ func (b *balancer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.base.RoundTrip(r)
 }
 
-// dialCluster connects the go-sdk client to office A with keyA through b.
+// dialCluster connects the go-sdk client to office A with keyA through b;
+// its standalone GET stream is not reconnected.
 func dialCluster(t *testing.T, b *balancer, opts *mcp.ClientOptions) *mcp.ClientSession {
+	return dialClusterRetries(t, b, opts, -1)
+}
+
+func dialClusterRetries(t *testing.T, b *balancer, opts *mcp.ClientOptions, retries int) *mcp.ClientSession {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "mcpfront-cluster-test", Version: "1"}, opts)
-	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + b.init + "/mcp/A", MaxRetries: -1,
+	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + b.init + "/mcp/A", MaxRetries: retries,
 		HTTPClient: &http.Client{Transport: headers{h: http.Header{"X-Api-Key": {keyA}}, base: b}}}
 	cs, err := c.Connect(ctxT(t), tr, nil)
 	if err != nil {
@@ -165,7 +170,7 @@ func TestSessionThroughEveryNodeRedisServer(t *testing.T) {
 // once node 1 is gone its sessions are not found on the others; with
 // Redis gone (stopRedis), an owner cannot be looked up: 503.
 func testSessionThroughEveryNode(t *testing.T, redis string, stopRedis func()) {
-	tr := startTrio(t, redis)
+	tr := startTrio(t, redis, 0)
 	n1, n2, n3 := tr.n[0], tr.n[1], tr.n[2]
 	fx := newFixture(t, "pc1")
 	startComputer(t, n3, keyA, "A", "pc1", map[string]string{"fx": fx.url})
@@ -318,7 +323,7 @@ func lb(t *testing.T, init, rest *gateway.Running) *httptest.Server {
 // tools/list_changed on its GET stream.
 func TestTypeScriptSDKClientThroughAnotherNode(t *testing.T) {
 	dir := nodetest.Require(t, nodeDir)
-	tr := startTrio(t, "redis://"+miniredis.RunT(t).Addr())
+	tr := startTrio(t, "redis://"+miniredis.RunT(t).Addr(), 0)
 	n1, n2, n3 := tr.n[0], tr.n[1], tr.n[2]
 	pc1, pc2 := newFixture(t, "pc1"), newFixture(t, "pc2")
 	startComputer(t, n2, keyA, "A", "pc1", map[string]string{"fx": pc1.url, "docs": docsServer(t)})
@@ -334,4 +339,43 @@ func TestTypeScriptSDKClientThroughAnotherNode(t *testing.T) {
 		t.Errorf("%d requests forwarded to node 1, want every request after the initialize", tr.forwarded.Load())
 	}
 	testwait.Within(t, waitFor, "node 1 to end the session the client terminated", func() bool { return n1.MCP.Sessions() == 0 })
+}
+
+// A node that stops ends the streams it proxies, as it ends its own: its
+// shutdown does not wait for them (the grace here is far longer than the
+// test's bound), and the session lives on at its owner, its stream
+// reopened through another node.
+func TestStoppingNodeEndsProxiedStreams(t *testing.T) {
+	tr := startTrio(t, "redis://"+miniredis.RunT(t).Addr(), time.Hour)
+	n1, n2, n3 := tr.n[0], tr.n[1], tr.n[2]
+	b := newBalancer(n1, n2)
+	cs := dialClusterRetries(t, b, nil, 5)
+	testwait.Within(t, waitFor, "the GET stream through node 2", func() bool {
+		for _, s := range *b.seen.Load() {
+			if s == "GET "+host(n2) {
+				return true
+			}
+		}
+		return false
+	})
+	b.to(n3) // where the client reopens its stream
+	stopped := make(chan error, 1)
+	go func() { stopped <- n2.Stop() }()
+	if err := recv(t, stopped, "node 2 to stop while it proxies a GET stream"); err != nil {
+		t.Fatalf("stop node 2: %v", err)
+	}
+	if n1.MCP.Sessions() != 1 {
+		t.Fatalf("node 1 holds %d sessions after node 2 stopped, want 1", n1.MCP.Sessions())
+	}
+	if _, err := cs.ListTools(ctxT(t), nil); err != nil {
+		t.Errorf("the session through node 3 after node 2 stopped: %v", err)
+	}
+	testwait.Within(t, waitFor, "the GET stream reopened through node 3", func() bool {
+		for _, s := range *b.seen.Load() {
+			if s == "GET "+host(n3) {
+				return true
+			}
+		}
+		return false
+	})
 }
