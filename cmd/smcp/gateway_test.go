@@ -276,3 +276,35 @@ func TestGatewayTokenFlags(t *testing.T) {
 		}
 	}
 }
+
+// --mcp-allowed-origins (and mcp_allowed_origins, $SMCP_MCP_ALLOWED_ORIGINS)
+// reach the MCP front end's allow-list; the flag wins over the file.
+func TestGatewayMCPOrigins(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	file := filepath.Join(t.TempDir(), "gw.yaml")
+	if err := os.WriteFile(file, []byte("api_key: a-key\nmcp_allowed_origins: https://a.example.com, https://b.example.com\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want []string
+	}{
+		{[]string{"--config", file}, "", []string{"https://a.example.com", "https://b.example.com"}},
+		{[]string{"--config", file, "--mcp-allowed-origins", "*"}, "", []string{"*"}},
+		{[]string{"--api-key", "a-key"}, "https://c.example.com", []string{"https://c.example.com"}},
+	} {
+		t.Setenv("SMCP_MCP_ALLOWED_ORIGINS", tc.env)
+		c, err := parseGatewayConfig(tc.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := c.gatewayConfig(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(cfg.MCP.AllowedOrigins, tc.want) {
+			t.Errorf("%v (env %q): allowed origins %v, want %v", tc.args, tc.env, cfg.MCP.AllowedOrigins, tc.want)
+		}
+	}
+}
