@@ -108,8 +108,9 @@ func (b *balancer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.base.RoundTrip(r)
 }
 
-// dialCluster connects the go-sdk client to office A with keyA through b;
-// its standalone GET stream is not reconnected.
+// dialCluster connects the go-sdk client to office A with keyA through b,
+// in an MCP session (2026-07-28 has none to forward); its standalone GET
+// stream is not reconnected.
 func dialCluster(t *testing.T, b *balancer, opts *mcp.ClientOptions) *mcp.ClientSession {
 	return dialClusterRetries(t, b, opts, -1)
 }
@@ -119,7 +120,7 @@ func dialClusterRetries(t *testing.T, b *balancer, opts *mcp.ClientOptions, retr
 	c := mcp.NewClient(&mcp.Implementation{Name: "mcpfront-cluster-test", Version: "1"}, opts)
 	tr := &mcp.StreamableClientTransport{Endpoint: "http://" + b.init + "/mcp/A", MaxRetries: retries,
 		HTTPClient: &http.Client{Transport: headers{h: http.Header{"X-Api-Key": {keyA}}, base: b}}}
-	cs, err := c.Connect(ctxT(t), tr, nil)
+	cs, err := c.Connect(ctxT(t), tr, &mcp.ClientSessionOptions{ProtocolVersion: sessionVersion})
 	if err != nil {
 		t.Fatalf("connect through node %s: %v", b.init, err)
 	}
