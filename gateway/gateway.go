@@ -94,6 +94,14 @@ type Config struct {
 	NodeID string
 	// HeartbeatTTL is how long a silent node is deemed alive.
 	HeartbeatTTL time.Duration
+	// AdvertiseURL is where the other nodes of the cluster reach this
+	// node's HTTP port (http://10.0.0.5:8080; a bare host:port takes the
+	// scheme TLS gives), published in Redis with the heartbeat: MCP
+	// sessions are served by the node that made them, and the others
+	// forward their requests there. Empty: the listener's address, unless
+	// it listens on every interface (0.0.0.0, ::), where the host's one
+	// private IPv4 address is taken (see advertiseURL).
+	AdvertiseURL string
 	// RedisRegistry bounds the calls of the Redis office registry (zero:
 	// its defaults).
 	RedisRegistry cluster.RegistryOptions
@@ -239,6 +247,15 @@ func New(cfg Config) (*Gateway, error) {
 	if rdb != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		if cfg.AdvertiseURL != "" {
+			u, err := normalizeAdvertise(cfg.AdvertiseURL, cfg.TLS != nil)
+			if err != nil {
+				s.Close()
+				_ = rdb.Close()
+				return nil, err
+			}
+			node.SetURL(u)
+		}
 		if err := g.node.Start(ctx); err != nil {
 			s.Close()
 			_ = rdb.Close()
@@ -257,7 +274,11 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.RPC = rpc.New(hub, cfg.Auth, cfg.RPC)
 	g.RPC.Mount(g.mux)
-	g.MCP = mcpfront.New(hub, cfg.Auth, mcpOptions(cfg))
+	mopts := mcpOptions(cfg)
+	if node != nil {
+		mopts.Peers = node
+	}
+	g.MCP = mcpfront.New(hub, cfg.Auth, mopts)
 	g.MCP.Mount(g.mux)
 	// MCP tools/call and resources/read in flight are answered before the
 	// computers that serve them are disconnected.
@@ -415,6 +436,9 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	srv.RegisterOnShutdown(fresh.closeAll)
 	// Connections without an authenticated request are bounded (see
 	// unauthConns); the bound is below TLS, which counts as unauthenticated.
+	if g.node != nil {
+		g.advertise(ln.Addr())
+	}
 	ln = newUnauthConns(g.cfg.MaxUnauthenticatedPerAddr, g.cfg.AuthTimeout, g.Metrics).listener(ln)
 	srv.ConnContext = connContext
 	if g.cfg.TLS != nil {

@@ -173,6 +173,7 @@ type gatewayConfig struct {
 	Metrics         bool          `yaml:"metrics"`
 	Redis           string        `yaml:"redis"`
 	NodeID          string        `yaml:"node_id"`
+	AdvertiseURL    string        `yaml:"advertise_url"`
 	RedisTTL        time.Duration `yaml:"redis_ttl"`
 	RedisTimeout    time.Duration `yaml:"redis_timeout"`
 	RedisClaim      time.Duration `yaml:"redis_claim_timeout"`
@@ -248,6 +249,7 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Metrics, "metrics", c.Metrics, "serve Prometheus metrics at /metrics")
 	fs.StringVar(&c.Redis, "redis", c.Redis, "Redis URL (redis://host:6379/0): run as one node of a cluster sharing offices through Redis")
 	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "this node's id in the cluster (default: random)")
+	fs.StringVar(&c.AdvertiseURL, "advertise-url", c.AdvertiseURL, "cluster: where the other nodes reach this node's HTTP port (http://10.0.0.5:8080), to forward its MCP sessions' requests; default: --listen's address, or the host's one private IPv4 address when --listen is 0.0.0.0 or [::]")
 	fs.DurationVar(&c.RedisTTL, "redis-ttl", c.RedisTTL, "cluster: a node silent this long is dead and its sessions leave their offices")
 	fs.DurationVar(&c.RedisTimeout, "redis-timeout", c.RedisTimeout, "cluster: bound of one office-registry call to Redis (a listing, a lookup, a release)")
 	fs.DurationVar(&c.RedisClaim, "redis-claim-timeout", c.RedisClaim, "cluster: bound of a join's claim in Redis, which may wait out a dead node's heartbeat: above --redis-ttl")
@@ -387,6 +389,7 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		Logger:                    log,
 		Redis:                     c.Redis,
 		NodeID:                    c.NodeID,
+		AdvertiseURL:              c.AdvertiseURL,
 		HeartbeatTTL:              c.RedisTTL,
 		RedisRegistry:             cluster.RegistryOptions{Timeout: c.RedisTimeout, ClaimTimeout: c.RedisClaim},
 	}, nil

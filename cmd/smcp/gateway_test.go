@@ -190,6 +190,26 @@ func TestRedisRegistryTimeoutFlags(t *testing.T) {
 	}
 }
 
+// Where the other nodes reach this one comes from --advertise-url or the
+// file's advertise_url; unset, the gateway derives it from its listener.
+func TestAdvertiseURLFlag(t *testing.T) {
+	cfg, err := buildGatewayConfig(t)
+	if err != nil || cfg.AdvertiseURL != "" {
+		t.Errorf("default: %q, %v", cfg.AdvertiseURL, err)
+	}
+	cfg, err = buildGatewayConfig(t, "--advertise-url", "http://10.0.0.5:8080")
+	if err != nil || cfg.AdvertiseURL != "http://10.0.0.5:8080" {
+		t.Errorf("flag: %q, %v", cfg.AdvertiseURL, err)
+	}
+	file := filepath.Join(t.TempDir(), "gw.yaml")
+	if err := os.WriteFile(file, []byte("advertise_url: gw-2.internal:8080\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = buildGatewayConfig(t, "--config", file); err != nil || cfg.AdvertiseURL != "gw-2.internal:8080" {
+		t.Errorf("file: %q, %v", cfg.AdvertiseURL, err)
+	}
+}
+
 // --oidc-* flags and keys make tokens of the issuer sign in beside the keys
 // (or alone), mapped by the claims named, and the MCP endpoint a protected
 // resource of that issuer.

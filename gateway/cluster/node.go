@@ -33,25 +33,31 @@ const redialProbe = time.Second
 // reassertBatch is how many members one reassert script gives back.
 const reassertBatch = 64
 
-// announceScript: KEYS heartbeat, nodes, epoch, settling; ARGV node id, now,
-// TTL ms, settling ms, force ("1": settle even if the epoch was there).
-// Settles the registry for settling ms when the epoch was missing (Redis
-// lost its data, or a first node starts) or when forced.
+// announceScript: KEYS heartbeat, nodes, epoch, settling, URL; ARGV node
+// id, now, TTL ms, settling ms, force ("1": settle even if the epoch was
+// there), URL ("": none published). Settles the registry for settling ms
+// when the epoch was missing (Redis lost its data, or a first node starts)
+// or when forced.
 var announceScript = redis.NewScript(luaSlots + `
 local fresh = redis.call('SET', KEYS[3], ARGV[2], 'NX')
 if fresh or ARGV[5] == '1' then settle(KEYS[4], tonumber(ARGV[4])) end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+if ARGV[6] ~= '' then redis.call('SET', KEYS[5], ARGV[6], 'PX', ARGV[3]) end
 redis.call('SADD', KEYS[2], ARGV[1])
 if fresh then return 1 end
 return 0
 `)
 
-// beatScript: KEYS heartbeat, epoch; ARGV now, TTL ms. Returns "ok",
-// "lapsed" (the heartbeat had expired) or "reset" (no epoch: Redis lost its
-// data).
+// beatScript: KEYS heartbeat, epoch, URL; ARGV now, TTL ms, URL ("": none
+// published). Returns "ok", "lapsed" (the heartbeat had expired) or "reset"
+// (no epoch: Redis lost its data). The URL lives exactly as long as the
+// heartbeat: a node found through it is alive.
 var beatScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[2]) == 0 then return 'reset' end
-if redis.call('SET', KEYS[1], ARGV[1], 'XX', 'PX', ARGV[2]) then return 'ok' end
+if redis.call('SET', KEYS[1], ARGV[1], 'XX', 'PX', ARGV[2]) then
+  if ARGV[3] ~= '' then redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[2]) end
+  return 'ok'
+end
 return 'lapsed'
 `)
 
@@ -102,6 +108,9 @@ type Node struct {
 	// lastBeat is when the last heartbeat was answered (UnixNano; 0 before
 	// the first, which is never taken for a stall).
 	lastBeat atomic.Int64
+	// url is where the other nodes reach this node's HTTP port (see
+	// SetURL); "" until known.
+	url atomic.Pointer[string]
 	// gone, when set, is told of each node reaped (see OnNodeGone).
 	gone func(node string)
 }
@@ -145,8 +154,8 @@ func (n *Node) announce(ctx context.Context, settle bool) (fresh bool, err error
 		force = "1"
 	}
 	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
-	res, err := announceScript.Run(ctx, n.rdb, []string{aliveKey(n.id), nodesKey(), epochKey(), settlingKey()},
-		n.id, now, n.ttl.Milliseconds(), n.settleFor().Milliseconds(), force).Int()
+	res, err := announceScript.Run(ctx, n.rdb, []string{aliveKey(n.id), nodesKey(), epochKey(), settlingKey(), urlKey(n.id)},
+		n.id, now, n.ttl.Milliseconds(), n.settleFor().Milliseconds(), force, n.URL()).Int()
 	return res == 1, err
 }
 
@@ -206,8 +215,8 @@ func (n *Node) beat(ctx context.Context) (state string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, n.ttl/2)
 	defer cancel()
 	now := time.Now()
-	state, err = beatScript.Run(ctx, n.rdb, []string{aliveKey(n.id), epochKey()},
-		strconv.FormatInt(now.UnixMilli(), 10), n.ttl.Milliseconds()).Text()
+	state, err = beatScript.Run(ctx, n.rdb, []string{aliveKey(n.id), epochKey(), urlKey(n.id)},
+		strconv.FormatInt(now.UnixMilli(), 10), n.ttl.Milliseconds(), n.URL()).Text()
 	if err != nil {
 		return "", err
 	}
@@ -402,7 +411,7 @@ func (n *Node) reapNode(ctx context.Context, id string) (done bool, err error) {
 // no members. Members it still holds (sessions that did not close in time)
 // are reaped by the other nodes.
 func (n *Node) Stop(ctx context.Context) error {
-	if err := n.rdb.Del(ctx, aliveKey(n.id)).Err(); err != nil {
+	if err := n.rdb.Del(ctx, aliveKey(n.id), urlKey(n.id)).Err(); err != nil {
 		return fmt.Errorf("cluster: withdraw node %s: %w", n.id, err)
 	}
 	held, err := n.rdb.SCard(ctx, membersKey(n.id)).Result()
@@ -413,4 +422,51 @@ func (n *Node) Stop(ctx context.Context) error {
 		return fmt.Errorf("cluster: withdraw node %s: %w", n.id, err)
 	}
 	return nil
+}
+
+// SetURL makes u (e.g. "http://10.0.0.5:8080") the URL where the other
+// nodes reach this node's HTTP port: it is published beside the heartbeat,
+// and withdrawn with it, from the next heartbeat on (Publish: at once).
+func (n *Node) SetURL(u string) { n.url.Store(&u) }
+
+// URL is the URL set by SetURL ("" when none is).
+func (n *Node) URL() string {
+	if u := n.url.Load(); u != nil {
+		return *u
+	}
+	return ""
+}
+
+// Publish writes the node's URL now, for as long as its heartbeat, rather
+// than at the next heartbeat: a session made right after the node starts
+// serving may be used through another node at once.
+func (n *Node) Publish(ctx context.Context) error {
+	u := n.URL()
+	if u == "" {
+		return nil
+	}
+	if err := n.rdb.Set(ctx, urlKey(n.id), u, n.ttl).Err(); err != nil {
+		return fmt.Errorf("cluster: publish the URL of node %s: %w", n.id, err)
+	}
+	return nil
+}
+
+// ID is the node's id in the cluster.
+func (n *Node) ID() string { return n.id }
+
+// PeerURL is the URL node publishes (SetURL) and whether it is alive (its
+// heartbeat has not lapsed). A live node may publish none ("").
+func (n *Node) PeerURL(ctx context.Context, node string) (url string, alive bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, n.ttl)
+	defer cancel()
+	// Both keys carry the node's hash tag: one slot, one MGET.
+	vals, err := n.rdb.MGet(ctx, aliveKey(node), urlKey(node)).Result()
+	if err != nil {
+		return "", false, fmt.Errorf("cluster: look up node %s: %w", node, err)
+	}
+	if vals[0] == nil {
+		return "", false, nil
+	}
+	url, _ = vals[1].(string)
+	return url, true, nil
 }

@@ -15,6 +15,8 @@
 //	                          or lease), "l:{sid}" → Redis time (ms) at which
 //	                          that lease lapses, "c:{name}" → computer
 //	smcp:node:{node}:alive    heartbeat, PX TTL, refreshed every TTL/3
+//	smcp:node:{node}:url      where other nodes reach the node's HTTP port
+//	                          (MCP sessions' owner), same TTL as alive
 //	smcp:node:{node}:members  set of the member records the node holds
 //	smcp:node:{node}:reaped   records other nodes reaped from it (for a
 //	                          while), told "back" if it was alive after all
@@ -52,6 +54,7 @@ const prefix = "smcp:"
 func officeKey(id string) string    { return prefix + "office:{" + id + "}" }
 func aliveKey(node string) string   { return prefix + "node:{" + node + "}:alive" }
 func membersKey(node string) string { return prefix + "node:{" + node + "}:members" }
+func urlKey(node string) string     { return prefix + "node:{" + node + "}:url" }
 func nodesKey() string              { return prefix + "nodes" }
 func reapedKey(node string) string  { return prefix + "node:{" + node + "}:reaped" }
 func epochKey() string              { return prefix + "epoch" }

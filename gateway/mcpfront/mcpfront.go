@@ -151,6 +151,10 @@ type Options struct {
 	// https://gateway.example.com), for the metadata's resource; default:
 	// the scheme and host each request was sent to.
 	PublicURL string
+	// Peers, in a cluster, makes session ids name this node and forwards
+	// the requests of other nodes' sessions to them (see forward.go); nil:
+	// one node.
+	Peers Peers
 }
 
 func (o Options) withDefaults() Options {
@@ -225,6 +229,13 @@ type Server struct {
 	calls inflight.Gate
 	// wg counts every goroutine of every session, awaited by Close.
 	wg sync.WaitGroup
+
+	// Cluster only: peers locates the owners of other nodes' sessions, fwd
+	// proxies to them. life ends at Close, and with it the proxied streams.
+	peers   Peers
+	fwd     *forwarder
+	life    context.Context
+	endLife context.CancelFunc
 }
 
 // New makes the MCP front end of hub, authenticating callers with auth.
@@ -232,7 +243,12 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{hub: hub, auth: auth, opts: opts, log: opts.Logger,
 		sessions: map[string]*session{}, addrOf: map[string]string{}, addrs: httpauth.NewAddrSlots(opts.MaxSessionsPerAddr),
-		views: map[string]*session{}, viewUsers: map[*session]int{}, viewUsed: map[*session]time.Time{}}
+		views: map[string]*session{}, viewUsers: map[*session]int{}, viewUsed: map[*session]time.Time{},
+		peers: opts.Peers}
+	s.life, s.endLife = context.WithCancel(context.Background())
+	if s.peers != nil {
+		s.fwd = newForwarder(s.peers.ID(), opts.Logger)
+	}
 	s.base = mcp.NewServer(implementation(""), nil)
 	s.stateless = mcp.NewStreamableHTTPHandler(s.statelessServer, &mcp.StreamableHTTPOptions{
 		Logger:              opts.Logger,
@@ -306,10 +322,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, smcp.Errorf(smcp.CodeForbidden, "a loopback gateway answers only loopback host names"))
 		return
 	}
+	// Authenticated here even when the session is another node's: an
+	// unauthenticated client cannot use this node as a proxy.
 	p, agent, err := s.caller(r)
 	if err != nil {
 		s.refuse(w, r, err)
 		return
+	}
+	sid := r.Header.Get("Mcp-Session-Id")
+	if s.peers != nil && sid != "" {
+		if owner := ownerOf(sid); owner != "" && owner != s.peers.ID() {
+			s.forward(w, r, owner) // the owner checks the body
+			return
+		}
 	}
 	var body []byte
 	if r.Method == http.MethodPost {
@@ -318,7 +343,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	sid := r.Header.Get("Mcp-Session-Id")
 	if sid == "" && isStateless(r, body) {
 		s.serveStateless(w, r, p, office, agent, body)
 		return
@@ -435,6 +459,7 @@ var httpStatus = map[int]int{
 	smcp.CodeNotFound:        http.StatusNotFound,
 	core.CodeTooManyPending:  http.StatusTooManyRequests,
 	codeUnavailable:          http.StatusServiceUnavailable,
+	codeBadGateway:           http.StatusBadGateway,
 }
 
 // codeUnavailable refuses new sessions while the front end closes.
@@ -463,7 +488,7 @@ func httpError(w http.ResponseWriter, err error) {
 // lease, its watch of the office and its own mcp.Server holding the office's
 // tools and resources as they are now.
 func (s *Server) open(ctx context.Context, p *core.Principal, office, agent, ip string) (*session, error) {
-	id := rand.Text()
+	id := s.newSessionID()
 	s.mu.Lock()
 	switch {
 	case s.closed || s.calls.Draining():
@@ -566,6 +591,10 @@ func (s *Server) Drain(ctx context.Context) error {
 // then waits for the sessions' goroutines. Requests in flight get their
 // answers cut; Close is meant for shutdown and is idempotent.
 func (s *Server) Close() {
+	s.endLife()
+	if s.fwd != nil {
+		s.fwd.transport.CloseIdleConnections()
+	}
 	s.mu.Lock()
 	s.closed = true
 	var all []*session

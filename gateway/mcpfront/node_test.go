@@ -28,6 +28,16 @@ const nodeDir = "testdata/node"
 func TestTypeScriptSDKClient(t *testing.T) {
 	dir := nodetest.Require(t, nodeDir)
 	o := newOffice(t, gateway.Config{})
+	runTypeScriptClient(t, dir, endpoint(o.g, "A"), o.pc2, func() {
+		startComputer(t, o.g, keyA, "A", "pc3", map[string]string{"fx": newFixture(t, "pc3").url})
+	})
+}
+
+// runTypeScriptClient runs client.mjs against the office A endpoint at url,
+// whose computers are pc1 (with documents) and pc2 (fixture pc2); join makes
+// a computer pc3 join the office.
+func runTypeScriptClient(t *testing.T, dir, url string, pc2 *fixture, join func()) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*waitFor)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "client.mjs")
@@ -35,7 +45,7 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	// Only what node needs: no secret of this process reaches the child
 	// beyond the test key it is given.
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
-		"MCP_URL=" + endpoint(o.g, "A"), "MCP_KEY=" + keyA}
+		"MCP_URL=" + url, "MCP_KEY=" + keyA}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -90,13 +100,13 @@ func TestTypeScriptSDKClient(t *testing.T) {
 		t.Errorf("calls answered %s", got)
 	}
 	step("slow-sent")
-	if tag := recv(t, o.pc2.started, "the TypeScript client's slow call"); tag != "node" {
+	if tag := recv(t, pc2.started, "the TypeScript client's slow call"); tag != "node" {
 		t.Fatalf("started %q", tag)
 	}
 	if _, err := io.WriteString(stdin, "abort\n"); err != nil {
 		t.Fatal(err)
 	}
-	if tag := recv(t, o.pc2.cancelled, "the computer's MCP server to see the TypeScript client's cancellation"); tag != "node" {
+	if tag := recv(t, pc2.cancelled, "the computer's MCP server to see the TypeScript client's cancellation"); tag != "node" {
 		t.Errorf("cancelled %q", tag)
 	}
 	if e := step("cancelled")["error"].(string); !strings.Contains(e, "gave up") && !strings.Contains(e, "Abort") {
@@ -107,7 +117,7 @@ func TestTypeScriptSDKClient(t *testing.T) {
 		t.Errorf("reads: %v", read)
 	}
 	step("ready-for-join")
-	startComputer(t, o.g, keyA, "A", "pc3", map[string]string{"fx": newFixture(t, "pc3").url})
+	join()
 	if joined := names(step("joined")); !slices.Contains(joined, "pc3__echo") {
 		t.Errorf("after pc3 joined the TypeScript client lists %v", joined)
 	}
