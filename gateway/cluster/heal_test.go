@@ -160,6 +160,47 @@ func TestRegistryHealsAfterDataLoss(t *testing.T) {
 	}
 }
 
+// TestClaimInFlightNotGivenBack: Redis restarted empty and a second
+// agent's claim on b is the first to find out: b recovers while that claim
+// is in flight. The claim is no slot b holds: b must not give it "back"
+// (before, it did, and the real agent on a, given back a moment later,
+// lost its seat to it and was evicted). The claim waits for the settling
+// and is refused; alice keeps the office.
+func TestClaimInFlightNotGivenBack(t *testing.T) {
+	mr := miniredis.RunT(t)
+	a, b := newTestNode(t, mr, "na"), newTestNode(t, mr, "nb")
+	settle(t, a, b)
+	alice, aliceConn := a.mustJoin("alice", smcp.RoleAgent, "alice", "o")
+	b.mustJoin("pcB", smcp.RoleComputer, "mac", "o")
+
+	mr.FlushAll() // Redis restarted empty
+	joined := make(chan error, 1)
+	go func() { _, _, err := b.join("mallory", smcp.RoleAgent, "mallory", "o"); joined <- err }()
+	// mallory's claim finds no epoch and recovers b (announce, then give
+	// back); a has not beaten yet. Once the epoch is back, b's recovery
+	// holds recoverMu until it is done.
+	testwait.Until(t, "b recovering", func() bool { return mr.Exists(epochKey()) })
+	b.recoverMu.Lock()
+	b.recoverMu.Unlock() //nolint:staticcheck // waits for b's recovery to end
+	if m, ok := a.computer("o", "mac"); !ok || m.SID != "pcB" {
+		t.Fatalf("mac not given back by b: %+v, %v", m, ok)
+	}
+	select {
+	case err := <-joined:
+		t.Fatalf("second agent answered while the registry settles: %v", err)
+	default:
+	}
+	a.tick(context.Background()) // a gives alice back
+	mustBeRefused(t, <-joined, "second agent claiming across the recovery")
+	if info := alice.Info(); info.GetOfficeId() != "o" {
+		t.Fatalf("alice evicted: %+v, notes %v", info, aliceConn.notes)
+	}
+	ms, err := a.reg.Members(context.Background(), "o")
+	if err != nil || len(ms) != 2 || ms[0].Name != "alice" || ms[0].SID != "alice" {
+		t.Fatalf("members after healing: %+v, %v", ms, err)
+	}
+}
+
 // TestClaimAfterResetRecoversItsNode: a claim, not a heartbeat, is the
 // first to find the registry reset: its node recovers at once and the
 // claim waits for the settling.

@@ -105,6 +105,10 @@ type Node struct {
 	// recoverMu makes one recovery at a time (the heartbeat and claims
 	// that find the registry reset may all start one).
 	recoverMu sync.Mutex
+	// recoveries counts the recoveries begun. A claim whose answer came
+	// back across one may have been applied to the registry as it was
+	// before (and lost with it): the claim is made again (Registry.Claim).
+	recoveries atomic.Uint64
 	// lastBeat is when the last heartbeat was answered (UnixNano; 0 before
 	// the first, which is never taken for a stall).
 	lastBeat atomic.Int64
@@ -243,6 +247,7 @@ func (n *Node) recover(ctx context.Context, state string) error {
 			return nil // recovered meanwhile, by the heartbeat or another claim
 		}
 	}
+	n.recoveries.Add(1)
 	if _, err := n.announce(ctx, true); err != nil {
 		return fmt.Errorf("cluster: announce node %s: %w", n.id, err)
 	}
@@ -274,11 +279,20 @@ func (n *Node) reconcile(ctx context.Context, settle time.Duration) (reconciled,
 	if err != nil {
 		return res, fmt.Errorf("cluster: members of node %s: %w", n.id, err)
 	}
-	// Held is read after the records: a claim sent before the read is
-	// counted by the hub (Held includes claims in flight).
+	// Held and Claiming are read after the records: a claim sent before
+	// the read is counted by the hub. Its record is not stale, but it is
+	// not given back either: a claim in flight is no slot held, and
+	// re-asserting it would take the slot while the registry settles,
+	// ahead of the node whose member really holds it (which then loses its
+	// seat). The claim itself waits for the settling and is decided by the
+	// rules; one answered across this recovery is made again (see
+	// Registry.Claim).
 	held := n.hub.Held()
 	live := make(map[string]bool, len(held))
 	for _, m := range held {
+		live[encode(m)] = true
+	}
+	for _, m := range n.hub.Claiming() {
 		live[encode(m)] = true
 	}
 	for _, rec := range recs {

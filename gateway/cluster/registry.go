@@ -410,12 +410,24 @@ func (r *Registry) Claim(ctx context.Context, m core.Member) error {
 	ctx, cancel := context.WithTimeout(ctx, r.claimTimeout)
 	defer cancel()
 	for {
+		var gen uint64
+		if r.node != nil {
+			gen = r.node.recoveries.Load()
+		}
 		reason, holder, lapses, wait, err := r.claim(ctx, m)
 		if err != nil {
 			return r.failed(parent, "claim", err)
 		}
 		switch reason {
 		case "":
+			if r.node != nil && r.node.recoveries.Load() != gen {
+				// A recovery began while the claim was in flight: it
+				// may have been granted by the registry as it was before,
+				// and the recovery did not give it back (it was not held
+				// yet). Claim again in the registry as it is now: taking
+				// the slot m holds already is a success.
+				continue
+			}
 			return nil
 		case "reset":
 			if err := r.node.recover(ctx, ""); err != nil {

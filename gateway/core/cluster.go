@@ -452,10 +452,12 @@ func (h *Hub) claimingLocked(m Member, d int) {
 }
 
 // Held lists every registry slot this node holds: its joined agents and
-// computers, its one-call agents, and the claims it has in flight (a claim
-// may be applied before its answer comes back). A shared registry that
-// lost its data, or that removed this node's members while it was presumed
-// dead, is given these back (see gateway/cluster Node).
+// computers and its one-call agents. A shared registry that lost its data,
+// or that removed this node's members while it was presumed dead, is given
+// these back (see gateway/cluster Node). Claims still in flight are not
+// among them (see Claiming): one was not granted yet, and giving it "back"
+// would grant it past the registry's rules, ahead of the member of another
+// node that really holds the slot.
 func (h *Hub) Held() []Member {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -475,13 +477,22 @@ func (h *Hub) Held() []Member {
 			}
 		}
 	}
+	return out
+}
+
+// Claiming lists the claims this node has in flight. One may be applied
+// in the registry before its answer comes back: its record is not stale.
+func (h *Hub) Claiming() []Member {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]Member, 0, len(h.claiming))
 	for m := range h.claiming {
 		out = append(out, m)
 	}
 	return out
 }
 
-// Holds reports whether m is still among Held.
+// Holds reports whether m is still among Held or Claiming.
 func (h *Hub) Holds(m Member) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()

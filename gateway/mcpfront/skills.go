@@ -64,7 +64,9 @@ func (x *session) syncSkills(ctx context.Context, computer string) {
 		return
 	}
 	if err != nil {
-		x.log.Warn("list skills", "computer", computer, "err", err)
+		// As for tools and resources: a computer that left meanwhile (404)
+		// or a session that ended is no fault of the gateway's.
+		x.listFailed("list skills", computer, err)
 		return
 	}
 	var ret smcpv1.GetSkillsRet
