@@ -1,10 +1,11 @@
 package engine
 
 import (
+	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/url"
+	"sync"
 	"sync/atomic"
 
 	"github.com/zishang520/socket.io/parsers/engine/v3/packet"
@@ -35,6 +36,18 @@ type polling struct {
 	_polling atomic.Bool
 
 	writeQueue *queue.Queue
+
+	// patched (see ../PATCHED.md): the transport's requests end with it.
+	// ctx bounds every GET and POST; release cancels it once the transport
+	// is done (closed, or paused for an upgrade), waits for the poll in
+	// flight and closes the HTTP client, whose keep-alive connection
+	// would otherwise stay open (and in the heap) for as long as the
+	// server keeps it.
+	ctx      context.Context
+	cancel   context.CancelFunc
+	mu       sync.Mutex
+	released bool          // under mu: no poll starts any more
+	inFlight chan struct{} // under mu: closed when the current poll ends
 }
 
 // Name returns the identifier for the polling transport ("polling").
@@ -63,6 +76,7 @@ func NewPolling(socket Socket, opts SocketOptionsInterface) Polling {
 func (p *polling) Construct(socket Socket, opts SocketOptionsInterface) {
 	p.Transport.Construct(socket, opts)
 	p.writeQueue = queue.New()
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.client = request.NewHTTPClient(
 		request.WithLogger(NewLog("HTTPClient")),
 		request.WithTimeout(p.Opts().RequestTimeout()),
@@ -84,6 +98,10 @@ func (p *polling) Pause(onPause func()) {
 		clientPollingLog.Debug("paused")
 		p.SetReadyState(TransportStatePaused)
 		onPause()
+		// patched: a paused transport is never used again (it is paused
+		// only to upgrade): nothing is in flight now, let its
+		// connection go.
+		go p.release()
 	}
 	if p._polling.Load() || !p.Writable() {
 		var total atomic.Uint32
@@ -112,11 +130,43 @@ func (p *polling) Pause(onPause func()) {
 }
 
 // _poll starts a new polling cycle and initiates a new polling request.
+//
+// patched: the poll runs on its own goroutine, not on the write queue. On the
+// queue, a long poll held back every write behind it until the server
+// answered the poll (up to a ping interval): the namespace CONNECT waited
+// for the upgrade's NOOP, or forever with polling alone. engine.io-client
+// sends its poll and its writes as independent requests too.
 func (p *polling) _poll() {
 	clientPollingLog.Debug("polling")
+	p.mu.Lock()
+	if p.released {
+		p.mu.Unlock()
+		return
+	}
+	done := make(chan struct{})
+	p.inFlight = done
+	p.mu.Unlock()
 	p._polling.Store(true)
 	p.Emit("poll")
-	p.writeQueue.Enqueue(func() { p.doPoll() })
+	go func() {
+		defer close(done)
+		p.doPoll()
+	}()
+}
+
+// release ends the transport's HTTP life (patched, see the ctx field): it
+// cancels its requests, waits for the poll in flight and closes the
+// client's idle connections. It may run more than once.
+func (p *polling) release() {
+	p.cancel()
+	p.mu.Lock()
+	p.released = true
+	done := p.inFlight
+	p.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	_ = p.client.Close()
 }
 
 // _onPacket handles incoming packets and updates the transport state accordingly.
@@ -151,20 +201,23 @@ func (p *polling) OnData(data types.BufferInterface) {
 
 // DoClose gracefully closes the polling transport, sending a close packet if needed.
 func (p *polling) DoClose() {
-	cleanup := func(...any) {
-		clientPollingLog.Debug("writing close packet")
-		p.Write([]*packet.Packet{{Type: packet.CLOSE}})
-		// Close the write queue after the close packet has been enqueued.
-		p.writeQueue.TryClose()
-	}
 	if TransportStateOpen == p.ReadyState() {
 		clientPollingLog.Debug("transport open - closing")
-		cleanup()
-	} else {
-		clientPollingLog.Debug("transport not open - deferring close")
-		_ = p.Once("open", cleanup)
+		p.Write([]*packet.Packet{{Type: packet.CLOSE}})
+		// patched: the requests end once the close packet is written
+		// (the queue runs it before the release).
+		p.writeQueue.Enqueue(func() { go p.release() })
+		p.writeQueue.TryClose()
+		return
 	}
-	defer func() { _ = p.client.Close() }()
+	// patched: upstream waited for the handshake to send the close
+	// packet, with nobody waiting for it any more, and closed only the
+	// idle connections, not the pending handshake. The handshake is
+	// cancelled instead; a session the server opened meanwhile ends at
+	// its ping timeout.
+	clientPollingLog.Debug("transport not open - cancelling")
+	p.writeQueue.TryClose()
+	go p.release()
 }
 
 // Write encodes and sends packets to the server asynchronously.
@@ -176,7 +229,11 @@ func (p *polling) Write(packets []*packet.Packet) {
 // write performs the actual packet writing operation asynchronously.
 func (p *polling) write(packets []*packet.Packet) {
 	data, _ := parser.Parserv4().EncodePayload(packets)
-	p.doWrite(data, func() {
+	// patched: the body as bytes, so that the POST has a Content-Length.
+	// Given as a reader, it went out chunked, and python-engineio reads
+	// CONTENT_LENGTH bytes of a body (0 without the header): every packet
+	// a Go client posted to a python-socketio server was dropped.
+	p.doWrite(data.Bytes(), func() {
 		p.SetWritable(true)
 		p.Emit("drain")
 	})
@@ -206,6 +263,9 @@ func (p *polling) uri() *url.URL {
 // doPoll performs the HTTP GET request to poll for data from the server.
 func (p *polling) doPoll() {
 	res, err := p._fetch(nil)
+	if p.ctx.Err() != nil {
+		return // patched: released on purpose, not a transport error
+	}
 	if err != nil {
 		p.OnError("fetch read error", err, nil)
 		return
@@ -216,6 +276,9 @@ func (p *polling) doPoll() {
 		return
 	}
 	data, err := types.NewStringBufferReader(res.Body)
+	if p.ctx.Err() != nil {
+		return // patched: released while reading
+	}
 	if err != nil {
 		p.OnError("fetch read error", err, nil)
 		return
@@ -225,8 +288,11 @@ func (p *polling) doPoll() {
 
 // doWrite performs the HTTP POST request to write data to the server.
 // fn is called after a successful write.
-func (p *polling) doWrite(data types.BufferInterface, fn func()) {
+func (p *polling) doWrite(data []byte, fn func()) {
 	res, err := p._fetch(data)
+	if p.ctx.Err() != nil {
+		return // patched: released on purpose, not a transport error
+	}
 	if err != nil {
 		p.OnError("fetch write error", err, nil)
 		return
@@ -240,7 +306,8 @@ func (p *polling) doWrite(data types.BufferInterface, fn func()) {
 }
 
 // _fetch performs the HTTP request with the given data (GET if data is nil, POST otherwise).
-func (p *polling) _fetch(data io.Reader) (res *request.Response, err error) {
+// patched: data is a byte slice (see write).
+func (p *polling) _fetch(data []byte) (res *request.Response, err error) {
 	headers := http.Header{}
 	for k, vs := range p.Opts().ExtraHeaders() {
 		for _, v := range vs {
@@ -249,12 +316,12 @@ func (p *polling) _fetch(data io.Reader) (res *request.Response, err error) {
 	}
 	if data != nil {
 		headers.Set("Content-Type", "text/plain;charset=UTF-8")
-		res, err = p.client.Post(p.uri().String(), &request.Options{
+		res, err = p.client.Request(p.ctx, http.MethodPost, p.uri().String(), &request.Options{
 			Body:    data,
 			Headers: headers,
 		})
 	} else {
-		res, err = p.client.Get(p.uri().String(), &request.Options{
+		res, err = p.client.Request(p.ctx, http.MethodGet, p.uri().String(), &request.Options{
 			Headers: headers,
 		})
 	}
