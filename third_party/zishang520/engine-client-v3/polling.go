@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"sync"
@@ -272,7 +273,7 @@ func (p *polling) doPoll() {
 	}
 	defer func() { _ = res.Body.Close() }()
 	if !res.Ok() {
-		p.OnError("fetch read error", res.Err, res.Request.Context())
+		p.OnError("fetch read error", statusError(res), res.Request.Context())
 		return
 	}
 	data, err := types.NewStringBufferReader(res.Body)
@@ -299,7 +300,7 @@ func (p *polling) doWrite(data []byte, fn func()) {
 	}
 	defer func() { _ = res.Body.Close() }()
 	if !res.Ok() {
-		p.OnError("fetch write error", res.Err, res.Request.Context())
+		p.OnError("fetch write error", statusError(res), res.Request.Context())
 		return
 	}
 	fn()
@@ -326,4 +327,16 @@ func (p *polling) _fetch(data []byte) (res *request.Response, err error) {
 		})
 	}
 	return
+}
+
+// statusError is a request the server answered with an error status
+// (patched, see ../PATCHED.md): like a refused WebSocket handshake, it keeps
+// the server's answer (status, headers, the start of the body), which says
+// why (a version refusal, say). Upstream passed res.Err, nil for a status.
+func statusError(res *request.Response) error {
+	e := &HandshakeError{Err: errors.New("polling request refused"), StatusCode: res.StatusCode(), Header: res.Header()}
+	if res.Body != nil {
+		e.Body, _ = io.ReadAll(io.LimitReader(res.Body, 4<<10))
+	}
+	return e
 }
