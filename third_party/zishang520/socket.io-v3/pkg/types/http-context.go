@@ -69,8 +69,13 @@ func NewHttpContext(w http.ResponseWriter, r *http.Request) *HttpContext {
 		query: sync.OnceValue(func() *ParameterBag {
 			return NewParameterBag(r.URL.Query())
 		}),
+		// patched (see ../../../PATCHED.md): the context's own map, copied
+		// into w.Header() by performWrite. Upstream wrapped w.Header(),
+		// so the transports set headers on the response from their own
+		// goroutines, also after the handler had returned (a client that
+		// dropped its poll), racing net/http's finishRequest.
 		responseHeaders: sync.OnceValue(func() *ParameterBag {
-			return NewParameterBag(w.Header())
+			return NewParameterBag(nil)
 		}),
 		method: sync.OnceValue(func() string {
 			return strings.ToUpper(r.Method)
@@ -213,6 +218,10 @@ func (c *HttpContext) Secure() bool {
 func (c *HttpContext) contextWatcher() {
 	select {
 	case <-c.ctx.Done():
+		// patched (see ../../../PATCHED.md): a write in progress ends
+		// before done is closed (which lets the handler return and
+		// net/http finish the response), and none starts afterwards.
+		c.writeOnce.Do(func() { c.state.Store(true) })
 		c.closeWithError(c.ctx.Err())
 	case <-c.done:
 	}
