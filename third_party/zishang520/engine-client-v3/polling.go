@@ -102,7 +102,7 @@ func (p *polling) Pause(onPause func()) {
 		// patched: a paused transport is never used again (it is paused
 		// only to upgrade): nothing is in flight now, let its
 		// connection go.
-		go p.release()
+		p.finish()
 	}
 	if p._polling.Load() || !p.Writable() {
 		var total atomic.Uint32
@@ -155,9 +155,18 @@ func (p *polling) _poll() {
 	}()
 }
 
+// finish makes release the write queue's last task (patched, see the ctx
+// field): the writes queued before it go out first (a CLOSE packet) unless
+// the caller cancelled them.
+func (p *polling) finish() {
+	p.writeQueue.Enqueue(p.release)
+	p.writeQueue.TryClose()
+}
+
 // release ends the transport's HTTP life (patched, see the ctx field): it
 // cancels its requests, waits for the poll in flight and closes the
-// client's idle connections. It may run more than once.
+// client's connections (those that become idle later are closed too: see
+// http.Transport.CloseIdleConnections).
 func (p *polling) release() {
 	p.cancel()
 	p.mu.Lock()
@@ -205,10 +214,8 @@ func (p *polling) DoClose() {
 	if TransportStateOpen == p.ReadyState() {
 		clientPollingLog.Debug("transport open - closing")
 		p.Write([]*packet.Packet{{Type: packet.CLOSE}})
-		// patched: the requests end once the close packet is written
-		// (the queue runs it before the release).
-		p.writeQueue.Enqueue(func() { go p.release() })
-		p.writeQueue.TryClose()
+		// patched: the requests end once the close packet is written.
+		p.finish()
 		return
 	}
 	// patched: upstream waited for the handshake to send the close
@@ -217,8 +224,23 @@ func (p *polling) DoClose() {
 	// cancelled instead; a session the server opened meanwhile ends at
 	// its ping timeout.
 	clientPollingLog.Debug("transport not open - cancelling")
-	p.writeQueue.TryClose()
-	go p.release()
+	p.cancel()
+	p.finish()
+}
+
+// Close closes the transport (patched, see ../PATCHED.md): one closed while
+// pausing for an upgrade (the client closing mid-upgrade) releases its
+// requests too. Upstream's Close did nothing unless the transport was
+// opening or open, and left the poll that pausing waits for pending at the
+// server, with its connection, until the server's session timed out.
+func (p *polling) Close() Transport {
+	switch p.ReadyState() {
+	case TransportStatePausing, TransportStatePaused:
+		p.cancel()
+		p.finish()
+		return p
+	}
+	return p.Transport.Close()
 }
 
 // Write encodes and sends packets to the server asynchronously.

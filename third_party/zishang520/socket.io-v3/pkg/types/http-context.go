@@ -36,6 +36,7 @@ type HttpContext struct {
 	done  chan struct{}
 
 	closeOnce sync.Once
+	cleanupMu sync.Mutex // patched: guards Cleanup, see SetCleanup
 	writeOnce sync.Once
 
 	headers         func() *ParameterBag
@@ -253,10 +254,28 @@ func (c *HttpContext) writeResponseHeaders() {
 func (c *HttpContext) closeWithError(err error) {
 	c.closeOnce.Do(func() {
 		close(c.done)
-		if c.Cleanup != nil {
-			c.Cleanup()
-		}
+		c.RunCleanup()
 		// This goroutine is invoked only once.
 		go c.Emit("close", err)
 	})
+}
+
+// SetCleanup sets Cleanup (patched, see ../../../PATCHED.md). The context
+// watcher runs Cleanup on its own goroutine as soon as the client leaves,
+// possibly while the transport is still setting it: the field is set and
+// read under a mutex through SetCleanup and RunCleanup.
+func (c *HttpContext) SetCleanup(fn Callable) {
+	c.cleanupMu.Lock()
+	c.Cleanup = fn
+	c.cleanupMu.Unlock()
+}
+
+// RunCleanup runs Cleanup, if set (patched, see SetCleanup).
+func (c *HttpContext) RunCleanup() {
+	c.cleanupMu.Lock()
+	fn := c.Cleanup
+	c.cleanupMu.Unlock()
+	if fn != nil {
+		fn()
+	}
 }
