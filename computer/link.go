@@ -38,6 +38,10 @@ type Link struct {
 	office string
 }
 
+// Transport names the link's Engine.IO transport now: "polling" from the
+// handshake until the upgrade, "websocket" after it.
+func (l *Link) Transport() string { return l.conn.Transport() }
+
 // Connect dials the gateway, registers the client: handlers and joins the
 // office. The join is repeated by the connection after every reconnect.
 // Handlers run in their own goroutines: a slow tool call never blocks the

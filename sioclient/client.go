@@ -369,6 +369,20 @@ func connectError(args []any) error {
 // ID is the current Socket.IO session id ("" while disconnected).
 func (c *Client) ID() string { return c.sock.Id() }
 
+// Transport names the Engine.IO transport in use now: "polling" until the
+// upgrade, "websocket" after it ("polling" for good if the server refuses
+// WebSocket), "" before the first connection.
+func (c *Client) Transport() string {
+	e := c.manager.Engine()
+	if e == nil {
+		return ""
+	}
+	if t := e.Transport(); t != nil {
+		return t.Name()
+	}
+	return ""
+}
+
 // Connected reports whether the client is connected now.
 func (c *Client) Connected() bool { return c.sock.Connected() }
 
