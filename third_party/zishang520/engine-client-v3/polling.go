@@ -243,6 +243,16 @@ func (p *polling) Close() Transport {
 	return p.Transport.Close()
 }
 
+// OnClose marks the transport closed (patched, see ../PATCHED.md) and lets
+// its requests end after the writes already queued. A transport closed by
+// the server (a CLOSE packet in a poll answer: the gateway ending a session)
+// never went through Close, so upstream kept its HTTP client, and its
+// keep-alive connection, for good.
+func (p *polling) OnClose(details error) {
+	p.Transport.OnClose(details)
+	p.finish()
+}
+
 // Write encodes and sends packets to the server asynchronously.
 func (p *polling) Write(packets []*packet.Packet) {
 	p.SetWritable(false)
