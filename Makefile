@@ -10,7 +10,8 @@ GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 	release-snapshot release-check release-cross image
 
 # `go build -v` names each package as it compiles: a cold build takes minutes and shows it.
-# Ctrl-C stops the demo, which exits 0 (make itself then reports the interrupt with status 130).
+# Ctrl-C stops the demo and make exits 0: in a terminal the demo takes the terminal's foreground
+# process group for itself (cmd/smcp/foreground_unix.go), so that the interrupt reaches it, not make.
 # DEMO_FLAGS passes flags, e.g. make run DEMO_FLAGS="--listen 127.0.0.1:9090".
 run: build
 	./bin/smcp demo $(DEMO_FLAGS)
@@ -23,12 +24,14 @@ build:
 
 test: lint check-generated breaking unit
 
-# gen/ (Go), docs/API.md (from the proto comments) and the descriptor set the Python
-# example loads (examples/python-agent/smcp.binpb).
+# gen/ (Go), docs/API.md (from the proto comments), the tables of docs/PROTOCOL.md (from
+# the protocol table, smcp/protocol.go) and the descriptor set the Python example loads
+# (examples/python-agent/smcp.binpb).
 generate:
 	$(BUF) generate
 	set -o pipefail; $(BUF) build -o - | $(GO) run ./internal/cmd/protodoc > docs/API.md.tmp
 	mv docs/API.md.tmp docs/API.md
+	$(GO) run ./internal/cmd/protocoldoc docs/PROTOCOL.md
 	$(BUF) build --exclude-source-info -o examples/python-agent/smcp.binpb
 
 lint:
@@ -38,7 +41,7 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # What generate makes is committed: regenerating must not change it.
-GENERATED := gen docs/API.md examples/python-agent/smcp.binpb
+GENERATED := gen docs/API.md docs/PROTOCOL.md examples/python-agent/smcp.binpb
 check-generated: generate
 	@if [ -n "$$(git status --porcelain $(GENERATED))" ]; then \
 	  echo "generated files are stale: run 'make generate' and commit"; git status --porcelain $(GENERATED); exit 1; fi

@@ -68,6 +68,8 @@ func runDemo(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Before the document server starts, so that it joins the demo's group.
+	defer takeForeground(log)()
 
 	absRoot, err := filepath.Abs(*root)
 	if err != nil {

@@ -162,6 +162,7 @@ type gatewayConfig struct {
 	MaxQueued       int           `yaml:"max_queued_events"`
 	MCPSessions     int           `yaml:"max_mcp_sessions"`
 	MCPSessionsAddr int           `yaml:"max_mcp_sessions_per_addr"`
+	MCPOrigins      string        `yaml:"mcp_allowed_origins"`
 	ShutdownGrace   time.Duration `yaml:"shutdown_grace"`
 	IdleTimeout     time.Duration `yaml:"idle_timeout"`
 	BodyTimeout     time.Duration `yaml:"body_read_timeout"`
@@ -234,6 +235,7 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxQueued, "max-queued-events", c.MaxQueued, "Socket.IO events of one connection waiting behind its joins, leaves and list_room (which wait on the office registry); more get 429")
 	fs.IntVar(&c.MCPSessions, "max-mcp-sessions", c.MCPSessions, "open MCP sessions (/mcp/{office_id}) of the gateway; more get 429")
 	fs.IntVar(&c.MCPSessionsAddr, "max-mcp-sessions-per-addr", c.MCPSessionsAddr, "open MCP sessions per client IP address; more get 429 (-1: no limit)")
+	fs.StringVar(&c.MCPOrigins, "mcp-allowed-origins", c.MCPOrigins, "comma-separated web origins (https://app.example.com, or *) whose pages may call /mcp/{office_id}; a request from another Origin gets 403. Always allowed: no Origin, the gateway's own host, loopback")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "how long in-flight calls may finish on shutdown")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a keep-alive HTTP connection without a request after this")
 	fs.DurationVar(&c.BodyTimeout, "body-read-timeout", c.BodyTimeout, "a request's body must arrive within this (streams' and long-polls' answers are not bounded)")
@@ -298,7 +300,7 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 	case apiKey != "" && c.APIKeyFile != "" && !c.apiKeyFromEnv:
 		return gateway.Config{}, errors.New("use either --api-key or --api-key-file, not both")
 	case c.APIKeyFile != "":
-		// The file wins over $SMCP_API_KEY, which the README has clients
+		// The file wins over $SMCP_API_KEY, which docs/OPERATIONS.md has clients
 		// export in the same shell.
 		k, err := readKeyFile(c.APIKeyFile)
 		if err != nil {
@@ -309,7 +311,7 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		log.Warn("--api-key on the command line is visible to other users of this machine (ps); use $SMCP_API_KEY or --api-key-file")
 	}
 	if c.KeysFile != "" && c.apiKeyFromEnv {
-		// The README has clients export SMCP_API_KEY; the same shell may
+		// docs/OPERATIONS.md has clients export SMCP_API_KEY; the same shell may
 		// start a gateway with a keys file, which then decides alone.
 		log.Info("keys file in use: $SMCP_API_KEY is left to the clients")
 		apiKey = ""
@@ -318,7 +320,8 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 	if err != nil {
 		return gateway.Config{}, err
 	}
-	mcpOpts := mcpfront.Options{MaxSessions: c.MCPSessions, MaxSessionsPerAddr: c.MCPSessionsAddr, PublicURL: c.PublicURL}
+	mcpOpts := mcpfront.Options{MaxSessions: c.MCPSessions, MaxSessionsPerAddr: c.MCPSessionsAddr, PublicURL: c.PublicURL,
+		AllowedOrigins: splitList(c.MCPOrigins)}
 	if c.OIDCIssuer != "" {
 		v, err := c.tokenVerifier(log)
 		if err != nil {

@@ -69,7 +69,7 @@ func TestGatewayConfigFile(t *testing.T) {
 // docs/gateway.example.yaml starts a gateway as is, from any working
 // directory: its keys_file is read from the config file's folder, and the
 // keys of docs/keys.example.yaml authenticate with their bounds. An exported
-// $SMCP_API_KEY (the README's client setup) does not stop it.
+// $SMCP_API_KEY (the client setup of docs/OPERATIONS.md) does not stop it.
 func TestGatewayExampleFilesLoad(t *testing.T) {
 	t.Setenv("SMCP_API_KEY", "the-clients-key")
 	example, err := filepath.Abs(filepath.Join("..", "..", "docs", "gateway.example.yaml"))
@@ -253,6 +253,38 @@ func TestGatewayTokenFlags(t *testing.T) {
 		}
 		if _, err := c.gatewayConfig(log); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// --mcp-allowed-origins (and mcp_allowed_origins, $SMCP_MCP_ALLOWED_ORIGINS)
+// reach the MCP front end's allow-list; the flag wins over the file.
+func TestGatewayMCPOrigins(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	file := filepath.Join(t.TempDir(), "gw.yaml")
+	if err := os.WriteFile(file, []byte("api_key: a-key\nmcp_allowed_origins: https://a.example.com, https://b.example.com\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want []string
+	}{
+		{[]string{"--config", file}, "", []string{"https://a.example.com", "https://b.example.com"}},
+		{[]string{"--config", file, "--mcp-allowed-origins", "*"}, "", []string{"*"}},
+		{[]string{"--api-key", "a-key"}, "https://c.example.com", []string{"https://c.example.com"}},
+	} {
+		t.Setenv("SMCP_MCP_ALLOWED_ORIGINS", tc.env)
+		c, err := parseGatewayConfig(tc.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := c.gatewayConfig(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(cfg.MCP.AllowedOrigins, tc.want) {
+			t.Errorf("%v (env %q): allowed origins %v, want %v", tc.args, tc.env, cfg.MCP.AllowedOrigins, tc.want)
 		}
 	}
 }

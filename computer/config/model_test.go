@@ -17,7 +17,7 @@ import (
 )
 
 // corpus is every real configuration file of the repository: the example
-// the README starts a computer with and the files of testdata (the shapes
+// docs/OPERATIONS.md starts a computer with and the files of testdata (the shapes
 // of the Python SDK, Claude Desktop and VS Code, with placeholders, numbers
 // where the wire has strings, and every field of the model set somewhere).
 func corpus(t *testing.T) []string {

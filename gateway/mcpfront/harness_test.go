@@ -178,15 +178,19 @@ func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func endpoint(g *gateway.Running, office string) string { return g.URL + "/mcp/" + office }
 
+// sessionVersion is the MCP revision of dial: the newest with sessions,
+// which most tests are about (stateless_test.go tests 2026-07-28).
+const sessionVersion = "2025-11-25"
+
 // dial connects the go-sdk MCP client to office with the header pairs
-// given (e.g. "x-api-key", keyA).
+// given (e.g. "x-api-key", keyA), in an MCP session (sessionVersion).
 func dial(t testing.TB, g *gateway.Running, office string, opts *mcp.ClientOptions, kv ...string) (*mcp.ClientSession, error) {
 	t.Helper()
-	return dialVersion(t, g, office, "", opts, kv...)
+	return dialVersion(t, g, office, sessionVersion, opts, kv...)
 }
 
 // dialVersion is dial asking for an MCP protocol version ("" the client's
-// latest, which the stateful endpoint answers by negotiating an older one).
+// latest: 2026-07-28, served without a session).
 func dialVersion(t testing.TB, g *gateway.Running, office, version string, opts *mcp.ClientOptions, kv ...string) (*mcp.ClientSession, error) {
 	t.Helper()
 	return dialVia(t, g, office, version, http.DefaultTransport, opts, kv...)

@@ -136,6 +136,11 @@ type Options struct {
 	AuthorizationServers []string
 	// Scopes are published in the metadata as scopes_supported.
 	Scopes []string
+	// AllowedOrigins are the web origins ("https://app.example.com", or
+	// "*" for any) whose pages may call the endpoint, beside the request's
+	// own host and loopback; a request with another Origin gets 403.
+	// Requests without Origin (clients that are not browsers) are allowed.
+	AllowedOrigins []string
 	// PublicURL is the gateway's URL as clients reach it (behind a proxy:
 	// https://gateway.example.com), for the metadata's resource; default:
 	// the scheme and host each request was sent to.
@@ -189,6 +194,8 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	handler *mcp.StreamableHTTPHandler
+	// stateless serves MCP 2026-07-28 requests (stateless.go).
+	stateless *mcp.StreamableHTTPHandler
 	// base answers the handler's protocol-version checks on requests of
 	// sessions that exist already; it never has a session of its own.
 	base *mcp.Server
@@ -196,6 +203,11 @@ type Server struct {
 	mu       sync.Mutex
 	closed   bool
 	sessions map[string]*session // by MCP session id
+	// views are the offices' shared views of 2026-07-28 requests, with
+	// the requests using each and when one last ended.
+	views     map[string]*session
+	viewUsers map[*session]int
+	viewUsed  map[*session]time.Time
 	// addrOf is the client IP of every session in sessions (reserved ones
 	// too), whose slot in addrs it holds; both change with sessions, in
 	// open and releaseLocked.
@@ -213,8 +225,18 @@ type Server struct {
 func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{hub: hub, auth: auth, opts: opts, log: opts.Logger,
-		sessions: map[string]*session{}, addrOf: map[string]string{}, addrs: httpauth.NewAddrSlots(opts.MaxSessionsPerAddr)}
+		sessions: map[string]*session{}, addrOf: map[string]string{}, addrs: httpauth.NewAddrSlots(opts.MaxSessionsPerAddr),
+		views: map[string]*session{}, viewUsers: map[*session]int{}, viewUsed: map[*session]time.Time{}}
 	s.base = mcp.NewServer(implementation(""), nil)
+	s.stateless = mcp.NewStreamableHTTPHandler(s.statelessServer, &mcp.StreamableHTTPOptions{
+		Logger:              opts.Logger,
+		Stateless:           true,
+		MaxRequestBodyBytes: opts.MaxRequestBytes,
+		JSONResponse:        true,
+		// The POST is the request's whole life: a client gone cancels its
+		// call (and the computer's) as a cancellation would.
+		PropagateRequestCancellation: true,
+	})
 	s.handler = mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
 		Logger:              opts.Logger,
 		SessionTimeout:      opts.SessionTimeout,
@@ -260,6 +282,14 @@ func (s *Server) serverFor(r *http.Request) *mcp.Server {
 // of the office, opens a session on a POST without Mcp-Session-Id (the
 // initialize) and hands the request to the go-sdk.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.foreignOrigin(r) {
+		// Before anything else (the 403 MCP's transport asks for): a web page may not use the caller's
+		// credentials (cookies do not sign in, but a local gateway's
+		// insecure mode takes no key at all).
+		w.Header().Set("Vary", "Origin")
+		httpError(w, smcp.Errorf(smcp.CodeForbidden, "requests from origin %q are not allowed (see --mcp-allowed-origins)", r.Header.Get("Origin")))
+		return
+	}
 	office := r.PathValue("office_id")
 	if strings.TrimSpace(office) == "" {
 		httpError(w, smcp.Errorf(smcp.CodeNotFound, "no office in the path: use /mcp/{office_id}"))
@@ -275,13 +305,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, err)
 		return
 	}
+	var body []byte
 	if r.Method == http.MethodPost {
-		if err := s.checkBody(r); err != nil {
+		if body, err = s.checkBody(r); err != nil {
 			httpError(w, err)
 			return
 		}
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" && isStateless(r, body) {
+		s.serveStateless(w, r, p, office, agent, body)
+		return
+	}
 	if sid != "" {
 		// A session answers only to the key and office that opened it; to
 		// anyone else it does not exist.
@@ -308,10 +343,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.handler.ServeHTTP(w, r)
 		return
 	}
-	if r.Method != http.MethodPost || r.Header.Get("Mcp-Protocol-Version") >= statelessProtocol {
-		// The go-sdk's own answer: 400 / 405, or for a stateless-protocol
-		// probe, the error listing the versions this endpoint negotiates
-		// (the client then initializes); neither needs the office.
+	if r.Method != http.MethodPost {
+		// The go-sdk's own answer: 400 / 405; it needs no office.
 		s.handler.ServeHTTP(w, r)
 		return
 	}
@@ -329,22 +362,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // U+FFFD and relay text the client did not write, where the Socket.IO and
 // Connect front ends refuse it (smcp.CheckJSON). The body is read here and
 // handed on as read; a body over the limit is left to the go-sdk's 413.
-func (s *Server) checkBody(r *http.Request) error {
+func (s *Server) checkBody(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxRequestBytes+1))
 	if err != nil {
-		return smcp.Errorf(smcp.CodeBadRequest, "reading the request body: %v", err)
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "reading the request body: %v", err)
 	}
 	r.Body = struct {
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 	if int64(len(body)) > s.opts.MaxRequestBytes {
-		return nil
+		return body, nil
 	}
 	if err := smcp.CheckUTF8(body); err != nil {
-		return smcp.Errorf(smcp.CodeBadRequest, "request body: %v", err)
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "request body: %v", err)
 	}
-	return nil
+	return body, nil
 }
 
 // rebound reports a request that reached a loopback listener under another
@@ -534,6 +567,9 @@ func (s *Server) Close() {
 		if sess != nil {
 			all = append(all, sess)
 		}
+	}
+	for _, v := range s.views {
+		all = append(all, v)
 	}
 	s.mu.Unlock()
 	for _, sess := range all {

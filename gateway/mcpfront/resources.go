@@ -354,14 +354,20 @@ func (x *session) subscribe(_ context.Context, req *mcp.SubscribeRequest) error 
 		return mcpError(err, true)
 	}
 	x.mu.Lock()
-	x.subs[req.Params.URI] = struct{}{}
+	if x.shared {
+		x.subs[req.Params.URI]++
+	} else {
+		x.subs[req.Params.URI] = 1 // a session's subscription is one, however often made
+	}
 	x.mu.Unlock()
 	return nil
 }
 
 func (x *session) unsubscribe(_ context.Context, req *mcp.UnsubscribeRequest) error {
 	x.mu.Lock()
-	delete(x.subs, req.Params.URI)
+	if x.subs[req.Params.URI]--; x.subs[req.Params.URI] <= 0 {
+		delete(x.subs, req.Params.URI)
+	}
 	x.mu.Unlock()
 	return nil
 }

@@ -25,10 +25,14 @@ type session struct {
 	office    string
 	agent     string
 	principal *core.Principal
-	lease     *core.Session
-	server    *mcp.Server
-	limiter   *rate.Limiter // nil: no limit
-	log       *slog.Logger
+	// own is the session's seat, held from its initialize to its end; nil
+	// for an office's shared view (stateless.go), whose calls each bring
+	// their own (session.seat).
+	own     *seat
+	shared  bool // an office's shared view: see officeView
+	server  *mcp.Server
+	limiter *rate.Limiter // nil: no limit
+	log     *slog.Logger
 
 	// ctx ends when the session closes, or its client's DELETE arrives: it
 	// stops the pump, the reads of a refresh in progress and the session's
@@ -36,6 +40,11 @@ type session struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 	closeOnce sync.Once
+	// bg counts the listings still running after the budget their request
+	// waited for (syncBudget); close awaits them. Added to under mu, only
+	// while not stopped.
+	bg      sync.WaitGroup
+	stopped bool
 
 	mu        sync.Mutex
 	watch     *core.Watcher
@@ -45,7 +54,10 @@ type session struct {
 	owners map[string]string
 	// templates counts, per dpe:// host, the computers serving it.
 	templates map[string]int
-	subs      map[string]struct{}
+	vs        viewState // a shared view's own state
+	// subs counts the subscriptions of each resource URI (a shared view's
+	// listen streams may subscribe to the same URI).
+	subs map[string]int
 }
 
 // computerView is what a session has listed of one computer.
@@ -81,30 +93,50 @@ func (x *session) viewLocked(computer string) *computerView {
 // newSession takes the office's agent lease and watch, builds the session's
 // server and lists every computer already in the office.
 func newSession(ctx context.Context, front *Server, id string, p *core.Principal, office, agent string) (*session, error) {
-	lease, err := front.hub.ActAsAgent(p, office, agent)
+	own, err := front.takeSeat(p, office, agent)
 	if err != nil {
 		return nil, err
 	}
 	watch, err := front.hub.Watch(p, office)
 	if err != nil {
-		lease.Close()
+		own.release()
 		return nil, err
 	}
+	x := newView(front, id, p, office, agent, watch)
+	x.own = own
+	x.server = mcp.NewServer(implementation(office), x.serverOptions())
+	x.server.AddReceivingMiddleware(x.middleware)
+	if err := x.syncAll(ctx, syncBudget); err != nil {
+		x.close()
+		return nil, err
+	}
+	return x, nil
+}
+
+// newView is the part of a session (or an office's shared view) that
+// mirrors the office: the caller adds the seat and the server.
+func newView(front *Server, id string, p *core.Principal, office, agent string, watch *core.Watcher) *session {
 	x := &session{
-		front: front, id: id, office: office, agent: agent, principal: p, lease: lease, watch: watch,
+		front: front, id: id, office: office, agent: agent, principal: p, watch: watch,
 		log:       front.log.With("office", office, "agent", agent, "mcp_session", id[:8]),
 		computers: map[string]*computerView{}, owners: map[string]string{}, templates: map[string]int{},
-		subs: map[string]struct{}{},
+		subs: map[string]int{},
 	}
 	x.ctx, x.cancel = context.WithCancel(context.Background())
 	if o := front.opts; o.EventsPerSecond > 0 {
 		x.limiter = rate.NewLimiter(rate.Limit(o.EventsPerSecond), o.EventBurst)
 	}
-	x.server = mcp.NewServer(implementation(office), &mcp.ServerOptions{
+	return x
+}
+
+// serverOptions are the options of the session's (or view's) mcp.Server.
+func (x *session) serverOptions() *mcp.ServerOptions {
+	office, id := x.office, x.id
+	return &mcp.ServerOptions{
 		Instructions: "The tools and resources of the computers in SMCP office " + office +
 			". Tool names are {computer}__{tool}. Documents are dpe:// resources read level by level: " +
 			"a host's catalog, a document (?depth=pages lists its pages), a page, an element; windows are window:// resources.",
-		Logger:       front.log,
+		Logger:       x.front.log,
 		GetSessionID: func() string { return id },
 		// Advertised even while the office is empty: its computers may come.
 		Capabilities: &mcp.ServerCapabilities{
@@ -115,34 +147,81 @@ func newSession(ctx context.Context, front *Server, id string, p *core.Principal
 		SubscribeHandler:   x.subscribe,
 		UnsubscribeHandler: x.unsubscribe,
 		CompletionHandler:  x.complete,
-	})
-	x.server.AddReceivingMiddleware(x.middleware)
-	if err := x.syncAll(ctx); err != nil {
-		x.close()
-		return nil, err
+		// 2026-07-28 results say how long they may be cached (SEP-2549):
+		// the office's lists change whenever a computer's do, and they are
+		// the office's, for callers its keys admit, so not for a shared cache.
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+			c.TTLMs, c.CacheScope = 0, "private"
+		},
 	}
-	return x, nil
 }
 
-// syncAll lists the office's computers and each one's tools and resources.
-// A computer that does not answer is logged and left without entries until
-// its next notification.
-func (x *session) syncAll(ctx context.Context) error {
-	members, err := x.lease.ListRoom(x.office)
+// syncAll lists the office's computers and each one's tools and resources,
+// acting as ctx's seat, waiting at most budget: a computer that answers
+// later is listed then (the client is sent list_changed), so one that never
+// answers delays nobody but itself. A computer that does not answer within
+// syncTimeout is logged and left without entries until its next
+// notification.
+func (x *session) syncAll(ctx context.Context, budget time.Duration) error {
+	st, err := x.seat(ctx)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
-	defer cancel()
-	var wg sync.WaitGroup
-	for _, m := range members {
-		if m.GetRole() != smcp.RoleComputer {
-			continue
-		}
-		wg.Go(func() { x.syncComputer(ctx, m.GetName()) })
+	members, err := st.lease.ListRoomContext(ctx, x.office)
+	if err != nil {
+		return err
 	}
-	wg.Wait()
+	var names []string
+	for _, m := range members {
+		if m.GetRole() == smcp.RoleComputer {
+			names = append(names, m.GetName())
+		}
+	}
+	x.inBackground(ctx, st, budget, nil, func(ctx context.Context) {
+		var wg sync.WaitGroup
+		for _, name := range names {
+			wg.Go(func() { x.syncComputer(ctx, name) })
+		}
+		wg.Wait()
+	})
 	return nil
+}
+
+// inBackground runs work acting as st, under the session's context (its
+// end cancels the work) bounded by syncTimeout, and waits for it at most
+// budget (or until ctx ends). after runs when work is done. The work is
+// counted in x.bg; once the session is stopped nothing is started (after
+// still runs).
+func (x *session) inBackground(ctx context.Context, st *seat, budget time.Duration, after func(), work func(context.Context)) {
+	x.mu.Lock()
+	if x.stopped {
+		x.mu.Unlock()
+		if after != nil {
+			after()
+		}
+		return
+	}
+	x.bg.Add(1)
+	x.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer x.bg.Done()
+		defer close(done)
+		if after != nil {
+			defer after()
+		}
+		wctx, cancel := context.WithTimeout(withSeat(x.ctx, st), syncTimeout)
+		defer cancel()
+		work(wctx)
+	}()
+	t := time.NewTimer(budget)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		x.log.Debug("listing the office goes on in the background", "budget", budget)
+	case <-ctx.Done():
+	}
 }
 
 func (x *session) syncComputer(ctx context.Context, name string) {
@@ -163,6 +242,12 @@ func (x *session) run() {
 // pump turns the office's notifications into changes of the session's
 // server, in the order the office saw them.
 func (x *session) pump() {
+	var idle <-chan time.Time // a shared view checks whether it is still used
+	if x.shared {
+		t := time.NewTicker(viewIdle / 4)
+		defer t.Stop()
+		idle = t.C
+	}
 	for {
 		x.mu.Lock()
 		w := x.watch
@@ -173,6 +258,10 @@ func (x *session) pump() {
 		select {
 		case <-x.ctx.Done():
 			return
+		case <-idle:
+			if x.front.closeIdleView(x) {
+				return
+			}
 		case n, ok := <-w.C():
 			if !ok {
 				if x.ctx.Err() != nil {
@@ -186,12 +275,22 @@ func (x *session) pump() {
 				}
 				continue
 			}
-			x.handle(n)
+			if x.shared {
+				x.noted(n)
+				continue
+			}
+			ctx, cancel := context.WithTimeout(x.ctx, syncTimeout)
+			x.handle(ctx, n)
+			cancel()
 		}
 	}
 }
 
 func (x *session) rewatch() bool {
+	if x.shared {
+		// A shared view lists the office anew at its next request.
+		return x.rewatchShared()
+	}
 	w, err := x.front.hub.Watch(x.principal, x.office)
 	if err != nil {
 		x.log.Error("re-watch office", "err", err)
@@ -210,7 +309,7 @@ func (x *session) rewatch() bool {
 		names = append(names, n)
 	}
 	x.mu.Unlock()
-	members, err := x.lease.ListRoom(x.office)
+	members, err := x.own.lease.ListRoom(x.office)
 	if err != nil {
 		x.log.Error("list office", "err", err)
 		return true
@@ -248,17 +347,21 @@ func (x *session) listFailed(what, computer string, err error) {
 // computerNamed is what every notification payload about a computer has.
 type computerNamed interface{ GetComputer() string }
 
-func (x *session) handle(n core.Notification) {
-	p, ok := n.Payload.(computerNamed)
-	if !ok {
+// notifiedComputer is the computer a notification is about ("" for an
+// agent entering or leaving, a cancellation).
+func notifiedComputer(n core.Notification) string {
+	if p, ok := n.Payload.(computerNamed); ok {
+		return p.GetComputer()
+	}
+	return ""
+}
+
+// handle applies one notification of the office, acting as ctx's seat.
+func (x *session) handle(ctx context.Context, n core.Notification) {
+	name := notifiedComputer(n)
+	if name == "" {
 		return
 	}
-	name := p.GetComputer()
-	if name == "" {
-		return // an agent entering or leaving, a cancellation
-	}
-	ctx, cancel := context.WithTimeout(x.ctx, syncTimeout)
-	defer cancel()
 	switch n.Event {
 	case smcp.NotifyEnterOffice:
 		x.syncComputer(ctx, name)
@@ -301,7 +404,11 @@ func (x *session) drop(name string) {
 // event's own fields; agent and req_id are added. A protocol error answered
 // by the computer is returned as *smcp.Error.
 func (x *session) request(ctx context.Context, event string, body map[string]any) (json.RawMessage, error) {
-	body["agent"] = x.agent
+	st, err := x.seat(ctx)
+	if err != nil {
+		return nil, err
+	}
+	body["agent"] = st.agent
 	if _, ok := body["req_id"]; !ok {
 		body["req_id"] = newReqID()
 	}
@@ -338,11 +445,15 @@ func (x *session) syncRequest(ctx context.Context, event string, body map[string
 
 // route sends an encoded client: event and returns the computer's answer.
 func (x *session) route(ctx context.Context, event string, payload []byte) (json.RawMessage, error) {
+	st, err := x.seat(ctx)
+	if err != nil {
+		return nil, err
+	}
 	r, err := core.ParseRequest(event, payload)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := x.lease.Route(ctx, r)
+	raw, err := st.lease.Route(ctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -359,16 +470,27 @@ func (x *session) close() {
 		x.mu.Lock()
 		w := x.watch
 		x.watch = nil
+		x.stopped = true
 		x.mu.Unlock()
 		if w != nil {
 			w.Close()
 		}
+		// The listings still running end with x.ctx; the seat they act as
+		// must outlive them.
+		x.bg.Wait()
 		// The MCP session ends with the lease: its client must initialize
 		// again rather than call as an agent it no longer is.
 		for ss := range x.server.Sessions() {
 			_ = ss.Close()
 		}
-		x.lease.Close()
+		if x.own != nil {
+			x.own.release()
+		}
+		if x.shared {
+			x.front.forgetView(x)
+			x.log.Info("mcp office view closed")
+			return
+		}
 		x.front.forget(x.id)
 		x.log.Info("mcp session ended")
 	})
@@ -411,7 +533,12 @@ func (x *session) serve(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}
 		if rr, ok := req.(*mcp.ReadResourceRequest); ok && method == "resources/read" && rr.Params != nil {
-			return x.read(ctx, rr.Params.URI)
+			res, err := x.read(ctx, rr.Params.URI)
+			if res != nil {
+				// What the go-sdk's own read would say (serverOptions).
+				res.Cacheable = mcp.Cacheable{TTLMs: 0, CacheScope: "private"}
+			}
+			return res, err
 		}
 		return next(ctx, method, req)
 	}

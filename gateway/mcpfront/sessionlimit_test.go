@@ -89,7 +89,7 @@ func TestSessionsPerAddress(t *testing.T) {
 		t.Fatalf("%d sessions open after refusals, want %d", n, limit)
 	}
 	// Another client host is not locked out by the first.
-	if _, err := dialVia(t, g, "A", "", fromAddr(t, "127.0.0.2"), nil, "x-api-key", keyA); err != nil {
+	if _, err := dialVia(t, g, "A", sessionVersion, fromAddr(t, "127.0.0.2"), nil, "x-api-key", keyA); err != nil {
 		t.Fatalf("a session from another address: %v", err)
 	}
 	if err := open[0].Close(); err != nil { // DELETE
@@ -154,11 +154,11 @@ func TestFailedInitializeFreesItsAddressSlot(t *testing.T) {
 func TestMaxSessions(t *testing.T) {
 	g := startGateway(t, gateway.Config{MCP: mcpfront.Options{MaxSessions: 2, MaxSessionsPerAddr: -1}})
 	_ = mustDial(t, g, "A", nil, "x-api-key", keyA)
-	if _, err := dialVia(t, g, "A", "", fromAddr(t, "127.0.0.2"), nil, "x-api-key", keyA); err != nil {
+	if _, err := dialVia(t, g, "A", sessionVersion, fromAddr(t, "127.0.0.2"), nil, "x-api-key", keyA); err != nil {
 		t.Fatal(err)
 	}
 	wantTooMany(t, g, "too many MCP sessions (2)")
-	if _, err := dialVia(t, g, "A", "", fromAddr(t, "127.0.0.3"), nil, "x-api-key", keyA); err == nil {
+	if _, err := dialVia(t, g, "A", sessionVersion, fromAddr(t, "127.0.0.3"), nil, "x-api-key", keyA); err == nil {
 		t.Fatal("a third session from a third address beyond MaxSessions 2")
 	}
 	if err := g.Stop(); err != nil {

@@ -28,6 +28,11 @@ type wireTool struct {
 	ParamsSchema json.RawMessage `json:"params_schema"`
 	ReturnSchema json.RawMessage `json:"return_schema"`
 	Meta         map[string]any  `json:"meta"`
+	// Title and Icons are not SMCPTool fields of profiles 0.2-0.4; a
+	// computer that sends them (an MCP tool's own, 2025-06-18 and later)
+	// has them carried over.
+	Title string          `json:"title"`
+	Icons json.RawMessage `json:"icons"`
 }
 
 // syncTools lists a computer's tools and makes the session's server hold
@@ -136,6 +141,16 @@ func toMCPTool(computer string, wt wireTool) (*mcp.Tool, error) {
 		meta[k] = v
 	}
 	t.Meta = meta
+	if wt.Title != "" {
+		t.Title = wt.Title // the tool's own title before its annotations'
+	}
+	if !isNull(wt.Icons) {
+		// Icons a client could not read are left out, not the tool.
+		var icons []mcp.Icon
+		if json.Unmarshal(wt.Icons, &icons) == nil {
+			t.Icons = icons
+		}
+	}
 	return t, nil
 }
 
@@ -192,8 +207,12 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 			timeout = time.Until(dl)
 		}
 		secs := min(max(int64(math.Ceil(timeout.Seconds())), smcp.MinToolCallTimeout), smcp.MaxToolCallTimeout)
+		st, err := x.seat(ctx)
+		if err != nil {
+			return nil, mcpError(err, false)
+		}
 		reqID := newReqID()
-		payload, err := smcp.ToolCallPayload(&smcpv1.ToolCallReq{Agent: x.agent, ReqId: reqID, Computer: computer,
+		payload, err := smcp.ToolCallPayload(&smcpv1.ToolCallReq{Agent: st.agent, ReqId: reqID, Computer: computer,
 			ToolName: tool, Timeout: int32(secs)}, args)
 		if err != nil {
 			return nil, mcpError(smcp.Errorf(smcp.CodeBadRequest, "%v", err), false)
@@ -201,7 +220,7 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 		raw, err := x.route(ctx, smcp.EventToolCall, payload)
 		if err != nil {
 			if ctx.Err() != nil {
-				if cerr := x.lease.CancelToolCall(&smcpv1.AgentCallData{Agent: x.agent, ReqId: reqID}); cerr != nil {
+				if cerr := st.lease.CancelToolCall(&smcpv1.AgentCallData{Agent: st.agent, ReqId: reqID}); cerr != nil {
 					x.log.Warn("cancel abandoned tool call", "computer", computer, "req_id", reqID, "err", cerr)
 				}
 				return nil, ctx.Err()

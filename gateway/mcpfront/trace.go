@@ -30,11 +30,17 @@ var traceContext = propagation.TraceContext{}
 // is what lets a client act as this session's agent.
 func (x *session) startSpan(ctx context.Context, method string, req mcp.Request) (context.Context, trace.Span) {
 	name := method
+	agent := x.agent
+	if st, err := x.seat(ctx); err == nil {
+		agent = st.agent
+	}
 	attrs := []attribute.KeyValue{
 		attribute.String("mcp.method.name", method),
-		attribute.String("mcp.session.id", x.id[:8]),
 		attribute.String("smcp.office", x.office),
-		attribute.String("smcp.agent", x.agent),
+		attribute.String("smcp.agent", agent),
+	}
+	if !x.shared { // a 2026-07-28 request has no session
+		attrs = append(attrs, attribute.String("mcp.session.id", x.id[:8]))
 	}
 	var meta mcp.Meta
 	switch p := req.GetParams().(type) {

@@ -43,7 +43,7 @@ func bufCurl(t *testing.T, args ...string) (string, string, error) {
 	return stdout.String(), stderr.String(), err
 }
 
-// TestBufCurl runs the README's buf curl commands against a live gateway.
+// TestBufCurl runs the tour's buf curl commands (README.md, docs/TOUR.md) against a live gateway.
 func TestBufCurl(t *testing.T) {
 	g := startGateway(t)
 	startComputer(t, g, "pc-1", officeA)
@@ -95,7 +95,7 @@ func TestBufCurl(t *testing.T) {
 			t.Fatalf("CallTool: %v", m)
 		}
 	})
-	t.Run("key from a headers file (README: -H @<(echo ...))", func(t *testing.T) {
+	t.Run("key from a headers file (docs/OPERATIONS.md: -H @<(echo ...))", func(t *testing.T) {
 		headers := filepath.Join(t.TempDir(), "headers")
 		if err := os.WriteFile(headers, []byte(key+"\n"), 0o600); err != nil {
 			t.Fatal(err)

@@ -43,7 +43,7 @@ func TestLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := markdownFiles(t, root)
-	for _, must := range []string{"README.md", "docs/API.md", "docs/ARCHITECTURE.md"} {
+	for _, must := range []string{"README.md", "docs/API.md", "docs/ARCHITECTURE.md", "docs/PROTOCOL.md", "docs/TOUR.md"} {
 		found := false
 		for _, f := range files {
 			found = found || f == must
@@ -236,5 +236,30 @@ func TestSlug(t *testing.T) {
 	}
 	if strings.Join(targets, " ") != "x.md img.png docs/API.md#x h.md" {
 		t.Errorf("links: %v", targets)
+	}
+}
+
+// The README opens with the project's two commands, `make run` then `make
+// test`, in its first code block (a project rule: a newcomer sees them
+// before anything else).
+func TestReadmeOpensWithTheTwoCommands(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(doc), "\n")
+	var block []string
+	for i, in := 0, false; i < len(lines) && i < 12; i++ {
+		switch {
+		case strings.HasPrefix(lines[i], "```") && !in:
+			in = true
+		case strings.HasPrefix(lines[i], "```"):
+			i = len(lines)
+		case in:
+			block = append(block, lines[i])
+		}
+	}
+	if len(block) < 2 || !strings.HasPrefix(block[0], "make run ") || !strings.HasPrefix(block[1], "make test ") {
+		t.Fatalf("README.md's first lines must show `make run` then `make test` in a code block; its first block: %q", block)
 	}
 }

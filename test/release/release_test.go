@@ -74,7 +74,7 @@ func stampVars(ldflags string) []string {
 	return vars
 }
 
-// The goreleaser configuration builds what the README promises: smcp for
+// The goreleaser configuration builds what docs/INSTALL.md promises: smcp for
 // Linux, macOS and Windows on amd64 and arm64, static, stripped, with the
 // version stamp; its archives carry the license files; checksums are made.
 // Its ldflags, with goreleaser's templates filled in, stamp a real binary;

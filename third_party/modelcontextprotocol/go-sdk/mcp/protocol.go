@@ -45,6 +45,14 @@ func setCompleteResultType(res Result) {
 	if r, ok := res.(completeResultResponse); ok {
 		r.setResultType(resultTypeComplete)
 	}
+	// Local patch (third_party/modelcontextprotocol/PATCHED.md): a tools/call,
+	// resources/read or prompts/get result made by middleware rather than by
+	// the server's own handler (which sets it in handleMultiRoundTripResult)
+	// had no resultType, which 2026-07-28 requires. Without input requests it
+	// is complete.
+	if r, ok := res.(multiRoundTripResponse); ok && r.inputRequests() == nil {
+		r.setResultType(resultTypeComplete)
+	}
 }
 
 // InputRequest is a type for parameters that a server can include in the response

@@ -1,0 +1,51 @@
+package mcpfront
+
+import (
+	"context"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// seat is the agent a request acts as in its office: a lease on the office's
+// agent seat (core.Hub.ActAsAgent) and the agent's name. An MCP session of
+// 2025-11-25 and older holds one for its whole life; a request of 2026-07-28,
+// which has no session, holds its own for as long as it runs (a
+// subscriptions/listen stream: as long as it is open), and so does each
+// refresh of an office's shared view.
+type seat struct {
+	lease *core.Session
+	agent string
+}
+
+// takeSeat is where every seat of the front end is taken: one place for the
+// seat rules to change (seats as leases renewed per request).
+func (s *Server) takeSeat(p *core.Principal, office, agent string) (*seat, error) {
+	lease, err := s.hub.ActAsAgent(p, office, agent)
+	if err != nil {
+		return nil, err
+	}
+	return &seat{lease: lease, agent: agent}, nil
+}
+
+// release gives the seat back.
+func (st *seat) release() { st.lease.Close() }
+
+type seatKey struct{}
+
+// withSeat makes ctx act as st (read by session.seat).
+func withSeat(ctx context.Context, st *seat) context.Context {
+	return context.WithValue(ctx, seatKey{}, st)
+}
+
+// seat is the seat a call of x made with ctx acts as: the request's own
+// (stateless requests, a shared view's refreshes), else the session's.
+func (x *session) seat(ctx context.Context) (*seat, error) {
+	if st, ok := ctx.Value(seatKey{}).(*seat); ok {
+		return st, nil
+	}
+	if x.own != nil {
+		return x.own, nil
+	}
+	return nil, smcp.Errorf(smcp.CodeInternal, "no agent seat for this request")
+}
