@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -20,6 +21,11 @@ import (
 type Gateway struct {
 	// URL of the gateway, e.g. "http://127.0.0.1:8080".
 	URL string
+	// Fallbacks are further nodes of the same gateway (a cluster on one
+	// Redis). With any, the link fails over: when a connect fails or the
+	// connection drops, the next node is tried (the nodes in turn, a
+	// backoff between rounds) and the computer joins its office there.
+	Fallbacks []string
 	// Path is the Engine.IO path (default "/socket.io/").
 	Path string
 	// Office to join.
@@ -27,15 +33,27 @@ type Gateway struct {
 	// APIKey authenticates the computer (sent as the x-api-key header).
 	APIKey string
 	// Dial overrides the Socket.IO options built from the fields above
-	// (URL, Path and APIKey are still filled in when empty).
+	// (URL, Fallbacks, Path and APIKey are still filled in when empty).
 	Dial sioclient.Options
 }
 
-// Link is a computer's live connection to its gateway.
+// Link is a computer's live connection to its gateway: one Socket.IO
+// connection, or with fallback nodes the one of the moment.
 type Link struct {
 	c      *Computer
-	conn   *sioclient.Client
 	office string
+	opts   sioclient.Options // with Fallbacks: NoReconnect, and every URL in order
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the failover loop
+
+	mu   sync.Mutex
+	conn *sioclient.Client
+
+	done     chan struct{} // the link gave up: see Done
+	doneOnce sync.Once
+	err      error
 }
 
 // Transport names the link's Engine.IO transport now: "polling" from the
@@ -43,9 +61,10 @@ type Link struct {
 func (l *Link) Transport() string { return l.conn.Transport() }
 
 // Connect dials the gateway, registers the client: handlers and joins the
-// office. The join is repeated by the connection after every reconnect.
-// Handlers run in their own goroutines: a slow tool call never blocks the
-// connection's event loop.
+// office. The join is repeated by the connection after every reconnect;
+// with fallback nodes, on the node the link fails over to. Handlers run in
+// their own goroutines: a slow tool call never blocks the connection's
+// event loop.
 func (c *Computer) Connect(ctx context.Context, gw Gateway) (*Link, error) {
 	if gw.Office == "" {
 		return nil, errors.New("computer: an office is required")
@@ -53,6 +72,9 @@ func (c *Computer) Connect(ctx context.Context, gw Gateway) (*Link, error) {
 	o := gw.Dial
 	if o.URL == "" {
 		o.URL = gw.URL
+	}
+	if len(o.Fallbacks) == 0 {
+		o.Fallbacks = gw.Fallbacks
 	}
 	if o.Path == "" {
 		o.Path = gw.Path
@@ -66,11 +88,38 @@ func (c *Computer) Connect(ctx context.Context, gw Gateway) (*Link, error) {
 	if o.Version == "" {
 		o.Version, _ = A2CVersion(c.protocol)
 	}
+	if len(o.Fallbacks) > 0 {
+		// The library reconnects to one URL only; the link itself dials
+		// the next node when a connection is over.
+		o.NoReconnect = true
+	}
+	conn, err := c.join(ctx, o, gw.Office)
+	if err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithCancel(context.Background())
+	l := &Link{c: c, office: gw.Office, opts: o, ctx: lctx, cancel: cancel, conn: conn, done: make(chan struct{})}
+	if o.NoReconnect && len(o.Fallbacks) > 0 {
+		l.wg.Go(l.failover)
+	} else {
+		l.wg.Go(func() {
+			select {
+			case <-conn.Done():
+				l.finish(conn.Err())
+			case <-lctx.Done():
+			}
+		})
+	}
+	return l, nil
+}
+
+// join dials o (its URL, then its fallbacks), registers the handlers and
+// joins the office.
+func (c *Computer) join(ctx context.Context, o sioclient.Options, office string) (*sioclient.Client, error) {
 	conn, err := sioclient.Dial(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("computer: connect to gateway %s: %w", o.URL, err)
 	}
-	l := &Link{c: c, conn: conn, office: gw.Office}
 	for _, e := range c.profileEvents() {
 		conn.Handle(e.Name, func(ctx context.Context, payload json.RawMessage) (any, error) {
 			return c.Handle(ctx, e.Name, payload), nil
@@ -90,19 +139,105 @@ func (c *Computer) Connect(ctx context.Context, gw Gateway) (*Link, error) {
 	}
 	conn.OnRejoin(func(err error) {
 		if err != nil {
-			c.log.Error("re-joining the office after a reconnect failed", "office", gw.Office, "err", err)
+			c.log.Error("re-joining the office after a reconnect failed", "office", office, "err", err)
 			return
 		}
 		// Agents may have missed updates while we were away.
 		c.notify(smcp.EventUpdateConfig)
 	})
-	if err := conn.JoinOffice(ctx, smcp.RoleComputer, c.name, gw.Office); err != nil {
+	if err := conn.JoinOffice(ctx, smcp.RoleComputer, c.name, office); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("computer: join office %q as %q: %w", gw.Office, c.name, err)
+		return nil, fmt.Errorf("computer: join office %q as %q at %s: %w", office, c.name, conn.URL(), err)
 	}
 	c.SetLink(conn)
-	c.log.Info("joined office", "gateway", o.URL, "office", gw.Office)
-	return l, nil
+	c.log.Info("joined office", "gateway", conn.URL(), "office", office)
+	return conn, nil
+}
+
+// failoverDelay is the first pause between two failed failovers (a node
+// that took the connection but refused the join); it doubles up to
+// maxFailoverDelay. Nodes that cannot be reached are paced by Dial.
+const (
+	failoverDelay    = 500 * time.Millisecond
+	maxFailoverDelay = 5 * time.Second
+)
+
+// failover waits for the current connection to be over and joins the
+// office through the next node, until Close or a version refusal (which
+// every node of one gateway would repeat).
+func (l *Link) failover() {
+	urls := append([]string{l.opts.URL}, l.opts.Fallbacks...)
+	for {
+		conn := l.Conn()
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-conn.Done():
+		}
+		var ve *sioclient.VersionError
+		if err := conn.Err(); errors.As(err, &ve) {
+			l.finish(err)
+			return
+		}
+		l.c.SetLink(nil)
+		conn.Close()
+		last := conn.URL()
+		delay := failoverDelay
+		for {
+			o := l.opts
+			o.URL, o.Fallbacks = sioclient.Rotate(urls, last)
+			// One line per switch, naming where from and where to.
+			l.opts.Logger.Warn("gateway connection lost, failing over", "from", last, "to", o.URL, "office", l.office)
+			next, err := l.c.join(l.ctx, o, l.office)
+			if err == nil {
+				l.mu.Lock()
+				l.conn = next
+				l.mu.Unlock()
+				// Agents may have missed updates while we were away.
+				l.c.notify(smcp.EventUpdateConfig)
+				break
+			}
+			if l.ctx.Err() != nil {
+				return
+			}
+			if errors.As(err, &ve) {
+				l.finish(err)
+				return
+			}
+			// Reached a node but not the office (the registry still
+			// settling, a claim bound run out): try the others, paced.
+			l.opts.Logger.Warn("failover: joining the office failed, retrying", "retry_in", delay, "err", err)
+			select {
+			case <-time.After(delay):
+			case <-l.ctx.Done():
+				return
+			}
+			delay = min(2*delay, maxFailoverDelay)
+			last = o.URL
+		}
+	}
+}
+
+// finish ends the link's life with err (the first reason wins).
+func (l *Link) finish(err error) {
+	l.doneOnce.Do(func() {
+		l.mu.Lock()
+		l.err = err
+		l.mu.Unlock()
+		close(l.done)
+	})
+}
+
+// Done is closed when the link gives up: refused for good (an incompatible
+// protocol version), or, without fallback nodes, disconnected for good.
+// Not at Close.
+func (l *Link) Done() <-chan struct{} { return l.done }
+
+// Err says why Done is closed.
+func (l *Link) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
 }
 
 // notifyHandler returns the computer's handler of a notify: event of the
@@ -119,18 +254,26 @@ func (c *Computer) notifyHandler(event string) func(proto.Message) {
 	return nil
 }
 
-// Conn is the underlying Socket.IO connection.
-func (l *Link) Conn() *sioclient.Client { return l.conn }
+// Conn is the Socket.IO connection of the moment (after a failover, the
+// one to the node the link moved to).
+func (l *Link) Conn() *sioclient.Client {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.conn
+}
 
 // Close leaves the office (best effort) and disconnects.
 func (l *Link) Close() {
+	l.cancel()
+	l.wg.Wait()
 	l.c.SetLink(nil)
+	conn := l.Conn()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := l.conn.LeaveOffice(ctx, l.office); err != nil {
+	if err := conn.LeaveOffice(ctx, l.office); err != nil {
 		l.c.log.Debug("leave office", "err", err)
 	}
-	l.conn.Close()
+	conn.Close()
 }
 
 // Run starts the MCP servers, joins the office and serves until ctx ends;
@@ -156,10 +299,10 @@ func (c *Computer) Run(ctx context.Context, gw Gateway) error {
 	defer l.Close()
 	select {
 	case <-ctx.Done():
-	case <-l.conn.Done():
+	case <-l.Done():
 		// Refused for good (an incompatible protocol version): retrying
 		// would only repeat the refusal.
-		return fmt.Errorf("computer: connection to gateway %s over: %w", gw.URL, l.conn.Err())
+		return fmt.Errorf("computer: connection to gateway %s over: %w", l.Conn().URL(), l.Err())
 	}
 	c.log.Info("shutting down")
 	return nil

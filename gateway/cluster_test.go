@@ -18,6 +18,7 @@ import (
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 	"github.com/smcpgw/smcp-gateway/internal/connecttest"
+	"github.com/smcpgw/smcp-gateway/internal/systest"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
@@ -102,6 +103,24 @@ func TestClusterCrossNodeCalls(t *testing.T) {
 func TestClusterSocketIOBytesBothWays(t *testing.T) {
 	nodes := startCluster(t, miniRedis(t), 2)
 	socketIOBytesBothWays(t, func(answer func(event string, payload []byte) string) *relayOffice {
+		return newRelayOfficeOn(t, nodes[0], nodes[1], answer)
+	})
+}
+
+// TestClusterSocketIOBytesBothWaysRedisServer is
+// TestClusterSocketIOBytesBothWays over a real redis-server.
+func TestClusterSocketIOBytesBothWaysRedisServer(t *testing.T) {
+	nodes := startCluster(t, systest.RedisServer(t), 2)
+	socketIOBytesBothWays(t, func(answer func(event string, payload []byte) string) *relayOffice {
+		return newRelayOfficeOn(t, nodes[0], nodes[1], answer)
+	})
+}
+
+// TestClusterConnectBytesBothWaysRedisServer is
+// TestClusterConnectBytesBothWays over a real redis-server.
+func TestClusterConnectBytesBothWaysRedisServer(t *testing.T) {
+	nodes := startCluster(t, systest.RedisServer(t), 2)
+	connectBytesBothWays(t, func(answer func(event string, payload []byte) string) *relayOffice {
 		return newRelayOfficeOn(t, nodes[0], nodes[1], answer)
 	})
 }

@@ -86,8 +86,8 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	Logger         *slog.Logger
 	// Redis, when set (redis://host:port/db), makes this gateway one node of
-	// a cluster: the socket.io Redis adapter for cross-node emits and acks,
-	// the office registry and node heartbeats in Redis. Empty: one node, no
+	// a cluster: the office registry, node heartbeats and cross-node calls
+	// in Redis, the socket.io Redis adapter for notifications. Empty: one node, no
 	// Redis.
 	Redis string
 	// NodeID names the node in the cluster; random when empty.
@@ -127,8 +127,9 @@ type Gateway struct {
 	cfg      Config
 	log      *slog.Logger
 	// Cluster only.
-	rdb  *goredis.Client
-	node *cluster.Node
+	rdb   *goredis.Client
+	node  *cluster.Node
+	calls *cluster.Calls
 }
 
 // New assembles a gateway.
@@ -226,7 +227,15 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.RPC.HandlerOptions = append(cfg.RPC.HandlerOptions, connect.WithInterceptors(otel))
 	}
 	s := sio.New(hub, cfg.Auth, cfg.SIO)
-	g := &Gateway{Hub: hub, SIO: s, Metrics: m, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger, rdb: rdb, node: node}
+	var calls *cluster.Calls
+	if rdb != nil {
+		// Calls cross nodes on their own channels; notifications still
+		// go through the adapter, to every node.
+		calls = cluster.NewCalls(rdb, hub, node.Health(), cfg.Logger.With("component", "cluster"))
+		node.OnNodeGone(calls.NodeGone)
+		hub.SetPeers(clusterPeers{Calls: calls, Server: s})
+	}
+	g := &Gateway{Hub: hub, SIO: s, Metrics: m, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger, rdb: rdb, node: node, calls: calls}
 	if rdb != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -412,6 +421,14 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		srv.TLSConfig = g.cfg.TLS
 		ln = tls.NewListener(ln, g.cfg.TLS)
 	}
+	if g.calls != nil {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := g.calls.Start(ctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+	}
 	var eg errgroup.Group
 	served := make(chan struct{})
 	eg.Go(func() error {
@@ -437,6 +454,9 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	g.shutdown(srv)
 	stopBeat()
 	err := eg.Wait()
+	if g.calls != nil {
+		g.calls.Stop()
+	}
 	if g.node != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := g.node.Stop(ctx); err != nil {
@@ -601,3 +621,13 @@ func (r *Running) Stop() error {
 	})
 	return r.err
 }
+
+// clusterPeers reaches the other nodes of a cluster: calls on the nodes'
+// own channels (cluster.Calls), notifications through the socket.io
+// adapter, which every node's sessions and watchers hear.
+type clusterPeers struct {
+	*cluster.Calls
+	*sio.Server
+}
+
+var _ core.Peers = clusterPeers{}

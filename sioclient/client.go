@@ -45,6 +45,14 @@ import (
 type Options struct {
 	// URL of the gateway, e.g. "http://127.0.0.1:8080".
 	URL string
+	// Fallbacks are further nodes of the same gateway (a cluster), tried
+	// in turn after URL when an attempt of Dial fails: each round tries
+	// every URL once, and the backoff waits between rounds, not between
+	// nodes. Reconnecting after a drop stays with the URL that answered
+	// (the library's reconnection is bound to one URL): a client that must
+	// move to another node sets NoReconnect and dials again when Done
+	// closes, starting from the next URL (see Rotate).
+	Fallbacks []string
 	// Path is the Engine.IO path (default "/socket.io/").
 	Path string
 	// APIKey is sent in the APIKeyHeader header, or in the auth object
@@ -175,11 +183,16 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 		}
 	}
 
-	for attempt, delay := 1, o.ReconnectDelay; ; attempt, delay = attempt+1, min(2*delay, maxReconnectDelay) {
-		c, err := dialOnce(ctx, o, mopts, sopts)
+	urls := append([]string{o.URL}, o.Fallbacks...)
+	delay := o.ReconnectDelay
+	for attempt := 1; ; attempt++ {
+		url := urls[(attempt-1)%len(urls)]
+		ao := o
+		ao.URL = url
+		c, err := dialOnce(ctx, ao, mopts, sopts)
 		if err == nil {
 			if attempt > 1 {
-				o.Logger.Info("connected to the gateway", "url", o.URL, "attempts", attempt)
+				o.Logger.Info("connected to the gateway", "url", url, "attempts", attempt)
 			}
 			return c, nil
 		}
@@ -189,15 +202,44 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 		if _, refused := smcp.AsError(err); refused || ctx.Err() != nil {
 			return nil, err
 		}
+		if attempt%len(urls) != 0 {
+			// Another node of the round is tried at once: a dead node
+			// must not cost the backoff of a flapping one.
+			next := urls[attempt%len(urls)]
+			o.Logger.Warn("cannot reach the gateway, trying the next node", "url", url, "next", next, "attempt", attempt, "err", err)
+			continue
+		}
 		// Loud: an operator whose computer cannot reach its gateway must
 		// see why without --log-level debug. The backoff caps the rate.
-		o.Logger.Warn("cannot reach the gateway, retrying", "url", o.URL, "attempt", attempt, "retry_in", delay, "err", err)
+		o.Logger.Warn("cannot reach the gateway, retrying", "url", url, "attempt", attempt, "retry_in", delay, "err", err)
 		select {
 		case <-time.After(delay):
 		case <-ctx.Done():
-			return nil, fmt.Errorf("sioclient: connect %s: %w (last attempt: %v)", o.URL, ctx.Err(), err)
+			return nil, fmt.Errorf("sioclient: connect %s: %w (last attempt: %v)", url, ctx.Err(), err)
+		}
+		delay = min(2*delay, maxReconnectDelay)
+	}
+}
+
+// Rotate returns urls starting after the one equal to last (all of them,
+// in order, when last is not among them): where a client that lost its
+// connection to last dials next, its Options.URL and Fallbacks.
+func Rotate(urls []string, last string) (first string, rest []string) {
+	if len(urls) == 0 {
+		return "", nil
+	}
+	start := 0
+	for i, u := range urls {
+		if u == last {
+			start = i + 1
+			break
 		}
 	}
+	out := make([]string, 0, len(urls))
+	for i := range urls {
+		out = append(out, urls[(start+i)%len(urls)])
+	}
+	return out[0], out[1:]
 }
 
 // transportCtors maps transport names to the engine's constructors (its
@@ -365,6 +407,10 @@ func connectError(args []any) error {
 	}
 	return fmt.Errorf("sioclient: connect failed: %v", args[0])
 }
+
+// URL is the gateway URL this client is connected to: Options.URL, or the
+// fallback Dial reached.
+func (c *Client) URL() string { return c.opts.URL }
 
 // ID is the current Socket.IO session id ("" while disconnected).
 func (c *Client) ID() string { return c.sock.Id() }

@@ -92,3 +92,20 @@ func TestDialRefusedIsReported(t *testing.T) {
 		t.Fatalf("want fast refused attempts, got %d attempts, error: %v", retries.n.Load(), err)
 	}
 }
+
+// TestRotate: a client that lost node last dials the one after it first,
+// wrapping around; an unknown last starts from the first.
+func TestRotate(t *testing.T) {
+	urls := []string{"a", "b", "c"}
+	for _, tc := range []struct{ last, want string }{
+		{"a", "b c a"}, {"b", "c a b"}, {"c", "a b c"}, {"x", "a b c"},
+	} {
+		first, rest := Rotate(urls, tc.last)
+		if got := strings.Join(append([]string{first}, rest...), " "); got != tc.want {
+			t.Errorf("Rotate after %s = %s, want %s", tc.last, got, tc.want)
+		}
+	}
+	if first, rest := Rotate(nil, "a"); first != "" || rest != nil {
+		t.Errorf("Rotate(nil) = %q %v", first, rest)
+	}
+}

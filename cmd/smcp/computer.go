@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -29,7 +31,9 @@ configuration file (servers added, changed, removed).`
 func runComputer(ctx context.Context, args []string) error {
 	fs := newFlags("computer", computerUsage)
 	cfgPath := fs.String("config", "", "MCP configuration: JSON or YAML, SDK shape ({servers, inputs}) or mcpServers shape (required)")
-	gatewayURL := fs.String("gateway", "http://127.0.0.1:8080", "gateway base URL")
+	gateways := urlList{urls: []string{"http://127.0.0.1:8080"}}
+	fs.Var(&gateways, "gateway", "gateway base URL; for the nodes of a cluster repeat it or separate URLs with commas: "+
+		"the computer joins through the first it reaches and fails over to the next when a connection drops")
 	sioPath := fs.String("path", "/socket.io/", "Engine.IO path of the gateway")
 	office := fs.String("office", "", "office to join (required)")
 	hostname, _ := os.Hostname()
@@ -99,12 +103,12 @@ func runComputer(ctx context.Context, args []string) error {
 			}
 		}
 	}()
-	log.Info("computer starting", "name", *name, "servers", len(cfg.Servers), "gateway", *gatewayURL, "office", *office, "protocol", *protocol)
-	err = c.Run(ctx, computer.Gateway{URL: *gatewayURL, Path: *sioPath, Office: *office, APIKey: apiKey})
+	log.Info("computer starting", "name", *name, "servers", len(cfg.Servers), "gateway", gateways.String(), "office", *office, "protocol", *protocol)
+	err = c.Run(ctx, computer.Gateway{URL: gateways.urls[0], Fallbacks: gateways.urls[1:], Path: *sioPath, Office: *office, APIKey: apiKey})
 	var ve *sioclient.VersionError
 	if errors.As(err, &ve) {
 		// One line that says what to do; retrying would only repeat it.
-		return versionAdvice(*gatewayURL, *protocol, ve)
+		return versionAdvice(gateways.String(), *protocol, ve)
 	}
 	return err
 }
@@ -147,6 +151,44 @@ func (p *pathList) Set(v string) error {
 		if d = strings.TrimSpace(d); d != "" {
 			*p = append(*p, d)
 		}
+	}
+	return nil
+}
+
+// urlList is the repeatable --gateway flag: a value may hold several URLs
+// separated by commas (as $SMCP_GATEWAY does); the first value given
+// replaces the default.
+type urlList struct {
+	urls []string
+	set  bool
+}
+
+func (u *urlList) String() string {
+	if u == nil {
+		return ""
+	}
+	return strings.Join(u.urls, ",")
+}
+
+func (u *urlList) Set(v string) error {
+	if !u.set {
+		u.urls, u.set = nil, true
+	}
+	for _, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		p, err := url.Parse(s)
+		if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return fmt.Errorf("%q: want an http:// or https:// URL", s)
+		}
+		if !slices.Contains(u.urls, s) {
+			u.urls = append(u.urls, s)
+		}
+	}
+	if len(u.urls) == 0 {
+		return errors.New("no URL given")
 	}
 	return nil
 }

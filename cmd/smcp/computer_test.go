@@ -217,3 +217,39 @@ func TestComputerSkillsFlag(t *testing.T) {
 		t.Fatalf("env: %q", dirs)
 	}
 }
+
+// TestGatewayURLs: --gateway is repeatable, takes comma lists (as
+// $SMCP_GATEWAY does), replaces its default, drops repeats and refuses what
+// is not an http(s) URL.
+func TestGatewayURLs(t *testing.T) {
+	parse := func(env string, args ...string) ([]string, error) {
+		t.Setenv("SMCP_GATEWAY", env)
+		fs := newFlags("computer", "")
+		u := urlList{urls: []string{"http://127.0.0.1:8080"}}
+		fs.Var(&u, "gateway", "")
+		err := fs.parse(args)
+		return u.urls, err
+	}
+	for _, tc := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"", nil, "http://127.0.0.1:8080"},
+		{"", []string{"--gateway", "http://a:1"}, "http://a:1"},
+		{"", []string{"--gateway", "http://a:1", "--gateway", "http://b:2, https://c:3"}, "http://a:1,http://b:2,https://c:3"},
+		{"", []string{"--gateway", "http://a:1,http://a:1"}, "http://a:1"},
+		{"http://a:1,http://b:2", nil, "http://a:1,http://b:2"},
+		{"http://env:1", []string{"--gateway", "http://flag:1"}, "http://flag:1"},
+	} {
+		got, err := parse(tc.env, tc.args...)
+		if err != nil || strings.Join(got, ",") != tc.want {
+			t.Errorf("env %q args %q: %v %v, want %s", tc.env, tc.args, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"127.0.0.1:8080", "ftp://a", ",", "http://"} {
+		if _, err := parse("", "--gateway", bad); err == nil {
+			t.Errorf("--gateway %q accepted", bad)
+		}
+	}
+}

@@ -102,7 +102,14 @@ type Node struct {
 	// lastBeat is when the last heartbeat was answered (UnixNano; 0 before
 	// the first, which is never taken for a stall).
 	lastBeat atomic.Int64
+	// gone, when set, is told of each node reaped (see OnNodeGone).
+	gone func(node string)
 }
+
+// OnNodeGone has f called with the id of each node this node reaps, once
+// its members are removed: the calls in flight to it are answered then
+// (Calls.NodeGone). Call it before Run.
+func (n *Node) OnNodeGone(f func(node string)) { n.gone = f }
 
 // NewNode makes the heartbeat of hub's node (hub.Node()); reg is the hub's
 // registry, whose claims reap the dead nodes they meet.
@@ -339,8 +346,12 @@ func (n *Node) Reap(ctx context.Context) error {
 		if alive == 1 {
 			continue
 		}
-		if _, err := n.reapNode(ctx, id); err != nil {
+		done, err := n.reapNode(ctx, id)
+		if err != nil {
 			return err
+		}
+		if done && n.gone != nil {
+			n.gone(id)
 		}
 	}
 	return nil

@@ -3,9 +3,10 @@
 // scripts, so two nodes racing for one slot get one winner), a per-node
 // heartbeat, a reaper that removes the members of a node whose heartbeat
 // lapsed, and the healing of the registry when Redis loses its data or
-// stands still (see Node). Cross-node emits and acks go through the
-// socket.io Redis adapter (gateway/sio); this package holds the shared state
-// and the adapter's encoding (Wire), which carries payloads as their bytes.
+// stands still (see Node). Calls to a computer of another node go to that
+// node's own channel and come back on the caller's (Calls); notifications
+// go to every node through the socket.io Redis adapter (gateway/sio), whose
+// encoding (Wire) this package holds.
 //
 // Keys (prefix "smcp:"):
 //
@@ -21,6 +22,9 @@
 //	                          lost its data
 //	smcp:settling             Redis time (ms) until which the registry is
 //	                          being rebuilt: claims wait, nobody is reaped
+//
+// Channel: smcp:node:{node}:calls, the calls to the node's computers and the
+// answers to its agents' calls (Calls).
 //
 // Member records are JSON (core.Member); a release only removes the record
 // it was given, so a reaper and a late release cannot remove a newer holder.

@@ -92,11 +92,13 @@ func (h *Hub) logRegistry(msg string, err error, args ...any) {
 
 // Peers reaches the sessions attached to the other nodes of a cluster.
 type Peers interface {
-	// Request sends a client: event to the session sid on whatever node
-	// holds it. done is called at most once; an answer that cannot come
-	// (no such socket anywhere) is an error. The hub keeps the deadline: the
-	// transport's own must be later.
-	Request(sid, event string, payload json.RawMessage, deadline time.Duration, done func(json.RawMessage, error))
+	// Request sends a client: event to the computer to (a session of the
+	// node to.Node). done is called at most once; an answer that cannot come
+	// (no such session there, the node gone) is an error, a
+	// *BadAnswerError when the answer cannot be relayed. The hub keeps the
+	// deadline: the transport's own must be later. forget, when not nil,
+	// tells the transport the answer is no longer awaited (as Conn.Request).
+	Request(to Member, event string, payload json.RawMessage, deadline time.Duration, done func(json.RawMessage, error)) (forget func())
 	// Publish hands a notification to the other nodes, which deliver it to
 	// their members of the office (except the session exceptSID) and their
 	// watchers. It must not block and must keep the order of calls.
@@ -117,15 +119,97 @@ func (h *Hub) Node() string { return h.cfg.Node }
 func (h *Hub) Deliver(n Notification, exceptSID string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if l, ok := n.Payload.(*smcpv1.LeaveOfficeNotification); ok && l.Computer != nil {
-		if rc := h.remote[exceptSID]; rc != nil {
-			delete(h.remote, exceptSID)
-			rc.end()
+	o := h.offices[n.OfficeID]
+	switch p := n.Payload.(type) {
+	case *smcpv1.LeaveOfficeNotification:
+		if p.Computer != nil {
+			if rc := h.remote[exceptSID]; rc != nil {
+				delete(h.remote, exceptSID)
+				rc.end()
+			}
+			h.unlocateLocked(o, p.GetComputer())
+		}
+	case *smcpv1.EnterOfficeNotification:
+		if p.Computer != nil {
+			h.unlocateLocked(o, p.GetComputer())
 		}
 	}
-	if o := h.offices[n.OfficeID]; o != nil {
+	if o != nil {
 		h.deliverLocked(o, "", n)
 	}
+}
+
+// Where the computers of other nodes are. A call to a computer that is not
+// a session of this node is sent where the office's located map says; only
+// a miss asks the registry (a network round trip). An entry is dropped when
+// its computer enters or leaves the office (the notifications every node
+// gets), when its node dies (ForgetNode), and when its node answers that
+// the session is not there. locGen counts the drops, so that a lookup
+// answered across a drop does not put back what the drop removed.
+
+// unlocateLocked drops the location of computer name in o (nil: no office
+// here, nothing cached).
+func (h *Hub) unlocateLocked(o *office, name string) {
+	h.locGen++
+	if o != nil {
+		delete(o.located, name)
+	}
+}
+
+// locateLocked records where m is, unless a drop happened since gen.
+func (h *Hub) locateLocked(gen uint64, m Member) {
+	o := h.offices[m.OfficeID]
+	if o == nil || h.locGen != gen {
+		return
+	}
+	if o.located == nil {
+		o.located = map[string]Member{}
+	}
+	o.located[m.Name] = m
+}
+
+// unlocate drops m's location if it is still the one recorded.
+func (h *Hub) unlocate(m Member) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.locGen++
+	if o := h.offices[m.OfficeID]; o != nil && o.located[m.Name] == m {
+		delete(o.located, m.Name)
+	}
+}
+
+// ForgetNode drops the location of every computer of node, found dead: a
+// later call asks the registry, which no longer lists them.
+func (h *Hub) ForgetNode(node string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.locGen++
+	for _, o := range h.offices {
+		for name, m := range o.located {
+			if m.Node == node {
+				delete(o.located, name)
+			}
+		}
+	}
+}
+
+// ErrNoSession answers a call that another node sent to a session this
+// node does not hold (it left, or is not a computer).
+var ErrNoSession = errors.New("core: no such computer session on this node")
+
+// Serve sends a call that another node routed here to the computer session
+// sid, as Conn.Request: done gets the computer's answer (or why it cannot
+// come), forget gives the call up. The caller's node applied the office
+// rules and keeps the deadline.
+func (h *Hub) Serve(sid, event string, payload json.RawMessage, done func(json.RawMessage, error)) (forget func(), err error) {
+	h.mu.Lock()
+	s := h.sessions[sid]
+	ok := s != nil && s.role == smcp.RoleComputer && !s.closed
+	h.mu.Unlock()
+	if !ok {
+		return nil, ErrNoSession
+	}
+	return s.conn.Request(event, payload, done), nil
 }
 
 // Reap tells the cluster that m, a member of a dead node, is gone: its
@@ -206,10 +290,16 @@ func (s *Session) goRemote(r *Request, m Member, release func(), done func(json.
 	rc := h.remoteRef(m.SID)
 	var once sync.Once
 	unref := func() { once.Do(func() { h.remoteUnref(m.SID, rc) }) }
-	// The cross-node transport frees its own state at its timeout.
 	return s.dispatch(r, rc.gone, &rc.pending, release, func(answered func(json.RawMessage, error)) func() {
-		h.peers.Request(m.SID, r.Event, r.Payload, h.Deadline(r), answered)
-		return nil
+		return h.peers.Request(m, r.Event, r.Payload, h.Deadline(r), func(raw json.RawMessage, err error) {
+			var bad *BadAnswerError
+			if err != nil && !errors.As(err, &bad) {
+				// The session is not where the cache said (or its node
+				// is gone): the next call asks the registry.
+				h.unlocate(m)
+			}
+			answered(raw, err)
+		})
 	}, func(raw json.RawMessage, err error) {
 		unref()
 		done(raw, err)

@@ -128,8 +128,10 @@ type Hub struct {
 	sessions map[string]*Session
 	offices  map[string]*office
 	// Cluster only: computers of other nodes with calls in flight, by sid.
-	remote   map[string]*remoteComputer
-	peers    Peers
+	remote map[string]*remoteComputer
+	peers  Peers
+	// locGen counts the drops of cached locations (see unlocateLocked).
+	locGen   uint64
 	leaseSeq atomic.Uint64
 	// claiming counts the claims in flight in the registry: a member whose
 	// claim was sent is this node's as far as the registry is concerned
@@ -148,6 +150,9 @@ type office struct {
 	watchers  map[*Watcher]struct{}
 	// agentCalls counts the agent's requests in flight (MaxAgentInFlight).
 	agentCalls atomic.Int64
+	// located: cluster only, the office's computers on other nodes by
+	// name, as the registry gave them (see unlocateLocked).
+	located map[string]Member
 }
 
 func (o *office) empty() bool {

@@ -107,22 +107,23 @@ func (r *Request) eventInfo() *smcp.EventInfo {
 // caller's office on this node.
 func (s *Session) resolve(ctx context.Context, r *Request) (c *Session, o *office, remote *Member, err error) {
 	h := s.hub
-	c, o, err = s.resolveLocal(r)
-	if err != nil {
+	c, o, remote, gen, err := s.resolveLocal(r)
+	switch {
+	case err != nil:
 		return nil, nil, nil, err
-	}
-	if c != nil {
+	case c != nil:
 		if err := eventIn(r, c.proto.Version); err != nil {
 			return nil, nil, nil, err
 		}
 		return c, o, nil, nil
-	}
-	if h.peers == nil {
+	case remote != nil:
+		return s.resolved(r, o, remote)
+	case h.peers == nil:
 		// One node: a computer that is not in the hub is nowhere.
 		return nil, nil, nil, errNoComputer()
 	}
-	// Not a session of this hub: the registry knows whether it is a
-	// computer of another node.
+	// Not a session of this hub and not located yet: the registry knows
+	// whether it is a computer of another node.
 	m, ok, err := h.cfg.Registry.Computer(ctx, o.id, r.Computer)
 	switch {
 	case err != nil:
@@ -132,12 +133,20 @@ func (s *Session) resolve(ctx context.Context, r *Request) (c *Session, o *offic
 		// A computer of this node that is not in the hub has just left.
 		return nil, nil, nil, errNoComputer()
 	}
-	if v, ok := smcp.LookupProfile(m.Version); ok {
+	h.mu.Lock()
+	h.locateLocked(gen, m)
+	h.mu.Unlock()
+	return s.resolved(r, o, &m)
+}
+
+// resolved checks r against remote's version.
+func (s *Session) resolved(r *Request, o *office, remote *Member) (*Session, *office, *Member, error) {
+	if v, ok := smcp.LookupProfile(remote.Version); ok {
 		if err := eventIn(r, v); err != nil {
 			return nil, nil, nil, err
 		}
 	}
-	return nil, o, &m, nil
+	return nil, o, remote, nil
 }
 
 // eventIn refuses an event that the computer's version does not have, as
@@ -155,22 +164,29 @@ func errNoComputer() error {
 	return smcp.Errorf(smcp.CodeNotFound, "computer not found in this office")
 }
 
-// resolveLocal is resolve on this node: c is nil (and err too) when the
-// computer may be on another node.
-func (s *Session) resolveLocal(r *Request) (*Session, *office, error) {
+// resolveLocal is resolve on this node: c is the computer when it is a
+// session of this node, remote where it is when another node's computer
+// was located before; both are nil (and err too) when only the registry
+// can tell. gen is the hub's locGen, for recording what the registry says.
+func (s *Session) resolveLocal(r *Request) (c *Session, o *office, remote *Member, gen uint64, err error) {
 	h := s.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
 	case s.role == smcp.RoleComputer:
-		return nil, nil, smcp.Errorf(smcp.CodeForbidden, "%s: only agents may call computers", r.Event)
+		return nil, nil, nil, 0, smcp.Errorf(smcp.CodeForbidden, "%s: only agents may call computers", r.Event)
 	case s.role != smcp.RoleAgent || s.officeID == "" || s.closed:
-		return nil, nil, smcp.Errorf(smcp.CodeNotInOffice, "%s: join an office first", r.Event)
+		return nil, nil, nil, 0, smcp.Errorf(smcp.CodeNotInOffice, "%s: join an office first", r.Event)
 	case r.Agent != s.name:
-		return nil, nil, smcp.Errorf(smcp.CodeForbidden, "%s: agent %q is not the caller", r.Event, r.Agent)
+		return nil, nil, nil, 0, smcp.Errorf(smcp.CodeForbidden, "%s: agent %q is not the caller", r.Event, r.Agent)
 	}
-	o := h.offices[s.officeID]
-	return o.computers[r.Computer], o, nil
+	o = h.offices[s.officeID]
+	if c = o.computers[r.Computer]; c == nil {
+		if m, ok := o.located[r.Computer]; ok {
+			remote = &m
+		}
+	}
+	return c, o, remote, h.locGen, nil
 }
 
 type answer struct {
@@ -225,14 +241,17 @@ func (s *Session) GoContext(ctx context.Context, r *Request, done func(json.RawM
 // on one goroutine calls TryGo there: a call to a computer of this node, the
 // hot path, costs what Go costs.
 func (s *Session) TryGo(r *Request, done func(json.RawMessage, error)) (abandon func(error), ok bool) {
-	c, o, err := s.resolveLocal(r)
-	if err == nil && c == nil {
-		if s.hub.peers != nil {
-			return nil, false
-		}
+	c, o, remote, _, err := s.resolveLocal(r)
+	switch {
+	case err != nil, c != nil:
+	case remote != nil:
+		c, o, remote, err = s.resolved(r, o, remote)
+	case s.hub.peers != nil:
+		return nil, false
+	default:
 		err = errNoComputer()
 	}
-	return s.goTo(r, c, o, nil, err, done), true
+	return s.goTo(r, c, o, remote, err, done), true
 }
 
 // goTo routes r to c, a computer of this node, or to remote; err, when not

@@ -412,8 +412,9 @@ func (r *lookupCounter) Computer(ctx context.Context, officeID, name string) (Me
 // noPeers is a cluster of one: there is nobody to reach.
 type noPeers struct{}
 
-func (noPeers) Request(_, _ string, _ json.RawMessage, _ time.Duration, done func(json.RawMessage, error)) {
+func (noPeers) Request(_ Member, _ string, _ json.RawMessage, _ time.Duration, done func(json.RawMessage, error)) func() {
 	done(nil, errors.New("no peers"))
+	return nil
 }
 func (noPeers) Publish(Notification, string) {}
 

@@ -2,9 +2,7 @@ package sio
 
 import (
 	"encoding/json"
-	"errors"
 	"sync"
-	"time"
 
 	"github.com/zishang520/socket.io/servers/socket/v3"
 
@@ -14,14 +12,6 @@ import (
 // notifyEvent carries a notification between nodes (a server-side emit of
 // the adapter): event, office id, wire JSON (as a string), sid to skip.
 const notifyEvent = "smcp:notify"
-
-// ackSlack makes the library's timeout of a cross-node request fire after
-// the hub's own deadline, which therefore decides (same answers as on one
-// node); the library's timer only frees its state.
-const ackSlack = time.Second
-
-// errNoSocket answers a cross-node request that reached no socket.
-var errNoSocket = errors.New("sio: no socket answered (computer gone)")
 
 func (s *Server) joinCluster() {
 	s.publish = newPublisher(s.nsp)
@@ -40,27 +30,10 @@ func (s *Server) joinCluster() {
 		}
 		s.hub.Deliver(n, except)
 	})
-	s.hub.SetPeers(s)
 }
 
-// Request implements core.Peers: a broadcast with ack to the socket's own
-// room, which the Redis adapter delivers on whichever node holds it.
-func (s *Server) Request(sid, event string, payload json.RawMessage, deadline time.Duration, done func(json.RawMessage, error)) {
-	// The payload crosses as the bytes received: the adapter's encoding
-	// (cluster.Wire) gives it to the other node as this json.RawMessage.
-	s.nsp.To(socket.Room(sid)).Timeout(deadline+ackSlack).EmitWithAck(event, payload)(func(args []any, err error) {
-		if len(args) == 0 {
-			if err == nil {
-				err = errNoSocket
-			}
-			done(nil, err)
-			return
-		}
-		doneWithJSON(args[0], done)
-	})
-}
-
-// Publish implements core.Peers.
+// Publish hands n to the other nodes through the adapter (core.Peers'
+// Publish): every node delivers it to its members of the office.
 func (s *Server) Publish(n core.Notification, exceptSID string) {
 	s.publish.push([]any{n.Event, n.OfficeID, string(n.Wire), exceptSID})
 }

@@ -383,8 +383,9 @@ func TestDisconnectDuringStuckJoin(t *testing.T) {
 // farPeers is another node holding computer "far": it answers every request.
 type farPeers struct{ wg sync.WaitGroup }
 
-func (p *farPeers) Request(_, _ string, _ json.RawMessage, _ time.Duration, done func(json.RawMessage, error)) {
+func (p *farPeers) Request(_ core.Member, _ string, _ json.RawMessage, _ time.Duration, done func(json.RawMessage, error)) func() {
 	p.wg.Go(func() { done(json.RawMessage(`{"from":"far"}`), nil) }) // answers arrive on their own goroutine
+	return nil
 }
 
 func (p *farPeers) Publish(core.Notification, string) {}

@@ -874,14 +874,15 @@ func RunTurns(ctx context.Context, runs []Options, turns int) ([]*Result, error)
 			o := &runs[k]
 			setTurn(k, false)
 			sleep(ctx, turnSettle)
-			srv0, self0 := o.readServer(), readSelf()
+			srv0, redis0, self0 := o.readServer(), o.readRedis(), readSelf()
 			t0 := time.Now()
 			windows[k].measuring.Store(true)
 			sleep(ctx, slice)
 			windows[k].measuring.Store(false)
 			r.Elapsed += time.Since(t0)
-			srv1, self1 := o.readServer(), readSelf()
+			srv1, redis1, self1 := o.readServer(), o.readRedis(), readSelf()
 			r.ServerCPU += srv1.CPU - srv0.CPU
+			r.RedisCPU += redis1.CPU - redis0.CPU
 			r.ServerRSS = max(r.ServerRSS, srv1.RSS)
 			r.LoadCPU += self1.CPU - self0.CPU
 		}

@@ -1,0 +1,505 @@
+package cluster
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+)
+
+// Calls carries the calls of agents on this node to computers on other
+// nodes, and theirs to this node's computers: a call is one message
+// published to the computer's node's own channel (inboxChannel), its answer
+// one message back to the caller's, matched by call id. The socket.io Redis
+// adapter did this with a broadcast with ack: the request went to every
+// node, each answered how many sockets it reached, then the ack came, five
+// Redis commands and two node-wide broadcasts a call (docs/BENCHMARKS.md,
+// "Cross-node calls").
+//
+// Frames are a binary header and the payload bytes as they came, so the
+// computer gets the agent's bytes and the agent the computer's. Redis
+// pub/sub delivers at most once: a frame lost (Redis restarting) leaves the
+// call to end at the hub's deadline, as a computer that does not answer;
+// a node that dies has its calls answered when it is reaped (NodeGone).
+type Calls struct {
+	rdb    redis.UniversalClient
+	hub    *core.Hub
+	node   string
+	log    *slog.Logger
+	health *Health
+	out    *outbox
+
+	mu      sync.Mutex
+	nextID  uint64
+	pending map[uint64]*outCall
+	served  map[servedKey]*inCall
+
+	sub    *redis.PubSub
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// callSlack makes the transport's own expiry of a call come after the
+// hub's deadline, which therefore decides (same answers as on one node);
+// the expiry only frees the state of calls nobody gave up.
+const callSlack = time.Second
+
+// sweepEvery is how often expired calls are freed.
+const sweepEvery = time.Second
+
+// maxBatch bounds the frames of one pipelined publish.
+const maxBatch = 256
+
+// publishTimeout bounds one pipelined publish.
+const publishTimeout = 5 * time.Second
+
+const (
+	frameCall   = 1
+	frameAnswer = 2
+	frameCancel = 3
+)
+
+const (
+	answerOK        = 0
+	answerBad       = 1 // core.BadAnswerError: the body is the reason
+	answerNoSession = 2 // core.ErrNoSession
+	answerFailed    = 3 // the computer's request failed: the body says why
+)
+
+// ErrNodeGone answers the calls in flight to a node found dead.
+var ErrNodeGone = errors.New("cluster: the computer's node is gone")
+
+// errExpired frees a call past its deadline (the hub answered it already).
+var errExpired = errors.New("cluster: call expired")
+
+type outCall struct {
+	node    string
+	done    func(json.RawMessage, error)
+	expires time.Time
+}
+
+type servedKey struct {
+	from string
+	id   uint64
+}
+
+type inCall struct {
+	forget  func()
+	expires time.Time
+}
+
+func inboxChannel(node string) string { return prefix + "node:{" + node + "}:calls" }
+
+// NewCalls makes the cross-node calls of hub's node. Start it before the
+// node serves.
+func NewCalls(rdb redis.UniversalClient, hub *core.Hub, health *Health, log *slog.Logger) *Calls {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if health == nil {
+		health = NewHealth(log)
+	}
+	// Ids start anywhere: a node restarted under the same id must not take
+	// a late answer to its former self's call for one of its own.
+	return &Calls{rdb: rdb, hub: hub, node: hub.Node(), log: log, health: health, out: newOutbox(rdb, health),
+		nextID: rand.Uint64(), pending: map[uint64]*outCall{}, served: map[servedKey]*inCall{}}
+}
+
+// Start subscribes to the node's channel (it returns once the subscription
+// is confirmed, so that no call sent to the node after it is missed) and
+// runs the receiving, publishing and sweeping goroutines until Stop.
+func (c *Calls) Start(ctx context.Context) error {
+	sub := c.rdb.Subscribe(ctx, inboxChannel(c.node))
+	if _, err := sub.Receive(ctx); err != nil {
+		_ = sub.Close()
+		return fmt.Errorf("cluster: subscribe to %s: %w", inboxChannel(c.node), err)
+	}
+	run, cancel := context.WithCancel(context.Background())
+	c.sub, c.cancel = sub, cancel
+	c.wg.Go(func() { c.out.run(run) })
+	c.wg.Go(func() { c.receive(run) })
+	c.wg.Go(func() { c.sweep(run) })
+	return nil
+}
+
+// Stop ends the goroutines and answers the calls still awaited with
+// ErrNodeGone (this node is leaving).
+func (c *Calls) Stop() {
+	if c.cancel == nil {
+		return
+	}
+	c.cancel()
+	_ = c.sub.Close()
+	c.wg.Wait()
+	c.mu.Lock()
+	pending := c.pending
+	c.pending = map[uint64]*outCall{}
+	c.served = map[servedKey]*inCall{}
+	c.mu.Unlock()
+	for _, p := range pending {
+		p.done(nil, ErrNodeGone)
+	}
+}
+
+// Request implements core.Peers' Request.
+func (c *Calls) Request(to core.Member, event string, payload json.RawMessage, deadline time.Duration, done func(json.RawMessage, error)) (forget func()) {
+	c.mu.Lock()
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = &outCall{node: to.Node, done: done, expires: time.Now().Add(deadline + callSlack)}
+	c.mu.Unlock()
+
+	b := make([]byte, 0, 1+8+4+3*binary.MaxVarintLen16+len(c.node)+len(to.SID)+len(event)+len(payload))
+	b = append(b, frameCall)
+	b = binary.BigEndian.AppendUint64(b, id)
+	b = binary.BigEndian.AppendUint32(b, uint32(min(deadline.Milliseconds(), 1<<32-1)))
+	b = appendString(b, c.node)
+	b = appendString(b, to.SID)
+	b = appendString(b, event)
+	b = append(b, payload...)
+	c.out.push(inboxChannel(to.Node), b, func(err error) {
+		if p := c.take(id); p != nil {
+			p.done(nil, fmt.Errorf("cluster: send call to node %s: %w", to.Node, err))
+		}
+	})
+	return func() {
+		if c.take(id) == nil {
+			return // answered, or failed, already
+		}
+		f := binary.BigEndian.AppendUint64([]byte{frameCancel}, id)
+		c.out.push(inboxChannel(to.Node), appendString(f, c.node), nil)
+	}
+}
+
+// take removes call id from the calls awaited; nil when it is not there.
+func (c *Calls) take(id uint64) *outCall {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.pending[id]
+	delete(c.pending, id)
+	return p
+}
+
+// NodeGone answers at once the calls in flight to node, found dead, forgets
+// the calls it sent here, and drops its computers' locations.
+func (c *Calls) NodeGone(node string) {
+	var gone []*outCall
+	c.mu.Lock()
+	for id, p := range c.pending {
+		if p.node == node {
+			gone = append(gone, p)
+			delete(c.pending, id)
+		}
+	}
+	var forgets []func()
+	for k, s := range c.served {
+		if k.from == node {
+			delete(c.served, k)
+			if s.forget != nil {
+				forgets = append(forgets, s.forget)
+			}
+		}
+	}
+	c.mu.Unlock()
+	c.hub.ForgetNode(node)
+	for _, f := range forgets {
+		f()
+	}
+	for _, p := range gone {
+		p.done(nil, ErrNodeGone)
+	}
+	if len(gone) > 0 {
+		c.log.Warn("calls to a dead node answered", "node", node, "calls", len(gone))
+	}
+}
+
+// receive handles the frames sent to this node until ctx ends.
+func (c *Calls) receive(ctx context.Context) {
+	for {
+		msg, err := c.sub.ReceiveMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			// go-redis dials again and subscribes again on the next read.
+			c.health.Failed("cross-node calls", err)
+			if !sleep(ctx, 100*time.Millisecond) {
+				return
+			}
+			continue
+		}
+		if err := c.handle([]byte(msg.Payload)); err != nil {
+			c.log.Warn("cross-node frame dropped", "err", err)
+		}
+	}
+}
+
+func (c *Calls) handle(b []byte) error {
+	if len(b) < 9 {
+		return fmt.Errorf("frame of %d bytes", len(b))
+	}
+	kind, id, b := b[0], binary.BigEndian.Uint64(b[1:9]), b[9:]
+	switch kind {
+	case frameAnswer:
+		if len(b) < 1 {
+			return errors.New("answer without status")
+		}
+		p := c.take(id)
+		if p == nil {
+			return nil // given up, or expired
+		}
+		status, body := b[0], b[1:]
+		switch status {
+		case answerOK:
+			p.done(json.RawMessage(body), nil)
+		case answerBad:
+			p.done(nil, &core.BadAnswerError{Reason: string(body)})
+		case answerNoSession:
+			p.done(nil, core.ErrNoSession)
+		default:
+			p.done(nil, fmt.Errorf("cluster: node %s: %s", p.node, body))
+		}
+		return nil
+	case frameCancel:
+		from, _, err := readString(b)
+		if err != nil {
+			return fmt.Errorf("cancel: %w", err)
+		}
+		c.mu.Lock()
+		s := c.served[servedKey{from, id}]
+		delete(c.served, servedKey{from, id})
+		c.mu.Unlock()
+		if s != nil && s.forget != nil {
+			s.forget()
+		}
+		return nil
+	case frameCall:
+		return c.serve(id, b)
+	}
+	return fmt.Errorf("frame kind %d", kind)
+}
+
+// serve hands a call of another node to the computer session it names.
+func (c *Calls) serve(id uint64, b []byte) error {
+	if len(b) < 4 {
+		return errors.New("call without deadline")
+	}
+	deadline := time.Duration(binary.BigEndian.Uint32(b)) * time.Millisecond
+	from, b, err := readString(b[4:])
+	if err != nil {
+		return fmt.Errorf("call: %w", err)
+	}
+	sid, b, err := readString(b)
+	if err != nil {
+		return fmt.Errorf("call: %w", err)
+	}
+	event, payload, err := readString(b)
+	if err != nil {
+		return fmt.Errorf("call: %w", err)
+	}
+	key := servedKey{from, id}
+	s := &inCall{expires: time.Now().Add(deadline + callSlack)}
+	c.mu.Lock()
+	c.served[key] = s
+	c.mu.Unlock()
+	forget, err := c.hub.Serve(sid, event, json.RawMessage(payload), func(raw json.RawMessage, err error) {
+		c.mu.Lock()
+		_, awaited := c.served[key]
+		delete(c.served, key)
+		c.mu.Unlock()
+		if awaited {
+			c.answer(from, id, raw, err)
+		}
+	})
+	c.mu.Lock()
+	_, awaited := c.served[key]
+	if err != nil {
+		delete(c.served, key)
+	} else if awaited {
+		s.forget = forget
+	}
+	c.mu.Unlock()
+	switch {
+	case err != nil:
+		c.answer(from, id, nil, err)
+	case !awaited && forget != nil:
+		forget() // given up (or expired) before the computer had it
+	}
+	return nil
+}
+
+// answer sends the answer of call id to node from.
+func (c *Calls) answer(from string, id uint64, raw json.RawMessage, err error) {
+	status, body := byte(answerOK), []byte(raw)
+	var bad *core.BadAnswerError
+	switch {
+	case errors.As(err, &bad):
+		status, body = answerBad, []byte(bad.Reason)
+	case errors.Is(err, core.ErrNoSession):
+		status, body = answerNoSession, nil
+	case err != nil:
+		status, body = answerFailed, []byte(err.Error())
+	}
+	b := make([]byte, 0, 10+len(body))
+	b = append(b, frameAnswer)
+	b = binary.BigEndian.AppendUint64(b, id)
+	b = append(b, status)
+	b = append(b, body...)
+	c.out.push(inboxChannel(from), b, nil)
+}
+
+// sweep frees the calls past their expiry until ctx ends.
+func (c *Calls) sweep(ctx context.Context) {
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			var expired []*outCall
+			var forgets []func()
+			c.mu.Lock()
+			for id, p := range c.pending {
+				if now.After(p.expires) {
+					expired = append(expired, p)
+					delete(c.pending, id)
+				}
+			}
+			for k, s := range c.served {
+				if now.After(s.expires) {
+					delete(c.served, k)
+					if s.forget != nil {
+						forgets = append(forgets, s.forget)
+					}
+				}
+			}
+			c.mu.Unlock()
+			for _, f := range forgets {
+				f()
+			}
+			for _, p := range expired {
+				p.done(nil, errExpired)
+			}
+		}
+	}
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func readString(b []byte) (string, []byte, error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || uint64(len(b)-k) < n {
+		return "", nil, errors.New("truncated string")
+	}
+	return string(b[k : k+int(n)]), b[k+int(n):], nil
+}
+
+// outbox publishes frames in order from one goroutine, many to a
+// pipelined round trip: under load a round trip carries the frames that
+// queued while the last one was out.
+type outbox struct {
+	rdb    redis.UniversalClient
+	health *Health
+
+	mu    sync.Mutex
+	queue []outFrame
+	wake  chan struct{}
+}
+
+type outFrame struct {
+	channel string
+	frame   []byte
+	failed  func(error) // nil: nobody to tell
+}
+
+func newOutbox(rdb redis.UniversalClient, health *Health) *outbox {
+	return &outbox{rdb: rdb, health: health, wake: make(chan struct{}, 1)}
+}
+
+func (o *outbox) push(channel string, frame []byte, failed func(error)) {
+	o.mu.Lock()
+	o.queue = append(o.queue, outFrame{channel, frame, failed})
+	o.mu.Unlock()
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (o *outbox) run(ctx context.Context) {
+	var batch []outFrame
+	for {
+		select {
+		case <-ctx.Done():
+			o.fail(ctx.Err())
+			return
+		case <-o.wake:
+		}
+		for {
+			o.mu.Lock()
+			n := min(len(o.queue), maxBatch)
+			batch = append(batch[:0], o.queue[:n]...)
+			rest := copy(o.queue, o.queue[n:])
+			clear(o.queue[rest:])
+			o.queue = o.queue[:rest]
+			o.mu.Unlock()
+			if n == 0 {
+				break
+			}
+			o.send(ctx, batch)
+			clear(batch)
+		}
+	}
+}
+
+func (o *outbox) send(ctx context.Context, batch []outFrame) {
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	var err error
+	if len(batch) == 1 {
+		err = o.rdb.Publish(ctx, batch[0].channel, batch[0].frame).Err()
+	} else {
+		_, err = o.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, f := range batch {
+				p.Publish(ctx, f.channel, f.frame)
+			}
+			return nil
+		})
+	}
+	if err == nil {
+		return
+	}
+	o.health.Failed("cross-node calls", err)
+	for _, f := range batch {
+		if f.failed != nil {
+			f.failed(err)
+		}
+	}
+}
+
+// fail tells the senders of the frames still queued that they were not
+// sent.
+func (o *outbox) fail(err error) {
+	o.mu.Lock()
+	q := o.queue
+	o.queue = nil
+	o.mu.Unlock()
+	for _, f := range q {
+		if f.failed != nil {
+			f.failed(err)
+		}
+	}
+}
