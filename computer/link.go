@@ -58,7 +58,7 @@ type Link struct {
 
 // Transport names the link's Engine.IO transport now: "polling" from the
 // handshake until the upgrade, "websocket" after it.
-func (l *Link) Transport() string { return l.conn.Transport() }
+func (l *Link) Transport() string { return l.Conn().Transport() }
 
 // Connect dials the gateway, registers the client: handlers and joins the
 // office. The join is repeated by the connection after every reconnect;
