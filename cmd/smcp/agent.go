@@ -42,6 +42,8 @@ Acts as an agent of one office, from the terminal:
   blob HANDLE -o FILE        download a blob handle (a skill's file, a tool result's item) to
                              FILE, 256 KiB a chunk, its sha256 checked; no file on a mismatch
   put FILE                   upload FILE to --computer (0.4); prints where it landed
+  evict                      free the office's agent seat, whoever holds it (an operator key
+                             only: one with no roles, offices or name); prints who held it
 
 Output is for people; --json prints the gateway's answers as JSON (one line per answer, one per
 notification for watch), for scripts. --computer may be left out when the office holds one
@@ -101,7 +103,7 @@ func runAgent(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("a subcommand is required: list, tools, call, desktop, finder, read, watch, skills, skill, blob or put")
+		return usagef("a subcommand is required: list, tools, call, desktop, finder, read, watch, skills, skill, blob, put or evict")
 	}
 	if *office == "" {
 		return usagef("--office is required")
@@ -148,6 +150,11 @@ func runAgent(ctx context.Context, args []string) error {
 			return err
 		}
 		return a.inProfile(ctx, func() error { return a.list(ctx) })
+	case "evict":
+		if err := want(0, "no arguments"); err != nil {
+			return err
+		}
+		return a.evict(ctx)
 	case "tools":
 		if err := want(0, "no arguments"); err != nil {
 			return err
@@ -330,6 +337,30 @@ func (a *agentCLI) list(ctx context.Context) error {
 	fmt.Fprintln(tw, "ROLE\tNAME\tSESSION")
 	for _, s := range sessions {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", s.GetRole(), s.GetName(), s.GetSid())
+	}
+	return tw.Flush()
+}
+
+// evict frees the office's agent seat (EvictAgent). It speaks no profile:
+// it acts on the seat, not in the office.
+func (a *agentCLI) evict(ctx context.Context) error {
+	cctx, cancel := a.ctx(ctx)
+	defer cancel()
+	res, err := a.api.EvictAgent(cctx, &smcpv1.EvictAgentRequest{OfficeId: a.office})
+	if err != nil {
+		return rpcError("evict", err)
+	}
+	if a.asJSON {
+		return a.printJSON(res)
+	}
+	if len(res.GetHolders()) == 0 {
+		_, err := fmt.Fprintf(a.out, "office %s had no agent\n", a.office)
+		return err
+	}
+	tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "EVICTED\tFRONT\tSINCE\tNODE")
+	for _, h := range res.GetHolders() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", h.GetAgent(), h.GetFront(), h.GetSince(), h.GetNode())
 	}
 	return tw.Flush()
 }

@@ -152,6 +152,7 @@ type gatewayConfig struct {
 	MaxMessageBytes int           `yaml:"max_message_bytes"`
 	MaxAnswerBytes  int           `yaml:"max_answer_bytes"`
 	CallTimeout     time.Duration `yaml:"call_timeout"`
+	SeatLease       time.Duration `yaml:"seat_lease"`
 	MaxPending      int           `yaml:"max_pending"`
 	MaxAgentCalls   int           `yaml:"max_agent_in_flight"`
 	EventsPerSecond float64       `yaml:"events_per_second"`
@@ -198,6 +199,7 @@ func defaultGatewayConfig() *gatewayConfig {
 	return &gatewayConfig{
 		Listen: "127.0.0.1:8080", Protocols: "0.2,0.3,0.4", SIOPath: sio.DefaultPath, APIKeyHeader: sio.DefaultAPIKeyHeader,
 		MaxMessageBytes: sio.DefaultMaxMessageBytes, MaxAnswerBytes: core.DefaultMaxAnswerBytes, CallTimeout: core.DefaultRequestTimeout,
+		SeatLease:  core.DefaultSeatLease,
 		MaxPending: core.DefaultMaxPending, MaxAgentCalls: core.DefaultMaxAgentInFlight,
 		EventsPerSecond: sio.DefaultEventsPerSecond, EventBurst: sio.DefaultEventBurst,
 		MaxConnsPerAddr: sio.DefaultMaxConnsPerAddr, MaxUnauthAddr: sio.DefaultMaxUnauthenticatedPerAddr, AuthTimeout: sio.DefaultAuthTimeout,
@@ -225,6 +227,7 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxMessageBytes, "max-message-bytes", c.MaxMessageBytes, "largest event payload accepted")
 	fs.IntVar(&c.MaxAnswerBytes, "max-answer-bytes", c.MaxAnswerBytes, "largest computer answer relayed (a larger one fails that call only)")
 	fs.DurationVar(&c.CallTimeout, "call-timeout", c.CallTimeout, "deadline of client: events other than tool_call")
+	fs.DurationVar(&c.SeatLease, "seat-lease", c.SeatLease, "an office's agent seat held by an MCP session or an RPC stream lapses this long after its holder's last request (docs/OPERATIONS.md, Seats)")
 	fs.IntVar(&c.MaxPending, "max-pending", c.MaxPending, "requests awaiting one computer's answer, at most")
 	fs.IntVar(&c.MaxAgentCalls, "max-agent-in-flight", c.MaxAgentCalls, "requests one office's agent may have in flight, at most")
 	fs.Float64Var(&c.EventsPerSecond, "events-per-second", c.EventsPerSecond, "Socket.IO events per second per connection (token bucket; excess gets 429, twice the rate disconnects; -1: no limit)")
@@ -342,9 +345,9 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	if c.CallTimeout <= 0 || c.MaxMessageBytes <= 0 || c.MaxAnswerBytes <= 0 || c.MaxPending <= 0 || c.ShutdownGrace <= 0 || c.MaxAgentCalls <= 0 || c.RedisTTL <= 0 ||
+	if c.CallTimeout <= 0 || c.SeatLease <= 0 || c.MaxMessageBytes <= 0 || c.MaxAnswerBytes <= 0 || c.MaxPending <= 0 || c.ShutdownGrace <= 0 || c.MaxAgentCalls <= 0 || c.RedisTTL <= 0 ||
 		c.IdleTimeout <= 0 || c.BodyTimeout <= 0 || c.HeaderTimeout <= 0 || c.MaxQueued <= 0 || c.MCPSessions <= 0 || c.AuthTimeout <= 0 {
-		return gateway.Config{}, errors.New("--call-timeout, --max-message-bytes, --max-answer-bytes, --max-pending, --max-agent-in-flight, --max-queued-events, --max-mcp-sessions, --redis-ttl, --shutdown-grace, --idle-timeout, --body-read-timeout, --read-header-timeout and --auth-timeout must be positive")
+		return gateway.Config{}, errors.New("--call-timeout, --seat-lease, --max-message-bytes, --max-answer-bytes, --max-pending, --max-agent-in-flight, --max-queued-events, --max-mcp-sessions, --redis-ttl, --shutdown-grace, --idle-timeout, --body-read-timeout, --read-header-timeout and --auth-timeout must be positive")
 	}
 	if c.RedisTimeout <= 0 || c.RedisClaim <= c.RedisTTL {
 		return gateway.Config{}, errors.New("--redis-timeout must be positive, --redis-claim-timeout above --redis-ttl (a claim may wait out a dead node's heartbeat)")
@@ -365,7 +368,7 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 	}
 	return gateway.Config{
 		Auth: auth,
-		Core: core.Config{RequestTimeout: c.CallTimeout, MaxPending: c.MaxPending, MaxAgentInFlight: c.MaxAgentCalls, MaxAnswerBytes: c.MaxAnswerBytes},
+		Core: core.Config{RequestTimeout: c.CallTimeout, SeatLease: c.SeatLease, MaxPending: c.MaxPending, MaxAgentInFlight: c.MaxAgentCalls, MaxAnswerBytes: c.MaxAnswerBytes},
 		SIO: sio.Config{
 			Path: c.SIOPath, APIKeyHeader: c.APIKeyHeader, MaxMessageBytes: c.MaxMessageBytes, RequireVersion: c.RequireVersion,
 			Protocols: protocols, EventsPerSecond: c.EventsPerSecond, EventBurst: c.EventBurst, MaxConnsPerAddr: c.MaxConnsPerAddr,

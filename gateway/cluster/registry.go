@@ -12,7 +12,8 @@
 //
 //	smcp:office:{id}          hash: "agent" → holder name, "as" → sid of the
 //	                          agent session, "a:{sid}" → agent holder (session
-//	                          or one-call lease), "c:{name}" → computer
+//	                          or lease), "l:{sid}" → Redis time (ms) at which
+//	                          that lease lapses, "c:{name}" → computer
 //	smcp:node:{node}:alive    heartbeat, PX TTL, refreshed every TTL/3
 //	smcp:node:{node}:members  set of the member records the node holds
 //	smcp:node:{node}:reaped   records other nodes reaped from it (for a
@@ -69,6 +70,55 @@ func decode(s string) (core.Member, error) {
 // m's slot or returns {reason, holder record}; taking the record that holds
 // the slot already is a success. release removes m's record only.
 const luaSlots = `
+-- Redis's clock: every node's leases lapse by the same one.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function has_agents(k)
+  for _, f in ipairs(redis.call('HKEYS', k)) do
+    if string.sub(f, 1, 2) == 'a:' then return true end
+  end
+  return false
+end
+
+-- lapse removes the leases of office k whose "l:{sid}" time has passed. A
+-- lapsed record stays in its node's members set until that node releases
+-- it (or reaps it), which removes nothing else.
+local function lapse(k)
+  local now = nil
+  for _, f in ipairs(redis.call('HKEYS', k)) do
+    if string.sub(f, 1, 2) == 'l:' then
+      now = now or now_ms()
+      if tonumber(redis.call('HGET', k, f) or '0') <= now then
+        redis.call('HDEL', k, f, 'a:' .. string.sub(f, 3))
+      end
+    end
+  end
+  if now and not has_agents(k) then redis.call('HDEL', k, 'agent') end
+end
+
+-- holder is the record a refusal of the agent slot names, and when it
+-- lapses ('' for never): the agent session, else the lease that lapses
+-- last.
+local function holder(k)
+  local as = redis.call('HGET', k, 'as')
+  if as then return redis.call('HGET', k, 'a:' .. as) or '', '' end
+  local best, best_at, best_sid = '', nil, nil
+  for _, f in ipairs(redis.call('HKEYS', k)) do
+    if string.sub(f, 1, 2) == 'a:' then
+      local sid = string.sub(f, 3)
+      local at = tonumber(redis.call('HGET', k, 'l:' .. sid) or '1e18')
+      if not best_at or at > best_at or (at == best_at and sid < best_sid) then
+        best, best_at, best_sid = redis.call('HGET', k, f), at, sid
+      end
+    end
+  end
+  if best_at and best_at < 1e18 then return best, string.format('%d', best_at) end
+  return best, ''
+end
+
 local function claim(k, idx, role, name, sid, lease, rec)
   -- The office's version is its "v" field while a non-lease member holds a
   -- slot; a record's own is its "v" key (core.Member, as encoding/json
@@ -87,22 +137,23 @@ local function claim(k, idx, role, name, sid, lease, rec)
     end
   end
   if role == 'agent' then
+    lapse(k)
+    local lm = tonumber(string.match(rec, '"lm":(%d+)') or '0')
     if redis.call('HGET', k, 'a:' .. sid) == rec then
+      -- Claimed already: a renewal, or a claim repeated when its answer
+      -- was lost.
+      if lm > 0 then redis.call('HSET', k, 'l:' .. sid, string.format('%d', now_ms() + lm)) end
       redis.call('SADD', idx, rec)
       return nil
     end
     local cur = redis.call('HGET', k, 'agent')
     local as = redis.call('HGET', k, 'as')
-    if as and (lease == '0' or cur ~= name) then
-      return {'agent', redis.call('HGET', k, 'a:' .. as) or ''}
-    end
-    if cur and cur ~= name then
-      for _, f in ipairs(redis.call('HKEYS', k)) do
-        if string.sub(f, 1, 2) == 'a:' then return {'agent', redis.call('HGET', k, f)} end
-      end
-      return {'agent', ''}
+    if (as and (lease == '0' or cur ~= name)) or (cur and cur ~= name) then
+      local h, at = holder(k)
+      return {'agent', h, at}
     end
     redis.call('HSET', k, 'agent', name, 'a:' .. sid, rec)
+    if lm > 0 then redis.call('HSET', k, 'l:' .. sid, string.format('%d', now_ms() + lm)) end
     if lease == '0' then redis.call('HSET', k, 'as', sid) end
   else
     local cur = redis.call('HGET', k, 'c:' .. name)
@@ -117,10 +168,6 @@ end
 -- settling: the key holds the Redis time (ms) until which the registry
 -- settles. A deadline in the value, not a key TTL, so that the test Redis
 -- (miniredis, whose TTLs pass only when told) keeps the same clock.
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 
 local function settling_left(key)
   local left = tonumber(redis.call('GET', key) or '0') - now_ms()
@@ -139,7 +186,7 @@ local function release(k, idx, role, name, sid, rec)
   local removed = 0
   if role == 'agent' then
     if redis.call('HGET', k, 'a:' .. sid) == rec then
-      redis.call('HDEL', k, 'a:' .. sid)
+      redis.call('HDEL', k, 'a:' .. sid, 'l:' .. sid)
       removed = 1
       if redis.call('HGET', k, 'as') == sid then redis.call('HDEL', k, 'as') end
       local holders = false
@@ -186,6 +233,30 @@ return {''}
 // record. Returns 1 when the record was removed.
 var releaseScript = redis.NewScript(luaSlots + `
 return release(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[5])
+`)
+
+// evictScript frees an office's agent seat. KEYS office; ARGV the key
+// prefix of a node's members set, its suffix. Returns the records removed.
+var evictScript = redis.NewScript(luaSlots + `
+local k = KEYS[1]
+lapse(k)
+local out = {}
+for _, f in ipairs(redis.call('HKEYS', k)) do
+  if string.sub(f, 1, 2) == 'a:' then
+    local rec = redis.call('HGET', k, f)
+    out[#out+1] = rec
+    local node = string.match(rec, '"d":"([^"]*)"')
+    if node then redis.call('SREM', ARGV[1] .. node .. ARGV[2], rec) end
+    redis.call('HDEL', k, f, 'l:' .. string.sub(f, 3))
+  end
+end
+redis.call('HDEL', k, 'agent', 'as')
+local held = false
+for _, f in ipairs(redis.call('HKEYS', k)) do
+  if string.sub(f, 1, 2) == 'c:' then held = true break end
+end
+if not held then redis.call('HDEL', k, 'v') end
+return out
 `)
 
 // stateScript: KEYS epoch, settling. Returns {epoch exists (1/0), ms left
@@ -336,7 +407,7 @@ func (r *Registry) Claim(ctx context.Context, m core.Member) error {
 	ctx, cancel := context.WithTimeout(ctx, r.claimTimeout)
 	defer cancel()
 	for {
-		reason, holder, wait, err := r.claim(ctx, m)
+		reason, holder, lapses, wait, err := r.claim(ctx, m)
 		if err != nil {
 			return r.failed(parent, "claim", err)
 		}
@@ -381,7 +452,7 @@ func (r *Registry) Claim(ctx context.Context, m core.Member) error {
 			}
 		}
 		if reason == "agent" {
-			return smcp.Errorf(smcp.CodeForbidden, "office %q already has an agent", m.OfficeID)
+			return core.SeatRefusal(m.OfficeID, holder, lapses)
 		}
 		return smcp.Errorf(smcp.CodeForbidden, "a computer named %q is already in office %q", m.Name, m.OfficeID)
 	}
@@ -389,8 +460,9 @@ func (r *Registry) Claim(ctx context.Context, m core.Member) error {
 
 // claim runs the claim script once: the refusal reason ("" when m got its
 // slot; "reset" or "settling", with the time to wait, while the registry
-// recovers) and the holder that refused it, if known.
-func (r *Registry) claim(ctx context.Context, m core.Member) (string, core.Member, time.Duration, error) {
+// recovers) and the holder that refused it, if known, with when its lease
+// lapses (zero: never).
+func (r *Registry) claim(ctx context.Context, m core.Member) (string, core.Member, time.Time, time.Duration, error) {
 	guarded := "0"
 	if r.node != nil {
 		guarded = "1"
@@ -398,15 +470,16 @@ func (r *Registry) claim(ctx context.Context, m core.Member) (string, core.Membe
 	res, err := claimScript.Run(ctx, r.rdb, []string{officeKey(m.OfficeID), membersKey(m.Node), epochKey(), settlingKey()},
 		append(args(m), guarded)...).Result()
 	if err != nil {
-		return "", core.Member{}, 0, fmt.Errorf("cluster: claim %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err)
+		return "", core.Member{}, time.Time{}, 0, fmt.Errorf("cluster: claim %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err)
 	}
 	out, _ := res.([]any)
 	if len(out) == 0 {
-		return "", core.Member{}, 0, fmt.Errorf("cluster: claim: unexpected reply %v", res)
+		return "", core.Member{}, time.Time{}, 0, fmt.Errorf("cluster: claim: unexpected reply %v", res)
 	}
 	reason, _ := out[0].(string)
 	var holder core.Member
 	var wait time.Duration
+	var lapses time.Time
 	if len(out) > 1 {
 		if rec, _ := out[1].(string); reason == "version" {
 			holder.Version = rec
@@ -417,7 +490,35 @@ func (r *Registry) claim(ctx context.Context, m core.Member) (string, core.Membe
 			holder, _ = decode(rec) // unreadable: refused without waiting
 		}
 	}
-	return reason, holder, wait, nil
+	if len(out) > 2 {
+		if at, _ := out[2].(string); at != "" {
+			if ms, err := strconv.ParseInt(at, 10, 64); err == nil {
+				lapses = time.UnixMilli(ms)
+			}
+		}
+	}
+	return reason, holder, lapses, wait, nil
+}
+
+// EvictAgent implements core.Registry.
+func (r *Registry) EvictAgent(ctx context.Context, officeID string) ([]core.Member, error) {
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	recs, err := evictScript.Run(ctx, r.rdb, []string{officeKey(officeID)}, prefix+"node:{", "}:members").StringSlice()
+	if err != nil {
+		return nil, r.failed(parent, "evict", fmt.Errorf("cluster: evict the agent of %q: %w", officeID, err))
+	}
+	out := make([]core.Member, 0, len(recs))
+	for _, rec := range recs {
+		m, err := decode(rec)
+		if err != nil {
+			return out, fmt.Errorf("cluster: evict the agent of %q: record %q: %w", officeID, rec, err)
+		}
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b core.Member) int { return strings.Compare(a.SID, b.SID) })
+	return out, nil
 }
 
 // settled waits until the registry is not recovering, recovering this

@@ -445,9 +445,21 @@ func TestConsoleInBrowser(t *testing.T) {
 		chromedp.Click("#sign-in", chromedp.ByQuery),
 		waitText(`.office[data-office="demo"]`, "other-agent"),
 		click(`.computer[data-computer="demo-pc"]`),
-		waitText("#tab-body", `Office "demo" already has an agent: an office holds one agent at a time`),
+		waitText("#tab-body", `Office "demo" already has an agent: "other-agent" over socket.io since `),
+		waitText("#tab-body", `An office holds one agent at a time`),
 	)
 	shot(t, browser, filepath.Join(shots, "held.png"))
+
+	// The console's key is an operator's (no scope): it may evict the agent
+	// from the office's overview, which disconnects it.
+	step("evict agent",
+		click(`.office[data-office="demo"] h3 a`),
+		chromedp.WaitVisible("#evict-agent", chromedp.ByQuery),
+		click("#evict-agent"),
+		waitText("#evict-result", "Evicted: "),
+		waitText("#evict-result", "other-agent (socket.io since "),
+		waitText(`.office[data-office="demo"]`, "none joined"),
+	)
 
 	// Signed in under that agent's name, the console shares the office.
 	step("shared office",
@@ -673,7 +685,7 @@ func checkModules(t *testing.T, ctx context.Context) {
 		// resource or the type, hash and MIME type; other items do not.
 		"h1:image-abcdef01.png,h2:report.pdf 2 image image/png · 2.0 KiB plain",
 		// A gateway with another key header (config.json) gets the key there.
-		`{"Content-Type":"application/json","Connect-Protocol-Version":"1","x-token":"k","x-smcp-agent":"a"}`,
+		`{"Content-Type":"application/json","Connect-Protocol-Version":"1","x-token":"k","x-smcp-front":"console","x-smcp-agent":"a"}`,
 		"a b=3,e=2 1.5",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

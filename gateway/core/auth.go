@@ -24,6 +24,11 @@ type Principal struct {
 	Offices []string
 	// Name, when set, is the only name the key may use.
 	Name string
+	// Operator marks a key of the gateway's operator: a key-ring key with no
+	// scope (no roles, offices or name), or any caller of an --insecure
+	// gateway. Only an operator may evict an office's agent. A bearer
+	// token is never one.
+	Operator bool
 	// reserved are the names other keys of the same ring hold as their
 	// Name. A key without a Name may not use them: else it could act as
 	// that agent over a stateless front end (sharing its office slot,
@@ -88,7 +93,7 @@ type AllowAll struct{}
 
 // Authenticate returns a principal allowed everything.
 func (AllowAll) Authenticate(context.Context, string) (*Principal, error) {
-	return &Principal{ID: "insecure"}, nil
+	return &Principal{ID: "insecure", Operator: true}, nil
 }
 
 // Key is one entry of a KeyRing, as written in a keys file.
@@ -153,6 +158,7 @@ func NewKeyRing(keys ...Key) (*KeyRing, error) {
 		}
 		r.entries = append(r.entries, keyEntry{digest: d, principal: Principal{
 			ID: id, Roles: slices.Clone(k.Roles), Offices: slices.Clone(k.Offices), Name: k.Name,
+			Operator: len(k.Roles) == 0 && k.Name == "" && (len(k.Offices) == 0 || slices.Contains(k.Offices, "*")),
 		}})
 	}
 	for i := range r.entries {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +34,54 @@ type Member struct {
 	// Announced is the a2c_version the member's connection sent, shown by
 	// list_room from 0.3 on ("" when it sent none).
 	Announced string `json:"av,omitempty"`
+	// Front is the front end an agent holds its seat through (FrontSocketIO,
+	// FrontRPC, FrontMCP, FrontConsole), named in refusals.
+	Front string `json:"f,omitempty"`
+	// Since is when the agent took the seat (Unix milliseconds).
+	Since int64 `json:"t,omitempty"`
+	// LeaseMS, when above 0, makes a lease's record lapse that long after
+	// its last claim: its holder renews it by claiming it again, and a
+	// registry treats it as gone once it lapsed. 0: held until released.
+	LeaseMS int64 `json:"lm,omitempty"`
 }
+
+// The front ends an agent seat is held through (Member.Front).
+const (
+	FrontSocketIO = "socket.io"
+	FrontRPC      = "rpc"
+	FrontMCP      = "mcp"
+	FrontConsole  = "console"
+)
+
+// SeatRefusal is how a Registry refuses an agent when holder has the
+// office's seat: the message names the holder, its front end, since when it
+// holds the seat and when the seat lapses (lapsesAt zero: held while its
+// connection or call lasts), in RFC 3339 UTC.
+func SeatRefusal(officeID string, holder Member, lapsesAt time.Time) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "office %q already has an agent", officeID)
+	if holder.Name == "" {
+		return smcp.Errorf(smcp.CodeForbidden, "%s", b.String())
+	}
+	fmt.Fprintf(&b, ": %q", holder.Name)
+	if holder.Front != "" {
+		fmt.Fprintf(&b, " over %s", holder.Front)
+	}
+	if holder.Since > 0 {
+		fmt.Fprintf(&b, " since %s", rfc3339(time.UnixMilli(holder.Since)))
+	}
+	switch {
+	case !lapsesAt.IsZero():
+		fmt.Fprintf(&b, ", lapses at %s unless renewed", rfc3339(lapsesAt))
+	case holder.Lease:
+		b.WriteString(", held for its call or stream")
+	default:
+		b.WriteString(", held while it is connected")
+	}
+	return smcp.Errorf(smcp.CodeForbidden, "%s", b.String())
+}
+
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // VersionRefusal is how a Registry refuses m when its office speaks
 // officeVersion (PROTOCOL-0.4.md §3 P2).
@@ -64,7 +112,16 @@ type Registry interface {
 	// was lost may be repeated). It may wait (up to the cluster's heartbeat
 	// TTL) to find out whether the holder's node is dead, or while a shared
 	// registry recovers from losing its data.
+	//
+	// Seats that lapse: a lease with LeaseMS > 0 holds its record until
+	// LeaseMS after its last claim (by the registry's clock); claiming it
+	// again renews it. A lapsed lease is as good as released: the next
+	// claim of the office's seat removes it. A refusal of the agent slot is
+	// SeatRefusal, naming the holder and when its lease lapses.
 	Claim(ctx context.Context, m Member) error
+	// EvictAgent frees an office's agent seat: every agent record of the
+	// office (the agent session and the leases) is removed and returned.
+	EvictAgent(ctx context.Context, officeID string) ([]Member, error)
 	// Release gives the slot back; removed reports whether m still held it.
 	Release(ctx context.Context, m Member) (removed bool, err error)
 	// Members lists an office's members (leases excluded): the agent first,
@@ -117,6 +174,11 @@ func (h *Hub) Node() string { return h.cfg.Node }
 // caused it; when it is a computer leaving, the calls this node has in
 // flight to it are answered at once.
 func (h *Hub) Deliver(n Notification, exceptSID string) {
+	if sid, ok := strings.CutPrefix(exceptSID, evictPrefix); ok {
+		// Hub.EvictAgent on another node: this node's part of it.
+		h.evictHeld(n, sid, evictedError("", time.Now()))
+		return
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	o := h.offices[n.OfficeID]
@@ -349,6 +411,9 @@ func (s *Session) memberLocked() Member {
 	if !s.lease {
 		m.Version, m.Announced = s.proto.Version.String(), s.proto.Announced
 	}
+	if s.role == smcp.RoleAgent {
+		m.Front, m.Since, m.LeaseMS = s.front, s.since, s.leaseMS
+	}
 	return m
 }
 
@@ -403,7 +468,11 @@ func (h *Hub) Held() []Member {
 			out = append(out, c.memberLocked())
 		}
 		for l := range o.leases {
-			out = append(out, l.memberLocked())
+			// A lease that lapsed or was evicted is no longer held: the
+			// registry must not be given it back.
+			if !l.lapsedLocked() && l.Cause() == nil {
+				out = append(out, l.memberLocked())
+			}
 		}
 	}
 	for m := range h.claiming {

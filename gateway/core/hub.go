@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -28,9 +29,12 @@ const (
 	DefaultWatchBuffer      = 256
 	// DefaultMaxAnswerBytes bounds a computer's answer: large enough for
 	// screenshots, separate from the (smaller) request limit.
-	DefaultMaxAnswerBytes       = 16 << 20
-	MinToolCallTimeout    int32 = 1
-	MaxToolCallTimeout    int32 = 3600
+	DefaultMaxAnswerBytes = 16 << 20
+	// DefaultSeatLease is how long a lease's agent seat outlives its
+	// holder's last request (Config.SeatLease).
+	DefaultSeatLease         = 60 * time.Second
+	MinToolCallTimeout int32 = 1
+	MaxToolCallTimeout int32 = 3600
 )
 
 // Config tunes a Hub. Zero fields take the defaults.
@@ -60,6 +64,9 @@ type Config struct {
 	Registry Registry
 	// Node names this node in the Registry.
 	Node string
+	// SeatLease is how long an agent seat taken with Seat.Lapses (an MCP
+	// session, an RPC stream) lasts after its holder's last renewal.
+	SeatLease time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -86,6 +93,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Registry == nil {
 		c.Registry = NewMemRegistry()
+	}
+	if c.SeatLease <= 0 {
+		c.SeatLease = DefaultSeatLease
 	}
 	return c
 }
@@ -200,10 +210,23 @@ type Session struct {
 	proto     Protocol
 	lease     bool
 	leaseID   string // the lease's holder id in the Registry
+	// front is the front end the session holds an agent seat through.
+	front string
+	// leaseMS is the lapse of a lease that lapses (Seat.Lapses); 0: held
+	// until closed.
+	leaseMS int64
+	// renewed is when a lapsing lease was last renewed (Unix ns).
+	renewed atomic.Int64
+	// evicted ends, with the reason as its cause, when an operator evicts a
+	// lease (see Hub.EvictAgent).
+	evicted context.Context
+	evict   context.CancelCauseFunc
 
 	// Guarded by hub.mu.
 	role, name, officeID string
 	closed               bool
+	// since is when the session took its agent seat (Unix ms).
+	since int64
 	// membership ends (is cancelled) when the session leaves its office or
 	// closes; requests in flight to it fail at once.
 	membership context.Context
@@ -240,35 +263,62 @@ func (h *Hub) Attach(sid string, p *Principal, conn Conn, proto Protocol) (*Sess
 	if !proto.Version.Known() {
 		return nil, fmt.Errorf("core: attach: unknown protocol version %s", proto.Version)
 	}
-	s := &Session{hub: h, sid: sid, principal: p, conn: conn, proto: proto}
+	s := &Session{hub: h, sid: sid, principal: p, conn: conn, proto: proto, front: FrontSocketIO}
 	h.sessions[sid] = s
 	return s, nil
 }
 
 // ActAsAgent lets a stateless caller act as agent name in officeID until the
-// returned session is closed. It is refused (403) when p does not allow the
-// office, the agent role or the name, or when another agent holds the office.
-// The caller does not join: no one is notified and it is not listed.
+// returned session is closed: TakeSeat for one RPC call.
 func (h *Hub) ActAsAgent(p *Principal, officeID, name string) (*Session, error) {
+	return h.TakeSeat(context.Background(), p, officeID, name, Seat{Front: FrontRPC})
+}
+
+// Seat says how a stateless caller holds an office's agent seat.
+type Seat struct {
+	// Front is the front end it comes through (FrontRPC, FrontMCP,
+	// FrontConsole), named to the agents the seat refuses.
+	Front string
+	// Lapses makes the seat a lease that lapses Config.SeatLease after its
+	// last renewal (Session.Renew), so that a holder that vanished without
+	// closing (an MCP client that crashed, a stream whose peer is gone)
+	// frees the office; the holder renews it on each request and while a
+	// stream is open. Without it, the seat is held until Close (one call).
+	Lapses bool
+}
+
+// TakeSeat lets a stateless caller act as agent name in officeID until the
+// returned session is closed (or its lease lapses, or an operator evicts it:
+// see Session.Done). It is refused (403) when p does not allow the office,
+// the agent role or the name, or when another agent holds the seat; the
+// refusal names that holder (SeatRefusal). The caller does not join: no one
+// is notified and it is not listed.
+func (h *Hub) TakeSeat(ctx context.Context, p *Principal, officeID, name string, seat Seat) (*Session, error) {
 	if err := p.CheckAgent(officeID, name); err != nil {
 		return nil, err
 	}
 	// No membership context: only a computer's is watched (by the calls
 	// routed to it), and a lease is never one.
-	s := &Session{hub: h, principal: p, lease: true, role: smcp.RoleAgent, name: name,
-		officeID: officeID, membership: context.Background(), endMember: func() {}}
+	s := &Session{hub: h, principal: p, lease: true, role: smcp.RoleAgent, name: name, front: seat.Front,
+		officeID: officeID, membership: context.Background(), endMember: func() {}, since: time.Now().UnixMilli()}
+	s.evicted, s.evict = context.WithCancelCause(context.Background())
+	if seat.Lapses {
+		s.leaseMS = max(h.cfg.SeatLease.Milliseconds(), 1)
+	}
 	s.leaseID = "lease:" + h.cfg.Node + ":" + strconv.FormatUint(h.leaseSeq.Add(1), 10)
 	m := s.memberLocked()
 	h.mu.Lock()
 	h.claimingLocked(m, 1)
 	h.mu.Unlock()
-	err := h.claim(context.Background(), m)
+	err := h.claim(ctx, m)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.claimingLocked(m, -1)
 	if err != nil {
+		s.evict(nil)
 		return nil, err
 	}
+	s.renewed.Store(time.Now().UnixNano())
 	o := h.officeLocked(officeID)
 	if o.leases == nil {
 		o.leases = map[*Session]struct{}{}
@@ -276,6 +326,81 @@ func (h *Hub) ActAsAgent(p *Principal, officeID, name string) (*Session, error) 
 	o.leases[s] = struct{}{}
 	o.leaseName = name
 	return s, nil
+}
+
+// ErrSeatEvicted is the cause of a lease's end (Session.Done) when an
+// operator evicted it; the error says by whom and when.
+var ErrSeatEvicted = errors.New("seat evicted by operator")
+
+func evictedError(by string, at time.Time) error {
+	if by == "" {
+		return fmt.Errorf("%w at %s", ErrSeatEvicted, rfc3339(at))
+	}
+	return fmt.Errorf("%w %s at %s", ErrSeatEvicted, by, rfc3339(at))
+}
+
+// Done ends when an operator evicted the session's seat (a lease only),
+// and when the session closes: its holder must stop acting as the agent;
+// Cause says whether it was evicted.
+func (s *Session) Done() <-chan struct{} {
+	if s.evicted == nil {
+		return nil
+	}
+	return s.evicted.Done()
+}
+
+// Cause is why Done ended (an error wrapping ErrSeatEvicted), nil before.
+func (s *Session) Cause() error {
+	if s.evicted == nil || s.evicted.Err() == nil {
+		return nil
+	}
+	if err := context.Cause(s.evicted); errors.Is(err, ErrSeatEvicted) {
+		return err
+	}
+	return nil
+}
+
+// Renew keeps a lapsing lease (Seat.Lapses): its holder calls it on each
+// request and periodically while a stream is open. The registry is asked
+// at most every quarter lease, so the seat lapses between 3/4 of the lease
+// and the whole lease after the holder's last renewal. A lease that lapsed
+// is taken again if the seat is free; if another agent took it, the
+// refusal names it. An evicted lease is not taken again: Renew returns
+// Cause.
+func (s *Session) Renew(ctx context.Context) error {
+	if !s.lease || s.leaseMS == 0 {
+		return nil
+	}
+	if err := s.Cause(); err != nil {
+		return smcp.Errorf(smcp.CodeForbidden, "%v", err)
+	}
+	lease := time.Duration(s.leaseMS) * time.Millisecond
+	if time.Since(time.Unix(0, s.renewed.Load())) < lease/4 {
+		return nil
+	}
+	h := s.hub
+	h.mu.Lock()
+	closed, m := s.closed, s.memberLocked()
+	h.mu.Unlock()
+	if closed {
+		return smcp.Errorf(smcp.CodeForbidden, "session closed")
+	}
+	// Not h.claim: a renewal cut short must not release the seat it holds.
+	if err := h.cfg.Registry.Claim(ctx, m); err != nil {
+		if _, ok := smcp.AsError(err); ok {
+			return err
+		}
+		h.logRegistry("registry renew", err, "office", m.OfficeID, "name", m.Name)
+		return smcp.Errorf(smcp.CodeInternal, "cluster registry unavailable")
+	}
+	s.renewed.Store(time.Now().UnixNano())
+	return nil
+}
+
+// lapsedLocked reports whether a lapsing lease went unrenewed for its whole
+// lease: the registry no longer counts it.
+func (s *Session) lapsedLocked() bool {
+	return s.leaseMS > 0 && time.Since(time.Unix(0, s.renewed.Load())) >= time.Duration(s.leaseMS)*time.Millisecond
 }
 
 // SID is the session id given to Attach ("" for ActAsAgent sessions).
@@ -336,6 +461,11 @@ func (s *Session) JoinContext(ctx context.Context, req *smcpv1.EnterOfficeReq) e
 	// hub's lock is not held over the network.
 	m := Member{OfficeID: officeID, Role: role, Name: name, SID: s.sid, Node: h.cfg.Node,
 		Version: s.proto.Version.String(), Announced: s.proto.Announced}
+	var since int64
+	if role == smcp.RoleAgent {
+		since = time.Now().UnixMilli()
+		m.Front, m.Since = FrontSocketIO, since
+	}
 	h.claimingLocked(m, 1)
 	h.mu.Unlock()
 	err := h.claim(ctx, m)
@@ -355,7 +485,7 @@ func (s *Session) JoinContext(ctx context.Context, req *smcpv1.EnterOfficeReq) e
 	if s.officeID != "" {
 		released = append(released, s.leaveLocked()...) // a computer moves: its old office is told
 	}
-	s.role, s.name, s.officeID = role, name, officeID
+	s.role, s.name, s.officeID, s.since = role, name, officeID, since
 	s.membership, s.endMember = context.WithCancel(context.Background())
 	if role == smcp.RoleAgent {
 		o.agent = s
@@ -427,6 +557,7 @@ func (s *Session) Close() {
 			o.leaseName = ""
 		}
 		s.endMember()
+		s.evict(nil)
 		h.gcLocked(o)
 		released = append(released, s.memberLocked())
 	} else {

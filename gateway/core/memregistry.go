@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -17,6 +18,8 @@ import (
 type MemRegistry struct {
 	mu      sync.Mutex
 	offices map[string]*memOffice
+	// now is the registry's clock, which lapses the leases.
+	now func() time.Time
 }
 
 // memOffice mirrors the Redis office hash: agent is the name holding the
@@ -28,11 +31,13 @@ type memOffice struct {
 	agentSID  string
 	agents    map[string]Member
 	computers map[string]Member
+	// lapses holds, by sid, when each lease with a LeaseMS lapses.
+	lapses map[string]time.Time
 }
 
 // NewMemRegistry makes an empty registry.
 func NewMemRegistry() *MemRegistry {
-	return &MemRegistry{offices: map[string]*memOffice{}}
+	return &MemRegistry{offices: map[string]*memOffice{}, now: time.Now}
 }
 
 var _ Registry = (*MemRegistry)(nil)
@@ -52,18 +57,24 @@ func (r *MemRegistry) Claim(_ context.Context, m Member) error {
 		return VersionRefusal(m, v)
 	}
 	if m.Role == smcp.RoleAgent {
+		now := r.now()
+		o.lapseLocked(now)
 		if cur, ok := o.agents[m.SID]; ok && cur == m {
-			return nil // claimed already: a claim is repeated when its answer was lost
+			o.renewLocked(m, now) // claimed already: a renewal, or a claim repeated when its answer was lost
+			return nil
 		}
 		if (o.agentSID != "" && (!m.Lease || o.agent != m.Name)) || (o.agent != "" && o.agent != m.Name) {
+			holder := o.holderLocked()
+			lapses := o.lapses[holder.SID]
 			r.gcLocked(m.OfficeID, o)
-			return smcp.Errorf(smcp.CodeForbidden, "office %q already has an agent", m.OfficeID)
+			return SeatRefusal(m.OfficeID, holder, lapses)
 		}
 		if o.agents == nil {
 			o.agents = map[string]Member{}
 		}
 		o.agent = m.Name
 		o.agents[m.SID] = m
+		o.renewLocked(m, now)
 		if !m.Lease {
 			o.agentSID = m.SID
 		}
@@ -81,6 +92,73 @@ func (r *MemRegistry) Claim(_ context.Context, m Member) error {
 	return nil
 }
 
+// lapseLocked removes the leases that lapsed by now.
+func (o *memOffice) lapseLocked(now time.Time) {
+	for sid, at := range o.lapses {
+		if now.Before(at) {
+			continue
+		}
+		delete(o.lapses, sid)
+		delete(o.agents, sid)
+		if len(o.agents) == 0 {
+			o.agent = ""
+		}
+	}
+}
+
+// renewLocked sets when m lapses, if it is a lease that does.
+func (o *memOffice) renewLocked(m Member, now time.Time) {
+	if m.LeaseMS <= 0 {
+		return
+	}
+	if o.lapses == nil {
+		o.lapses = map[string]time.Time{}
+	}
+	o.lapses[m.SID] = now.Add(time.Duration(m.LeaseMS) * time.Millisecond)
+}
+
+// holderLocked is the holder a refusal names: the agent session, else the
+// lease that lapses last (the one that keeps the seat longest).
+func (o *memOffice) holderLocked() Member {
+	if o.agentSID != "" {
+		return o.agents[o.agentSID]
+	}
+	var h Member
+	for _, m := range o.agents {
+		if h.SID == "" || o.lapseOf(m).After(o.lapseOf(h)) || (o.lapseOf(m).Equal(o.lapseOf(h)) && m.SID < h.SID) {
+			h = m
+		}
+	}
+	return h
+}
+
+// lapseOf orders leases by lapse; one that never lapses comes last.
+func (o *memOffice) lapseOf(m Member) time.Time {
+	if at, ok := o.lapses[m.SID]; ok {
+		return at
+	}
+	return time.Unix(1<<40, 0)
+}
+
+// EvictAgent implements Registry.
+func (r *MemRegistry) EvictAgent(_ context.Context, officeID string) ([]Member, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := r.offices[officeID]
+	if o == nil {
+		return nil, nil
+	}
+	o.lapseLocked(r.now())
+	out := make([]Member, 0, len(o.agents))
+	for _, m := range o.agents {
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.SID, b.SID) })
+	o.agents, o.agent, o.agentSID, o.lapses = nil, "", "", nil
+	r.gcLocked(officeID, o)
+	return out, nil
+}
+
 // Release implements Registry: only the very record m is removed, so a late
 // release cannot remove a newer holder.
 func (r *MemRegistry) Release(_ context.Context, m Member) (bool, error) {
@@ -94,6 +172,7 @@ func (r *MemRegistry) Release(_ context.Context, m Member) (bool, error) {
 	if m.Role == smcp.RoleAgent {
 		if cur, ok := o.agents[m.SID]; ok && cur == m {
 			delete(o.agents, m.SID)
+			delete(o.lapses, m.SID)
 			removed = true
 			if o.agentSID == m.SID {
 				o.agentSID = ""

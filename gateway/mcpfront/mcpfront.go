@@ -5,9 +5,15 @@
 // through gateway/core like them: any MCP client (Claude Desktop, VS Code,
 // Cursor, agent kits) uses every computer of an office with no SMCP code.
 //
-// One MCP session is one agent of the office: the session holds an agent lease
-// (core.Hub.ActAsAgent) from its initialize to its end (DELETE, idle timeout,
-// gateway shutdown), so the exclusivity rules of RPC callers hold. Each session
+// One MCP session is one agent of the office: the session holds the
+// office's agent seat (core.Hub.TakeSeat) as a lease that each request
+// renews and that lapses core.Config.SeatLease after the last one, so that
+// a client that vanished frees the office long before the session's idle
+// timeout; a later request of that session takes the seat again if it is
+// free, or is refused naming the agent that took it. An operator's
+// EvictAgent closes the session. (A stateless request, without a session,
+// takes the seat for its own length: TakeSeat with core.Seat{Front:
+// core.FrontMCP}, closed when it is answered.) Each session
 // has its own mcp.Server whose tools and resources mirror what its office
 // holds, kept current from the office's notifications (core.Hub.Watch): the
 // go-sdk then sends tools/list_changed and resources/list_changed to that

@@ -8,7 +8,7 @@ import (
 )
 
 // seat is the agent a request acts as in its office: a lease on the office's
-// agent seat (core.Hub.ActAsAgent) and the agent's name. An MCP session of
+// agent seat (core.Hub.TakeSeat) and the agent's name. An MCP session of
 // 2025-11-25 and older holds one for its whole life; a request of 2026-07-28,
 // which has no session, holds its own for as long as it runs (a
 // subscriptions/listen stream: as long as it is open), and so does each
@@ -21,7 +21,19 @@ type seat struct {
 // takeSeat is where every seat of the front end is taken: one place for the
 // seat rules to change (seats as leases renewed per request).
 func (s *Server) takeSeat(p *core.Principal, office, agent string) (*seat, error) {
-	lease, err := s.hub.ActAsAgent(p, office, agent)
+	lease, err := s.hub.TakeSeat(context.Background(), p, office, agent, core.Seat{Front: core.FrontMCP})
+	if err != nil {
+		return nil, err
+	}
+	return &seat{lease: lease, agent: agent}, nil
+}
+
+// takeSessionSeat is the seat of an MCP session (2025-11-25 and older): a
+// lease that each of its requests renews (session.serve), which lapses
+// core.Config.SeatLease after the last one, so that a client that vanished
+// without DELETE frees the office long before the session's idle timeout.
+func (s *Server) takeSessionSeat(ctx context.Context, p *core.Principal, office, agent string) (*seat, error) {
+	lease, err := s.hub.TakeSeat(ctx, p, office, agent, core.Seat{Front: core.FrontMCP, Lapses: true})
 	if err != nil {
 		return nil, err
 	}

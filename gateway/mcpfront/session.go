@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -45,6 +46,10 @@ type session struct {
 	// while not stopped.
 	bg      sync.WaitGroup
 	stopped bool
+
+	// inflight counts the client's requests being served: while any is,
+	// the pump keeps the seat (a tools/call may outlast a lease).
+	inflight atomic.Int64
 
 	mu        sync.Mutex
 	watch     *core.Watcher
@@ -93,7 +98,7 @@ func (x *session) viewLocked(computer string) *computerView {
 // newSession takes the office's agent lease and watch, builds the session's
 // server and lists every computer already in the office.
 func newSession(ctx context.Context, front *Server, id string, p *core.Principal, office, agent string) (*session, error) {
-	own, err := front.takeSeat(p, office, agent)
+	own, err := front.takeSessionSeat(ctx, p, office, agent)
 	if err != nil {
 		return nil, err
 	}
@@ -241,12 +246,24 @@ func (x *session) run() {
 
 // pump turns the office's notifications into changes of the session's
 // server, in the order the office saw them.
+//
+// It also keeps the seat while the client has requests being served, and
+// ends the session when an operator evicts its seat.
 func (x *session) pump() {
 	var idle <-chan time.Time // a shared view checks whether it is still used
 	if x.shared {
 		t := time.NewTicker(viewIdle / 4)
 		defer t.Stop()
 		idle = t.C
+	}
+	// A session's own seat: renewed while requests run, and watched for an
+	// eviction.
+	var renew <-chan time.Time
+	var evicted <-chan struct{}
+	if x.own != nil {
+		t := time.NewTicker(max(x.front.hub.Config().SeatLease/4, 10*time.Millisecond))
+		defer t.Stop()
+		renew, evicted = t.C, x.own.lease.Done()
 	}
 	for {
 		x.mu.Lock()
@@ -258,6 +275,18 @@ func (x *session) pump() {
 		select {
 		case <-x.ctx.Done():
 			return
+		case <-evicted:
+			if cause := x.own.lease.Cause(); cause != nil {
+				x.log.Warn("mcp session closed: its agent seat was evicted", "err", cause)
+			}
+			x.close()
+			return
+		case <-renew:
+			if x.inflight.Load() > 0 {
+				if err := x.own.lease.Renew(x.ctx); err != nil {
+					x.log.Info("agent seat not renewed during a request", "err", err)
+				}
+			}
 		case <-idle:
 			if x.front.closeIdleView(x) {
 				return
@@ -522,6 +551,17 @@ func (x *session) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 func (x *session) serve(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if !isNotification(method) && method != "initialize" {
+			// Each request renews the session's seat: one that lapsed is
+			// taken again if it is free; if another agent took it, the
+			// request is refused with the holder's name (the session stays,
+			// its client may try again later).
+			if x.own != nil {
+				if err := x.own.lease.Renew(ctx); err != nil {
+					return nil, mcpError(err, false)
+				}
+				x.inflight.Add(1)
+				defer x.inflight.Add(-1)
+			}
 			if !x.allow() {
 				return nil, mcpError(smcp.Errorf(core.CodeTooManyPending,
 					"rate limit of %g requests per second exceeded", x.front.opts.EventsPerSecond), false)

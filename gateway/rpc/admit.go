@@ -299,6 +299,7 @@ func (s *Server) agentService(opts ...connect.HandlerOption) (string, http.Handl
 	add(unary(svc, methods.ByName("GetResources"), svc.GetResources, opts))
 	add(unary(svc, methods.ByName("GetSkills"), svc.GetSkills, opts))
 	add(unary(svc, methods.ByName("GetSkill"), svc.GetSkill, opts))
+	add(unary(svc, methods.ByName("EvictAgent"), svc.EvictAgent, opts))
 	read := methods.ByName("ReadBlob")
 	add(connect.NewServerStreamHandlerSimple(procedureOf(read),
 		func(ctx context.Context, raw *rawRequest, stream *connect.ServerStream[smcpv1.ReadBlobResponse]) error {

@@ -15,7 +15,14 @@ import (
 type caller struct {
 	principal *core.Principal
 	agent     string
+	// front is the front end named to the agents its seat refuses: the
+	// web console says it is one (FrontHeader), else the RPC API.
+	front string
 }
+
+// FrontHeader, set to "console" by the web console, names the console
+// rather than the RPC API as the holder of the seats its calls take.
+const FrontHeader = "x-smcp-front"
 
 type callerKey struct{}
 
@@ -44,5 +51,9 @@ func (s *Server) gate(ctx context.Context, spec connect.Spec, _ connect.Peer, h 
 	if err != nil {
 		return nil, toConnect(err)
 	}
-	return context.WithValue(ctx, callerKey{}, &caller{principal: p, agent: agent}), nil
+	front := core.FrontRPC
+	if h.Get(FrontHeader) == core.FrontConsole {
+		front = core.FrontConsole
+	}
+	return context.WithValue(ctx, callerKey{}, &caller{principal: p, agent: agent, front: front}), nil
 }

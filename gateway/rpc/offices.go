@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"time"
 
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 )
@@ -18,5 +19,27 @@ func (s *service) ListOffices(ctx context.Context, _ *smcpv1.ListOfficesRequest)
 	if err != nil {
 		return nil, toConnect(err)
 	}
-	return &smcpv1.ListOfficesResponse{Offices: offices}, nil
+	return &smcpv1.ListOfficesResponse{Offices: offices, Operator: c.principal.Operator}, nil
+}
+
+// EvictAgent frees an office's agent seat (core.Hub.EvictAgent): an
+// operator's call, which holds no seat itself.
+func (s *service) EvictAgent(ctx context.Context, req *smcpv1.EvictAgentRequest) (*smcpv1.EvictAgentResponse, error) {
+	c, err := callerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	held, err := s.hub.EvictAgent(ctx, c.principal, req.GetOfficeId())
+	if err != nil {
+		return nil, toConnect(err)
+	}
+	out := &smcpv1.EvictAgentResponse{}
+	for _, m := range held {
+		h := &smcpv1.SeatHolder{Agent: m.Name, Front: m.Front, Node: m.Node}
+		if m.Since > 0 {
+			h.Since = time.UnixMilli(m.Since).UTC().Format(time.RFC3339)
+		}
+		out.Holders = append(out.Holders, h)
+	}
+	return out, nil
 }

@@ -233,7 +233,7 @@ func (s *Server) corsWrapper() func(http.Handler) http.Handler {
 	if len(s.opts.CORSOrigins) == 0 {
 		return func(h http.Handler) http.Handler { return h }
 	}
-	headers := append(connectcors.AllowedHeaders(), s.opts.APIKeyHeader, "Authorization", AgentHeader)
+	headers := append(connectcors.AllowedHeaders(), s.opts.APIKeyHeader, "Authorization", AgentHeader, FrontHeader)
 	return cors.New(cors.Options{
 		AllowedOrigins: slices.Clone(s.opts.CORSOrigins),
 		AllowedMethods: connectcors.AllowedMethods(),

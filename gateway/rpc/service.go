@@ -26,7 +26,7 @@ func (s *service) act(ctx context.Context, officeID string) (*core.Session, *cal
 	if err != nil {
 		return nil, nil, err
 	}
-	sess, err := s.hub.ActAsAgent(c.principal, officeID, c.agent)
+	sess, err := s.hub.TakeSeat(ctx, c.principal, officeID, c.agent, core.Seat{Front: c.front})
 	if err != nil {
 		return nil, nil, toConnect(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -17,7 +18,8 @@ import (
 // WatchOffice streams the office's notifications. The caller holds the
 // office as its agent for as long as the stream is open, so the same rule
 // applies as for every other call: a different agent in the office refuses
-// the watch, and no other agent can join while it runs.
+// the watch, and no other agent can join while it runs. An operator's
+// EvictAgent ends the stream with Aborted.
 //
 // The response headers are sent as soon as the watch is registered, so a
 // client that has them knows no later notification will be missed. A reader
@@ -25,11 +27,20 @@ import (
 // the stream ends with ResourceExhausted; the client cancelling ends it
 // cleanly; a gateway shutting down ends it with Unavailable.
 func (s *service) WatchOffice(ctx context.Context, req *smcpv1.WatchOfficeRequest, stream *connect.ServerStream[smcpv1.WatchOfficeResponse]) error {
-	sess, c, err := s.act(ctx, req.GetOfficeId())
+	c, err := callerFrom(ctx)
 	if err != nil {
 		return err
 	}
+	// A stream's seat is a lease renewed while the stream is open, so that
+	// a stream whose handler is stuck, or whose node lost the registry,
+	// does not keep the office forever.
+	sess, err := s.hub.TakeSeat(ctx, c.principal, req.GetOfficeId(), c.agent, core.Seat{Front: c.front, Lapses: true})
+	if err != nil {
+		return toConnect(err)
+	}
 	defer sess.Close()
+	renew := time.NewTicker(max(s.hub.Config().SeatLease/4, 10*time.Millisecond))
+	defer renew.Stop()
 	w, err := s.hub.Watch(c.principal, req.GetOfficeId())
 	if err != nil {
 		return toConnect(err)
@@ -48,6 +59,18 @@ func (s *service) WatchOffice(ctx context.Context, req *smcpv1.WatchOfficeReques
 			return nil
 		case <-s.closing.Done():
 			return connect.NewError(connect.CodeUnavailable, errors.New("gateway is shutting down"))
+		case <-sess.Done():
+			return connect.NewError(connect.CodeAborted, sess.Cause())
+		case <-renew.C:
+			if err := sess.Renew(ctx); err != nil {
+				if cause := sess.Cause(); cause != nil {
+					return connect.NewError(connect.CodeAborted, cause)
+				}
+				// The seat lapsed and another agent took it (the registry
+				// stood still longer than a lease), or the registry is
+				// gone: the stream no longer holds the office.
+				return connect.NewError(connect.CodeAborted, fmt.Errorf("seat lost: %w", err))
+			}
 		case n, ok := <-w.C():
 			if !ok {
 				if errors.Is(w.Err(), core.ErrWatchOverflow) {

@@ -539,6 +539,10 @@ func (c *conn) Notify(n core.Notification) {
 	_ = c.sock.Emit(n.Event, n.Wire)
 }
 
+// Disconnect implements core.Disconnecter: the hub has sent the agent its
+// leave_office, and logged the reason.
+func (c *conn) Disconnect(string) { c.sock.Disconnect(true) }
+
 // Request emits with an ack and no library timeout: the core keeps the
 // deadline, and the library's timeout paths are racy or leak (DESIGN.md).
 // The payload goes out as the bytes the agent sent and the computer's first

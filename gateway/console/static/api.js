@@ -41,7 +41,9 @@ export class Client {
   }
 
   headers(contentType) {
-    const h = { "Content-Type": contentType, "Connect-Protocol-Version": "1", [this.keyHeader]: this.key };
+    // x-smcp-front: the seats the console's calls take name the console,
+    // not the RPC API, to the agents they refuse.
+    const h = { "Content-Type": contentType, "Connect-Protocol-Version": "1", [this.keyHeader]: this.key, "x-smcp-front": "console" };
     if (this.agent) h["x-smcp-agent"] = this.agent;
     return h;
   }
@@ -134,8 +136,8 @@ export function describe(err, agent) {
       return `The gateway refused this API key (${err.message}). Check the key and sign in again.`;
     case "permission_denied":
       if (/already has an agent/.test(err.message)) {
-        return `${capitalize(err.message)}: an office holds one agent at a time, and the console acts as ${as}. ` +
-          "Sign in with that agent's name to share the office, or wait until it leaves.";
+        return `${capitalize(err.message)}. An office holds one agent at a time, and the console acts as ${as}. ` +
+          "Sign in with that agent's name to share the office, wait until it leaves, or (with an operator key) evict it.";
       }
       return `Not allowed: ${err.message}.`;
     case "unavailable":

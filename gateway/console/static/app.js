@@ -129,6 +129,7 @@ async function refreshOffices() {
   try {
     const res = await state.client.call("ListOffices", {});
     state.offices = res.offices ?? [];
+    state.operator = !!res.operator;
     renderOffices();
   } catch (e) {
     fail($("#offices"), e);
@@ -387,8 +388,35 @@ function renderOverview() {
   if (!box) return;
   const o = state.offices.find((x) => x.office_id === state.office);
   fill(box, o
-    ? [agentLine(o), el("p", null, "Choose one of the office's computers:"), computerButtons(o)]
+    ? [agentLine(o), evictButton(o), el("p", null, "Choose one of the office's computers:"), computerButtons(o)]
     : el("p", { class: "muted" }, "This office is not listed (any more): nobody is in it, or this key may not enter it."));
+}
+
+// evictButton frees the office's agent seat (EvictAgent): shown to an
+// operator key only, the one key the gateway lets evict. The console's own
+// watch of the office holds the seat too, and is evicted with the rest.
+function evictButton(o) {
+  if (!state.operator) return null;
+  // The overview is redrawn at each refresh: the outcome is kept in state.
+  const said = state.evicted?.office === o.office_id ? state.evicted.text : "";
+  const out = el("span", { id: "evict-result", class: "small" }, said);
+  const b = el("button", { type: "button", id: "evict-agent", onclick: async () => {
+    b.disabled = true;
+    let text;
+    try {
+      const res = await state.client.call("EvictAgent", { office_id: o.office_id });
+      const held = (res.holders ?? []).map((h) => `${h.agent} (${h.front} since ${h.since})`);
+      text = held.length ? `Evicted: ${held.join(", ")}` : "The seat was free.";
+    } catch (e) {
+      text = describe(e, state.client?.agent);
+    } finally {
+      b.disabled = false;
+    }
+    state.evicted = { office: o.office_id, text };
+    fill(out, text);
+    refreshOffices();
+  } }, "Evict agent");
+  return el("p", null, b, " ", out);
 }
 
 function addr() {

@@ -8,10 +8,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -31,6 +34,9 @@ func Run(t *testing.T, newRegistry func(t *testing.T) core.Registry) {
 		{"AgentRace", agentRace},
 		{"ComputerNameRace", computerNameRace},
 		{"OneVersionPerOffice", oneVersionPerOffice},
+		{"SeatLapses", seatLapses},
+		{"RefusalNamesHolder", refusalNamesHolder},
+		{"EvictAgent", evictAgent},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, newRegistry(t)) })
 	}
@@ -356,5 +362,119 @@ func oneVersionPerOffice(t *testing.T, r core.Registry) {
 	mustClaim(t, r, pc2)
 	if ms, err := r.Members(context.Background(), "o"); err != nil || len(ms) != 1 || ms[0] != pc2 {
 		t.Fatalf("members %v, %v", ms, err)
+	}
+}
+
+// lapsing is a lease that lapses ms after its last claim.
+func lapsing(office, name, sid string, ms int64) core.Member {
+	m := lease(office, name, sid)
+	m.Front, m.Since, m.LeaseMS = core.FrontMCP, time.Now().UnixMilli(), ms
+	return m
+}
+
+// seatLapses: a lapsing lease holds the seat while it is renewed (claimed
+// again) and frees it by itself once it is not; a lease without LeaseMS
+// never lapses. The registry's clock is real: waits are polled with
+// generous bounds.
+func seatLapses(t *testing.T, r core.Registry) {
+	ctx := context.Background()
+	const ms = 1000
+	held := lapsing("o", "alice", "lease:1", ms)
+	mustClaim(t, r, held)
+	// Renewed for three leases: the seat stays held all along.
+	for end := time.Now().Add(3 * ms * time.Millisecond); time.Now().Before(end); time.Sleep(ms / 4 * time.Millisecond) {
+		mustClaim(t, r, held)
+		mustRefuse(t, r.Claim(ctx, agent("o", "bob", "s1")), "agent while the lease is renewed")
+	}
+	// Not renewed: it lapses, and another agent takes the seat.
+	bob := agent("o", "bob", "s1")
+	testwait.Within(t, 20*time.Second, "seat free once the lease lapsed", func() bool { return r.Claim(ctx, bob) == nil })
+	// The lapsed lease is refused while bob holds the seat, and its
+	// release (its holder closing late) removes nothing.
+	mustRefuse(t, r.Claim(ctx, held), "lapsed lease renewed while another agent holds the seat")
+	mustRelease(t, r, held, false)
+	wantNames(t, r, "o", "a:bob@s1")
+	mustRelease(t, r, bob, true)
+
+	// A lapsed lease whose seat stayed free is taken again by its renewal.
+	again := lapsing("o", "carol", "lease:2", ms)
+	mustClaim(t, r, again)
+	time.Sleep(2 * ms * time.Millisecond)
+	mustClaim(t, r, again)
+	mustRefuse(t, r.Claim(ctx, agent("o", "dave", "s2")), "agent after the lapsed lease was renewed")
+	mustRelease(t, r, again, true)
+
+	// Without LeaseMS, a lease is held until released.
+	call := lease("o", "erin", "lease:3")
+	mustClaim(t, r, call)
+	time.Sleep(2 * ms * time.Millisecond)
+	mustRefuse(t, r.Claim(ctx, agent("o", "bob", "s3")), "agent beside a one-call lease")
+	mustRelease(t, r, call, true)
+}
+
+// refusalNamesHolder: the refusal of the agent seat names the holder, its
+// front end, since when it holds the seat and when a lapsing lease lapses,
+// in RFC 3339 UTC.
+func refusalNamesHolder(t *testing.T, r core.Registry) {
+	ctx := context.Background()
+	since := time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
+	held := lapsing("o", "alice", "lease:1", 60_000)
+	held.Since = since.UnixMilli()
+	before := time.Now()
+	mustClaim(t, r, held)
+	err := r.Claim(ctx, agent("o", "bob", "s1"))
+	mustRefuse(t, err, "agent while leased")
+	msg := err.Error()
+	for _, want := range []string{`"alice"`, "over mcp", "since 2026-07-01T10:00:00Z", "lapses at "} {
+		if !strings.Contains(msg, want) {
+			t.Fatalf("refusal %q does not say %q", msg, want)
+		}
+	}
+	at := msg[strings.Index(msg, "lapses at ")+len("lapses at "):]
+	at, _, _ = strings.Cut(at, " ")
+	lapses, perr := time.Parse(time.RFC3339, at)
+	if perr != nil {
+		t.Fatalf("refusal %q: lapse time: %v", msg, perr)
+	}
+	// By the registry's clock, which may differ from this one by a little.
+	if lapses.Before(before.Add(50*time.Second)) || lapses.After(time.Now().Add(70*time.Second)) {
+		t.Fatalf("refusal %q: lapses at %v, want about a minute after %v", msg, lapses, before)
+	}
+	mustRelease(t, r, held, true)
+
+	sess := agent("o", "carol", "s2")
+	sess.Front, sess.Since = core.FrontSocketIO, since.UnixMilli()
+	mustClaim(t, r, sess)
+	err = r.Claim(ctx, lease("o", "bob", "lease:2"))
+	mustRefuse(t, err, "lease while an agent is joined")
+	if msg := err.Error(); !strings.Contains(msg, `"carol" over socket.io since 2026-07-01T10:00:00Z`) || strings.Contains(msg, "lapses") {
+		t.Fatalf("refusal %q does not name the joined agent, or gives it a lapse", msg)
+	}
+}
+
+// evictAgent: eviction frees the seat at once, whoever holds it (a joined
+// agent and its leases), returns the holders, and leaves the computers.
+func evictAgent(t *testing.T, r core.Registry) {
+	ctx := context.Background()
+	alice := agent("o", "alice", "s1")
+	l := lapsing("o", "alice", "lease:1", 60_000)
+	pc := computer("o", "pc", "s9")
+	mustClaim(t, r, alice)
+	mustClaim(t, r, l)
+	mustClaim(t, r, pc)
+	got, err := r.EvictAgent(ctx, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != l || got[1] != alice {
+		t.Fatalf("evicted %+v, want %+v and %+v", got, l, alice)
+	}
+	wantNames(t, r, "o", "c:pc@s9")
+	mustRelease(t, r, alice, false)
+	mustRelease(t, r, l, false)
+	mustClaim(t, r, agent("o", "bob", "s2"))
+	wantNames(t, r, "o", "a:bob@s2", "c:pc@s9")
+	if got, err := r.EvictAgent(ctx, "empty"); err != nil || len(got) != 0 {
+		t.Fatalf("evict in an empty office = %v, %v", got, err)
 	}
 }

@@ -22,6 +22,172 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// EvictAgentRequest names the office whose agent seat is freed.
+type EvictAgentRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Office whose agent is evicted.
+	OfficeId      string `protobuf:"bytes,1,opt,name=office_id,proto3" json:"office_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EvictAgentRequest) Reset() {
+	*x = EvictAgentRequest{}
+	mi := &file_smcp_v1_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvictAgentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvictAgentRequest) ProtoMessage() {}
+
+func (x *EvictAgentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvictAgentRequest.ProtoReflect.Descriptor instead.
+func (*EvictAgentRequest) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *EvictAgentRequest) GetOfficeId() string {
+	if x != nil {
+		return x.OfficeId
+	}
+	return ""
+}
+
+// EvictAgentResponse lists the holders of the seat that were evicted (none
+// when the seat was free).
+type EvictAgentResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Holders       []*SeatHolder          `protobuf:"bytes,1,rep,name=holders,proto3" json:"holders,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EvictAgentResponse) Reset() {
+	*x = EvictAgentResponse{}
+	mi := &file_smcp_v1_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvictAgentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvictAgentResponse) ProtoMessage() {}
+
+func (x *EvictAgentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvictAgentResponse.ProtoReflect.Descriptor instead.
+func (*EvictAgentResponse) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *EvictAgentResponse) GetHolders() []*SeatHolder {
+	if x != nil {
+		return x.Holders
+	}
+	return nil
+}
+
+// SeatHolder is one holder of an office's agent seat.
+type SeatHolder struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Agent name.
+	Agent string `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
+	// Front end the seat was held through: "socket.io", "rpc", "mcp" or
+	// "console".
+	Front string `protobuf:"bytes,2,opt,name=front,proto3" json:"front,omitempty"`
+	// When the holder took the seat, RFC 3339 UTC.
+	Since string `protobuf:"bytes,3,opt,name=since,proto3" json:"since,omitempty"`
+	// Gateway node the holder was attached to (empty on a single node).
+	Node          string `protobuf:"bytes,4,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SeatHolder) Reset() {
+	*x = SeatHolder{}
+	mi := &file_smcp_v1_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SeatHolder) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SeatHolder) ProtoMessage() {}
+
+func (x *SeatHolder) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SeatHolder.ProtoReflect.Descriptor instead.
+func (*SeatHolder) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SeatHolder) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *SeatHolder) GetFront() string {
+	if x != nil {
+		return x.Front
+	}
+	return ""
+}
+
+func (x *SeatHolder) GetSince() string {
+	if x != nil {
+		return x.Since
+	}
+	return ""
+}
+
+func (x *SeatHolder) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
 // ListRoomRequest names the office to list.
 type ListRoomRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -33,7 +199,7 @@ type ListRoomRequest struct {
 
 func (x *ListRoomRequest) Reset() {
 	*x = ListRoomRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[0]
+	mi := &file_smcp_v1_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -45,7 +211,7 @@ func (x *ListRoomRequest) String() string {
 func (*ListRoomRequest) ProtoMessage() {}
 
 func (x *ListRoomRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[0]
+	mi := &file_smcp_v1_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -58,7 +224,7 @@ func (x *ListRoomRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRoomRequest.ProtoReflect.Descriptor instead.
 func (*ListRoomRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{0}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ListRoomRequest) GetOfficeId() string {
@@ -82,7 +248,7 @@ type ListRoomResponse struct {
 
 func (x *ListRoomResponse) Reset() {
 	*x = ListRoomResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[1]
+	mi := &file_smcp_v1_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -94,7 +260,7 @@ func (x *ListRoomResponse) String() string {
 func (*ListRoomResponse) ProtoMessage() {}
 
 func (x *ListRoomResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[1]
+	mi := &file_smcp_v1_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -107,7 +273,7 @@ func (x *ListRoomResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRoomResponse.ProtoReflect.Descriptor instead.
 func (*ListRoomResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{1}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListRoomResponse) GetSessions() []*SessionInfo {
@@ -137,7 +303,7 @@ type GetToolsRequest struct {
 
 func (x *GetToolsRequest) Reset() {
 	*x = GetToolsRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[2]
+	mi := &file_smcp_v1_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -149,7 +315,7 @@ func (x *GetToolsRequest) String() string {
 func (*GetToolsRequest) ProtoMessage() {}
 
 func (x *GetToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[2]
+	mi := &file_smcp_v1_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -162,7 +328,7 @@ func (x *GetToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolsRequest.ProtoReflect.Descriptor instead.
 func (*GetToolsRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{2}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetToolsRequest) GetOfficeId() string {
@@ -190,7 +356,7 @@ type GetToolsResponse struct {
 
 func (x *GetToolsResponse) Reset() {
 	*x = GetToolsResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[3]
+	mi := &file_smcp_v1_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -202,7 +368,7 @@ func (x *GetToolsResponse) String() string {
 func (*GetToolsResponse) ProtoMessage() {}
 
 func (x *GetToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[3]
+	mi := &file_smcp_v1_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -215,7 +381,7 @@ func (x *GetToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolsResponse.ProtoReflect.Descriptor instead.
 func (*GetToolsResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{3}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetToolsResponse) GetTools() []*SMCPTool {
@@ -238,7 +404,7 @@ type GetConfigRequest struct {
 
 func (x *GetConfigRequest) Reset() {
 	*x = GetConfigRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[4]
+	mi := &file_smcp_v1_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -250,7 +416,7 @@ func (x *GetConfigRequest) String() string {
 func (*GetConfigRequest) ProtoMessage() {}
 
 func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[4]
+	mi := &file_smcp_v1_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -263,7 +429,7 @@ func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{4}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetConfigRequest) GetOfficeId() string {
@@ -293,7 +459,7 @@ type GetConfigResponse struct {
 
 func (x *GetConfigResponse) Reset() {
 	*x = GetConfigResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[5]
+	mi := &file_smcp_v1_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -305,7 +471,7 @@ func (x *GetConfigResponse) String() string {
 func (*GetConfigResponse) ProtoMessage() {}
 
 func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[5]
+	mi := &file_smcp_v1_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -318,7 +484,7 @@ func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetConfigResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{5}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GetConfigResponse) GetServers() map[string]*MCPServerConfig {
@@ -369,7 +535,7 @@ type CallToolRequest struct {
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[6]
+	mi := &file_smcp_v1_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -381,7 +547,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[6]
+	mi := &file_smcp_v1_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -394,7 +560,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{6}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CallToolRequest) GetOfficeId() string {
@@ -466,7 +632,7 @@ type CallToolResponse struct {
 
 func (x *CallToolResponse) Reset() {
 	*x = CallToolResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[7]
+	mi := &file_smcp_v1_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -478,7 +644,7 @@ func (x *CallToolResponse) String() string {
 func (*CallToolResponse) ProtoMessage() {}
 
 func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[7]
+	mi := &file_smcp_v1_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -491,7 +657,7 @@ func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
 func (*CallToolResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{7}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CallToolResponse) GetResult() *CallToolResult {
@@ -528,7 +694,7 @@ type CancelToolCallRequest struct {
 
 func (x *CancelToolCallRequest) Reset() {
 	*x = CancelToolCallRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[8]
+	mi := &file_smcp_v1_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -540,7 +706,7 @@ func (x *CancelToolCallRequest) String() string {
 func (*CancelToolCallRequest) ProtoMessage() {}
 
 func (x *CancelToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[8]
+	mi := &file_smcp_v1_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -553,7 +719,7 @@ func (x *CancelToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelToolCallRequest.ProtoReflect.Descriptor instead.
 func (*CancelToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{8}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CancelToolCallRequest) GetOfficeId() string {
@@ -579,7 +745,7 @@ type CancelToolCallResponse struct {
 
 func (x *CancelToolCallResponse) Reset() {
 	*x = CancelToolCallResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[9]
+	mi := &file_smcp_v1_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -591,7 +757,7 @@ func (x *CancelToolCallResponse) String() string {
 func (*CancelToolCallResponse) ProtoMessage() {}
 
 func (x *CancelToolCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[9]
+	mi := &file_smcp_v1_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -604,7 +770,7 @@ func (x *CancelToolCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelToolCallResponse.ProtoReflect.Descriptor instead.
 func (*CancelToolCallResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{9}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{12}
 }
 
 // GetDesktopRequest addresses a computer's desktop.
@@ -624,7 +790,7 @@ type GetDesktopRequest struct {
 
 func (x *GetDesktopRequest) Reset() {
 	*x = GetDesktopRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[10]
+	mi := &file_smcp_v1_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +802,7 @@ func (x *GetDesktopRequest) String() string {
 func (*GetDesktopRequest) ProtoMessage() {}
 
 func (x *GetDesktopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[10]
+	mi := &file_smcp_v1_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +815,7 @@ func (x *GetDesktopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDesktopRequest.ProtoReflect.Descriptor instead.
 func (*GetDesktopRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{10}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetDesktopRequest) GetOfficeId() string {
@@ -691,7 +857,7 @@ type GetDesktopResponse struct {
 
 func (x *GetDesktopResponse) Reset() {
 	*x = GetDesktopResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[11]
+	mi := &file_smcp_v1_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -703,7 +869,7 @@ func (x *GetDesktopResponse) String() string {
 func (*GetDesktopResponse) ProtoMessage() {}
 
 func (x *GetDesktopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[11]
+	mi := &file_smcp_v1_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -716,7 +882,7 @@ func (x *GetDesktopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDesktopResponse.ProtoReflect.Descriptor instead.
 func (*GetDesktopResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{11}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetDesktopResponse) GetDesktops() []string {
@@ -747,7 +913,7 @@ type GetFinderRequest struct {
 
 func (x *GetFinderRequest) Reset() {
 	*x = GetFinderRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[12]
+	mi := &file_smcp_v1_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +925,7 @@ func (x *GetFinderRequest) String() string {
 func (*GetFinderRequest) ProtoMessage() {}
 
 func (x *GetFinderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[12]
+	mi := &file_smcp_v1_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +938,7 @@ func (x *GetFinderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFinderRequest.ProtoReflect.Descriptor instead.
 func (*GetFinderRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{12}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetFinderRequest) GetOfficeId() string {
@@ -830,7 +996,7 @@ type GetFinderResponse struct {
 
 func (x *GetFinderResponse) Reset() {
 	*x = GetFinderResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[13]
+	mi := &file_smcp_v1_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -842,7 +1008,7 @@ func (x *GetFinderResponse) String() string {
 func (*GetFinderResponse) ProtoMessage() {}
 
 func (x *GetFinderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[13]
+	mi := &file_smcp_v1_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -855,7 +1021,7 @@ func (x *GetFinderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFinderResponse.ProtoReflect.Descriptor instead.
 func (*GetFinderResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{13}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetFinderResponse) GetDocuments() []*DPEDocumentSummary {
@@ -887,7 +1053,7 @@ type ReadResourceRequest struct {
 
 func (x *ReadResourceRequest) Reset() {
 	*x = ReadResourceRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[14]
+	mi := &file_smcp_v1_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -899,7 +1065,7 @@ func (x *ReadResourceRequest) String() string {
 func (*ReadResourceRequest) ProtoMessage() {}
 
 func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[14]
+	mi := &file_smcp_v1_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -912,7 +1078,7 @@ func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadResourceRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{14}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ReadResourceRequest) GetOfficeId() string {
@@ -947,7 +1113,7 @@ type ReadResourceResponse struct {
 
 func (x *ReadResourceResponse) Reset() {
 	*x = ReadResourceResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[15]
+	mi := &file_smcp_v1_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -959,7 +1125,7 @@ func (x *ReadResourceResponse) String() string {
 func (*ReadResourceResponse) ProtoMessage() {}
 
 func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[15]
+	mi := &file_smcp_v1_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -972,7 +1138,7 @@ func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadResourceResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{15}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReadResourceResponse) GetContents() []*ResourceContents {
@@ -993,7 +1159,7 @@ type WatchOfficeRequest struct {
 
 func (x *WatchOfficeRequest) Reset() {
 	*x = WatchOfficeRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[16]
+	mi := &file_smcp_v1_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1005,7 +1171,7 @@ func (x *WatchOfficeRequest) String() string {
 func (*WatchOfficeRequest) ProtoMessage() {}
 
 func (x *WatchOfficeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[16]
+	mi := &file_smcp_v1_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1018,7 +1184,7 @@ func (x *WatchOfficeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchOfficeRequest.ProtoReflect.Descriptor instead.
 func (*WatchOfficeRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{16}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WatchOfficeRequest) GetOfficeId() string {
@@ -1056,7 +1222,7 @@ type WatchOfficeResponse struct {
 
 func (x *WatchOfficeResponse) Reset() {
 	*x = WatchOfficeResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[17]
+	mi := &file_smcp_v1_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1068,7 +1234,7 @@ func (x *WatchOfficeResponse) String() string {
 func (*WatchOfficeResponse) ProtoMessage() {}
 
 func (x *WatchOfficeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[17]
+	mi := &file_smcp_v1_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1081,7 +1247,7 @@ func (x *WatchOfficeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchOfficeResponse.ProtoReflect.Descriptor instead.
 func (*WatchOfficeResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{17}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *WatchOfficeResponse) GetEvent() string {
@@ -1246,7 +1412,7 @@ type ListOfficesRequest struct {
 
 func (x *ListOfficesRequest) Reset() {
 	*x = ListOfficesRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[18]
+	mi := &file_smcp_v1_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1258,7 +1424,7 @@ func (x *ListOfficesRequest) String() string {
 func (*ListOfficesRequest) ProtoMessage() {}
 
 func (x *ListOfficesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[18]
+	mi := &file_smcp_v1_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1271,21 +1437,23 @@ func (x *ListOfficesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOfficesRequest.ProtoReflect.Descriptor instead.
 func (*ListOfficesRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{18}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{21}
 }
 
 // ListOfficesResponse lists offices by office id.
 type ListOfficesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The offices, sorted by office_id.
-	Offices       []*OfficeSummary `protobuf:"bytes,1,rep,name=offices,proto3" json:"offices,omitempty"`
+	Offices []*OfficeSummary `protobuf:"bytes,1,rep,name=offices,proto3" json:"offices,omitempty"`
+	// The caller's key is an operator key: it may call EvictAgent.
+	Operator      bool `protobuf:"varint,2,opt,name=operator,proto3" json:"operator,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListOfficesResponse) Reset() {
 	*x = ListOfficesResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[19]
+	mi := &file_smcp_v1_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1297,7 +1465,7 @@ func (x *ListOfficesResponse) String() string {
 func (*ListOfficesResponse) ProtoMessage() {}
 
 func (x *ListOfficesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[19]
+	mi := &file_smcp_v1_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1310,7 +1478,7 @@ func (x *ListOfficesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOfficesResponse.ProtoReflect.Descriptor instead.
 func (*ListOfficesResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{19}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListOfficesResponse) GetOffices() []*OfficeSummary {
@@ -1318,6 +1486,13 @@ func (x *ListOfficesResponse) GetOffices() []*OfficeSummary {
 		return x.Offices
 	}
 	return nil
+}
+
+func (x *ListOfficesResponse) GetOperator() bool {
+	if x != nil {
+		return x.Operator
+	}
+	return false
 }
 
 // OfficeSummary is one office and who is in it.
@@ -1342,7 +1517,7 @@ type OfficeSummary struct {
 
 func (x *OfficeSummary) Reset() {
 	*x = OfficeSummary{}
-	mi := &file_smcp_v1_service_proto_msgTypes[20]
+	mi := &file_smcp_v1_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1354,7 +1529,7 @@ func (x *OfficeSummary) String() string {
 func (*OfficeSummary) ProtoMessage() {}
 
 func (x *OfficeSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[20]
+	mi := &file_smcp_v1_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1367,7 +1542,7 @@ func (x *OfficeSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OfficeSummary.ProtoReflect.Descriptor instead.
 func (*OfficeSummary) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{20}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *OfficeSummary) GetOfficeId() string {
@@ -1422,7 +1597,7 @@ type GetResourcesRequest struct {
 
 func (x *GetResourcesRequest) Reset() {
 	*x = GetResourcesRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[21]
+	mi := &file_smcp_v1_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1434,7 +1609,7 @@ func (x *GetResourcesRequest) String() string {
 func (*GetResourcesRequest) ProtoMessage() {}
 
 func (x *GetResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[21]
+	mi := &file_smcp_v1_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1447,7 +1622,7 @@ func (x *GetResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourcesRequest.ProtoReflect.Descriptor instead.
 func (*GetResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{21}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetResourcesRequest) GetOfficeId() string {
@@ -1491,7 +1666,7 @@ type GetResourcesResponse struct {
 
 func (x *GetResourcesResponse) Reset() {
 	*x = GetResourcesResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[22]
+	mi := &file_smcp_v1_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1503,7 +1678,7 @@ func (x *GetResourcesResponse) String() string {
 func (*GetResourcesResponse) ProtoMessage() {}
 
 func (x *GetResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[22]
+	mi := &file_smcp_v1_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1516,7 +1691,7 @@ func (x *GetResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourcesResponse.ProtoReflect.Descriptor instead.
 func (*GetResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{22}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetResourcesResponse) GetResources() []*structpb.Struct {
@@ -1546,7 +1721,7 @@ type GetSkillsRequest struct {
 
 func (x *GetSkillsRequest) Reset() {
 	*x = GetSkillsRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[23]
+	mi := &file_smcp_v1_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +1733,7 @@ func (x *GetSkillsRequest) String() string {
 func (*GetSkillsRequest) ProtoMessage() {}
 
 func (x *GetSkillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[23]
+	mi := &file_smcp_v1_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +1746,7 @@ func (x *GetSkillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillsRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillsRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{23}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetSkillsRequest) GetOfficeId() string {
@@ -1599,7 +1774,7 @@ type GetSkillsResponse struct {
 
 func (x *GetSkillsResponse) Reset() {
 	*x = GetSkillsResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[24]
+	mi := &file_smcp_v1_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1611,7 +1786,7 @@ func (x *GetSkillsResponse) String() string {
 func (*GetSkillsResponse) ProtoMessage() {}
 
 func (x *GetSkillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[24]
+	mi := &file_smcp_v1_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1624,7 +1799,7 @@ func (x *GetSkillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillsResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillsResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{24}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetSkillsResponse) GetSkills() []*A2CSkillRef {
@@ -1652,7 +1827,7 @@ type GetSkillRequest struct {
 
 func (x *GetSkillRequest) Reset() {
 	*x = GetSkillRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[25]
+	mi := &file_smcp_v1_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1664,7 +1839,7 @@ func (x *GetSkillRequest) String() string {
 func (*GetSkillRequest) ProtoMessage() {}
 
 func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[25]
+	mi := &file_smcp_v1_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1677,7 +1852,7 @@ func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{25}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetSkillRequest) GetOfficeId() string {
@@ -1732,7 +1907,7 @@ type GetSkillResponse struct {
 
 func (x *GetSkillResponse) Reset() {
 	*x = GetSkillResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[26]
+	mi := &file_smcp_v1_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1744,7 +1919,7 @@ func (x *GetSkillResponse) String() string {
 func (*GetSkillResponse) ProtoMessage() {}
 
 func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[26]
+	mi := &file_smcp_v1_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1757,7 +1932,7 @@ func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{26}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetSkillResponse) GetName() string {
@@ -1827,7 +2002,7 @@ type ReadBlobRequest struct {
 
 func (x *ReadBlobRequest) Reset() {
 	*x = ReadBlobRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[27]
+	mi := &file_smcp_v1_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1839,7 +2014,7 @@ func (x *ReadBlobRequest) String() string {
 func (*ReadBlobRequest) ProtoMessage() {}
 
 func (x *ReadBlobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[27]
+	mi := &file_smcp_v1_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1852,7 +2027,7 @@ func (x *ReadBlobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadBlobRequest.ProtoReflect.Descriptor instead.
 func (*ReadBlobRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{27}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReadBlobRequest) GetOfficeId() string {
@@ -1905,7 +2080,7 @@ type ReadBlobResponse struct {
 
 func (x *ReadBlobResponse) Reset() {
 	*x = ReadBlobResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[28]
+	mi := &file_smcp_v1_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1917,7 +2092,7 @@ func (x *ReadBlobResponse) String() string {
 func (*ReadBlobResponse) ProtoMessage() {}
 
 func (x *ReadBlobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[28]
+	mi := &file_smcp_v1_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1930,7 +2105,7 @@ func (x *ReadBlobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadBlobResponse.ProtoReflect.Descriptor instead.
 func (*ReadBlobResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{28}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReadBlobResponse) GetData() []byte {
@@ -1991,7 +2166,7 @@ type PutBlobRequest struct {
 
 func (x *PutBlobRequest) Reset() {
 	*x = PutBlobRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[29]
+	mi := &file_smcp_v1_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2003,7 +2178,7 @@ func (x *PutBlobRequest) String() string {
 func (*PutBlobRequest) ProtoMessage() {}
 
 func (x *PutBlobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[29]
+	mi := &file_smcp_v1_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2016,7 +2191,7 @@ func (x *PutBlobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBlobRequest.ProtoReflect.Descriptor instead.
 func (*PutBlobRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{29}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PutBlobRequest) GetPart() isPutBlobRequest_Part {
@@ -2082,7 +2257,7 @@ type PutBlobHeader struct {
 
 func (x *PutBlobHeader) Reset() {
 	*x = PutBlobHeader{}
-	mi := &file_smcp_v1_service_proto_msgTypes[30]
+	mi := &file_smcp_v1_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2094,7 +2269,7 @@ func (x *PutBlobHeader) String() string {
 func (*PutBlobHeader) ProtoMessage() {}
 
 func (x *PutBlobHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[30]
+	mi := &file_smcp_v1_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2107,7 +2282,7 @@ func (x *PutBlobHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBlobHeader.ProtoReflect.Descriptor instead.
 func (*PutBlobHeader) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{30}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PutBlobHeader) GetOfficeId() string {
@@ -2162,7 +2337,7 @@ type PutBlobResponse struct {
 
 func (x *PutBlobResponse) Reset() {
 	*x = PutBlobResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[31]
+	mi := &file_smcp_v1_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2174,7 +2349,7 @@ func (x *PutBlobResponse) String() string {
 func (*PutBlobResponse) ProtoMessage() {}
 
 func (x *PutBlobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[31]
+	mi := &file_smcp_v1_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2187,7 +2362,7 @@ func (x *PutBlobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBlobResponse.ProtoReflect.Descriptor instead.
 func (*PutBlobResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{31}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PutBlobResponse) GetLandingPath() string {
@@ -2222,7 +2397,17 @@ var File_smcp_v1_service_proto protoreflect.FileDescriptor
 
 const file_smcp_v1_service_proto_rawDesc = "" +
 	"\n" +
-	"\x15smcp/v1/service.proto\x12\asmcp.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x14smcp/v1/events.proto\x1a\x13smcp/v1/types.proto\"/\n" +
+	"\x15smcp/v1/service.proto\x12\asmcp.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x14smcp/v1/events.proto\x1a\x13smcp/v1/types.proto\"1\n" +
+	"\x11EvictAgentRequest\x12\x1c\n" +
+	"\toffice_id\x18\x01 \x01(\tR\toffice_id\"C\n" +
+	"\x12EvictAgentResponse\x12-\n" +
+	"\aholders\x18\x01 \x03(\v2\x13.smcp.v1.SeatHolderR\aholders\"b\n" +
+	"\n" +
+	"SeatHolder\x12\x14\n" +
+	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x14\n" +
+	"\x05front\x18\x02 \x01(\tR\x05front\x12\x14\n" +
+	"\x05since\x18\x03 \x01(\tR\x05since\x12\x12\n" +
+	"\x04node\x18\x04 \x01(\tR\x04node\"/\n" +
 	"\x0fListRoomRequest\x12\x1c\n" +
 	"\toffice_id\x18\x01 \x01(\tR\toffice_id\"l\n" +
 	"\x10ListRoomResponse\x120\n" +
@@ -2302,9 +2487,10 @@ const file_smcp_v1_service_proto_rawDesc = "" +
 	"\x0eoffice_version\x18\n" +
 	" \x01(\tR\x0eoffice_versionB\x0e\n" +
 	"\fnotification\"\x14\n" +
-	"\x12ListOfficesRequest\"G\n" +
+	"\x12ListOfficesRequest\"c\n" +
 	"\x13ListOfficesResponse\x120\n" +
-	"\aoffices\x18\x01 \x03(\v2\x16.smcp.v1.OfficeSummaryR\aoffices\"\x99\x01\n" +
+	"\aoffices\x18\x01 \x03(\v2\x16.smcp.v1.OfficeSummaryR\aoffices\x12\x1a\n" +
+	"\boperator\x18\x02 \x01(\bR\boperator\"\x99\x01\n" +
 	"\rOfficeSummary\x12\x1c\n" +
 	"\toffice_id\x18\x01 \x01(\tR\toffice_id\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x1c\n" +
@@ -2381,7 +2567,7 @@ const file_smcp_v1_service_proto_rawDesc = "" +
 	"total_size\x18\x02 \x01(\x03R\n" +
 	"total_size\x12\x16\n" +
 	"\x06sha256\x18\x03 \x01(\tR\x06sha256\x12\x1c\n" +
-	"\tupload_id\x18\x04 \x01(\tR\tupload_id2\xc9\b\n" +
+	"\tupload_id\x18\x04 \x01(\tR\tupload_id2\x92\t\n" +
 	"\fAgentService\x12A\n" +
 	"\bListRoom\x12\x18.smcp.v1.ListRoomRequest\x1a\x19.smcp.v1.ListRoomResponse\"\x00\x12A\n" +
 	"\bGetTools\x12\x18.smcp.v1.GetToolsRequest\x1a\x19.smcp.v1.GetToolsResponse\"\x00\x12D\n" +
@@ -2398,7 +2584,9 @@ const file_smcp_v1_service_proto_rawDesc = "" +
 	"\tGetSkills\x12\x19.smcp.v1.GetSkillsRequest\x1a\x1a.smcp.v1.GetSkillsResponse\"\x00\x12A\n" +
 	"\bGetSkill\x12\x18.smcp.v1.GetSkillRequest\x1a\x19.smcp.v1.GetSkillResponse\"\x00\x12C\n" +
 	"\bReadBlob\x12\x18.smcp.v1.ReadBlobRequest\x1a\x19.smcp.v1.ReadBlobResponse\"\x000\x01\x12@\n" +
-	"\aPutBlob\x12\x17.smcp.v1.PutBlobRequest\x1a\x18.smcp.v1.PutBlobResponse\"\x00(\x01B3Z1github.com/smcpgw/smcp-gateway/gen/smcp/v1;smcpv1b\x06proto3"
+	"\aPutBlob\x12\x17.smcp.v1.PutBlobRequest\x1a\x18.smcp.v1.PutBlobResponse\"\x00(\x01\x12G\n" +
+	"\n" +
+	"EvictAgent\x12\x1a.smcp.v1.EvictAgentRequest\x1a\x1b.smcp.v1.EvictAgentResponse\"\x00B3Z1github.com/smcpgw/smcp-gateway/gen/smcp/v1;smcpv1b\x06proto3"
 
 var (
 	file_smcp_v1_service_proto_rawDescOnce sync.Once
@@ -2412,112 +2600,118 @@ func file_smcp_v1_service_proto_rawDescGZIP() []byte {
 	return file_smcp_v1_service_proto_rawDescData
 }
 
-var file_smcp_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_smcp_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_smcp_v1_service_proto_goTypes = []any{
-	(*ListRoomRequest)(nil),         // 0: smcp.v1.ListRoomRequest
-	(*ListRoomResponse)(nil),        // 1: smcp.v1.ListRoomResponse
-	(*GetToolsRequest)(nil),         // 2: smcp.v1.GetToolsRequest
-	(*GetToolsResponse)(nil),        // 3: smcp.v1.GetToolsResponse
-	(*GetConfigRequest)(nil),        // 4: smcp.v1.GetConfigRequest
-	(*GetConfigResponse)(nil),       // 5: smcp.v1.GetConfigResponse
-	(*CallToolRequest)(nil),         // 6: smcp.v1.CallToolRequest
-	(*CallToolResponse)(nil),        // 7: smcp.v1.CallToolResponse
-	(*CancelToolCallRequest)(nil),   // 8: smcp.v1.CancelToolCallRequest
-	(*CancelToolCallResponse)(nil),  // 9: smcp.v1.CancelToolCallResponse
-	(*GetDesktopRequest)(nil),       // 10: smcp.v1.GetDesktopRequest
-	(*GetDesktopResponse)(nil),      // 11: smcp.v1.GetDesktopResponse
-	(*GetFinderRequest)(nil),        // 12: smcp.v1.GetFinderRequest
-	(*GetFinderResponse)(nil),       // 13: smcp.v1.GetFinderResponse
-	(*ReadResourceRequest)(nil),     // 14: smcp.v1.ReadResourceRequest
-	(*ReadResourceResponse)(nil),    // 15: smcp.v1.ReadResourceResponse
-	(*WatchOfficeRequest)(nil),      // 16: smcp.v1.WatchOfficeRequest
-	(*WatchOfficeResponse)(nil),     // 17: smcp.v1.WatchOfficeResponse
-	(*ListOfficesRequest)(nil),      // 18: smcp.v1.ListOfficesRequest
-	(*ListOfficesResponse)(nil),     // 19: smcp.v1.ListOfficesResponse
-	(*OfficeSummary)(nil),           // 20: smcp.v1.OfficeSummary
-	(*GetResourcesRequest)(nil),     // 21: smcp.v1.GetResourcesRequest
-	(*GetResourcesResponse)(nil),    // 22: smcp.v1.GetResourcesResponse
-	(*GetSkillsRequest)(nil),        // 23: smcp.v1.GetSkillsRequest
-	(*GetSkillsResponse)(nil),       // 24: smcp.v1.GetSkillsResponse
-	(*GetSkillRequest)(nil),         // 25: smcp.v1.GetSkillRequest
-	(*GetSkillResponse)(nil),        // 26: smcp.v1.GetSkillResponse
-	(*ReadBlobRequest)(nil),         // 27: smcp.v1.ReadBlobRequest
-	(*ReadBlobResponse)(nil),        // 28: smcp.v1.ReadBlobResponse
-	(*PutBlobRequest)(nil),          // 29: smcp.v1.PutBlobRequest
-	(*PutBlobHeader)(nil),           // 30: smcp.v1.PutBlobHeader
-	(*PutBlobResponse)(nil),         // 31: smcp.v1.PutBlobResponse
-	nil,                             // 32: smcp.v1.GetConfigResponse.ServersEntry
-	(*SessionInfo)(nil),             // 33: smcp.v1.SessionInfo
-	(*SMCPTool)(nil),                // 34: smcp.v1.SMCPTool
-	(*MCPServerInput)(nil),          // 35: smcp.v1.MCPServerInput
-	(*structpb.Struct)(nil),         // 36: google.protobuf.Struct
-	(*CallToolResult)(nil),          // 37: smcp.v1.CallToolResult
-	(*DPEDocumentSummary)(nil),      // 38: smcp.v1.DPEDocumentSummary
-	(*ResourceContents)(nil),        // 39: smcp.v1.ResourceContents
-	(*EnterOfficeNotification)(nil), // 40: smcp.v1.EnterOfficeNotification
-	(*LeaveOfficeNotification)(nil), // 41: smcp.v1.LeaveOfficeNotification
-	(*UpdateComputerConfigReq)(nil), // 42: smcp.v1.UpdateComputerConfigReq
-	(*AgentCallData)(nil),           // 43: smcp.v1.AgentCallData
-	(*A2CSkillRef)(nil),             // 44: smcp.v1.A2CSkillRef
-	(*MCPServerConfig)(nil),         // 45: smcp.v1.MCPServerConfig
+	(*EvictAgentRequest)(nil),       // 0: smcp.v1.EvictAgentRequest
+	(*EvictAgentResponse)(nil),      // 1: smcp.v1.EvictAgentResponse
+	(*SeatHolder)(nil),              // 2: smcp.v1.SeatHolder
+	(*ListRoomRequest)(nil),         // 3: smcp.v1.ListRoomRequest
+	(*ListRoomResponse)(nil),        // 4: smcp.v1.ListRoomResponse
+	(*GetToolsRequest)(nil),         // 5: smcp.v1.GetToolsRequest
+	(*GetToolsResponse)(nil),        // 6: smcp.v1.GetToolsResponse
+	(*GetConfigRequest)(nil),        // 7: smcp.v1.GetConfigRequest
+	(*GetConfigResponse)(nil),       // 8: smcp.v1.GetConfigResponse
+	(*CallToolRequest)(nil),         // 9: smcp.v1.CallToolRequest
+	(*CallToolResponse)(nil),        // 10: smcp.v1.CallToolResponse
+	(*CancelToolCallRequest)(nil),   // 11: smcp.v1.CancelToolCallRequest
+	(*CancelToolCallResponse)(nil),  // 12: smcp.v1.CancelToolCallResponse
+	(*GetDesktopRequest)(nil),       // 13: smcp.v1.GetDesktopRequest
+	(*GetDesktopResponse)(nil),      // 14: smcp.v1.GetDesktopResponse
+	(*GetFinderRequest)(nil),        // 15: smcp.v1.GetFinderRequest
+	(*GetFinderResponse)(nil),       // 16: smcp.v1.GetFinderResponse
+	(*ReadResourceRequest)(nil),     // 17: smcp.v1.ReadResourceRequest
+	(*ReadResourceResponse)(nil),    // 18: smcp.v1.ReadResourceResponse
+	(*WatchOfficeRequest)(nil),      // 19: smcp.v1.WatchOfficeRequest
+	(*WatchOfficeResponse)(nil),     // 20: smcp.v1.WatchOfficeResponse
+	(*ListOfficesRequest)(nil),      // 21: smcp.v1.ListOfficesRequest
+	(*ListOfficesResponse)(nil),     // 22: smcp.v1.ListOfficesResponse
+	(*OfficeSummary)(nil),           // 23: smcp.v1.OfficeSummary
+	(*GetResourcesRequest)(nil),     // 24: smcp.v1.GetResourcesRequest
+	(*GetResourcesResponse)(nil),    // 25: smcp.v1.GetResourcesResponse
+	(*GetSkillsRequest)(nil),        // 26: smcp.v1.GetSkillsRequest
+	(*GetSkillsResponse)(nil),       // 27: smcp.v1.GetSkillsResponse
+	(*GetSkillRequest)(nil),         // 28: smcp.v1.GetSkillRequest
+	(*GetSkillResponse)(nil),        // 29: smcp.v1.GetSkillResponse
+	(*ReadBlobRequest)(nil),         // 30: smcp.v1.ReadBlobRequest
+	(*ReadBlobResponse)(nil),        // 31: smcp.v1.ReadBlobResponse
+	(*PutBlobRequest)(nil),          // 32: smcp.v1.PutBlobRequest
+	(*PutBlobHeader)(nil),           // 33: smcp.v1.PutBlobHeader
+	(*PutBlobResponse)(nil),         // 34: smcp.v1.PutBlobResponse
+	nil,                             // 35: smcp.v1.GetConfigResponse.ServersEntry
+	(*SessionInfo)(nil),             // 36: smcp.v1.SessionInfo
+	(*SMCPTool)(nil),                // 37: smcp.v1.SMCPTool
+	(*MCPServerInput)(nil),          // 38: smcp.v1.MCPServerInput
+	(*structpb.Struct)(nil),         // 39: google.protobuf.Struct
+	(*CallToolResult)(nil),          // 40: smcp.v1.CallToolResult
+	(*DPEDocumentSummary)(nil),      // 41: smcp.v1.DPEDocumentSummary
+	(*ResourceContents)(nil),        // 42: smcp.v1.ResourceContents
+	(*EnterOfficeNotification)(nil), // 43: smcp.v1.EnterOfficeNotification
+	(*LeaveOfficeNotification)(nil), // 44: smcp.v1.LeaveOfficeNotification
+	(*UpdateComputerConfigReq)(nil), // 45: smcp.v1.UpdateComputerConfigReq
+	(*AgentCallData)(nil),           // 46: smcp.v1.AgentCallData
+	(*A2CSkillRef)(nil),             // 47: smcp.v1.A2CSkillRef
+	(*MCPServerConfig)(nil),         // 48: smcp.v1.MCPServerConfig
 }
 var file_smcp_v1_service_proto_depIdxs = []int32{
-	33, // 0: smcp.v1.ListRoomResponse.sessions:type_name -> smcp.v1.SessionInfo
-	34, // 1: smcp.v1.GetToolsResponse.tools:type_name -> smcp.v1.SMCPTool
-	32, // 2: smcp.v1.GetConfigResponse.servers:type_name -> smcp.v1.GetConfigResponse.ServersEntry
-	35, // 3: smcp.v1.GetConfigResponse.inputs:type_name -> smcp.v1.MCPServerInput
-	36, // 4: smcp.v1.CallToolRequest.params:type_name -> google.protobuf.Struct
-	37, // 5: smcp.v1.CallToolResponse.result:type_name -> smcp.v1.CallToolResult
-	38, // 6: smcp.v1.GetFinderResponse.documents:type_name -> smcp.v1.DPEDocumentSummary
-	39, // 7: smcp.v1.ReadResourceResponse.contents:type_name -> smcp.v1.ResourceContents
-	40, // 8: smcp.v1.WatchOfficeResponse.enter_office:type_name -> smcp.v1.EnterOfficeNotification
-	41, // 9: smcp.v1.WatchOfficeResponse.leave_office:type_name -> smcp.v1.LeaveOfficeNotification
-	42, // 10: smcp.v1.WatchOfficeResponse.update_config:type_name -> smcp.v1.UpdateComputerConfigReq
-	42, // 11: smcp.v1.WatchOfficeResponse.update_tool_list:type_name -> smcp.v1.UpdateComputerConfigReq
-	42, // 12: smcp.v1.WatchOfficeResponse.update_desktop:type_name -> smcp.v1.UpdateComputerConfigReq
-	42, // 13: smcp.v1.WatchOfficeResponse.update_finder:type_name -> smcp.v1.UpdateComputerConfigReq
-	43, // 14: smcp.v1.WatchOfficeResponse.tool_call_cancel:type_name -> smcp.v1.AgentCallData
-	42, // 15: smcp.v1.WatchOfficeResponse.update_skills:type_name -> smcp.v1.UpdateComputerConfigReq
-	20, // 16: smcp.v1.ListOfficesResponse.offices:type_name -> smcp.v1.OfficeSummary
-	36, // 17: smcp.v1.GetResourcesResponse.resources:type_name -> google.protobuf.Struct
-	44, // 18: smcp.v1.GetSkillsResponse.skills:type_name -> smcp.v1.A2CSkillRef
-	30, // 19: smcp.v1.PutBlobRequest.header:type_name -> smcp.v1.PutBlobHeader
-	45, // 20: smcp.v1.GetConfigResponse.ServersEntry.value:type_name -> smcp.v1.MCPServerConfig
-	0,  // 21: smcp.v1.AgentService.ListRoom:input_type -> smcp.v1.ListRoomRequest
-	2,  // 22: smcp.v1.AgentService.GetTools:input_type -> smcp.v1.GetToolsRequest
-	4,  // 23: smcp.v1.AgentService.GetConfig:input_type -> smcp.v1.GetConfigRequest
-	6,  // 24: smcp.v1.AgentService.CallTool:input_type -> smcp.v1.CallToolRequest
-	8,  // 25: smcp.v1.AgentService.CancelToolCall:input_type -> smcp.v1.CancelToolCallRequest
-	10, // 26: smcp.v1.AgentService.GetDesktop:input_type -> smcp.v1.GetDesktopRequest
-	12, // 27: smcp.v1.AgentService.GetFinder:input_type -> smcp.v1.GetFinderRequest
-	14, // 28: smcp.v1.AgentService.ReadResource:input_type -> smcp.v1.ReadResourceRequest
-	16, // 29: smcp.v1.AgentService.WatchOffice:input_type -> smcp.v1.WatchOfficeRequest
-	18, // 30: smcp.v1.AgentService.ListOffices:input_type -> smcp.v1.ListOfficesRequest
-	21, // 31: smcp.v1.AgentService.GetResources:input_type -> smcp.v1.GetResourcesRequest
-	23, // 32: smcp.v1.AgentService.GetSkills:input_type -> smcp.v1.GetSkillsRequest
-	25, // 33: smcp.v1.AgentService.GetSkill:input_type -> smcp.v1.GetSkillRequest
-	27, // 34: smcp.v1.AgentService.ReadBlob:input_type -> smcp.v1.ReadBlobRequest
-	29, // 35: smcp.v1.AgentService.PutBlob:input_type -> smcp.v1.PutBlobRequest
-	1,  // 36: smcp.v1.AgentService.ListRoom:output_type -> smcp.v1.ListRoomResponse
-	3,  // 37: smcp.v1.AgentService.GetTools:output_type -> smcp.v1.GetToolsResponse
-	5,  // 38: smcp.v1.AgentService.GetConfig:output_type -> smcp.v1.GetConfigResponse
-	7,  // 39: smcp.v1.AgentService.CallTool:output_type -> smcp.v1.CallToolResponse
-	9,  // 40: smcp.v1.AgentService.CancelToolCall:output_type -> smcp.v1.CancelToolCallResponse
-	11, // 41: smcp.v1.AgentService.GetDesktop:output_type -> smcp.v1.GetDesktopResponse
-	13, // 42: smcp.v1.AgentService.GetFinder:output_type -> smcp.v1.GetFinderResponse
-	15, // 43: smcp.v1.AgentService.ReadResource:output_type -> smcp.v1.ReadResourceResponse
-	17, // 44: smcp.v1.AgentService.WatchOffice:output_type -> smcp.v1.WatchOfficeResponse
-	19, // 45: smcp.v1.AgentService.ListOffices:output_type -> smcp.v1.ListOfficesResponse
-	22, // 46: smcp.v1.AgentService.GetResources:output_type -> smcp.v1.GetResourcesResponse
-	24, // 47: smcp.v1.AgentService.GetSkills:output_type -> smcp.v1.GetSkillsResponse
-	26, // 48: smcp.v1.AgentService.GetSkill:output_type -> smcp.v1.GetSkillResponse
-	28, // 49: smcp.v1.AgentService.ReadBlob:output_type -> smcp.v1.ReadBlobResponse
-	31, // 50: smcp.v1.AgentService.PutBlob:output_type -> smcp.v1.PutBlobResponse
-	36, // [36:51] is the sub-list for method output_type
-	21, // [21:36] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	2,  // 0: smcp.v1.EvictAgentResponse.holders:type_name -> smcp.v1.SeatHolder
+	36, // 1: smcp.v1.ListRoomResponse.sessions:type_name -> smcp.v1.SessionInfo
+	37, // 2: smcp.v1.GetToolsResponse.tools:type_name -> smcp.v1.SMCPTool
+	35, // 3: smcp.v1.GetConfigResponse.servers:type_name -> smcp.v1.GetConfigResponse.ServersEntry
+	38, // 4: smcp.v1.GetConfigResponse.inputs:type_name -> smcp.v1.MCPServerInput
+	39, // 5: smcp.v1.CallToolRequest.params:type_name -> google.protobuf.Struct
+	40, // 6: smcp.v1.CallToolResponse.result:type_name -> smcp.v1.CallToolResult
+	41, // 7: smcp.v1.GetFinderResponse.documents:type_name -> smcp.v1.DPEDocumentSummary
+	42, // 8: smcp.v1.ReadResourceResponse.contents:type_name -> smcp.v1.ResourceContents
+	43, // 9: smcp.v1.WatchOfficeResponse.enter_office:type_name -> smcp.v1.EnterOfficeNotification
+	44, // 10: smcp.v1.WatchOfficeResponse.leave_office:type_name -> smcp.v1.LeaveOfficeNotification
+	45, // 11: smcp.v1.WatchOfficeResponse.update_config:type_name -> smcp.v1.UpdateComputerConfigReq
+	45, // 12: smcp.v1.WatchOfficeResponse.update_tool_list:type_name -> smcp.v1.UpdateComputerConfigReq
+	45, // 13: smcp.v1.WatchOfficeResponse.update_desktop:type_name -> smcp.v1.UpdateComputerConfigReq
+	45, // 14: smcp.v1.WatchOfficeResponse.update_finder:type_name -> smcp.v1.UpdateComputerConfigReq
+	46, // 15: smcp.v1.WatchOfficeResponse.tool_call_cancel:type_name -> smcp.v1.AgentCallData
+	45, // 16: smcp.v1.WatchOfficeResponse.update_skills:type_name -> smcp.v1.UpdateComputerConfigReq
+	23, // 17: smcp.v1.ListOfficesResponse.offices:type_name -> smcp.v1.OfficeSummary
+	39, // 18: smcp.v1.GetResourcesResponse.resources:type_name -> google.protobuf.Struct
+	47, // 19: smcp.v1.GetSkillsResponse.skills:type_name -> smcp.v1.A2CSkillRef
+	33, // 20: smcp.v1.PutBlobRequest.header:type_name -> smcp.v1.PutBlobHeader
+	48, // 21: smcp.v1.GetConfigResponse.ServersEntry.value:type_name -> smcp.v1.MCPServerConfig
+	3,  // 22: smcp.v1.AgentService.ListRoom:input_type -> smcp.v1.ListRoomRequest
+	5,  // 23: smcp.v1.AgentService.GetTools:input_type -> smcp.v1.GetToolsRequest
+	7,  // 24: smcp.v1.AgentService.GetConfig:input_type -> smcp.v1.GetConfigRequest
+	9,  // 25: smcp.v1.AgentService.CallTool:input_type -> smcp.v1.CallToolRequest
+	11, // 26: smcp.v1.AgentService.CancelToolCall:input_type -> smcp.v1.CancelToolCallRequest
+	13, // 27: smcp.v1.AgentService.GetDesktop:input_type -> smcp.v1.GetDesktopRequest
+	15, // 28: smcp.v1.AgentService.GetFinder:input_type -> smcp.v1.GetFinderRequest
+	17, // 29: smcp.v1.AgentService.ReadResource:input_type -> smcp.v1.ReadResourceRequest
+	19, // 30: smcp.v1.AgentService.WatchOffice:input_type -> smcp.v1.WatchOfficeRequest
+	21, // 31: smcp.v1.AgentService.ListOffices:input_type -> smcp.v1.ListOfficesRequest
+	24, // 32: smcp.v1.AgentService.GetResources:input_type -> smcp.v1.GetResourcesRequest
+	26, // 33: smcp.v1.AgentService.GetSkills:input_type -> smcp.v1.GetSkillsRequest
+	28, // 34: smcp.v1.AgentService.GetSkill:input_type -> smcp.v1.GetSkillRequest
+	30, // 35: smcp.v1.AgentService.ReadBlob:input_type -> smcp.v1.ReadBlobRequest
+	32, // 36: smcp.v1.AgentService.PutBlob:input_type -> smcp.v1.PutBlobRequest
+	0,  // 37: smcp.v1.AgentService.EvictAgent:input_type -> smcp.v1.EvictAgentRequest
+	4,  // 38: smcp.v1.AgentService.ListRoom:output_type -> smcp.v1.ListRoomResponse
+	6,  // 39: smcp.v1.AgentService.GetTools:output_type -> smcp.v1.GetToolsResponse
+	8,  // 40: smcp.v1.AgentService.GetConfig:output_type -> smcp.v1.GetConfigResponse
+	10, // 41: smcp.v1.AgentService.CallTool:output_type -> smcp.v1.CallToolResponse
+	12, // 42: smcp.v1.AgentService.CancelToolCall:output_type -> smcp.v1.CancelToolCallResponse
+	14, // 43: smcp.v1.AgentService.GetDesktop:output_type -> smcp.v1.GetDesktopResponse
+	16, // 44: smcp.v1.AgentService.GetFinder:output_type -> smcp.v1.GetFinderResponse
+	18, // 45: smcp.v1.AgentService.ReadResource:output_type -> smcp.v1.ReadResourceResponse
+	20, // 46: smcp.v1.AgentService.WatchOffice:output_type -> smcp.v1.WatchOfficeResponse
+	22, // 47: smcp.v1.AgentService.ListOffices:output_type -> smcp.v1.ListOfficesResponse
+	25, // 48: smcp.v1.AgentService.GetResources:output_type -> smcp.v1.GetResourcesResponse
+	27, // 49: smcp.v1.AgentService.GetSkills:output_type -> smcp.v1.GetSkillsResponse
+	29, // 50: smcp.v1.AgentService.GetSkill:output_type -> smcp.v1.GetSkillResponse
+	31, // 51: smcp.v1.AgentService.ReadBlob:output_type -> smcp.v1.ReadBlobResponse
+	34, // 52: smcp.v1.AgentService.PutBlob:output_type -> smcp.v1.PutBlobResponse
+	1,  // 53: smcp.v1.AgentService.EvictAgent:output_type -> smcp.v1.EvictAgentResponse
+	38, // [38:54] is the sub-list for method output_type
+	22, // [22:38] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_smcp_v1_service_proto_init() }
@@ -2527,9 +2721,9 @@ func file_smcp_v1_service_proto_init() {
 	}
 	file_smcp_v1_events_proto_init()
 	file_smcp_v1_types_proto_init()
-	file_smcp_v1_service_proto_msgTypes[10].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[12].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[17].OneofWrappers = []any{
+	file_smcp_v1_service_proto_msgTypes[13].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[15].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[20].OneofWrappers = []any{
 		(*WatchOfficeResponse_EnterOffice)(nil),
 		(*WatchOfficeResponse_LeaveOffice)(nil),
 		(*WatchOfficeResponse_UpdateConfig)(nil),
@@ -2539,23 +2733,23 @@ func file_smcp_v1_service_proto_init() {
 		(*WatchOfficeResponse_ToolCallCancel)(nil),
 		(*WatchOfficeResponse_UpdateSkills)(nil),
 	}
-	file_smcp_v1_service_proto_msgTypes[21].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[22].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[24].OneofWrappers = []any{}
 	file_smcp_v1_service_proto_msgTypes[25].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[26].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[27].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[29].OneofWrappers = []any{
+	file_smcp_v1_service_proto_msgTypes[28].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[29].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[30].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[32].OneofWrappers = []any{
 		(*PutBlobRequest_Header)(nil),
 		(*PutBlobRequest_Data)(nil),
 	}
-	file_smcp_v1_service_proto_msgTypes[30].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[33].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smcp_v1_service_proto_rawDesc), len(file_smcp_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

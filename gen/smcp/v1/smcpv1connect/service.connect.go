@@ -68,6 +68,8 @@ const (
 	AgentServiceReadBlobProcedure = "/smcp.v1.AgentService/ReadBlob"
 	// AgentServicePutBlobProcedure is the fully-qualified name of the AgentService's PutBlob RPC.
 	AgentServicePutBlobProcedure = "/smcp.v1.AgentService/PutBlob"
+	// AgentServiceEvictAgentProcedure is the fully-qualified name of the AgentService's EvictAgent RPC.
+	AgentServiceEvictAgentProcedure = "/smcp.v1.AgentService/EvictAgent"
 )
 
 // AgentServiceClient is a client for the smcp.v1.AgentService service.
@@ -131,6 +133,13 @@ type AgentServiceClient interface {
 	// file's path, with the size and SHA-256 the computer recomputed (which the
 	// gateway checks against the header and against what it forwarded).
 	PutBlob(context.Context) (*connect.ClientStreamForClientSimple[v1.PutBlobRequest, v1.PutBlobResponse], error)
+	// EvictAgent frees an office's agent seat, whoever holds it and on
+	// whichever node of a cluster: a Socket.IO agent is told it left and is
+	// disconnected, a WatchOffice stream holding the seat ends with ABORTED
+	// ("seat evicted by operator ..."), an MCP session holding it is closed.
+	// Only an operator key (an API key with no roles, offices or name scope)
+	// may: any other caller gets PERMISSION_DENIED. The seat is free at once.
+	EvictAgent(context.Context, *v1.EvictAgentRequest) (*v1.EvictAgentResponse, error)
 }
 
 // NewAgentServiceClient constructs a client for the smcp.v1.AgentService service. By default, it
@@ -234,6 +243,12 @@ func NewAgentServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(agentServiceMethods.ByName("PutBlob")),
 			connect.WithClientOptions(opts...),
 		),
+		evictAgent: connect.NewClient[v1.EvictAgentRequest, v1.EvictAgentResponse](
+			httpClient,
+			baseURL+AgentServiceEvictAgentProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("EvictAgent")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -254,6 +269,7 @@ type agentServiceClient struct {
 	getSkill       *connect.Client[v1.GetSkillRequest, v1.GetSkillResponse]
 	readBlob       *connect.Client[v1.ReadBlobRequest, v1.ReadBlobResponse]
 	putBlob        *connect.Client[v1.PutBlobRequest, v1.PutBlobResponse]
+	evictAgent     *connect.Client[v1.EvictAgentRequest, v1.EvictAgentResponse]
 }
 
 // ListRoom calls smcp.v1.AgentService.ListRoom.
@@ -379,6 +395,15 @@ func (c *agentServiceClient) PutBlob(ctx context.Context) (*connect.ClientStream
 	return c.putBlob.CallClientStreamSimple(ctx)
 }
 
+// EvictAgent calls smcp.v1.AgentService.EvictAgent.
+func (c *agentServiceClient) EvictAgent(ctx context.Context, req *v1.EvictAgentRequest) (*v1.EvictAgentResponse, error) {
+	response, err := c.evictAgent.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // AgentServiceHandler is an implementation of the smcp.v1.AgentService service.
 type AgentServiceHandler interface {
 	// ListRoom lists the members of an office.
@@ -440,6 +465,13 @@ type AgentServiceHandler interface {
 	// file's path, with the size and SHA-256 the computer recomputed (which the
 	// gateway checks against the header and against what it forwarded).
 	PutBlob(context.Context, *connect.ClientStream[v1.PutBlobRequest]) (*v1.PutBlobResponse, error)
+	// EvictAgent frees an office's agent seat, whoever holds it and on
+	// whichever node of a cluster: a Socket.IO agent is told it left and is
+	// disconnected, a WatchOffice stream holding the seat ends with ABORTED
+	// ("seat evicted by operator ..."), an MCP session holding it is closed.
+	// Only an operator key (an API key with no roles, offices or name scope)
+	// may: any other caller gets PERMISSION_DENIED. The seat is free at once.
+	EvictAgent(context.Context, *v1.EvictAgentRequest) (*v1.EvictAgentResponse, error)
 }
 
 // NewAgentServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -539,6 +571,12 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(agentServiceMethods.ByName("PutBlob")),
 		connect.WithHandlerOptions(opts...),
 	)
+	agentServiceEvictAgentHandler := connect.NewUnaryHandlerSimple(
+		AgentServiceEvictAgentProcedure,
+		svc.EvictAgent,
+		connect.WithSchema(agentServiceMethods.ByName("EvictAgent")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/smcp.v1.AgentService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AgentServiceListRoomProcedure:
@@ -571,6 +609,8 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 			agentServiceReadBlobHandler.ServeHTTP(w, r)
 		case AgentServicePutBlobProcedure:
 			agentServicePutBlobHandler.ServeHTTP(w, r)
+		case AgentServiceEvictAgentProcedure:
+			agentServiceEvictAgentHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -638,4 +678,8 @@ func (UnimplementedAgentServiceHandler) ReadBlob(context.Context, *v1.ReadBlobRe
 
 func (UnimplementedAgentServiceHandler) PutBlob(context.Context, *connect.ClientStream[v1.PutBlobRequest]) (*v1.PutBlobResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("smcp.v1.AgentService.PutBlob is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) EvictAgent(context.Context, *v1.EvictAgentRequest) (*v1.EvictAgentResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("smcp.v1.AgentService.EvictAgent is not implemented"))
 }

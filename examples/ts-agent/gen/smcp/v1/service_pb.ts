@@ -15,7 +15,91 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file smcp/v1/service.proto.
  */
 export const file_smcp_v1_service: GenFile = /*@__PURE__*/
-  fileDesc("ChVzbWNwL3YxL3NlcnZpY2UucHJvdG8SB3NtY3AudjEiLwoPTGlzdFJvb21SZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkImIKEExpc3RSb29tUmVzcG9uc2USJgoIc2Vzc2lvbnMYASADKAsyFC5zbWNwLnYxLlNlc3Npb25JbmZvEiYKDm9mZmljZV92ZXJzaW9uGAIgASgJUg5vZmZpY2VfdmVyc2lvbiJBCg9HZXRUb29sc1JlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkiNAoQR2V0VG9vbHNSZXNwb25zZRIgCgV0b29scxgBIAMoCzIRLnNtY3AudjEuU01DUFRvb2wiQgoQR2V0Q29uZmlnUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCSLAAQoRR2V0Q29uZmlnUmVzcG9uc2USOAoHc2VydmVycxgBIAMoCzInLnNtY3AudjEuR2V0Q29uZmlnUmVzcG9uc2UuU2VydmVyc0VudHJ5EicKBmlucHV0cxgCIAMoCzIXLnNtY3AudjEuTUNQU2VydmVySW5wdXQaSAoMU2VydmVyc0VudHJ5EgsKA2tleRgBIAEoCRInCgV2YWx1ZRgCIAEoCzIYLnNtY3AudjEuTUNQU2VydmVyQ29uZmlnOgI4ASLTAQoPQ2FsbFRvb2xSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEhwKCXRvb2xfbmFtZRgDIAEoCVIJdG9vbF9uYW1lEicKBnBhcmFtcxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHdGltZW91dBgFIAEoBRIWCgZyZXFfaWQYBiABKAlSBnJlcV9pZBIgCgtwYXJhbXNfanNvbhgHIAEoDFILcGFyYW1zX2pzb24idQoQQ2FsbFRvb2xSZXNwb25zZRInCgZyZXN1bHQYASABKAsyFy5zbWNwLnYxLkNhbGxUb29sUmVzdWx0EhYKBnJlcV9pZBgCIAEoCVIGcmVxX2lkEiAKC3Jlc3VsdF9qc29uGAMgASgMUgtyZXN1bHRfanNvbiJNChVDYW5jZWxUb29sQ2FsbFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQiGAoWQ2FuY2VsVG9vbENhbGxSZXNwb25zZSKdAQoRR2V0RGVza3RvcFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSJwoMZGVza3RvcF9zaXplGAMgASgFSABSDGRlc2t0b3Bfc2l6ZYgBARITCgZ3aW5kb3cYBCABKAlIAYgBAUIPCg1fZGVza3RvcF9zaXplQgkKB193aW5kb3ciJgoSR2V0RGVza3RvcFJlc3BvbnNlEhAKCGRlc2t0b3BzGAEgAygJIsMBChBHZXRGaW5kZXJSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEhAKCGtleXdvcmRzGAMgAygJEiEKCWZpbGVfdHlwZRgEIAEoCUgAUglmaWxlX3R5cGWIAQESEwoGb2Zmc2V0GAUgASgFSAGIAQESEgoFbGltaXQYBiABKAVIAogBAUIMCgpfZmlsZV90eXBlQgkKB19vZmZzZXRCCAoGX2xpbWl0ImUKEUdldEZpbmRlclJlc3BvbnNlEi4KCWRvY3VtZW50cxgBIAMoCzIbLnNtY3AudjEuRFBFRG9jdW1lbnRTdW1tYXJ5EiAKC3RvdGFsX2NvdW50GAIgASgFUgt0b3RhbF9jb3VudCJSChNSZWFkUmVzb3VyY2VSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEgsKA3VyaRgDIAEoCSJDChRSZWFkUmVzb3VyY2VSZXNwb25zZRIrCghjb250ZW50cxgBIAMoCzIZLnNtY3AudjEuUmVzb3VyY2VDb250ZW50cyIyChJXYXRjaE9mZmljZVJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQirAUKE1dhdGNoT2ZmaWNlUmVzcG9uc2USDQoFZXZlbnQYASABKAkSRgoMZW50ZXJfb2ZmaWNlGAIgASgLMiAuc21jcC52MS5FbnRlck9mZmljZU5vdGlmaWNhdGlvbkgAUgxlbnRlcl9vZmZpY2USRgoMbGVhdmVfb2ZmaWNlGAMgASgLMiAuc21jcC52MS5MZWF2ZU9mZmljZU5vdGlmaWNhdGlvbkgAUgxsZWF2ZV9vZmZpY2USSAoNdXBkYXRlX2NvbmZpZxgEIAEoCzIgLnNtY3AudjEuVXBkYXRlQ29tcHV0ZXJDb25maWdSZXFIAFINdXBkYXRlX2NvbmZpZxJOChB1cGRhdGVfdG9vbF9saXN0GAUgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUhB1cGRhdGVfdG9vbF9saXN0EkoKDnVwZGF0ZV9kZXNrdG9wGAYgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUg51cGRhdGVfZGVza3RvcBJICg11cGRhdGVfZmluZGVyGAcgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUg11cGRhdGVfZmluZGVyEkQKEHRvb2xfY2FsbF9jYW5jZWwYCCABKAsyFi5zbWNwLnYxLkFnZW50Q2FsbERhdGFIAFIQdG9vbF9jYWxsX2NhbmNlbBJICg11cGRhdGVfc2tpbGxzGAkgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUg11cGRhdGVfc2tpbGxzEiYKDm9mZmljZV92ZXJzaW9uGAogASgJUg5vZmZpY2VfdmVyc2lvbkIOCgxub3RpZmljYXRpb24iFAoSTGlzdE9mZmljZXNSZXF1ZXN0Ij4KE0xpc3RPZmZpY2VzUmVzcG9uc2USJwoHb2ZmaWNlcxgBIAMoCzIWLnNtY3AudjEuT2ZmaWNlU3VtbWFyeSJ+Cg1PZmZpY2VTdW1tYXJ5EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEg0KBWFnZW50GAIgASgJEhwKCXJwY19hZ2VudBgDIAEoCVIJcnBjX2FnZW50EhEKCWNvbXB1dGVycxgEIAMoCRIPCgd2ZXJzaW9uGAUgASgJIoUBChNHZXRSZXNvdXJjZXNSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEh4KCm1jcF9zZXJ2ZXIYAyABKAlSCm1jcF9zZXJ2ZXISEwoGY3Vyc29yGAQgASgJSACIAQFCCQoHX2N1cnNvciJ5ChRHZXRSZXNvdXJjZXNSZXNwb25zZRIqCglyZXNvdXJjZXMYASADKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiUKC25leHRfY3Vyc29yGAIgASgJSABSC25leHRfY3Vyc29yiAEBQg4KDF9uZXh0X2N1cnNvciJCChBHZXRTa2lsbHNSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJIjkKEUdldFNraWxsc1Jlc3BvbnNlEiQKBnNraWxscxgBIAMoCzIULnNtY3AudjEuQTJDU2tpbGxSZWYifQoPR2V0U2tpbGxSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEgwKBG5hbWUYAyABKAkSHwoIcmVsX3BhdGgYBCABKAlIAFIIcmVsX3BhdGiIAQFCCwoJX3JlbF9wYXRoIt0BChBHZXRTa2lsbFJlc3BvbnNlEgwKBG5hbWUYASABKAkSGgoIcmVsX3BhdGgYAiABKAlSCHJlbF9wYXRoEhwKCW1pbWVfdHlwZRgDIAEoCVIJbWltZV90eXBlEh4KCnRvdGFsX3NpemUYBCABKANSCnRvdGFsX3NpemUSDgoGc2hhMjU2GAUgASgJEhEKBGJvZHkYBiABKAlIAIgBARIlCgtibG9iX2hhbmRsZRgHIAEoCUgBUgtibG9iX2hhbmRsZYgBAUIHCgVfYm9keUIOCgxfYmxvYl9oYW5kbGUipgEKD1JlYWRCbG9iUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCRIgCgtibG9iX2hhbmRsZRgDIAEoCVILYmxvYl9oYW5kbGUSLQoPbWF4X2NodW5rX2J5dGVzGAQgASgDSABSD21heF9jaHVua19ieXRlc4gBAUISChBfbWF4X2NodW5rX2J5dGVzIp8BChBSZWFkQmxvYlJlc3BvbnNlEgwKBGRhdGEYASABKAwSIgoMY2h1bmtfb2Zmc2V0GAIgASgDUgxjaHVua19vZmZzZXQSHgoKdG90YWxfc2l6ZRgDIAEoA1IKdG90YWxfc2l6ZRIOCgZzaGEyNTYYBCABKAkSHAoJbWltZV90eXBlGAUgASgJUgltaW1lX3R5cGUSCwoDZW9mGAYgASgIIlIKDlB1dEJsb2JSZXF1ZXN0EigKBmhlYWRlchgBIAEoCzIWLnNtY3AudjEuUHV0QmxvYkhlYWRlckgAEg4KBGRhdGEYAiABKAxIAEIGCgRwYXJ0IqABCg1QdXRCbG9iSGVhZGVyEhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEh4KCnRvdGFsX3NpemUYAyABKANSCnRvdGFsX3NpemUSDgoGc2hhMjU2GAQgASgJEiEKCW5hbWVfaGludBgFIAEoCUgAUgluYW1lX2hpbnSIAQFCDAoKX25hbWVfaGludCKDAQoPUHV0QmxvYlJlc3BvbnNlEiIKDGxhbmRpbmdfcGF0aBgBIAEoCVIMbGFuZGluZ19wYXRoEh4KCnRvdGFsX3NpemUYAiABKANSCnRvdGFsX3NpemUSDgoGc2hhMjU2GAMgASgJEhwKCXVwbG9hZF9pZBgEIAEoCVIJdXBsb2FkX2lkMskICgxBZ2VudFNlcnZpY2USQQoITGlzdFJvb20SGC5zbWNwLnYxLkxpc3RSb29tUmVxdWVzdBoZLnNtY3AudjEuTGlzdFJvb21SZXNwb25zZSIAEkEKCEdldFRvb2xzEhguc21jcC52MS5HZXRUb29sc1JlcXVlc3QaGS5zbWNwLnYxLkdldFRvb2xzUmVzcG9uc2UiABJECglHZXRDb25maWcSGS5zbWNwLnYxLkdldENvbmZpZ1JlcXVlc3QaGi5zbWNwLnYxLkdldENvbmZpZ1Jlc3BvbnNlIgASQQoIQ2FsbFRvb2wSGC5zbWNwLnYxLkNhbGxUb29sUmVxdWVzdBoZLnNtY3AudjEuQ2FsbFRvb2xSZXNwb25zZSIAElMKDkNhbmNlbFRvb2xDYWxsEh4uc21jcC52MS5DYW5jZWxUb29sQ2FsbFJlcXVlc3QaHy5zbWNwLnYxLkNhbmNlbFRvb2xDYWxsUmVzcG9uc2UiABJHCgpHZXREZXNrdG9wEhouc21jcC52MS5HZXREZXNrdG9wUmVxdWVzdBobLnNtY3AudjEuR2V0RGVza3RvcFJlc3BvbnNlIgASRAoJR2V0RmluZGVyEhkuc21jcC52MS5HZXRGaW5kZXJSZXF1ZXN0Ghouc21jcC52MS5HZXRGaW5kZXJSZXNwb25zZSIAEk0KDFJlYWRSZXNvdXJjZRIcLnNtY3AudjEuUmVhZFJlc291cmNlUmVxdWVzdBodLnNtY3AudjEuUmVhZFJlc291cmNlUmVzcG9uc2UiABJMCgtXYXRjaE9mZmljZRIbLnNtY3AudjEuV2F0Y2hPZmZpY2VSZXF1ZXN0Ghwuc21jcC52MS5XYXRjaE9mZmljZVJlc3BvbnNlIgAwARJKCgtMaXN0T2ZmaWNlcxIbLnNtY3AudjEuTGlzdE9mZmljZXNSZXF1ZXN0Ghwuc21jcC52MS5MaXN0T2ZmaWNlc1Jlc3BvbnNlIgASTQoMR2V0UmVzb3VyY2VzEhwuc21jcC52MS5HZXRSZXNvdXJjZXNSZXF1ZXN0Gh0uc21jcC52MS5HZXRSZXNvdXJjZXNSZXNwb25zZSIAEkQKCUdldFNraWxscxIZLnNtY3AudjEuR2V0U2tpbGxzUmVxdWVzdBoaLnNtY3AudjEuR2V0U2tpbGxzUmVzcG9uc2UiABJBCghHZXRTa2lsbBIYLnNtY3AudjEuR2V0U2tpbGxSZXF1ZXN0Ghkuc21jcC52MS5HZXRTa2lsbFJlc3BvbnNlIgASQwoIUmVhZEJsb2ISGC5zbWNwLnYxLlJlYWRCbG9iUmVxdWVzdBoZLnNtY3AudjEuUmVhZEJsb2JSZXNwb25zZSIAMAESQAoHUHV0QmxvYhIXLnNtY3AudjEuUHV0QmxvYlJlcXVlc3QaGC5zbWNwLnYxLlB1dEJsb2JSZXNwb25zZSIAKAFCM1oxZ2l0aHViLmNvbS9zbWNwZ3cvc21jcC1nYXRld2F5L2dlbi9zbWNwL3YxO3NtY3B2MWIGcHJvdG8z", [file_google_protobuf_struct, file_smcp_v1_events, file_smcp_v1_types]);
+  fileDesc("ChVzbWNwL3YxL3NlcnZpY2UucHJvdG8SB3NtY3AudjEiMQoRRXZpY3RBZ2VudFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQiOgoSRXZpY3RBZ2VudFJlc3BvbnNlEiQKB2hvbGRlcnMYASADKAsyEy5zbWNwLnYxLlNlYXRIb2xkZXIiRwoKU2VhdEhvbGRlchINCgVhZ2VudBgBIAEoCRINCgVmcm9udBgCIAEoCRINCgVzaW5jZRgDIAEoCRIMCgRub2RlGAQgASgJIi8KD0xpc3RSb29tUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZCJiChBMaXN0Um9vbVJlc3BvbnNlEiYKCHNlc3Npb25zGAEgAygLMhQuc21jcC52MS5TZXNzaW9uSW5mbxImCg5vZmZpY2VfdmVyc2lvbhgCIAEoCVIOb2ZmaWNlX3ZlcnNpb24iQQoPR2V0VG9vbHNSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJIjQKEEdldFRvb2xzUmVzcG9uc2USIAoFdG9vbHMYASADKAsyES5zbWNwLnYxLlNNQ1BUb29sIkIKEEdldENvbmZpZ1JlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkiwAEKEUdldENvbmZpZ1Jlc3BvbnNlEjgKB3NlcnZlcnMYASADKAsyJy5zbWNwLnYxLkdldENvbmZpZ1Jlc3BvbnNlLlNlcnZlcnNFbnRyeRInCgZpbnB1dHMYAiADKAsyFy5zbWNwLnYxLk1DUFNlcnZlcklucHV0GkgKDFNlcnZlcnNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5zbWNwLnYxLk1DUFNlcnZlckNvbmZpZzoCOAEi0wEKD0NhbGxUb29sUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCRIcCgl0b29sX25hbWUYAyABKAlSCXRvb2xfbmFtZRInCgZwYXJhbXMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB3RpbWVvdXQYBSABKAUSFgoGcmVxX2lkGAYgASgJUgZyZXFfaWQSIAoLcGFyYW1zX2pzb24YByABKAxSC3BhcmFtc19qc29uInUKEENhbGxUb29sUmVzcG9uc2USJwoGcmVzdWx0GAEgASgLMhcuc21jcC52MS5DYWxsVG9vbFJlc3VsdBIWCgZyZXFfaWQYAiABKAlSBnJlcV9pZBIgCgtyZXN1bHRfanNvbhgDIAEoDFILcmVzdWx0X2pzb24iTQoVQ2FuY2VsVG9vbENhbGxSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhYKBnJlcV9pZBgCIAEoCVIGcmVxX2lkIhgKFkNhbmNlbFRvb2xDYWxsUmVzcG9uc2UinQEKEUdldERlc2t0b3BSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEicKDGRlc2t0b3Bfc2l6ZRgDIAEoBUgAUgxkZXNrdG9wX3NpemWIAQESEwoGd2luZG93GAQgASgJSAGIAQFCDwoNX2Rlc2t0b3Bfc2l6ZUIJCgdfd2luZG93IiYKEkdldERlc2t0b3BSZXNwb25zZRIQCghkZXNrdG9wcxgBIAMoCSLDAQoQR2V0RmluZGVyUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCRIQCghrZXl3b3JkcxgDIAMoCRIhCglmaWxlX3R5cGUYBCABKAlIAFIJZmlsZV90eXBliAEBEhMKBm9mZnNldBgFIAEoBUgBiAEBEhIKBWxpbWl0GAYgASgFSAKIAQFCDAoKX2ZpbGVfdHlwZUIJCgdfb2Zmc2V0QggKBl9saW1pdCJlChFHZXRGaW5kZXJSZXNwb25zZRIuCglkb2N1bWVudHMYASADKAsyGy5zbWNwLnYxLkRQRURvY3VtZW50U3VtbWFyeRIgCgt0b3RhbF9jb3VudBgCIAEoBVILdG90YWxfY291bnQiUgoTUmVhZFJlc291cmNlUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCRILCgN1cmkYAyABKAkiQwoUUmVhZFJlc291cmNlUmVzcG9uc2USKwoIY29udGVudHMYASADKAsyGS5zbWNwLnYxLlJlc291cmNlQ29udGVudHMiMgoSV2F0Y2hPZmZpY2VSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkIqwFChNXYXRjaE9mZmljZVJlc3BvbnNlEg0KBWV2ZW50GAEgASgJEkYKDGVudGVyX29mZmljZRgCIAEoCzIgLnNtY3AudjEuRW50ZXJPZmZpY2VOb3RpZmljYXRpb25IAFIMZW50ZXJfb2ZmaWNlEkYKDGxlYXZlX29mZmljZRgDIAEoCzIgLnNtY3AudjEuTGVhdmVPZmZpY2VOb3RpZmljYXRpb25IAFIMbGVhdmVfb2ZmaWNlEkgKDXVwZGF0ZV9jb25maWcYBCABKAsyIC5zbWNwLnYxLlVwZGF0ZUNvbXB1dGVyQ29uZmlnUmVxSABSDXVwZGF0ZV9jb25maWcSTgoQdXBkYXRlX3Rvb2xfbGlzdBgFIAEoCzIgLnNtY3AudjEuVXBkYXRlQ29tcHV0ZXJDb25maWdSZXFIAFIQdXBkYXRlX3Rvb2xfbGlzdBJKCg51cGRhdGVfZGVza3RvcBgGIAEoCzIgLnNtY3AudjEuVXBkYXRlQ29tcHV0ZXJDb25maWdSZXFIAFIOdXBkYXRlX2Rlc2t0b3ASSAoNdXBkYXRlX2ZpbmRlchgHIAEoCzIgLnNtY3AudjEuVXBkYXRlQ29tcHV0ZXJDb25maWdSZXFIAFINdXBkYXRlX2ZpbmRlchJEChB0b29sX2NhbGxfY2FuY2VsGAggASgLMhYuc21jcC52MS5BZ2VudENhbGxEYXRhSABSEHRvb2xfY2FsbF9jYW5jZWwSSAoNdXBkYXRlX3NraWxscxgJIAEoCzIgLnNtY3AudjEuVXBkYXRlQ29tcHV0ZXJDb25maWdSZXFIAFINdXBkYXRlX3NraWxscxImCg5vZmZpY2VfdmVyc2lvbhgKIAEoCVIOb2ZmaWNlX3ZlcnNpb25CDgoMbm90aWZpY2F0aW9uIhQKEkxpc3RPZmZpY2VzUmVxdWVzdCJQChNMaXN0T2ZmaWNlc1Jlc3BvbnNlEicKB29mZmljZXMYASADKAsyFi5zbWNwLnYxLk9mZmljZVN1bW1hcnkSEAoIb3BlcmF0b3IYAiABKAgifgoNT2ZmaWNlU3VtbWFyeRIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBINCgVhZ2VudBgCIAEoCRIcCglycGNfYWdlbnQYAyABKAlSCXJwY19hZ2VudBIRCgljb21wdXRlcnMYBCADKAkSDwoHdmVyc2lvbhgFIAEoCSKFAQoTR2V0UmVzb3VyY2VzUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCRIeCgptY3Bfc2VydmVyGAMgASgJUgptY3Bfc2VydmVyEhMKBmN1cnNvchgEIAEoCUgAiAEBQgkKB19jdXJzb3IieQoUR2V0UmVzb3VyY2VzUmVzcG9uc2USKgoJcmVzb3VyY2VzGAEgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIlCgtuZXh0X2N1cnNvchgCIAEoCUgAUgtuZXh0X2N1cnNvcogBAUIOCgxfbmV4dF9jdXJzb3IiQgoQR2V0U2tpbGxzUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCSI5ChFHZXRTa2lsbHNSZXNwb25zZRIkCgZza2lsbHMYASADKAsyFC5zbWNwLnYxLkEyQ1NraWxsUmVmIn0KD0dldFNraWxsUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCRIMCgRuYW1lGAMgASgJEh8KCHJlbF9wYXRoGAQgASgJSABSCHJlbF9wYXRoiAEBQgsKCV9yZWxfcGF0aCLdAQoQR2V0U2tpbGxSZXNwb25zZRIMCgRuYW1lGAEgASgJEhoKCHJlbF9wYXRoGAIgASgJUghyZWxfcGF0aBIcCgltaW1lX3R5cGUYAyABKAlSCW1pbWVfdHlwZRIeCgp0b3RhbF9zaXplGAQgASgDUgp0b3RhbF9zaXplEg4KBnNoYTI1NhgFIAEoCRIRCgRib2R5GAYgASgJSACIAQESJQoLYmxvYl9oYW5kbGUYByABKAlIAVILYmxvYl9oYW5kbGWIAQFCBwoFX2JvZHlCDgoMX2Jsb2JfaGFuZGxlIqYBCg9SZWFkQmxvYlJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSIAoLYmxvYl9oYW5kbGUYAyABKAlSC2Jsb2JfaGFuZGxlEi0KD21heF9jaHVua19ieXRlcxgEIAEoA0gAUg9tYXhfY2h1bmtfYnl0ZXOIAQFCEgoQX21heF9jaHVua19ieXRlcyKfAQoQUmVhZEJsb2JSZXNwb25zZRIMCgRkYXRhGAEgASgMEiIKDGNodW5rX29mZnNldBgCIAEoA1IMY2h1bmtfb2Zmc2V0Eh4KCnRvdGFsX3NpemUYAyABKANSCnRvdGFsX3NpemUSDgoGc2hhMjU2GAQgASgJEhwKCW1pbWVfdHlwZRgFIAEoCVIJbWltZV90eXBlEgsKA2VvZhgGIAEoCCJSCg5QdXRCbG9iUmVxdWVzdBIoCgZoZWFkZXIYASABKAsyFi5zbWNwLnYxLlB1dEJsb2JIZWFkZXJIABIOCgRkYXRhGAIgASgMSABCBgoEcGFydCKgAQoNUHV0QmxvYkhlYWRlchIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCRIeCgp0b3RhbF9zaXplGAMgASgDUgp0b3RhbF9zaXplEg4KBnNoYTI1NhgEIAEoCRIhCgluYW1lX2hpbnQYBSABKAlIAFIJbmFtZV9oaW50iAEBQgwKCl9uYW1lX2hpbnQigwEKD1B1dEJsb2JSZXNwb25zZRIiCgxsYW5kaW5nX3BhdGgYASABKAlSDGxhbmRpbmdfcGF0aBIeCgp0b3RhbF9zaXplGAIgASgDUgp0b3RhbF9zaXplEg4KBnNoYTI1NhgDIAEoCRIcCgl1cGxvYWRfaWQYBCABKAlSCXVwbG9hZF9pZDKSCQoMQWdlbnRTZXJ2aWNlEkEKCExpc3RSb29tEhguc21jcC52MS5MaXN0Um9vbVJlcXVlc3QaGS5zbWNwLnYxLkxpc3RSb29tUmVzcG9uc2UiABJBCghHZXRUb29scxIYLnNtY3AudjEuR2V0VG9vbHNSZXF1ZXN0Ghkuc21jcC52MS5HZXRUb29sc1Jlc3BvbnNlIgASRAoJR2V0Q29uZmlnEhkuc21jcC52MS5HZXRDb25maWdSZXF1ZXN0Ghouc21jcC52MS5HZXRDb25maWdSZXNwb25zZSIAEkEKCENhbGxUb29sEhguc21jcC52MS5DYWxsVG9vbFJlcXVlc3QaGS5zbWNwLnYxLkNhbGxUb29sUmVzcG9uc2UiABJTCg5DYW5jZWxUb29sQ2FsbBIeLnNtY3AudjEuQ2FuY2VsVG9vbENhbGxSZXF1ZXN0Gh8uc21jcC52MS5DYW5jZWxUb29sQ2FsbFJlc3BvbnNlIgASRwoKR2V0RGVza3RvcBIaLnNtY3AudjEuR2V0RGVza3RvcFJlcXVlc3QaGy5zbWNwLnYxLkdldERlc2t0b3BSZXNwb25zZSIAEkQKCUdldEZpbmRlchIZLnNtY3AudjEuR2V0RmluZGVyUmVxdWVzdBoaLnNtY3AudjEuR2V0RmluZGVyUmVzcG9uc2UiABJNCgxSZWFkUmVzb3VyY2USHC5zbWNwLnYxLlJlYWRSZXNvdXJjZVJlcXVlc3QaHS5zbWNwLnYxLlJlYWRSZXNvdXJjZVJlc3BvbnNlIgASTAoLV2F0Y2hPZmZpY2USGy5zbWNwLnYxLldhdGNoT2ZmaWNlUmVxdWVzdBocLnNtY3AudjEuV2F0Y2hPZmZpY2VSZXNwb25zZSIAMAESSgoLTGlzdE9mZmljZXMSGy5zbWNwLnYxLkxpc3RPZmZpY2VzUmVxdWVzdBocLnNtY3AudjEuTGlzdE9mZmljZXNSZXNwb25zZSIAEk0KDEdldFJlc291cmNlcxIcLnNtY3AudjEuR2V0UmVzb3VyY2VzUmVxdWVzdBodLnNtY3AudjEuR2V0UmVzb3VyY2VzUmVzcG9uc2UiABJECglHZXRTa2lsbHMSGS5zbWNwLnYxLkdldFNraWxsc1JlcXVlc3QaGi5zbWNwLnYxLkdldFNraWxsc1Jlc3BvbnNlIgASQQoIR2V0U2tpbGwSGC5zbWNwLnYxLkdldFNraWxsUmVxdWVzdBoZLnNtY3AudjEuR2V0U2tpbGxSZXNwb25zZSIAEkMKCFJlYWRCbG9iEhguc21jcC52MS5SZWFkQmxvYlJlcXVlc3QaGS5zbWNwLnYxLlJlYWRCbG9iUmVzcG9uc2UiADABEkAKB1B1dEJsb2ISFy5zbWNwLnYxLlB1dEJsb2JSZXF1ZXN0Ghguc21jcC52MS5QdXRCbG9iUmVzcG9uc2UiACgBEkcKCkV2aWN0QWdlbnQSGi5zbWNwLnYxLkV2aWN0QWdlbnRSZXF1ZXN0Ghsuc21jcC52MS5FdmljdEFnZW50UmVzcG9uc2UiAEIzWjFnaXRodWIuY29tL3NtY3Bndy9zbWNwLWdhdGV3YXkvZ2VuL3NtY3AvdjE7c21jcHYxYgZwcm90bzM", [file_google_protobuf_struct, file_smcp_v1_events, file_smcp_v1_types]);
+
+/**
+ * EvictAgentRequest names the office whose agent seat is freed.
+ *
+ * @generated from message smcp.v1.EvictAgentRequest
+ */
+export type EvictAgentRequest = Message<"smcp.v1.EvictAgentRequest"> & {
+  /**
+   * Office whose agent is evicted.
+   *
+   * @generated from field: string office_id = 1 [json_name = "office_id"];
+   */
+  officeId: string;
+};
+
+/**
+ * Describes the message smcp.v1.EvictAgentRequest.
+ * Use `create(EvictAgentRequestSchema)` to create a new message.
+ */
+export const EvictAgentRequestSchema: GenMessage<EvictAgentRequest> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 0);
+
+/**
+ * EvictAgentResponse lists the holders of the seat that were evicted (none
+ * when the seat was free).
+ *
+ * @generated from message smcp.v1.EvictAgentResponse
+ */
+export type EvictAgentResponse = Message<"smcp.v1.EvictAgentResponse"> & {
+  /**
+   * @generated from field: repeated smcp.v1.SeatHolder holders = 1;
+   */
+  holders: SeatHolder[];
+};
+
+/**
+ * Describes the message smcp.v1.EvictAgentResponse.
+ * Use `create(EvictAgentResponseSchema)` to create a new message.
+ */
+export const EvictAgentResponseSchema: GenMessage<EvictAgentResponse> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 1);
+
+/**
+ * SeatHolder is one holder of an office's agent seat.
+ *
+ * @generated from message smcp.v1.SeatHolder
+ */
+export type SeatHolder = Message<"smcp.v1.SeatHolder"> & {
+  /**
+   * Agent name.
+   *
+   * @generated from field: string agent = 1;
+   */
+  agent: string;
+
+  /**
+   * Front end the seat was held through: "socket.io", "rpc", "mcp" or
+   * "console".
+   *
+   * @generated from field: string front = 2;
+   */
+  front: string;
+
+  /**
+   * When the holder took the seat, RFC 3339 UTC.
+   *
+   * @generated from field: string since = 3;
+   */
+  since: string;
+
+  /**
+   * Gateway node the holder was attached to (empty on a single node).
+   *
+   * @generated from field: string node = 4;
+   */
+  node: string;
+};
+
+/**
+ * Describes the message smcp.v1.SeatHolder.
+ * Use `create(SeatHolderSchema)` to create a new message.
+ */
+export const SeatHolderSchema: GenMessage<SeatHolder> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 2);
 
 /**
  * ListRoomRequest names the office to list.
@@ -36,7 +120,7 @@ export type ListRoomRequest = Message<"smcp.v1.ListRoomRequest"> & {
  * Use `create(ListRoomRequestSchema)` to create a new message.
  */
 export const ListRoomRequestSchema: GenMessage<ListRoomRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 0);
+  messageDesc(file_smcp_v1_service, 3);
 
 /**
  * ListRoomResponse lists the office's members.
@@ -65,7 +149,7 @@ export type ListRoomResponse = Message<"smcp.v1.ListRoomResponse"> & {
  * Use `create(ListRoomResponseSchema)` to create a new message.
  */
 export const ListRoomResponseSchema: GenMessage<ListRoomResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 1);
+  messageDesc(file_smcp_v1_service, 4);
 
 /**
  * GetToolsRequest addresses a computer.
@@ -93,7 +177,7 @@ export type GetToolsRequest = Message<"smcp.v1.GetToolsRequest"> & {
  * Use `create(GetToolsRequestSchema)` to create a new message.
  */
 export const GetToolsRequestSchema: GenMessage<GetToolsRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 2);
+  messageDesc(file_smcp_v1_service, 5);
 
 /**
  * GetToolsResponse lists the tools.
@@ -114,7 +198,7 @@ export type GetToolsResponse = Message<"smcp.v1.GetToolsResponse"> & {
  * Use `create(GetToolsResponseSchema)` to create a new message.
  */
 export const GetToolsResponseSchema: GenMessage<GetToolsResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 3);
+  messageDesc(file_smcp_v1_service, 6);
 
 /**
  * GetConfigRequest addresses a computer.
@@ -142,7 +226,7 @@ export type GetConfigRequest = Message<"smcp.v1.GetConfigRequest"> & {
  * Use `create(GetConfigRequestSchema)` to create a new message.
  */
 export const GetConfigRequestSchema: GenMessage<GetConfigRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 4);
+  messageDesc(file_smcp_v1_service, 7);
 
 /**
  * GetConfigResponse carries the configuration.
@@ -170,7 +254,7 @@ export type GetConfigResponse = Message<"smcp.v1.GetConfigResponse"> & {
  * Use `create(GetConfigResponseSchema)` to create a new message.
  */
 export const GetConfigResponseSchema: GenMessage<GetConfigResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 5);
+  messageDesc(file_smcp_v1_service, 8);
 
 /**
  * CallToolRequest calls one tool.
@@ -244,7 +328,7 @@ export type CallToolRequest = Message<"smcp.v1.CallToolRequest"> & {
  * Use `create(CallToolRequestSchema)` to create a new message.
  */
 export const CallToolRequestSchema: GenMessage<CallToolRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 6);
+  messageDesc(file_smcp_v1_service, 9);
 
 /**
  * CallToolResponse carries the tool's result.
@@ -284,7 +368,7 @@ export type CallToolResponse = Message<"smcp.v1.CallToolResponse"> & {
  * Use `create(CallToolResponseSchema)` to create a new message.
  */
 export const CallToolResponseSchema: GenMessage<CallToolResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 7);
+  messageDesc(file_smcp_v1_service, 10);
 
 /**
  * CancelToolCallRequest names the call to cancel.
@@ -312,7 +396,7 @@ export type CancelToolCallRequest = Message<"smcp.v1.CancelToolCallRequest"> & {
  * Use `create(CancelToolCallRequestSchema)` to create a new message.
  */
 export const CancelToolCallRequestSchema: GenMessage<CancelToolCallRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 8);
+  messageDesc(file_smcp_v1_service, 11);
 
 /**
  * CancelToolCallResponse is empty: cancellation is fire and forget.
@@ -327,7 +411,7 @@ export type CancelToolCallResponse = Message<"smcp.v1.CancelToolCallResponse"> &
  * Use `create(CancelToolCallResponseSchema)` to create a new message.
  */
 export const CancelToolCallResponseSchema: GenMessage<CancelToolCallResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 9);
+  messageDesc(file_smcp_v1_service, 12);
 
 /**
  * GetDesktopRequest addresses a computer's desktop.
@@ -369,7 +453,7 @@ export type GetDesktopRequest = Message<"smcp.v1.GetDesktopRequest"> & {
  * Use `create(GetDesktopRequestSchema)` to create a new message.
  */
 export const GetDesktopRequestSchema: GenMessage<GetDesktopRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 10);
+  messageDesc(file_smcp_v1_service, 13);
 
 /**
  * GetDesktopResponse carries the rendered windows.
@@ -390,7 +474,7 @@ export type GetDesktopResponse = Message<"smcp.v1.GetDesktopResponse"> & {
  * Use `create(GetDesktopResponseSchema)` to create a new message.
  */
 export const GetDesktopResponseSchema: GenMessage<GetDesktopResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 11);
+  messageDesc(file_smcp_v1_service, 14);
 
 /**
  * GetFinderRequest queries a computer's document catalogue.
@@ -446,7 +530,7 @@ export type GetFinderRequest = Message<"smcp.v1.GetFinderRequest"> & {
  * Use `create(GetFinderRequestSchema)` to create a new message.
  */
 export const GetFinderRequestSchema: GenMessage<GetFinderRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 12);
+  messageDesc(file_smcp_v1_service, 15);
 
 /**
  * GetFinderResponse carries one page of documents.
@@ -474,7 +558,7 @@ export type GetFinderResponse = Message<"smcp.v1.GetFinderResponse"> & {
  * Use `create(GetFinderResponseSchema)` to create a new message.
  */
 export const GetFinderResponseSchema: GenMessage<GetFinderResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 13);
+  messageDesc(file_smcp_v1_service, 16);
 
 /**
  * ReadResourceRequest reads one resource through a computer.
@@ -509,7 +593,7 @@ export type ReadResourceRequest = Message<"smcp.v1.ReadResourceRequest"> & {
  * Use `create(ReadResourceRequestSchema)` to create a new message.
  */
 export const ReadResourceRequestSchema: GenMessage<ReadResourceRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 14);
+  messageDesc(file_smcp_v1_service, 17);
 
 /**
  * ReadResourceResponse carries MCP's read result.
@@ -530,7 +614,7 @@ export type ReadResourceResponse = Message<"smcp.v1.ReadResourceResponse"> & {
  * Use `create(ReadResourceResponseSchema)` to create a new message.
  */
 export const ReadResourceResponseSchema: GenMessage<ReadResourceResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 15);
+  messageDesc(file_smcp_v1_service, 18);
 
 /**
  * WatchOfficeRequest names the office to watch.
@@ -551,7 +635,7 @@ export type WatchOfficeRequest = Message<"smcp.v1.WatchOfficeRequest"> & {
  * Use `create(WatchOfficeRequestSchema)` to create a new message.
  */
 export const WatchOfficeRequestSchema: GenMessage<WatchOfficeRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 16);
+  messageDesc(file_smcp_v1_service, 19);
 
 /**
  * WatchOfficeResponse is one notification of the office.
@@ -652,7 +736,7 @@ export type WatchOfficeResponse = Message<"smcp.v1.WatchOfficeResponse"> & {
  * Use `create(WatchOfficeResponseSchema)` to create a new message.
  */
 export const WatchOfficeResponseSchema: GenMessage<WatchOfficeResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 17);
+  messageDesc(file_smcp_v1_service, 20);
 
 /**
  * ListOfficesRequest is empty: the key decides which offices are listed.
@@ -667,7 +751,7 @@ export type ListOfficesRequest = Message<"smcp.v1.ListOfficesRequest"> & {
  * Use `create(ListOfficesRequestSchema)` to create a new message.
  */
 export const ListOfficesRequestSchema: GenMessage<ListOfficesRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 18);
+  messageDesc(file_smcp_v1_service, 21);
 
 /**
  * ListOfficesResponse lists offices by office id.
@@ -681,6 +765,13 @@ export type ListOfficesResponse = Message<"smcp.v1.ListOfficesResponse"> & {
    * @generated from field: repeated smcp.v1.OfficeSummary offices = 1;
    */
   offices: OfficeSummary[];
+
+  /**
+   * The caller's key is an operator key: it may call EvictAgent.
+   *
+   * @generated from field: bool operator = 2;
+   */
+  operator: boolean;
 };
 
 /**
@@ -688,7 +779,7 @@ export type ListOfficesResponse = Message<"smcp.v1.ListOfficesResponse"> & {
  * Use `create(ListOfficesResponseSchema)` to create a new message.
  */
 export const ListOfficesResponseSchema: GenMessage<ListOfficesResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 19);
+  messageDesc(file_smcp_v1_service, 22);
 
 /**
  * OfficeSummary is one office and who is in it.
@@ -740,7 +831,7 @@ export type OfficeSummary = Message<"smcp.v1.OfficeSummary"> & {
  * Use `create(OfficeSummarySchema)` to create a new message.
  */
 export const OfficeSummarySchema: GenMessage<OfficeSummary> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 20);
+  messageDesc(file_smcp_v1_service, 23);
 
 /**
  * GetResourcesRequest lists the resources of one MCP server of a computer.
@@ -782,7 +873,7 @@ export type GetResourcesRequest = Message<"smcp.v1.GetResourcesRequest"> & {
  * Use `create(GetResourcesRequestSchema)` to create a new message.
  */
 export const GetResourcesRequestSchema: GenMessage<GetResourcesRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 21);
+  messageDesc(file_smcp_v1_service, 24);
 
 /**
  * GetResourcesResponse is one page of MCP resources/list, unfiltered.
@@ -810,7 +901,7 @@ export type GetResourcesResponse = Message<"smcp.v1.GetResourcesResponse"> & {
  * Use `create(GetResourcesResponseSchema)` to create a new message.
  */
 export const GetResourcesResponseSchema: GenMessage<GetResourcesResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 22);
+  messageDesc(file_smcp_v1_service, 25);
 
 /**
  * GetSkillsRequest addresses a computer.
@@ -838,7 +929,7 @@ export type GetSkillsRequest = Message<"smcp.v1.GetSkillsRequest"> & {
  * Use `create(GetSkillsRequestSchema)` to create a new message.
  */
 export const GetSkillsRequestSchema: GenMessage<GetSkillsRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 23);
+  messageDesc(file_smcp_v1_service, 26);
 
 /**
  * GetSkillsResponse lists the available skills in the computer's order.
@@ -859,7 +950,7 @@ export type GetSkillsResponse = Message<"smcp.v1.GetSkillsResponse"> & {
  * Use `create(GetSkillsResponseSchema)` to create a new message.
  */
 export const GetSkillsResponseSchema: GenMessage<GetSkillsResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 24);
+  messageDesc(file_smcp_v1_service, 27);
 
 /**
  * GetSkillRequest reads one file of a skill.
@@ -902,7 +993,7 @@ export type GetSkillRequest = Message<"smcp.v1.GetSkillRequest"> & {
  * Use `create(GetSkillRequestSchema)` to create a new message.
  */
 export const GetSkillRequestSchema: GenMessage<GetSkillRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 25);
+  messageDesc(file_smcp_v1_service, 28);
 
 /**
  * GetSkillResponse is the computer's answer: exactly one of body and
@@ -966,7 +1057,7 @@ export type GetSkillResponse = Message<"smcp.v1.GetSkillResponse"> & {
  * Use `create(GetSkillResponseSchema)` to create a new message.
  */
 export const GetSkillResponseSchema: GenMessage<GetSkillResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 26);
+  messageDesc(file_smcp_v1_service, 29);
 
 /**
  * ReadBlobRequest names the blob to read.
@@ -1009,7 +1100,7 @@ export type ReadBlobRequest = Message<"smcp.v1.ReadBlobRequest"> & {
  * Use `create(ReadBlobRequestSchema)` to create a new message.
  */
 export const ReadBlobRequestSchema: GenMessage<ReadBlobRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 27);
+  messageDesc(file_smcp_v1_service, 30);
 
 /**
  * ReadBlobResponse is one chunk of the blob.
@@ -1066,7 +1157,7 @@ export type ReadBlobResponse = Message<"smcp.v1.ReadBlobResponse"> & {
  * Use `create(ReadBlobResponseSchema)` to create a new message.
  */
 export const ReadBlobResponseSchema: GenMessage<ReadBlobResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 28);
+  messageDesc(file_smcp_v1_service, 31);
 
 /**
  * PutBlobRequest is one message of an upload: the header first, then data.
@@ -1104,7 +1195,7 @@ export type PutBlobRequest = Message<"smcp.v1.PutBlobRequest"> & {
  * Use `create(PutBlobRequestSchema)` to create a new message.
  */
 export const PutBlobRequestSchema: GenMessage<PutBlobRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 29);
+  messageDesc(file_smcp_v1_service, 32);
 
 /**
  * PutBlobHeader declares an upload.
@@ -1153,7 +1244,7 @@ export type PutBlobHeader = Message<"smcp.v1.PutBlobHeader"> & {
  * Use `create(PutBlobHeaderSchema)` to create a new message.
  */
 export const PutBlobHeaderSchema: GenMessage<PutBlobHeader> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 30);
+  messageDesc(file_smcp_v1_service, 33);
 
 /**
  * PutBlobResponse describes the landed file.
@@ -1195,7 +1286,7 @@ export type PutBlobResponse = Message<"smcp.v1.PutBlobResponse"> & {
  * Use `create(PutBlobResponseSchema)` to create a new message.
  */
 export const PutBlobResponseSchema: GenMessage<PutBlobResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 31);
+  messageDesc(file_smcp_v1_service, 34);
 
 /**
  * AgentService is the typed agent API of the gateway, served with Connect,
@@ -1399,6 +1490,21 @@ export const AgentService: GenService<{
     methodKind: "client_streaming";
     input: typeof PutBlobRequestSchema;
     output: typeof PutBlobResponseSchema;
+  },
+  /**
+   * EvictAgent frees an office's agent seat, whoever holds it and on
+   * whichever node of a cluster: a Socket.IO agent is told it left and is
+   * disconnected, a WatchOffice stream holding the seat ends with ABORTED
+   * ("seat evicted by operator ..."), an MCP session holding it is closed.
+   * Only an operator key (an API key with no roles, offices or name scope)
+   * may: any other caller gets PERMISSION_DENIED. The seat is free at once.
+   *
+   * @generated from rpc smcp.v1.AgentService.EvictAgent
+   */
+  evictAgent: {
+    methodKind: "unary";
+    input: typeof EvictAgentRequestSchema;
+    output: typeof EvictAgentResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_smcp_v1_service, 0);
