@@ -56,6 +56,10 @@ type Link struct {
 	err      error
 }
 
+// Transport names the link's Engine.IO transport now: "polling" from the
+// handshake until the upgrade, "websocket" after it.
+func (l *Link) Transport() string { return l.Conn().Transport() }
+
 // Connect dials the gateway, registers the client: handlers and joins the
 // office. The join is repeated by the connection after every reconnect;
 // with fallback nodes, on the node the link fails over to. Handlers run in

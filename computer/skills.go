@@ -200,7 +200,7 @@ func (c *Computer) handleGetBlob(_ context.Context, req *smcpv1.GetBlobReq) (any
 	if err != nil {
 		return nil, err
 	}
-	ret.ReqID = req.GetReqId()
+	ret.ReqId = req.GetReqId()
 	return ret, nil
 }
 

@@ -73,7 +73,26 @@ type Options struct {
 	// Version is the a2c_version sent at the handshake, which picks the
 	// profile the connection speaks (default smcp.ProtocolVersion, 0.2).
 	Version string
+	// Transports the client uses, in order: the first opens the session,
+	// the others are upgrades. Default TransportsPollingFirst, as the
+	// official socket.io-client and as PROTOCOL-0.4.md §2 asks;
+	// TransportsWebSocketOnly skips the long-polling handshake.
+	Transports []string
 }
+
+// Transport names, the Engine.IO ones.
+const (
+	TransportPolling   = "polling"
+	TransportWebSocket = "websocket"
+)
+
+var (
+	// TransportsPollingFirst opens with HTTP long-polling and upgrades to
+	// WebSocket when the server offers it (the default).
+	TransportsPollingFirst = []string{TransportPolling, TransportWebSocket}
+	// TransportsWebSocketOnly opens a WebSocket directly.
+	TransportsWebSocketOnly = []string{TransportWebSocket}
+)
 
 // Client is one connection to the /smcp namespace.
 type Client struct {
@@ -138,10 +157,11 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 	mopts.SetReconnection(!o.NoReconnect)
 	mopts.SetReconnectionDelay(float64(o.ReconnectDelay.Milliseconds()))
 	mopts.SetReconnectionDelayMax(float64(maxReconnectDelay.Milliseconds()))
-	// WebSocket only, and explicitly: the library otherwise picks the first
-	// transport at random, and its polling transport (v3.0.1) stalls after
-	// the first POST. Browsers and Node clients use polling fine.
-	mopts.SetTransports(types.NewSet[transports.TransportCtor](transports.WebSocket))
+	ctors, err := transportCtors(o.Transports)
+	if err != nil {
+		return nil, err
+	}
+	mopts.SetTransports(ctors)
 	// No permessage-deflate offer. The WebSocket library (gorilla) offers
 	// both no_context_takeover flags and refuses any answer that does not
 	// repeat both ("invalid compression negotiation"), while RFC 7692 lets
@@ -220,6 +240,26 @@ func Rotate(urls []string, last string) (first string, rest []string) {
 		out = append(out, urls[(start+i)%len(urls)])
 	}
 	return out[0], out[1:]
+}
+
+// transportCtors maps transport names to the engine's constructors (its
+// patched socket orders them polling first, whatever the set's order).
+func transportCtors(names []string) (*types.Set[transports.TransportCtor], error) {
+	if len(names) == 0 {
+		names = TransportsPollingFirst
+	}
+	set := types.NewSet[transports.TransportCtor]()
+	for _, n := range names {
+		switch n {
+		case TransportPolling:
+			set.Add(transports.Polling)
+		case TransportWebSocket:
+			set.Add(transports.WebSocket)
+		default:
+			return nil, fmt.Errorf("sioclient: unknown transport %q (want %q or %q)", n, TransportPolling, TransportWebSocket)
+		}
+	}
+	return set, nil
 }
 
 var errAttemptTimeout = errors.New("no namespace connect in time")
@@ -374,6 +414,20 @@ func (c *Client) URL() string { return c.opts.URL }
 
 // ID is the current Socket.IO session id ("" while disconnected).
 func (c *Client) ID() string { return c.sock.Id() }
+
+// Transport names the Engine.IO transport in use now: "polling" until the
+// upgrade, "websocket" after it ("polling" for good if the server refuses
+// WebSocket), "" before the first connection.
+func (c *Client) Transport() string {
+	e := c.manager.Engine()
+	if e == nil {
+		return ""
+	}
+	if t := e.Transport(); t != nil {
+		return t.Name()
+	}
+	return ""
+}
 
 // Connected reports whether the client is connected now.
 func (c *Client) Connected() bool { return c.sock.Connected() }

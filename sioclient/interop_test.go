@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/config"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -114,6 +116,17 @@ func TestComputerJoinsPythonSocketIO(t *testing.T) {
 				t.Fatalf("join the python-socketio server on %s: %v", mode, err)
 			}
 			defer l.Close()
+			// The session opened as socket.io-client opens it: a
+			// long-polling GET carrying a2c_version; the CONNECT's auth
+			// has no role (the key goes in the header here).
+			conn, _ := py.next(t, 10*time.Second)["connect"].(map[string]any)
+			q, err := url.ParseQuery(fmt.Sprint(conn["query"]))
+			if err != nil || conn["method"] != "GET" || q.Get("transport") != "polling" || q.Get("a2c_version") == "" || q.Get("sid") != "" {
+				t.Errorf("the session's first request: %v", conn)
+			}
+			if auth, _ := conn["auth"].(map[string]any); auth["role"] != nil {
+				t.Errorf("auth carries a role: %v", auth)
+			}
 			joined := py.next(t, 10*time.Second)
 			j, _ := joined["joined"].(map[string]any)
 			if j["role"] != "computer" || j["name"] != "pc" || j["office_id"] != "py-office" {
@@ -131,6 +144,12 @@ func TestComputerJoinsPythonSocketIO(t *testing.T) {
 			}
 			if desk := answers["client:get_desktop"]; desk["req_id"] != "r2" {
 				t.Errorf("get_desktop answer %v", desk)
+			}
+			// And the session upgraded to WebSocket (python-engineio's
+			// upgrade: probe, NOOP to the pending poll, upgrade packet).
+			testwait.Poll(15*time.Second, func() bool { return l.Transport() == "websocket" })
+			if tr := l.Transport(); tr != "websocket" {
+				t.Errorf("transport %q; want the upgrade to websocket", tr)
 			}
 		})
 	}

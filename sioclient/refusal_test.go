@@ -138,7 +138,9 @@ func TestClose4900StopsClient(t *testing.T) {
 	logs := &logRecorder{}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, Options{URL: url, Logger: slog.New(logs), ReconnectDelay: 50 * time.Millisecond})
+	// WebSocket only: the close code is the WebSocket's (this server
+	// speaks nothing else).
+	c, err := Dial(ctx, Options{URL: url, Logger: slog.New(logs), ReconnectDelay: 50 * time.Millisecond, Transports: TransportsWebSocketOnly})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sort"
 
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -90,13 +91,52 @@ func marshalInt64AsNumbers(m proto.Message) ([]byte, error) {
 			obj[f.JSONName()] = json.RawMessage(digits) // protojson wrote a decimal integer
 		}
 	}
+	// Written back in the message's field order, as protojson wrote them
+	// (and as the protocol lists them), not in encoding/json's sorted
+	// order: the answers stay byte for byte those of the hand-written
+	// structs they replace.
 	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false) // a skill body's <, > and & as written
-	if err := enc.Encode(obj); err != nil {
-		return nil, err
+	out.WriteByte('{')
+	write := func(name string, raw json.RawMessage) error {
+		if out.Len() > 1 {
+			out.WriteByte(',')
+		}
+		k, err := json.Marshal(name)
+		if err != nil {
+			return err
+		}
+		out.Write(k)
+		out.WriteByte(':')
+		var v bytes.Buffer
+		enc := json.NewEncoder(&v)
+		enc.SetEscapeHTML(false) // a skill body's <, > and & as written
+		if err := enc.Encode(raw); err != nil {
+			return err
+		}
+		out.Write(bytes.TrimSuffix(v.Bytes(), []byte("\n")))
+		return nil
 	}
-	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+	for i := range fields.Len() {
+		name := fields.Get(i).JSONName()
+		if raw, ok := obj[name]; ok {
+			if err := write(name, raw); err != nil {
+				return nil, err
+			}
+			delete(obj, name)
+		}
+	}
+	rest := make([]string, 0, len(obj))
+	for name := range obj {
+		rest = append(rest, name)
+	}
+	sort.Strings(rest)
+	for _, name := range rest {
+		if err := write(name, obj[name]); err != nil {
+			return nil, err
+		}
+	}
+	out.WriteByte('}')
+	return out.Bytes(), nil
 }
 
 // Unmarshal decodes wire JSON into m. Besides the canonical form it accepts

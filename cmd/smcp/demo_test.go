@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -260,6 +261,52 @@ func TestDemo(t *testing.T) {
 		}
 		if !strings.Contains(string(out), "xlsx Budget 2026 dpe://com.example.docs/") || !strings.Contains(string(out), `hits for "revenue"`) {
 			t.Errorf("node agent output:\n%s", out)
+		}
+	})
+
+	// The Python SDK snippet. PyPI is unreachable here, so the SDK itself
+	// cannot run: what the snippet gives the SDK (URL, Engine.IO path, the
+	// key the SDK's DefaultAgentAuthProvider puts in auth.token, agent and
+	// office names) drives python-socketio's own client, as the 0.4 SDK
+	// drives it (a2c_version 0.4.0 from its constant, polling first): it
+	// connects, joins, and lists the office with the demo computer in it.
+	t.Run("python snippet", func(t *testing.T) {
+		script := section(text, "# The same with the A2C-SMCP Python SDK", "Ctrl-C stops the demo.")
+		m := regexp.MustCompile(`DefaultAgentAuthProvider\(agent_id="([^"]+)", office_id="([^"]+)", api_key="([^"]+)"\)`).FindStringSubmatch(script)
+		u := regexp.MustCompile(`connect_to_server\("([^"]+)", socketio_path="([^"]+)"\)`).FindStringSubmatch(script)
+		j := regexp.MustCompile(`join_office\(office_id="([^"]+)", agent_name="([^"]+)"\)`).FindStringSubmatch(script)
+		if m == nil || u == nil || j == nil || j[1] != m[2] || j[2] != m[1] {
+			t.Fatalf("python snippet:\n%s", script)
+		}
+		if out, err := exec.Command("/usr/bin/python3", "-c", "import socketio, aiohttp").CombinedOutput(); err != nil {
+			msg := fmt.Sprintf("python3-socketio and python3-aiohttp are needed: %v %s", err, out)
+			if os.Getenv("CI") == "true" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
+		}
+		pctx, pcancel := context.WithTimeout(ctx, time.Minute)
+		defer pcancel()
+		py := exec.CommandContext(pctx, "/usr/bin/python3", "-c", pySnippetClient, u[1], u[2], m[3], m[1], m[2])
+		out, err := py.CombinedOutput()
+		if err != nil {
+			t.Fatalf("python-socketio client: %v\n%s", err, out)
+		}
+		var room struct {
+			Transport string `json:"transport"`
+			Sessions  []struct {
+				Name, Role, A2CVersion string
+			} `json:"sessions"`
+		}
+		if err := json.Unmarshal(out, &room); err != nil {
+			t.Fatalf("python-socketio client printed %s", out)
+		}
+		seen := map[string]string{}
+		for _, s := range room.Sessions {
+			seen[s.Role+":"+s.Name] = s.A2CVersion
+		}
+		if seen["computer:"+demoComputer] == "" || seen["agent:"+m[1]] != "0.4.0" {
+			t.Errorf("list_room from python-socketio: %s", out)
 		}
 	})
 
@@ -571,3 +618,29 @@ func TestSelfCommand(t *testing.T) {
 		t.Errorf("run from another directory: %q", got)
 	}
 }
+
+// pySnippetClient is python-socketio's client doing what the demo's Python
+// SDK snippet asks of the SDK: argv is url, path, key, agent, office.
+const pySnippetClient = `
+import asyncio, json, sys
+import socketio
+
+url, path, key, agent, office = sys.argv[1:6]
+
+async def main():
+    sio = socketio.AsyncClient(reconnection=False)
+    await sio.connect(url + "?a2c_version=0.4.0", auth={"token": key}, namespaces=["/smcp"],
+                      socketio_path=path, transports=["polling", "websocket"], wait_timeout=20)
+    ok = await sio.call("server:join_office", {"role": "agent", "name": agent, "office_id": office},
+                        namespace="/smcp", timeout=20)
+    if ok is not True and not (isinstance(ok, (list, tuple)) and ok and ok[0] is True):
+        raise SystemExit("join refused: %r" % (ok,))
+    room = await sio.call("server:list_room", {"agent": agent, "req_id": "1", "office_id": office},
+                          namespace="/smcp", timeout=20)
+    sessions = [{"Name": s.get("name"), "Role": s.get("role"), "A2CVersion": s.get("a2c_version")}
+                for s in room.get("sessions", [])]
+    print(json.dumps({"transport": sio.transport(), "sessions": sessions}))
+    await sio.disconnect()
+
+asyncio.run(main())
+`

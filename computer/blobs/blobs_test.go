@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -81,29 +82,29 @@ func FuzzOpenHandle(f *testing.F) {
 	})
 }
 
-func drain(t *testing.T, s *Service, handle string, chunk int64) ([]byte, *GetBlobRet) {
+func drain(t *testing.T, s *Service, handle string, chunk int64) ([]byte, *smcpv1.GetBlobRet) {
 	t.Helper()
 	var out bytes.Buffer
-	var last *GetBlobRet
+	var last *smcpv1.GetBlobRet
 	for off := int64(0); ; {
 		ret, err := s.GetBlob(handle, off, chunk)
 		if err != nil {
 			t.Fatalf("GetBlob at %d: %v", off, err)
 		}
-		if ret.ChunkOffset != off {
-			t.Fatalf("chunk_offset = %d, want %d", ret.ChunkOffset, off)
+		if ret.GetChunkOffset() != off {
+			t.Fatalf("chunk_offset = %d, want %d", ret.GetChunkOffset(), off)
 		}
-		b, err := base64.StdEncoding.DecodeString(ret.Blob)
+		b, err := base64.StdEncoding.DecodeString(ret.GetBlob())
 		if err != nil {
 			t.Fatal(err)
 		}
 		out.Write(b)
 		off += int64(len(b))
 		last = ret
-		if ret.EOF != (off == ret.TotalSize) {
-			t.Fatalf("eof = %v at %d of %d", ret.EOF, off, ret.TotalSize)
+		if ret.GetEof() != (off == ret.GetTotalSize()) {
+			t.Fatalf("eof = %v at %d of %d", ret.GetEof(), off, ret.GetTotalSize())
 		}
-		if ret.EOF {
+		if ret.GetEof() {
 			return out.Bytes(), last
 		}
 		if len(b) == 0 {
@@ -151,21 +152,21 @@ func TestSidebandToolResultDrainedIntact(t *testing.T) {
 
 	got, last := drain(t, s, meta["a2c_blob_handle"].(string), 0)
 	gs := sha256.Sum256(got)
-	if !bytes.Equal(got, big) || last.SHA256 != hex.EncodeToString(gs[:]) || last.MIMEType != "image/png" {
-		t.Fatalf("drained %d bytes, sha %s; want %d bytes, sha %s", len(got), last.SHA256, len(big), meta["a2c_sha256"])
+	if !bytes.Equal(got, big) || last.GetSha256() != hex.EncodeToString(gs[:]) || last.GetMimeType() != "image/png" {
+		t.Fatalf("drained %d bytes, sha %s; want %d bytes, sha %s", len(got), last.GetSha256(), len(big), meta["a2c_sha256"])
 	}
 	// Resumable and parallel: an absolute offset reads the same bytes.
 	ret, err := s.GetBlob(meta["a2c_blob_handle"].(string), 5<<20+7, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := base64.StdEncoding.DecodeString(ret.Blob)
+	b, _ := base64.StdEncoding.DecodeString(ret.GetBlob())
 	if !bytes.Equal(b, big[5<<20+7:5<<20+1007]) {
 		t.Fatal("chunk at an absolute offset differs")
 	}
 	// Chunks never exceed the cap, whatever the agent asks.
 	ret, _ = s.GetBlob(meta["a2c_blob_handle"].(string), 0, 64<<20)
-	if b, _ := base64.StdEncoding.DecodeString(ret.Blob); len(b) != DefaultChunk {
+	if b, _ := base64.StdEncoding.DecodeString(ret.GetBlob()); len(b) != DefaultChunk {
 		t.Fatalf("chunk of %d bytes, want the cap %d", len(b), DefaultChunk)
 	}
 }
@@ -190,7 +191,7 @@ func TestGetBlobRefusals(t *testing.T) {
 			t.Fatalf("offset %d: %v", off, err)
 		}
 	}
-	if ret, err := s.GetBlob(first, 1<<20, 0); err != nil || !ret.EOF || ret.Blob != "" {
+	if ret, err := s.GetBlob(first, 1<<20, 0); err != nil || !ret.GetEof() || ret.GetBlob() != "" {
 		t.Fatalf("offset == total_size = %+v, %v; want an empty eof chunk", ret, err)
 	}
 	for _, h := range []string{"", "nonsense", first + "x", strings.Replace(first, "a2cb1.", "a2cb2.", 1)} {
@@ -217,7 +218,7 @@ func TestGetBlobRefusals(t *testing.T) {
 		return &Content{MIME: "image/png", Size: 3, SHA256: "x", R: strings.NewReader("abc")}, nil
 	}
 	h := s.MintSkill("my-skill", "a.png")
-	if ret, err := s.GetBlob(h, 0, 0); err != nil || ret.Blob != base64.StdEncoding.EncodeToString([]byte("abc")) || !ret.EOF {
+	if ret, err := s.GetBlob(h, 0, 0); err != nil || ret.GetBlob() != base64.StdEncoding.EncodeToString([]byte("abc")) || !ret.GetEof() {
 		t.Fatalf("skill blob = %+v, %v", ret, err)
 	}
 	for _, tc := range []struct {

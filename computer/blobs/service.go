@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -100,26 +101,15 @@ func (s *Service) MintSkill(name, rel string) string {
 	return s.signer.Mint(Ref{Kind: KindSkill, Name: name, RelPath: rel})
 }
 
-// GetBlobRet is client:get_blob's answer in its wire form (sizes as JSON
-// numbers).
-type GetBlobRet struct {
-	BlobHandle  string `json:"blob_handle"`
-	MIMEType    string `json:"mime_type"`
-	TotalSize   int64  `json:"total_size"`
-	SHA256      string `json:"sha256"`
-	ChunkOffset int64  `json:"chunk_offset"`
-	EOF         bool   `json:"eof"`
-	Blob        string `json:"blob"`
-	ReqID       string `json:"req_id"`
-}
-
 func blobError(reason, format string, args ...any) *smcp.Error {
 	return smcp.Errorf(smcp.CodeBlobNotAccessible, format, args...).WithDetails(map[string]any{"reason": reason})
 }
 
 // GetBlob serves one chunk: offset (absolute) and maxChunk (<= 0: the
 // default). Every call re-checks the handle's source.
-func (s *Service) GetBlob(handle string, offset, maxChunk int64) (*GetBlobRet, error) {
+// The answer is the generated message: smcp.Marshal writes its sizes and
+// offsets as JSON numbers, in the protocol's field order.
+func (s *Service) GetBlob(handle string, offset, maxChunk int64) (*smcpv1.GetBlobRet, error) {
 	ref, err := s.signer.Open(handle)
 	if err != nil {
 		return nil, blobError(ReasonInvalidHandle, "not a blob handle of this computer")
@@ -148,9 +138,9 @@ func (s *Service) GetBlob(handle string, offset, maxChunk int64) (*GetBlobRet, e
 		// The source shrank or vanished under us.
 		return nil, blobError(ReasonGone, "the blob's source changed while reading")
 	}
-	return &GetBlobRet{
-		BlobHandle: handle, MIMEType: c.MIME, TotalSize: c.Size, SHA256: c.SHA256,
-		ChunkOffset: offset, EOF: offset+n == c.Size, Blob: base64.StdEncoding.EncodeToString(buf),
+	return &smcpv1.GetBlobRet{
+		BlobHandle: handle, MimeType: c.MIME, TotalSize: c.Size, Sha256: c.SHA256,
+		ChunkOffset: offset, Eof: offset+n == c.Size, Blob: base64.StdEncoding.EncodeToString(buf),
 	}, nil
 }
 

@@ -5,6 +5,8 @@ aiohttp (the Python SDK's default setup) or under ASGI with uvicorn, and prints 
 JSON per thing the test checks on stdout:
 
   {"listening": PORT}                  once the server accepts connections
+  {"connect": {"auth":..., "query":..., "method":...}}  the namespace CONNECT (query and method of
+                                       the session's first request)
   {"joined": {"role":..., "name":..., "office_id":...}, "transport": "websocket"|"polling"}
   {"answer": EVENT, "data": ...}       the computer's answer to a client: event the server sent
 
@@ -53,6 +55,8 @@ async def connect(sid, environ, auth=None):
     key = environ.get("HTTP_X_API_KEY") or (auth or {}).get("api_key")
     if key != "py-key":
         raise socketio.exceptions.ConnectionRefusedError({"code": 401, "message": "invalid API key"})
+    # environ is the session's first request: what the client opened with.
+    out({"connect": {"auth": auth, "query": environ.get("QUERY_STRING", ""), "method": environ.get("REQUEST_METHOD", "")}})
 
 
 @sio.on("server:join_office", namespace=NS)
@@ -104,6 +108,9 @@ async def main():
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
+    # Listening before "listening" is printed: uvicorn would listen only
+    # once serving, and the client's first dial was refused.
+    sock.listen(128)
     if mode == "aiohttp":
         from aiohttp import web
 

@@ -51,6 +51,12 @@ func (e *Error) Err() error {
 // Returns:
 //   - string: The error message
 func (e *Error) Error() string {
+	// patched (see ../PATCHED.md): the cause goes with the reason ("fetch
+	// read error" alone did not say that the dial was refused, or how the
+	// server answered).
+	if e.Description != nil {
+		return e.Message + ": " + e.Description.Error()
+	}
 	return e.Message
 }
 

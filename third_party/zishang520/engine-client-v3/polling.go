@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/url"
+	"sync"
 	"sync/atomic"
 
 	"github.com/zishang520/socket.io/parsers/engine/v3/packet"
@@ -35,6 +37,18 @@ type polling struct {
 	_polling atomic.Bool
 
 	writeQueue *queue.Queue
+
+	// patched (see ../PATCHED.md): the transport's requests end with it.
+	// ctx bounds every GET and POST; release cancels it once the transport
+	// is done (closed, or paused for an upgrade), waits for the poll in
+	// flight and closes the HTTP client, whose keep-alive connection
+	// would otherwise stay open (and in the heap) for as long as the
+	// server keeps it.
+	ctx      context.Context
+	cancel   context.CancelFunc
+	mu       sync.Mutex
+	released bool          // under mu: no poll starts any more
+	inFlight chan struct{} // under mu: closed when the current poll ends
 }
 
 // Name returns the identifier for the polling transport ("polling").
@@ -63,6 +77,7 @@ func NewPolling(socket Socket, opts SocketOptionsInterface) Polling {
 func (p *polling) Construct(socket Socket, opts SocketOptionsInterface) {
 	p.Transport.Construct(socket, opts)
 	p.writeQueue = queue.New()
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	p.client = request.NewHTTPClient(
 		request.WithLogger(NewLog("HTTPClient")),
 		request.WithTimeout(p.Opts().RequestTimeout()),
@@ -84,6 +99,10 @@ func (p *polling) Pause(onPause func()) {
 		clientPollingLog.Debug("paused")
 		p.SetReadyState(TransportStatePaused)
 		onPause()
+		// patched: a paused transport is never used again (it is paused
+		// only to upgrade): nothing is in flight now, let its
+		// connection go.
+		p.finish()
 	}
 	if p._polling.Load() || !p.Writable() {
 		var total atomic.Uint32
@@ -112,11 +131,52 @@ func (p *polling) Pause(onPause func()) {
 }
 
 // _poll starts a new polling cycle and initiates a new polling request.
+//
+// patched: the poll runs on its own goroutine, not on the write queue. On the
+// queue, a long poll held back every write behind it until the server
+// answered the poll (up to a ping interval): the namespace CONNECT waited
+// for the upgrade's NOOP, or forever with polling alone. engine.io-client
+// sends its poll and its writes as independent requests too.
 func (p *polling) _poll() {
 	clientPollingLog.Debug("polling")
+	p.mu.Lock()
+	if p.released {
+		p.mu.Unlock()
+		return
+	}
+	done := make(chan struct{})
+	p.inFlight = done
+	p.mu.Unlock()
 	p._polling.Store(true)
 	p.Emit("poll")
-	p.writeQueue.Enqueue(func() { p.doPoll() })
+	go func() {
+		defer close(done)
+		p.doPoll()
+	}()
+}
+
+// finish makes release the write queue's last task (patched, see the ctx
+// field): the writes queued before it go out first (a CLOSE packet) unless
+// the caller cancelled them.
+func (p *polling) finish() {
+	p.writeQueue.Enqueue(p.release)
+	p.writeQueue.TryClose()
+}
+
+// release ends the transport's HTTP life (patched, see the ctx field): it
+// cancels its requests, waits for the poll in flight and closes the
+// client's connections (those that become idle later are closed too: see
+// http.Transport.CloseIdleConnections).
+func (p *polling) release() {
+	p.cancel()
+	p.mu.Lock()
+	p.released = true
+	done := p.inFlight
+	p.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+	_ = p.client.Close()
 }
 
 // _onPacket handles incoming packets and updates the transport state accordingly.
@@ -151,20 +211,46 @@ func (p *polling) OnData(data types.BufferInterface) {
 
 // DoClose gracefully closes the polling transport, sending a close packet if needed.
 func (p *polling) DoClose() {
-	cleanup := func(...any) {
-		clientPollingLog.Debug("writing close packet")
-		p.Write([]*packet.Packet{{Type: packet.CLOSE}})
-		// Close the write queue after the close packet has been enqueued.
-		p.writeQueue.TryClose()
-	}
 	if TransportStateOpen == p.ReadyState() {
 		clientPollingLog.Debug("transport open - closing")
-		cleanup()
-	} else {
-		clientPollingLog.Debug("transport not open - deferring close")
-		_ = p.Once("open", cleanup)
+		p.Write([]*packet.Packet{{Type: packet.CLOSE}})
+		// patched: the requests end once the close packet is written.
+		p.finish()
+		return
 	}
-	defer func() { _ = p.client.Close() }()
+	// patched: upstream waited for the handshake to send the close
+	// packet, with nobody waiting for it any more, and closed only the
+	// idle connections, not the pending handshake. The handshake is
+	// cancelled instead; a session the server opened meanwhile ends at
+	// its ping timeout.
+	clientPollingLog.Debug("transport not open - cancelling")
+	p.cancel()
+	p.finish()
+}
+
+// Close closes the transport (patched, see ../PATCHED.md): one closed while
+// pausing for an upgrade (the client closing mid-upgrade) releases its
+// requests too. Upstream's Close did nothing unless the transport was
+// opening or open, and left the poll that pausing waits for pending at the
+// server, with its connection, until the server's session timed out.
+func (p *polling) Close() Transport {
+	switch p.ReadyState() {
+	case TransportStatePausing, TransportStatePaused:
+		p.cancel()
+		p.finish()
+		return p
+	}
+	return p.Transport.Close()
+}
+
+// OnClose marks the transport closed (patched, see ../PATCHED.md) and lets
+// its requests end after the writes already queued. A transport closed by
+// the server (a CLOSE packet in a poll answer: the gateway ending a session)
+// never went through Close, so upstream kept its HTTP client, and its
+// keep-alive connection, for good.
+func (p *polling) OnClose(details error) {
+	p.Transport.OnClose(details)
+	p.finish()
 }
 
 // Write encodes and sends packets to the server asynchronously.
@@ -176,7 +262,11 @@ func (p *polling) Write(packets []*packet.Packet) {
 // write performs the actual packet writing operation asynchronously.
 func (p *polling) write(packets []*packet.Packet) {
 	data, _ := parser.Parserv4().EncodePayload(packets)
-	p.doWrite(data, func() {
+	// patched: the body as bytes, so that the POST has a Content-Length.
+	// Given as a reader, it went out chunked, and python-engineio reads
+	// CONTENT_LENGTH bytes of a body (0 without the header): every packet
+	// a Go client posted to a python-socketio server was dropped.
+	p.doWrite(data.Bytes(), func() {
 		p.SetWritable(true)
 		p.Emit("drain")
 	})
@@ -206,16 +296,22 @@ func (p *polling) uri() *url.URL {
 // doPoll performs the HTTP GET request to poll for data from the server.
 func (p *polling) doPoll() {
 	res, err := p._fetch(nil)
+	if p.ctx.Err() != nil {
+		return // patched: released on purpose, not a transport error
+	}
 	if err != nil {
 		p.OnError("fetch read error", err, nil)
 		return
 	}
 	defer func() { _ = res.Body.Close() }()
 	if !res.Ok() {
-		p.OnError("fetch read error", res.Err, res.Request.Context())
+		p.OnError("fetch read error", statusError(res), res.Request.Context())
 		return
 	}
 	data, err := types.NewStringBufferReader(res.Body)
+	if p.ctx.Err() != nil {
+		return // patched: released while reading
+	}
 	if err != nil {
 		p.OnError("fetch read error", err, nil)
 		return
@@ -225,22 +321,26 @@ func (p *polling) doPoll() {
 
 // doWrite performs the HTTP POST request to write data to the server.
 // fn is called after a successful write.
-func (p *polling) doWrite(data types.BufferInterface, fn func()) {
+func (p *polling) doWrite(data []byte, fn func()) {
 	res, err := p._fetch(data)
+	if p.ctx.Err() != nil {
+		return // patched: released on purpose, not a transport error
+	}
 	if err != nil {
 		p.OnError("fetch write error", err, nil)
 		return
 	}
 	defer func() { _ = res.Body.Close() }()
 	if !res.Ok() {
-		p.OnError("fetch write error", res.Err, res.Request.Context())
+		p.OnError("fetch write error", statusError(res), res.Request.Context())
 		return
 	}
 	fn()
 }
 
 // _fetch performs the HTTP request with the given data (GET if data is nil, POST otherwise).
-func (p *polling) _fetch(data io.Reader) (res *request.Response, err error) {
+// patched: data is a byte slice (see write).
+func (p *polling) _fetch(data []byte) (res *request.Response, err error) {
 	headers := http.Header{}
 	for k, vs := range p.Opts().ExtraHeaders() {
 		for _, v := range vs {
@@ -249,14 +349,26 @@ func (p *polling) _fetch(data io.Reader) (res *request.Response, err error) {
 	}
 	if data != nil {
 		headers.Set("Content-Type", "text/plain;charset=UTF-8")
-		res, err = p.client.Post(p.uri().String(), &request.Options{
+		res, err = p.client.Request(p.ctx, http.MethodPost, p.uri().String(), &request.Options{
 			Body:    data,
 			Headers: headers,
 		})
 	} else {
-		res, err = p.client.Get(p.uri().String(), &request.Options{
+		res, err = p.client.Request(p.ctx, http.MethodGet, p.uri().String(), &request.Options{
 			Headers: headers,
 		})
 	}
 	return
+}
+
+// statusError is a request the server answered with an error status
+// (patched, see ../PATCHED.md): like a refused WebSocket handshake, it keeps
+// the server's answer (status, headers, the start of the body), which says
+// why (a version refusal, say). Upstream passed res.Err, nil for a status.
+func statusError(res *request.Response) error {
+	e := &HandshakeError{Err: errors.New("polling request refused"), StatusCode: res.StatusCode(), Header: res.Header()}
+	if res.Body != nil {
+		e.Body, _ = io.ReadAll(io.LimitReader(res.Body, 4<<10))
+	}
+	return e
 }

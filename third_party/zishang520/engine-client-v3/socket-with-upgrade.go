@@ -102,8 +102,9 @@ func (s *socketWithUpgrade) _probe(name string) {
 	clientSocketLog.Debug(`probing transport "%s"`, name)
 	transport := s.Proto().CreateTransport(name)
 	var (
-		failed  atomic.Bool
-		cleanup func()
+		failed          atomic.Bool
+		cleanup         func()
+		freezeTransport func() // patched: declared here, used by the pause callback
 	)
 
 	s.SetPriorWebsocketSuccess(false)
@@ -145,6 +146,10 @@ func (s *socketWithUpgrade) _probe(name string) {
 						return
 					}
 					if SocketStateClosed == s.ReadyState() {
+						// patched (see ../PATCHED.md): the probe's
+						// connection is closed too; upstream left it
+						// open, with its reader, for good.
+						freezeTransport()
 						return
 					}
 					clientSocketLog.Debug("changing transport and sending upgrade packet")
@@ -168,7 +173,7 @@ func (s *socketWithUpgrade) _probe(name string) {
 		})
 	}
 
-	freezeTransport := func() {
+	freezeTransport = func() {
 		if failed.Load() {
 			return
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -249,7 +250,12 @@ func (s *socketWithoutUpgrade) Construct(uri string, opts SocketOptionsInterface
 	s.transports = types.NewSlice[string]()
 	s._transportsByName = map[string]TransportCtor{}
 	if transports := opts.Transports(); transports != nil {
-		for _, transport := range transports.Keys() {
+		// patched: see ../PATCHED.md. The set is a map: its Keys come in
+		// random order, and the first one opens the session. Kept in
+		// engine.io-client's order (polling, websocket, webtransport).
+		ctors := transports.Keys()
+		sort.SliceStable(ctors, func(i, j int) bool { return transportRank(ctors[i].Name()) < transportRank(ctors[j].Name()) })
+		for _, transport := range ctors {
 			transportName := transport.Name()
 			s.transports.Push(transportName)
 			s._transportsByName[transportName] = transport
@@ -710,4 +716,18 @@ func (s *socketWithoutUpgrade) _onClose(reason string, description error) {
 
 		s.taskQueue.TryClose()
 	}
+}
+
+// transportRank orders transports as engine.io-client's default list does
+// (patched: see ../PATCHED.md).
+func transportRank(name string) int {
+	switch name {
+	case transports.POLLING:
+		return 0
+	case transports.WEBSOCKET:
+		return 1
+	case transports.WEBTRANSPORT:
+		return 2
+	}
+	return 3
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -46,6 +47,16 @@ type websocket struct {
 	mu sync.Mutex
 
 	writeQueue *queue.Queue
+
+	// patched (see ../PATCHED.md): a transport closed while it dials
+	// (an upgrade probe when the client closes) cancels the dial, and a
+	// connection that comes back anyway is closed, not kept open for
+	// good with its reader. Upstream's DoClose found no socket yet and
+	// did nothing.
+	ctx      context.Context
+	cancel   context.CancelFunc
+	connMu   sync.Mutex
+	isClosed bool // under connMu
 }
 
 // Name returns the identifier for the WebSocket transport.
@@ -99,6 +110,7 @@ func (w *websocket) Construct(socket Socket, opts SocketOptionsInterface) {
 	w.Transport.Construct(socket, opts)
 
 	w.writeQueue = queue.New()
+	w.ctx, w.cancel = context.WithCancel(context.Background())
 
 	w.dialer = &ws.Dialer{
 		Proxy:             http.ProxyFromEnvironment,
@@ -119,7 +131,14 @@ func (w *websocket) DoOpen() {
 			headers.Add(k, v)
 		}
 	}
-	socket, resp, err := w.dialer.Dial(w.uri().String(), headers)
+	socket, resp, err := w.dialer.DialContext(w.ctx, w.uri().String(), headers)
+	if w.ctx.Err() != nil {
+		// patched: closed while dialing.
+		if err == nil {
+			_ = socket.Close()
+		}
+		return
+	}
 	if err != nil {
 		if resp != nil {
 			// Patched (../PATCHED.md): keep the server's HTTP answer, which
@@ -129,7 +148,14 @@ func (w *websocket) DoOpen() {
 		w.Emit("error", err)
 		return
 	}
+	w.connMu.Lock()
+	if w.isClosed {
+		w.connMu.Unlock()
+		_ = socket.Close()
+		return
+	}
 	w.socket = &types.WebSocketConn{EventEmitter: types.NewEventEmitter(), Conn: socket}
+	w.connMu.Unlock()
 
 	w.addEventListeners()
 }
@@ -329,9 +355,14 @@ func (w *websocket) doWrite(data types.BufferInterface, compress bool, writeErr 
 // DoClose gracefully closes the WebSocket connection.
 // This method ensures proper cleanup of the WebSocket connection.
 func (w *websocket) DoClose() {
+	w.connMu.Lock()
+	w.isClosed = true
+	conn := w.socket
+	w.connMu.Unlock()
+	w.cancel()
 	w.writeQueue.TryClose()
-	if w.socket != nil {
-		defer func() { _ = w.socket.Close() }()
+	if conn != nil {
+		defer func() { _ = conn.Close() }()
 	}
 }
 

@@ -392,6 +392,14 @@ func (s *socket) MaybeUpgrade(transport transports.Transport) {
 	var check, cleanup func()
 	var onPacket, onError, onTransportClose, onClose types.EventListener
 	var upgradeTimeoutTimer, checkIntervalTimer atomic.Pointer[utils.Timer]
+	// smcp-gateway patch: the check interval is started and cleared under
+	// timerMu, and not started once cleaned up. A probe handled on the
+	// new transport's reader while the session closed on another
+	// goroutine could start the interval just after cleanup cleared
+	// none: it then ran every 100 ms forever, holding the closed socket
+	// (1 in ~200 clients closing during their upgrade).
+	var timerMu sync.Mutex
+	var cleaned bool
 
 	onPacket = func(datas ...any) {
 		data, ok := datas[0].(*packet.Packet)
@@ -405,8 +413,12 @@ func (s *socket) MaybeUpgrade(transport transports.Transport) {
 			transport.Send([]*packet.Packet{{Type: packet.PONG, Data: strings.NewReader("probe")}})
 			s.Emit("upgrading", transport)
 
-			utils.ClearInterval(checkIntervalTimer.Load())
-			checkIntervalTimer.Store(utils.SetInterval(check, DefaultUpgradeCheckInterval))
+			timerMu.Lock()
+			if !cleaned {
+				utils.ClearInterval(checkIntervalTimer.Load())
+				checkIntervalTimer.Store(utils.SetInterval(check, DefaultUpgradeCheckInterval))
+			}
+			timerMu.Unlock()
 
 		} else if packet.UPGRADE == data.Type && s.ReadyState() != "closed" {
 			socketLog.Debug("got upgrade packet - upgrading")
@@ -447,8 +459,11 @@ func (s *socket) MaybeUpgrade(transport transports.Transport) {
 	cleanup = func() {
 		s.upgrading.Store(false)
 
+		timerMu.Lock()
+		cleaned = true
 		utils.ClearInterval(checkIntervalTimer.Load())
 		utils.ClearTimeout(upgradeTimeoutTimer.Load())
+		timerMu.Unlock()
 
 		if transport != nil {
 			transport.RemoveListener("packet", onPacket)

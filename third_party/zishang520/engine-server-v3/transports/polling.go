@@ -130,7 +130,7 @@ func (p *polling) onPollRequest(ctx *types.HttpContext) {
 		p.OnError("poll connection closed prematurely", nil)
 	})
 
-	ctx.Cleanup = func() {
+	ctx.SetCleanup(func() {
 		ctx.RemoveListener("close", onClose)
 		// smcp-gateway patch: only if it is still this poll. Cleanup runs
 		// twice (in DoWrite, and again when the context closes after the
@@ -138,7 +138,7 @@ func (p *polling) onPollRequest(ctx *types.HttpContext) {
 		// the answer and sent its next poll: upstream's Store(nil) then
 		// dropped that poll, which hung until the client gave up.
 		p.req.CompareAndSwap(ctx, nil)
-	}
+	})
 
 	_ = ctx.Once("close", onClose)
 
@@ -338,7 +338,7 @@ func (p *polling) DoWrite(ctx *types.HttpContext, data types.BufferInterface, op
 	})
 
 	respond := func(data types.BufferInterface, length string) {
-		ctx.Cleanup()
+		ctx.RunCleanup()
 		defer callback(nil)
 
 		headers.Set("Content-Length", length)
@@ -365,7 +365,7 @@ func (p *polling) DoWrite(ctx *types.HttpContext, data types.BufferInterface, op
 
 	buf, err := p.compress(data, encoding)
 	if err != nil {
-		ctx.Cleanup()
+		ctx.RunCleanup()
 		defer callback(err)
 
 		_ = ctx.SetStatusCode(http.StatusInternalServerError)

@@ -36,6 +36,7 @@ type HttpContext struct {
 	done  chan struct{}
 
 	closeOnce sync.Once
+	cleanupMu sync.Mutex // patched: guards Cleanup, see SetCleanup
 	writeOnce sync.Once
 
 	headers         func() *ParameterBag
@@ -69,8 +70,13 @@ func NewHttpContext(w http.ResponseWriter, r *http.Request) *HttpContext {
 		query: sync.OnceValue(func() *ParameterBag {
 			return NewParameterBag(r.URL.Query())
 		}),
+		// patched (see ../../../PATCHED.md): the context's own map, copied
+		// into w.Header() by performWrite. Upstream wrapped w.Header(),
+		// so the transports set headers on the response from their own
+		// goroutines, also after the handler had returned (a client that
+		// dropped its poll), racing net/http's finishRequest.
 		responseHeaders: sync.OnceValue(func() *ParameterBag {
-			return NewParameterBag(w.Header())
+			return NewParameterBag(nil)
 		}),
 		method: sync.OnceValue(func() string {
 			return strings.ToUpper(r.Method)
@@ -213,6 +219,10 @@ func (c *HttpContext) Secure() bool {
 func (c *HttpContext) contextWatcher() {
 	select {
 	case <-c.ctx.Done():
+		// patched (see ../../../PATCHED.md): a write in progress ends
+		// before done is closed (which lets the handler return and
+		// net/http finish the response), and none starts afterwards.
+		c.writeOnce.Do(func() { c.state.Store(true) })
 		c.closeWithError(c.ctx.Err())
 	case <-c.done:
 	}
@@ -244,10 +254,28 @@ func (c *HttpContext) writeResponseHeaders() {
 func (c *HttpContext) closeWithError(err error) {
 	c.closeOnce.Do(func() {
 		close(c.done)
-		if c.Cleanup != nil {
-			c.Cleanup()
-		}
+		c.RunCleanup()
 		// This goroutine is invoked only once.
 		go c.Emit("close", err)
 	})
+}
+
+// SetCleanup sets Cleanup (patched, see ../../../PATCHED.md). The context
+// watcher runs Cleanup on its own goroutine as soon as the client leaves,
+// possibly while the transport is still setting it: the field is set and
+// read under a mutex through SetCleanup and RunCleanup.
+func (c *HttpContext) SetCleanup(fn Callable) {
+	c.cleanupMu.Lock()
+	c.Cleanup = fn
+	c.cleanupMu.Unlock()
+}
+
+// RunCleanup runs Cleanup, if set (patched, see SetCleanup).
+func (c *HttpContext) RunCleanup() {
+	c.cleanupMu.Lock()
+	fn := c.Cleanup
+	c.cleanupMu.Unlock()
+	if fn != nil {
+		fn()
+	}
 }
