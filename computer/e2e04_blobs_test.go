@@ -43,7 +43,9 @@ func (a *agent04) ask(event string, extra map[string]any) map[string]any {
 	for k, v := range extra {
 		req[k] = v
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	// A hang guard, not a speed bound: the 20 MiB tool result's one answer
+	// took close to a minute under -race beside other packages' tests.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	args, err := a.c.RequestArgs(ctx, event, req)
 	if err != nil || len(args) == 0 {
