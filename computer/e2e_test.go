@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -406,24 +405,6 @@ func TestE2EGetConfig(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink written by several goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestRunLogsRefusedTools: a computer without a terminal under the default
 // --confirm=deny says once, when it starts, which tools it will refuse and
 // how to allow them.
@@ -439,7 +420,7 @@ func TestRunLogsRefusedTools(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var logs lockedBuffer
+		var logs testwait.Buffer
 		c, err := computer.New(computer.Options{Name: "pc", Confirm: policy, Config: &config.Config{Servers: map[string]*config.Server{"a": s}},
 			Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 		if err != nil {

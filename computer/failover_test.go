@@ -46,7 +46,7 @@ func TestFailoverBetweenNodes(t *testing.T) {
 
 	f := testmcp.New("s", testmcp.Options{})
 	h := newComputer(t, map[string]map[string]any{"s": {"url": fixture(t, f)}})
-	var logs lockedBuffer
+	var logs testwait.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	const key = "failover-secret-key"
 	link, err := h.c.Connect(ctxT(t), computer.Gateway{URL: dead, Fallbacks: []string{a.URL, b.URL}, Office: "office-1", APIKey: key,

@@ -38,31 +38,13 @@ const (
 	computerKey = "computer-key-for-token-tests-8e21"
 )
 
-// lockedBuffer is a log sink a test reads back while the gateway writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // tokenEnv is a gateway taking API keys and the tokens of an issuer on
 // loopback, with computers pc-a in office A and pc-b in office B.
 type tokenEnv struct {
 	g        *gateway.Running
 	iss      *tokentest.Issuer
 	rsa, ec  *tokentest.Key
-	log      *lockedBuffer
+	log      *testwait.Buffer
 	mu       sync.Mutex
 	minted   []string // every token the test made, none of which may be logged
 	verifier *tokens.Verifier
@@ -70,7 +52,7 @@ type tokenEnv struct {
 
 func startTokenGateway(t *testing.T) *tokenEnv {
 	t.Helper()
-	e := &tokenEnv{rsa: tokentest.NewKey(t, "rsa-2026", jose.RS256), ec: tokentest.NewKey(t, "ec-2026", jose.ES256), log: &lockedBuffer{}}
+	e := &tokenEnv{rsa: tokentest.NewKey(t, "rsa-2026", jose.RS256), ec: tokentest.NewKey(t, "ec-2026", jose.ES256), log: &testwait.Buffer{}}
 	e.iss = tokentest.New(t, tokenAudience, e.rsa, e.ec)
 	log := slog.New(slog.NewTextHandler(e.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	v, err := tokens.NewVerifier(tokens.Config{

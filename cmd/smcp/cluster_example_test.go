@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -74,14 +73,14 @@ func TestClusterExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr lockedWriter
+	var stderr testwait.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
 	banner := make(chan struct{})
-	var out lockedWriter
+	var out testwait.Buffer
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
@@ -382,23 +381,4 @@ func clusterBinary(t *testing.T, name, usual string) string {
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// lockedWriter is an output sink written by one goroutine and read by
-// another.
-type lockedWriter struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }

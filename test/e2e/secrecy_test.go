@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -25,27 +23,10 @@ import (
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 	"github.com/smcpgw/smcp-gateway/internal/systest"
 	"github.com/smcpgw/smcp-gateway/internal/testfiles"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
-
-// lockedBuffer is a log sink shared by every component of the test.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestSecretsStayOutOfLogsAndAnswers runs a full flow with every component
 // logging at debug level into one buffer: a gateway, a computer whose MCP
@@ -60,7 +41,7 @@ func TestSecretsStayOutOfLogsAndAnswers(t *testing.T) {
 		secretHeader = "header-secret-5b8a1c"
 		secretEnv    = "env-secret-93d0f4"
 	)
-	logs := &lockedBuffer{}
+	logs := &testwait.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
