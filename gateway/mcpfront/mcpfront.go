@@ -393,21 +393,57 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Connect front ends refuse it (smcp.CheckJSON). The body is read here and
 // handed on as read; a body over the limit is left to the go-sdk's 413.
 func (s *Server) checkBody(r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxRequestBytes+1))
+	body, err := readBody(r.Body, r.ContentLength, s.opts.MaxRequestBytes+1)
 	if err != nil {
 		return nil, smcp.Errorf(smcp.CodeBadRequest, "reading the request body: %v", err)
 	}
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 	if int64(len(body)) > s.opts.MaxRequestBytes {
+		// The rest is still to be read: the go-sdk counts it for its 413.
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
 		return body, nil
 	}
+	// Read to its end: the go-sdk reads the same bytes again.
+	r.Body = readCloser{bytes.NewReader(body), r.Body}
 	if err := smcp.CheckUTF8(body); err != nil {
 		return nil, smcp.Errorf(smcp.CodeBadRequest, "request body: %v", err)
 	}
 	return body, nil
+}
+
+// readCloser is a body already read (Reader) whose Close still closes the
+// request's own body.
+type readCloser struct {
+	*bytes.Reader
+	io.Closer
+}
+
+// readBody reads up to limit bytes of body into a buffer sized from the
+// request's Content-Length (when it gives one within the limit), not grown
+// from io.ReadAll's 512 bytes: one allocation per request rather than a few.
+// A body longer than it announced is still read whole (up to limit).
+func readBody(body io.Reader, contentLength, limit int64) ([]byte, error) {
+	size := int64(512)
+	if contentLength >= 0 && contentLength < limit {
+		size = contentLength + 1 // room to see EOF without growing
+	}
+	buf := make([]byte, 0, size)
+	lr := io.LimitedReader{R: body, N: limit}
+	for {
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+	}
 }
 
 // rebound reports a request that reached a loopback listener under another

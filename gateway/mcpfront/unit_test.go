@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -279,4 +280,62 @@ func BenchmarkToolResult(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestReadBody: the body is read whole, up to the limit, whatever its
+// Content-Length says (a client may announce it wrong, or not at all), and
+// a sized buffer is read in one allocation.
+func TestReadBody(t *testing.T) {
+	body := strings.Repeat("ab", 700) // longer than io.ReadAll's first 512 bytes
+	for _, tc := range []struct {
+		name          string
+		contentLength int64
+		limit         int64
+		want          string
+	}{
+		{"exact", int64(len(body)), 4096, body},
+		{"unknown", -1, 4096, body},
+		{"understated", 10, 4096, body},
+		{"overstated", 4000, 4096, body},
+		{"empty", 0, 4096, ""}, // the reader below is empty too
+		{"over the limit", int64(len(body)), 100, body[:100]},
+		{"over the limit, unknown length", -1, 100, body[:100]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := body
+			if tc.want == "" {
+				src = ""
+			}
+			// Short reads exercise the loop.
+			got, err := readBody(&shortReader{s: src}, tc.contentLength, tc.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Fatalf("read %d bytes %.20q..., want %d", len(got), got, len(tc.want))
+			}
+		})
+	}
+	r := strings.NewReader(body)
+	allocs := testing.AllocsPerRun(100, func() {
+		r.Reset(body)
+		if _, err := readBody(r, int64(len(body)), 4096); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 1 {
+		t.Fatalf("%v allocations per body with its Content-Length, want 1", allocs)
+	}
+}
+
+// shortReader returns at most 100 bytes per Read.
+type shortReader struct{ s string }
+
+func (r *shortReader) Read(p []byte) (int, error) {
+	if r.s == "" {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), 100)], r.s)
+	r.s = r.s[n:]
+	return n, nil
 }
