@@ -449,8 +449,17 @@ func readBody(body io.Reader, contentLength, limit int64) ([]byte, error) {
 // rebound reports a request that reached a loopback listener under another
 // host name: a web page using DNS rebinding to reach a local gateway.
 func rebound(r *http.Request) bool {
-	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	return ok && local != nil && isLoopback(local.String()) && !isLoopback(r.Host)
+	if isLoopback(r.Host) {
+		return false
+	}
+	switch local := r.Context().Value(http.LocalAddrContextKey).(type) {
+	case *net.TCPAddr:
+		// Asked of the address itself, not of its text made anew per request.
+		return local != nil && local.IP.IsLoopback()
+	case net.Addr:
+		return local != nil && isLoopback(local.String())
+	}
+	return false
 }
 
 func isLoopback(hostport string) bool {
