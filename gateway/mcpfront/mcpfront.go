@@ -413,6 +413,9 @@ func (s *Server) checkBody(r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
+// presizeMax bounds the buffer readBody sizes from a Content-Length.
+const presizeMax = 64 << 10
+
 // readCloser is a body already read (Reader) whose Close still closes the
 // request's own body.
 type readCloser struct {
@@ -423,11 +426,14 @@ type readCloser struct {
 // readBody reads up to limit bytes of body into a buffer sized from the
 // request's Content-Length (when it gives one within the limit), not grown
 // from io.ReadAll's 512 bytes: one allocation per request rather than a few.
-// A body longer than it announced is still read whole (up to limit).
+// A body longer than it announced is still read whole (up to limit). The
+// first buffer is at most presizeMax: a Content-Length is only a claim, and
+// one near the limit must not make the gateway hold that much for a client
+// that then sends little.
 func readBody(body io.Reader, contentLength, limit int64) ([]byte, error) {
 	size := int64(512)
 	if contentLength >= 0 && contentLength < limit {
-		size = contentLength + 1 // room to see EOF without growing
+		size = min(contentLength+1, presizeMax) // room to see EOF without growing
 	}
 	buf := make([]byte, 0, size)
 	lr := io.LimitedReader{R: body, N: limit}

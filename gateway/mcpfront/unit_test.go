@@ -316,6 +316,12 @@ func TestReadBody(t *testing.T) {
 			}
 		})
 	}
+	// A claimed length is not taken on trust: the first buffer stays small
+	// for a body that does not come.
+	big, err := readBody(strings.NewReader("{}"), 1<<30, 2<<30)
+	if err != nil || string(big) != "{}" || cap(big) > presizeMax {
+		t.Fatalf("read %q (cap %d, err %v) for a body claiming 1 GiB", big, cap(big), err)
+	}
 	r := strings.NewReader(body)
 	allocs := testing.AllocsPerRun(100, func() {
 		r.Reset(body)
