@@ -141,24 +141,30 @@ func startComputerWith(t testing.TB, g *gateway.Running, key, office, name strin
 	if err := pc.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Closed on every way out, a failed start included: a computer left
+	// running holds its MCP servers' streams open, and their httptest
+	// servers' Close would wait for them forever.
+	var link *computer.Link
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			if link != nil {
+				link.Close()
+			}
+			pc.Close()
+		}
+	}
+	t.Cleanup(stop)
 	ctx := ctxT(t)
 	if err := pc.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
 	gw.URL, gw.Office, gw.APIKey = g.URL, office, key
-	link, err := pc.Connect(ctx, gw)
+	link, err = pc.Connect(ctx, gw)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("computer %s joins office %s: %v", name, office, err)
 	}
-	stopped := false
-	stop := func() {
-		if !stopped {
-			stopped = true
-			link.Close()
-			pc.Close()
-		}
-	}
-	t.Cleanup(stop)
 	return stop
 }
 
