@@ -74,9 +74,12 @@ type Options struct {
 	// profile the connection speaks (default smcp.ProtocolVersion, 0.2).
 	Version string
 	// Transports the client uses, in order: the first opens the session,
-	// the others are upgrades. Default TransportsPollingFirst, as the
-	// official socket.io-client and as PROTOCOL-0.4.md §2 asks;
-	// TransportsWebSocketOnly skips the long-polling handshake.
+	// the others are upgrades. Default TransportsWebSocketOnly.
+	// TransportsPollingFirst opens as the official socket.io-client does
+	// and as PROTOCOL-0.4.md §2 asks, but it is not the default yet: about
+	// one join in sixty lost its answer in the upgrade window under -race
+	// (gateway/mcpfront TestToolsOfEveryComputer, -count=30), a race not
+	// found yet.
 	Transports []string
 }
 
@@ -88,9 +91,9 @@ const (
 
 var (
 	// TransportsPollingFirst opens with HTTP long-polling and upgrades to
-	// WebSocket when the server offers it (the default).
+	// WebSocket when the server offers it.
 	TransportsPollingFirst = []string{TransportPolling, TransportWebSocket}
-	// TransportsWebSocketOnly opens a WebSocket directly.
+	// TransportsWebSocketOnly opens a WebSocket directly (the default).
 	TransportsWebSocketOnly = []string{TransportWebSocket}
 )
 
@@ -246,7 +249,7 @@ func Rotate(urls []string, last string) (first string, rest []string) {
 // patched socket orders them polling first, whatever the set's order).
 func transportCtors(names []string) (*types.Set[transports.TransportCtor], error) {
 	if len(names) == 0 {
-		names = TransportsPollingFirst
+		names = TransportsWebSocketOnly
 	}
 	set := types.NewSet[transports.TransportCtor]()
 	for _, n := range names {

@@ -14,6 +14,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/config"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
+	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -111,7 +112,7 @@ func TestComputerJoinsPythonSocketIO(t *testing.T) {
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			l, err := c.Connect(ctx, computer.Gateway{URL: py.URL, Office: "py-office", APIKey: "py-key"})
+			l, err := c.Connect(ctx, computer.Gateway{URL: py.URL, Office: "py-office", APIKey: "py-key", Dial: sioclient.Options{Transports: sioclient.TransportsPollingFirst}})
 			if err != nil {
 				t.Fatalf("join the python-socketio server on %s: %v", mode, err)
 			}
@@ -167,7 +168,7 @@ func TestComputerVersionRefusedByPythonServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	start := time.Now()
-	err = c.Run(ctx, computer.Gateway{URL: py.URL, Office: "py-office", APIKey: "py-key"})
+	err = c.Run(ctx, computer.Gateway{URL: py.URL, Office: "py-office", APIKey: "py-key", Dial: sioclient.Options{Transports: sioclient.TransportsPollingFirst}})
 	if e, ok := smcp.AsError(err); !ok || e.Code != smcp.CodeVersionMismatch {
 		t.Fatalf("Run: %v; want the 4008 refusal", err)
 	}

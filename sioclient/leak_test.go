@@ -32,7 +32,7 @@ func TestClosedClientsAreReleased(t *testing.T) {
 	}
 	dialClose := func(n int) {
 		for range n {
-			c, err := Dial(t.Context(), Options{URL: gw.URL, NoReconnect: true})
+			c, err := Dial(t.Context(), Options{URL: gw.URL, NoReconnect: true, Transports: TransportsPollingFirst})
 			if err != nil {
 				t.Fatal(err)
 			}
