@@ -297,6 +297,12 @@ func (a *agentCLI) target(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return a.onlyComputer(names)
+}
+
+// onlyComputer is the office's one computer of names, an error when it has
+// none or several.
+func (a *agentCLI) onlyComputer(names []string) (string, error) {
 	switch len(names) {
 	case 0:
 		return "", fmt.Errorf("no computer in office %q", a.office)

@@ -84,13 +84,7 @@ func (a *agentCLI) sioTarget(ctx context.Context, c *agent.Client) (string, erro
 		}
 	}
 	slices.Sort(names)
-	switch len(names) {
-	case 0:
-		return "", fmt.Errorf("no computer in office %q", a.office)
-	case 1:
-		return names[0], nil
-	}
-	return "", usagef("office %q holds several computers (%s): choose one with --computer", a.office, strings.Join(names, ", "))
+	return a.onlyComputer(names)
 }
 
 // withComputer runs fn with a joined session and its target computer.

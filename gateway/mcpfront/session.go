@@ -315,11 +315,10 @@ func (x *session) pump() {
 	}
 }
 
-func (x *session) rewatch() bool {
-	if x.shared {
-		// A shared view lists the office anew at its next request.
-		return x.rewatchShared()
-	}
+// watchAgain watches the office anew after the hub ended the session's
+// watch. It returns with x.mu held and the new watch installed, or false
+// (x.mu not held) when the watch cannot be made or the session closed.
+func (x *session) watchAgain() bool {
 	w, err := x.front.hub.Watch(x.principal, x.office)
 	if err != nil {
 		x.log.Error("re-watch office", "err", err)
@@ -333,6 +332,17 @@ func (x *session) rewatch() bool {
 		return false
 	}
 	x.watch = w
+	return true
+}
+
+func (x *session) rewatch() bool {
+	if x.shared {
+		// A shared view lists the office anew at its next request.
+		return x.rewatchShared()
+	}
+	if !x.watchAgain() {
+		return false
+	}
 	names := make([]string, 0, len(x.computers))
 	for n := range x.computers {
 		names = append(names, n)

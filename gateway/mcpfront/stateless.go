@@ -230,19 +230,10 @@ func (x *session) noted(n core.Notification) {
 // rewatchShared is rewatch for a shared view: watch again, and list the
 // whole office at the next refresh.
 func (x *session) rewatchShared() bool {
-	w, err := x.front.hub.Watch(x.principal, x.office)
-	if err != nil {
-		x.log.Error("re-watch office", "err", err)
-		x.close()
+	if !x.watchAgain() {
 		return false
 	}
-	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.watch == nil { // closed meanwhile
-		w.Close()
-		return false
-	}
-	x.watch = w
 	x.vs.pending, x.vs.resync = nil, true
 	return true
 }

@@ -1,7 +1,6 @@
 package tokens_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -21,25 +20,7 @@ import (
 
 const audience = "smcp-gateway-test"
 
-// logBuffer is a log sink tests read back.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func newVerifier(t *testing.T, iss *tokentest.Issuer, log *logBuffer, edit func(*tokens.Config)) *tokens.Verifier {
+func newVerifier(t *testing.T, iss *tokentest.Issuer, log *testwait.Buffer, edit func(*tokens.Config)) *tokens.Verifier {
 	t.Helper()
 	cfg := tokens.Config{
 		Issuer: iss.URL, Audience: audience,
@@ -120,7 +101,7 @@ func TestRefusalsSayWhyAndNeverTheToken(t *testing.T) {
 	stray := tokentest.NewKey(t, "stray", jose.RS256)
 	iss := tokentest.New(t, audience, key)
 	other := tokentest.New(t, audience, stray)
-	log := &logBuffer{}
+	log := &testwait.Buffer{}
 	v := newVerifier(t, iss, log, nil)
 	hs := func(t *testing.T) string {
 		// Algorithm confusion: HMAC with a published value as the secret.
@@ -309,7 +290,7 @@ func TestJWKSFetchesAreBounded(t *testing.T) {
 func TestIssuerDownKeepsTheKeysHeld(t *testing.T) {
 	key := tokentest.NewKey(t, "k1", jose.RS256)
 	iss := tokentest.New(t, audience, key)
-	log := &logBuffer{}
+	log := &testwait.Buffer{}
 	v := newVerifier(t, iss, log, func(c *tokens.Config) {
 		c.RefreshInterval = time.Nanosecond
 		c.MaxKeyAge = time.Nanosecond
