@@ -103,12 +103,12 @@ func (r *gatedRegistry) waitEntered(t *testing.T, want string) {
 }
 
 // startGateway serves a hub over reg on loopback.
-func startGateway(t *testing.T, reg core.Registry, cfg Config) (*core.Hub, *Server, string) {
+func startGateway(t testing.TB, reg core.Registry, cfg Config) (*core.Hub, *Server, string) {
 	t.Helper()
 	return startHub(t, core.New(core.Config{Registry: reg}), cfg)
 }
 
-func startHub(t *testing.T, hub *core.Hub, cfg Config) (*core.Hub, *Server, string) {
+func startHub(t testing.TB, hub *core.Hub, cfg Config) (*core.Hub, *Server, string) {
 	t.Helper()
 	srv := New(hub, core.AllowAll{}, cfg)
 	mux := http.NewServeMux()

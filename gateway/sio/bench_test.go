@@ -1,0 +1,164 @@
+package sio
+
+import (
+	"bytes"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	ws "github.com/gorilla/websocket"
+
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+)
+
+// benchConn is a Socket.IO client written frame by frame with reused
+// buffers, so that a benchmark's allocations are the gateway's: the agent and
+// computer of BenchmarkComputerLeg allocate next to nothing per call.
+type benchConn struct {
+	c   *ws.Conn
+	wmu sync.Mutex
+	buf bytes.Buffer // the last message read
+	out []byte       // the message being written (under wmu)
+}
+
+func dialBenchConn(b *testing.B, url string) *benchConn {
+	b.Helper()
+	c, _, err := ws.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bc := &benchConn{c: c}
+	b.Cleanup(func() { _ = c.Close() })
+	if f := bc.read(b); !strings.HasPrefix(string(f), "0{") {
+		b.Fatalf("Engine.IO open: %s", f)
+	}
+	bc.write(b, []byte("40/smcp,"))
+	if f := bc.read(b); !bytes.HasPrefix(f, []byte("40/smcp,")) {
+		b.Fatalf("namespace connect: %s", f)
+	}
+	return bc
+}
+
+// read returns the next message other than a ping (answered), valid until
+// the next read; nil once the connection is closed.
+func (c *benchConn) read(b *testing.B) []byte {
+	for {
+		_, r, err := c.c.NextReader()
+		if err != nil {
+			return nil
+		}
+		c.buf.Reset()
+		if _, err := c.buf.ReadFrom(r); err != nil && err != io.EOF {
+			return nil
+		}
+		if f := c.buf.Bytes(); len(f) == 1 && f[0] == '2' {
+			c.write(b, []byte("3"))
+			continue
+		}
+		return c.buf.Bytes()
+	}
+}
+
+func (c *benchConn) write(b *testing.B, m []byte) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if err := c.c.WriteMessage(ws.TextMessage, m); err != nil {
+		b.Error(err)
+	}
+}
+
+// writeWithID writes prefix, id and suffix as one message.
+func (c *benchConn) writeWithID(b *testing.B, prefix string, id []byte, suffix string) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.out = append(append(append(c.out[:0], prefix...), id...), suffix...)
+	if err := c.c.WriteMessage(ws.TextMessage, c.out); err != nil {
+		b.Error(err)
+	}
+}
+
+func (c *benchConn) join(b *testing.B, role, name, office string) {
+	b.Helper()
+	c.write(b, []byte(`42/smcp,1["server:join_office",{"role":"`+role+`","name":"`+name+`","office_id":"`+office+`"}]`))
+	if f := c.read(b); string(f) != `43/smcp,1[true,null]` {
+		b.Fatalf("join: %s", f)
+	}
+}
+
+// BenchmarkComputerLeg measures one client:tool_call through a real gateway
+// on loopback: an agent's event read, routed by the hub, written to the
+// computer's socket, its ack read and relayed to the agent. Agent and
+// computer are frame-by-frame WebSocket clients with reused buffers, 8 calls
+// in flight as in the load tool, so allocs/op is the gateway's per call
+// (the clients' share is constant and small). ns/op is not a figure to quote
+// on a shared machine; allocs/op and B/op are.
+func BenchmarkComputerLeg(b *testing.B) {
+	_, _, url := startHub(b, core.New(core.Config{}), Config{EventsPerSecond: -1})
+	computer := dialBenchConn(b, url)
+	computer.join(b, "computer", "pc", "o")
+	agent := dialBenchConn(b, url)
+	agent.join(b, "agent", "ag", "o")
+
+	const answer = `[{"content":[{"type":"text","text":"echo: 0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}],"isError":false}]`
+	go func() { // ends when the computer's connection is closed (cleanup)
+		for {
+			f := computer.read(b)
+			if f == nil {
+				return
+			}
+			const prefix = "42/smcp,"
+			if !bytes.HasPrefix(f, []byte(prefix)) {
+				continue
+			}
+			end := bytes.IndexByte(f, '[')
+			if end < len(prefix) {
+				continue
+			}
+			computer.writeWithID(b, "43/smcp,", f[len(prefix):end], answer)
+		}
+	}()
+
+	const inFlight = 8
+	sem := make(chan struct{}, inFlight)
+	answered := make(chan int, 1)
+	n := b.N
+	go func() { // ends after n answers, or when the agent's connection is closed
+		got := 0
+		defer func() { answered <- got }()
+		for got < n {
+			f := agent.read(b)
+			if f == nil {
+				return
+			}
+			if !bytes.HasPrefix(f, []byte("43/smcp,")) {
+				continue
+			}
+			if !bytes.HasSuffix(f, []byte(answer)) {
+				b.Errorf("answer: %s", f)
+				return
+			}
+			got++
+			<-sem
+		}
+	}()
+	var id []byte
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range n {
+		sem <- struct{}{}
+		id = strconv.AppendInt(id[:0], int64(i)+10, 10)
+		agent.writeWithID(b, "42/smcp,", id,
+			`["client:tool_call",{"agent":"ag","req_id":"r1","computer":"pc","tool_name":"echo","params":{"text":"0123456789abcdef0123456789abcdef0123456789abcdef"},"timeout":30}]`)
+	}
+	select {
+	case got := <-answered:
+		if got != n {
+			b.Fatalf("%d of %d calls answered", got, n)
+		}
+	case <-time.After(time.Minute):
+		b.Fatal("calls not answered in a minute")
+	}
+}
