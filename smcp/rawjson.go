@@ -318,12 +318,17 @@ func CheckJSON(b []byte) error {
 // SplitArray checks that b is a JSON array and returns its elements as
 // sub-slices of b (not copied), each without surrounding white space.
 func SplitArray(b []byte) ([]json.RawMessage, error) {
+	return AppendArray(nil, b)
+}
+
+// AppendArray is SplitArray appending the elements to out, for callers that
+// keep them in an array of their own (no allocation for a few elements).
+func AppendArray(out []json.RawMessage, b []byte) ([]json.RawMessage, error) {
 	s := rawScanner{b: b, depth: 1}
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '[' {
 		return nil, syntaxErr(i, "expected an array")
 	}
-	var out []json.RawMessage
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		i++

@@ -272,8 +272,11 @@ func (h *handler) route(event string, payload any, ack socket.Ack, wctx context.
 		return
 	}
 	done := h.srv.cfg.Metrics.Call(metrics.FrontSIO, event)
-	_, span := h.srv.cfg.Tracer.Start(h.ctx, event, trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attribute.String("smcp.computer", req.Computer), attribute.String("smcp.req_id", req.ReqID)))
+	var span trace.Span
+	if t := h.srv.cfg.Tracer; t != nil {
+		_, span = t.Start(h.ctx, event, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("smcp.computer", req.Computer), attribute.String("smcp.req_id", req.ReqID)))
+	}
 	// No goroutine per call: the answer is acked from the callback, on the
 	// goroutine that settles the call (see core.Session.Go).
 	settle := func(out json.RawMessage, err error) {
@@ -282,13 +285,15 @@ func (h *handler) route(event string, payload any, ack socket.Ack, wctx context.
 		// The span ends before the ack goes out: a caller that has its answer
 		// (and then flushes its tracer, or reads the collector) sees the span.
 		gone := h.ctx.Err() != nil
-		switch {
-		case gone:
-			span.SetStatus(codes.Error, "agent gone")
-		case err != nil:
-			span.SetStatus(codes.Error, metrics.Outcome(err))
+		if span != nil {
+			switch {
+			case gone:
+				span.SetStatus(codes.Error, "agent gone")
+			case err != nil:
+				span.SetStatus(codes.Error, metrics.Outcome(err))
+			}
+			span.End()
 		}
-		span.End()
 		switch {
 		case gone: // drop silently: nobody to answer
 		case err != nil:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"sync"
@@ -135,7 +136,9 @@ func decodePacket(b []byte) (*parser.Packet, error) {
 	if len(b) == 0 {
 		return nil, parser.ErrInvalidPayload
 	}
-	p := &parser.Packet{Type: parser.PacketType(int(b[0]) - '0'), Nsp: "/"}
+	// The packet and its id in one allocation.
+	pid := &packetWithID{Packet: parser.Packet{Type: parser.PacketType(int(b[0]) - '0'), Nsp: "/"}}
+	p := &pid.Packet
 	if !p.Type.Valid() {
 		return nil, fmt.Errorf("unknown packet type %d", p.Type)
 	}
@@ -167,7 +170,11 @@ func decodePacket(b []byte) (*parser.Packet, error) {
 		if j-i > parser.DefaultMaxNamespaceLength {
 			return nil, parser.ErrIllegalNamespace
 		}
-		p.Nsp = string(b[i:j])
+		if nsp := b[i:j]; string(nsp) == smcp.Namespace {
+			p.Nsp = smcp.Namespace // the only one served: not copied for every packet
+		} else {
+			p.Nsp = string(nsp)
+		}
 		i = min(j+1, len(b))
 	}
 	if j := i; j < len(b) && b[j] >= '0' && b[j] <= '9' {
@@ -177,11 +184,12 @@ func decodePacket(b []byte) (*parser.Packet, error) {
 		if j-i > parser.DefaultMaxPacketIDLength {
 			return nil, parser.ErrIllegalID
 		}
-		id, err := strconv.ParseUint(string(b[i:j]), 10, 64)
-		if err != nil {
+		id, ok := parseID(b[i:j])
+		if !ok {
 			return nil, parser.ErrIllegalID
 		}
-		p.Id = &id
+		pid.id = id
+		p.Id = &pid.id
 		i = j
 	}
 	payload := b[i:]
@@ -206,6 +214,25 @@ func decodePacket(b []byte) (*parser.Packet, error) {
 	return p, nil
 }
 
+// packetWithID is a decoded packet with room for its id.
+type packetWithID struct {
+	parser.Packet
+	id uint64
+}
+
+// parseID reads a packet id: decimal digits that fit a uint64.
+func parseID(digits []byte) (uint64, bool) {
+	var n uint64
+	for _, c := range digits {
+		d := uint64(c - '0')
+		if d > 9 || n > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	return n, len(digits) > 0
+}
+
 func validControl(t parser.PacketType, data any) bool {
 	switch t {
 	case parser.CONNECT:
@@ -226,14 +253,15 @@ func validControl(t parser.PacketType, data any) bool {
 // argument as raw JSON. An event that cannot be relayed keeps its name when
 // it has one and carries a *badArgs.
 func eventArgs(payload []byte, binary bool) []any {
-	elems, err := smcp.SplitArray(payload)
+	var arr [4]json.RawMessage // an event is a name and a payload
+	elems, err := smcp.AppendArray(arr[:0], payload)
 	if err != nil || len(elems) == 0 {
 		if err == nil {
 			err = errors.New("an event needs a name")
 		}
 		return []any{malformedEvent, newBadArgs("malformed packet: " + err.Error())}
 	}
-	name, err := smcp.RawString(elems[0])
+	name, err := eventName(elems[0])
 	if err != nil {
 		// The library accepts numeric event names; nothing here handles one.
 		return []any{malformedEvent, newBadArgs("event name must be a string")}
@@ -244,7 +272,8 @@ func eventArgs(payload []byte, binary bool) []any {
 	if binary {
 		return []any{name, binaryRefused(elems[1:])}
 	}
-	out := make([]any, len(elems))
+	// One slot more for the ack callback the library appends.
+	out := make([]any, len(elems), len(elems)+1)
 	out[0] = name
 	for i, e := range elems[1:] {
 		out[i+1] = e
@@ -252,10 +281,33 @@ func eventArgs(payload []byte, binary bool) []any {
 	return out
 }
 
+// eventNames holds every event name a client sends, so that a packet's
+// name is not copied out of it for every event.
+var eventNames = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []smcp.Kind{smcp.Server, smcp.Routed} {
+		for _, e := range smcp.Events(k) {
+			m[e.Name] = e.Name
+		}
+	}
+	return m
+}()
+
+// eventName is a packet's event name (a JSON string).
+func eventName(tok json.RawMessage) (string, error) {
+	if len(tok) >= 2 && tok[0] == '"' && tok[len(tok)-1] == '"' {
+		if name, ok := eventNames[string(tok[1:len(tok)-1])]; ok {
+			return name, nil
+		}
+	}
+	return smcp.RawString(tok)
+}
+
 // ackArgs is the Data of an ACK: each argument as raw JSON, or a single
 // *badArgs when they cannot be relayed.
 func ackArgs(payload []byte, binary bool) []any {
-	elems, err := smcp.SplitArray(payload)
+	var arr [4]json.RawMessage // an answer is one argument
+	elems, err := smcp.AppendArray(arr[:0], payload)
 	if err != nil {
 		return []any{newBadArgs("malformed answer: " + err.Error())}
 	}
@@ -319,34 +371,73 @@ func (e *rawEncoder) Encode(p *parser.Packet) []types.BufferInterface {
 			size += len(r) + 1
 		}
 	}
-	b := make([]byte, 0, size)
-	b = append(b, byte(p.Type)+'0')
-	if p.Nsp != "" && p.Nsp != "/" {
-		b = append(b, p.Nsp...)
-		b = append(b, ',')
-	}
-	if p.Id != nil {
-		b = strconv.AppendUint(b, *p.Id, 10)
-	}
+	b := appendHeader(make([]byte, 0, size), p.Type, p.Nsp, p.Id)
 	b = append(b, '[')
 	for i, a := range args {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		switch x := a.(type) {
-		case json.RawMessage:
-			if len(x) == 0 {
-				x = json.RawMessage("null")
-			}
-			b = append(b, x...)
-		default:
-			j, err := json.Marshal(x)
-			if err != nil {
-				j = []byte("null")
-			}
-			b = append(b, j...)
-		}
+		b = appendArg(b, a)
 	}
 	b = append(b, ']')
 	return []types.BufferInterface{types.NewStringBuffer(b)}
+}
+
+// appendHeader appends a packet's <type>[<nsp>,][<id>].
+func appendHeader(b []byte, t parser.PacketType, nsp string, id *uint64) []byte {
+	b = append(b, byte(t)+'0')
+	if nsp != "" && nsp != "/" {
+		b = append(b, nsp...)
+		b = append(b, ',')
+	}
+	if id != nil {
+		b = strconv.AppendUint(b, *id, 10)
+	}
+	return b
+}
+
+// appendArg appends one argument: raw JSON verbatim, a plain string
+// quoted, anything else as encoding/json writes it.
+func appendArg(b []byte, a any) []byte {
+	switch x := a.(type) {
+	case json.RawMessage:
+		if len(x) == 0 {
+			x = json.RawMessage("null")
+		}
+		return append(b, x...)
+	case string:
+		if plainString(x) {
+			b = append(b, '"')
+			b = append(b, x...)
+			return append(b, '"')
+		}
+	}
+	j, err := json.Marshal(a)
+	if err != nil {
+		j = []byte("null")
+	}
+	return append(b, j...)
+}
+
+// plainString reports whether encoding/json writes s as its bytes between
+// quotes: printable ASCII without the characters it escapes.
+func plainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
+// appendEvent appends the EVENT packet nsp,id[event,payload] that a request
+// to a computer is.
+func appendEvent(b []byte, nsp string, id uint64, event string, payload json.RawMessage) []byte {
+	b = appendHeader(b, parser.EVENT, nsp, &id)
+	b = append(b, '[')
+	b = appendArg(b, event)
+	b = append(b, ',')
+	b = appendArg(b, payload)
+	return append(b, ']')
 }
