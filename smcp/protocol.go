@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
@@ -333,7 +334,8 @@ func (e *EventInfo) Check(payload []byte) (RoutedFields, error) {
 		return out, Errorf(CodeBadRequest, "%s: %v", e.Name, err)
 	}
 	for i, f := range e.Fields {
-		s, n, err := f.read(got[i])
+		keep := f.Key == "agent" || f.Key == "req_id" || f.Key == "computer"
+		s, n, err := f.read(got[i], keep)
 		if err != nil {
 			return out, Errorf(CodeBadRequest, "%s: %s", e.Name, err.Error())
 		}
@@ -355,22 +357,29 @@ type fieldError string
 
 func (e fieldError) Error() string { return string(e) }
 
-// read checks one field's raw value (nil when absent).
-func (f Field) read(v json.RawMessage) (string, int64, error) {
+// read checks one field's raw value (nil when absent). A string is
+// returned only when kept: one only checked is not copied.
+func (f Field) read(v json.RawMessage, keep bool) (string, int64, error) {
 	null := v == nil || string(v) == "null"
 	switch f.Type {
 	case String:
 		var s string
+		empty := true
 		if !null {
 			if v[0] != '"' {
 				return "", 0, fieldError(f.Key + " must be a string")
 			}
-			var err error
-			if s, err = RawString(v); err != nil {
-				return "", 0, fieldError(f.Key + " must be a string")
+			if !keep && plainJSONString(v) {
+				empty = len(v) == 2
+			} else {
+				var err error
+				if s, err = RawString(v); err != nil {
+					return "", 0, fieldError(f.Key + " must be a string")
+				}
+				empty = s == ""
 			}
 		}
-		if f.Required && s == "" {
+		if f.Required && empty {
 			return "", 0, fieldError(f.Key + " is required")
 		}
 		return s, 0, nil
@@ -396,6 +405,20 @@ func (f Field) read(v json.RawMessage) (string, int64, error) {
 		return "", n, nil
 	}
 	return "", 0, nil
+}
+
+// plainJSONString reports whether tok, a scanned JSON string token, holds
+// its text as it is (no escapes, ASCII only): RawString would copy it.
+func plainJSONString(tok []byte) bool {
+	if len(tok) < 2 || tok[0] != '"' || tok[len(tok)-1] != '"' {
+		return false
+	}
+	for _, c := range tok[1 : len(tok)-1] {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 func (f Field) rangeError() error {

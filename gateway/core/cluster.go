@@ -347,12 +347,12 @@ func (h *Hub) remoteUnref(sid string, rc *remoteComputer) {
 }
 
 // goRemote routes r to computer m of another node.
-func (s *Session) goRemote(r *Request, m Member, release func(), done func(json.RawMessage, error)) func(error) {
+func (s *Session) goRemote(r *Request, m Member, agentSlots *atomic.Int64, done func(json.RawMessage, error)) *pendingCall {
 	h := s.hub
 	rc := h.remoteRef(m.SID)
 	var once sync.Once
 	unref := func() { once.Do(func() { h.remoteUnref(m.SID, rc) }) }
-	return s.dispatch(r, rc.gone, &rc.pending, release, func(answered func(json.RawMessage, error)) func() {
+	return s.dispatch(r, rc.gone, &rc.pending, agentSlots, func(answered func(json.RawMessage, error)) func() {
 		return h.peers.Request(m, r.Event, r.Payload, h.Deadline(r), func(raw json.RawMessage, err error) {
 			var bad *BadAnswerError
 			if err != nil && !errors.As(err, &bad) {

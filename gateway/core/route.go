@@ -231,47 +231,52 @@ func (s *Session) Go(r *Request, done func(json.RawMessage, error)) (abandon fun
 // the call is settled as Go says.
 func (s *Session) GoContext(ctx context.Context, r *Request, done func(json.RawMessage, error)) (abandon func(error)) {
 	c, o, remote, err := s.resolve(ctx, r)
-	return s.goTo(r, c, o, remote, err, done)
+	if p := s.goTo(r, c, o, remote, err, done); p != nil {
+		return p.abandon
+	}
+	return noAbandon
 }
 
-// TryGo is Go when it need not wait: ok is false, and nothing is done, when
-// the computer is not a session of this node and only the registry (in a
-// cluster, a network round trip) can tell where it is. The caller then calls
-// Go where waiting harms no one. A front end handling a connection's packets
-// on one goroutine calls TryGo there: a call to a computer of this node, the
-// hot path, costs what Go costs.
-func (s *Session) TryGo(r *Request, done func(json.RawMessage, error)) (abandon func(error), ok bool) {
+// TryGo is Go when it need not wait, and without abandon: false, and
+// nothing is done, when the computer is not a session of this node and only
+// the registry (in a cluster, a network round trip) can tell where it is.
+// The caller then calls Go where waiting harms no one. A front end handling
+// a connection's packets on one goroutine calls TryGo there: a call to a
+// computer of this node, the hot path, costs what Go costs. Its call is
+// settled as Go says, or when the caller's session closes.
+func (s *Session) TryGo(r *Request, done func(json.RawMessage, error)) bool {
 	c, o, remote, _, err := s.resolveLocal(r)
 	switch {
 	case err != nil, c != nil:
 	case remote != nil:
 		c, o, remote, err = s.resolved(r, o, remote)
 	case s.hub.peers != nil:
-		return nil, false
+		return false
 	default:
 		err = errNoComputer()
 	}
-	return s.goTo(r, c, o, remote, err, done), true
+	s.goTo(r, c, o, remote, err, done)
+	return true
 }
 
 // goTo routes r to c, a computer of this node, or to remote; err, when not
-// nil, is the answer.
-func (s *Session) goTo(r *Request, c *Session, o *office, remote *Member, err error, done func(json.RawMessage, error)) func(error) {
+// nil, is the answer. It returns the call in flight, or nil when done was
+// called at once.
+func (s *Session) goTo(r *Request, c *Session, o *office, remote *Member, err error, done func(json.RawMessage, error)) *pendingCall {
 	if err != nil {
 		done(nil, err)
-		return noAbandon
+		return nil
 	}
 	h := s.hub
 	if o.agentCalls.Add(1) > int64(h.cfg.MaxAgentInFlight) {
 		o.agentCalls.Add(-1)
 		done(nil, smcp.Errorf(CodeTooManyPending, "agent %q has too many requests in flight", s.name))
-		return noAbandon
+		return nil
 	}
-	release := func() { o.agentCalls.Add(-1) }
 	if remote != nil {
-		return s.goRemote(r, *remote, release, done)
+		return s.goRemote(r, *remote, &o.agentCalls, done)
 	}
-	return s.dispatch(r, c.membership, &c.pending, release, func(answered func(json.RawMessage, error)) func() {
+	return s.dispatch(r, c.membership, &c.pending, &o.agentCalls, func(answered func(json.RawMessage, error)) func() {
 		return c.conn.Request(r.Event, r.Payload, answered)
 	}, done)
 }
@@ -280,20 +285,21 @@ func noAbandon(error) {}
 
 // dispatch sends r with send and settles it once: with the answer, at the
 // deadline, when gone ends, or when abandoned. pending counts the computer's
-// calls in flight and release frees the agent's in-flight slot: both are
-// given back when the call settles, however it settles, so a computer that
-// loses answers does not end up refusing every call (429). send returns how
-// to tell the transport that the answer is no longer awaited (or nil).
-func (s *Session) dispatch(r *Request, gone context.Context, pending *atomic.Int64, release func(),
-	send func(answered func(json.RawMessage, error)) (forget func()), done func(json.RawMessage, error)) func(error) {
+// calls in flight and agentSlots the agent's: both are given back when the
+// call settles, however it settles, so a computer that loses answers does
+// not end up refusing every call (429). send returns how to tell the
+// transport that the answer is no longer awaited (or nil). It returns the
+// call in flight, or nil when done was called at once.
+func (s *Session) dispatch(r *Request, gone context.Context, pending, agentSlots *atomic.Int64,
+	send func(answered func(json.RawMessage, error)) (forget func()), done func(json.RawMessage, error)) *pendingCall {
 	h := s.hub
 	if pending.Add(1) > int64(h.cfg.MaxPending) {
 		pending.Add(-1)
-		release()
+		agentSlots.Add(-1)
 		done(nil, smcp.Errorf(CodeTooManyPending, "computer %q has too many requests in flight", r.Computer))
-		return noAbandon
+		return nil
 	}
-	p := &pendingCall{done: done, release: release, pending: pending, owner: s}
+	p := &pendingCall{done: done, agentSlots: agentSlots, pending: pending, owner: s}
 	p.mu.Lock()
 	deadline := h.Deadline(r)
 	p.timer = time.AfterFunc(deadline, func() {
@@ -304,28 +310,36 @@ func (s *Session) dispatch(r *Request, gone context.Context, pending *atomic.Int
 	p.mu.Unlock()
 	if !s.track(p) {
 		p.settle(false, answer{err: errCallerGone})
-		return noAbandon
+		return nil
 	}
 	forget := send(func(raw json.RawMessage, err error) {
-		var bad *BadAnswerError
-		switch {
-		case errors.As(err, &bad):
-		case err != nil:
-			h.log.Warn("computer request failed", "event", r.Event, "computer", r.Computer, "err", err)
-			p.settle(true, s.goneAnswer(r))
-			return
-		case len(raw) > h.cfg.MaxAnswerBytes:
-			bad = &BadAnswerError{Reason: fmt.Sprintf("answer of %d bytes exceeds the limit of %d", len(raw), h.cfg.MaxAnswerBytes)}
-		}
-		if bad != nil {
-			h.log.Warn("computer answer not relayed", "event", r.Event, "computer", r.Computer, "req_id", r.ReqID, "reason", bad.Reason)
-			p.settle(true, s.failure(r, smcp.BadAnswerError(r.Computer, bad.Reason)))
+		if err == nil && len(raw) <= h.cfg.MaxAnswerBytes {
+			p.settle(true, answer{raw: raw}) // a late or second answer is ignored
 			return
 		}
-		p.settle(true, answer{raw: raw}) // a late or second answer is ignored
+		s.answerRefused(p, r, raw, err)
 	})
 	p.setForget(forget)
-	return func(err error) { p.settle(false, answer{err: err}) }
+	return p
+}
+
+// answerRefused settles p when its transport failed or its computer's
+// answer cannot be relayed (kept apart from dispatch's callback, whose
+// answers are almost always good).
+func (s *Session) answerRefused(p *pendingCall, r *Request, raw json.RawMessage, err error) {
+	h := s.hub
+	var bad *BadAnswerError
+	switch {
+	case errors.As(err, &bad):
+	case err != nil:
+		h.log.Warn("computer request failed", "event", r.Event, "computer", r.Computer, "err", err)
+		p.settle(true, s.goneAnswer(r))
+		return
+	default:
+		bad = &BadAnswerError{Reason: fmt.Sprintf("answer of %d bytes exceeds the limit of %d", len(raw), h.cfg.MaxAnswerBytes)}
+	}
+	h.log.Warn("computer answer not relayed", "event", r.Event, "computer", r.Computer, "req_id", r.ReqID, "reason", bad.Reason)
+	p.settle(true, s.failure(r, smcp.BadAnswerError(r.Computer, bad.Reason)))
 }
 
 // errCallerGone settles the calls of a session that closed: nobody awaits
@@ -373,17 +387,20 @@ func (s *Session) abandonCalls() {
 
 // pendingCall settles a request once and releases its timer, watch and slots.
 type pendingCall struct {
-	mu       sync.Mutex
-	settled  bool
-	answered bool   // settled by the transport: nothing to forget
-	forget   func() // tells the transport the answer is no longer awaited
-	timer    *time.Timer
-	stopGone func() bool
-	owner    *Session      // the caller
-	pending  *atomic.Int64 // the computer's calls in flight
-	release  func()        // frees the agent's in-flight slot
-	done     func(json.RawMessage, error)
+	mu         sync.Mutex
+	settled    bool
+	answered   bool   // settled by the transport: nothing to forget
+	forget     func() // tells the transport the answer is no longer awaited
+	timer      *time.Timer
+	stopGone   func() bool
+	owner      *Session      // the caller
+	pending    *atomic.Int64 // the computer's calls in flight
+	agentSlots *atomic.Int64 // the agent's calls in flight
+	done       func(json.RawMessage, error)
 }
+
+// abandon gives the call up: done gets err, unless it was settled before.
+func (p *pendingCall) abandon(err error) { p.settle(false, answer{err: err}) }
 
 // setForget records the transport's forget, or calls it when the call was
 // given up before send returned.
@@ -417,7 +434,7 @@ func (p *pendingCall) settle(answered bool, a answer) {
 	p.stopGone()
 	p.owner.untrack(p)
 	p.pending.Add(-1)
-	p.release()
+	p.agentSlots.Add(-1)
 	if !answered && forget != nil {
 		forget()
 	}

@@ -428,13 +428,13 @@ func TestTryGo(t *testing.T) {
 	got := make(chan answer, 1)
 	done := func(raw json.RawMessage, err error) { got <- answer{raw, err} }
 	req := `{"agent":"alice","req_id":"r1","computer":"pc"}`
-	if _, ok := o.agent.TryGo(mustParse(t, smcp.EventGetTools, req), done); !ok {
+	if ok := o.agent.TryGo(mustParse(t, smcp.EventGetTools, req), done); !ok {
 		t.Fatal("a call to a computer of this node was not routed")
 	}
 	if a := <-got; a.err != nil || string(a.raw) != req {
 		t.Fatalf("answer %s %v", a.raw, a.err)
 	}
-	if _, ok := o.agent.TryGo(mustParse(t, smcp.EventGetTools, `{"agent":"alice","req_id":"r2","computer":"nobody"}`), done); !ok {
+	if ok := o.agent.TryGo(mustParse(t, smcp.EventGetTools, `{"agent":"alice","req_id":"r2","computer":"nobody"}`), done); !ok {
 		t.Fatal("on one node an unknown computer was left to Go")
 	}
 	wantCode(t, (<-got).err, 404)
@@ -449,7 +449,7 @@ func TestTryGo(t *testing.T) {
 	agent, _ := attach(t, h, "a2")
 	join(t, agent, smcp.RoleAgent, "bob", "o2")
 	r := mustParse(t, smcp.EventGetTools, `{"agent":"bob","req_id":"r3","computer":"elsewhere"}`)
-	if _, ok := agent.TryGo(r, func(json.RawMessage, error) { t.Error("done called for a call not routed") }); ok {
+	if ok := agent.TryGo(r, func(json.RawMessage, error) { t.Error("done called for a call not routed") }); ok {
 		t.Fatal("a call needing the registry was routed by TryGo")
 	}
 	if n := reg.lookups.Load(); n != 0 {

@@ -306,7 +306,7 @@ func (h *handler) route(event string, payload any, ack socket.Ack, wctx context.
 		h.sess.GoContext(wctx, req, settle)
 		return
 	}
-	if _, ok := h.sess.TryGo(req, settle); ok {
+	if h.sess.TryGo(req, settle) {
 		return
 	}
 	// A computer of another node: where it is takes a registry lookup.
