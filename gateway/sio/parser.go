@@ -195,7 +195,17 @@ func decodePacket(b []byte) (*parser.Packet, error) {
 	payload := b[i:]
 	switch p.Type {
 	case parser.EVENT, parser.BINARY_EVENT:
-		p.Data = eventArgs(payload, binary)
+		args := eventArgs(payload, binary)
+		if p.Id != nil {
+			// The ack id goes to the gateway's listener as the last argument
+			// instead of to the library, which would wrap it in an Ack
+			// callback of its own (a sync.Once, a closure, and per answer
+			// a packet, its encoding and a copy of it): the gateway
+			// answers the event itself (handler.ackFunc).
+			args = append(args, (*ackID)(&pid.id))
+			p.Id = nil
+		}
+		p.Data = args
 	case parser.ACK, parser.BINARY_ACK:
 		p.Data = ackArgs(payload, binary)
 	default:
@@ -213,6 +223,9 @@ func decodePacket(b []byte) (*parser.Packet, error) {
 	}
 	return p, nil
 }
+
+// ackID is the id an EVENT asks to be acknowledged with (see decodePacket).
+type ackID uint64
 
 // packetWithID is a decoded packet with room for its id.
 type packetWithID struct {

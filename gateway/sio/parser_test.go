@@ -28,12 +28,17 @@ func decodeOne(t *testing.T, frames ...any) *parser.Packet {
 func TestParserKeepsArgumentsAsReceived(t *testing.T) {
 	arg := `{"z":1,"a":18446744073709551616,"s":"\ud800 <&>","e":{ }}`
 	p := decodeOne(t, types.NewStringBufferString(`2/smcp,7["client:tool_call",`+arg+`, [ 1 ] ]`))
-	if p.Type != parser.EVENT || p.Nsp != "/smcp" || p.Id == nil || *p.Id != 7 {
+	if p.Type != parser.EVENT || p.Nsp != "/smcp" || p.Id != nil {
 		t.Fatalf("header: %+v", p)
 	}
 	args := p.Data.([]any)
-	if args[0] != "client:tool_call" || string(args[1].(json.RawMessage)) != arg || string(args[2].(json.RawMessage)) != "[ 1 ]" {
+	if len(args) != 4 || args[0] != "client:tool_call" || string(args[1].(json.RawMessage)) != arg || string(args[2].(json.RawMessage)) != "[ 1 ]" {
 		t.Fatalf("args: %#v", args)
+	}
+	// The ack id is the last argument, for the gateway's listener to
+	// answer with, not the library.
+	if id, ok := args[3].(*ackID); !ok || *id != 7 {
+		t.Fatalf("ack id: %#v", args[3])
 	}
 
 	ack := decodeOne(t, `3/smcp,12[`+arg+`]`)
@@ -110,7 +115,8 @@ func TestParserRefusesReservedAndMalformedEvents(t *testing.T) {
 }
 
 // FuzzDecodePacket: any text frame decodes or is refused, never panics, and
-// an EVENT or ACK that decodes carries only raw JSON, names and *badArgs.
+// an EVENT or ACK that decodes carries only raw JSON, names and *badArgs,
+// and an EVENT's ack id as its last argument.
 func FuzzDecodePacket(f *testing.F) {
 	for _, s := range []string{`2/smcp,1["a",{}]`, `3/smcp,2[1,"x"]`, `51-/smcp,3["a",{"_placeholder":true,"num":0}]`,
 		`0/smcp,{"token":"t"}`, `1/smcp,`, `3/smcp,5[NaN]`, `2["disconnect"]`, `6999-`, `2/smcp,99999999999999999999999[]`} {
@@ -121,9 +127,14 @@ func FuzzDecodePacket(f *testing.F) {
 		if err != nil || (p.Type != parser.EVENT && p.Type != parser.ACK && p.Type != parser.BINARY_EVENT && p.Type != parser.BINARY_ACK) {
 			return
 		}
-		for _, a := range p.Data.([]any) {
+		args := p.Data.([]any)
+		for i, a := range args {
 			switch a.(type) {
 			case json.RawMessage, string, *badArgs:
+			case *ackID:
+				if i != len(args)-1 || p.Id != nil || (p.Type != parser.EVENT && p.Type != parser.BINARY_EVENT) {
+					t.Fatalf("%q: ack id at %d of %d (%s, id %v)", s, i, len(args), p.Type, p.Id)
+				}
 			default:
 				t.Fatalf("%q: argument %T", s, a)
 			}

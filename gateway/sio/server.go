@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zishang520/socket.io/parsers/socket/v3/parser"
 	"github.com/zishang520/socket.io/servers/socket/v3"
 	"github.com/zishang520/socket.io/v3/pkg/types"
 	"go.opentelemetry.io/otel/trace"
@@ -371,7 +372,8 @@ func (s *Server) onConnection(sock *socket.Socket) {
 	p := d.principal
 	ip := clientIP(sock)
 	sid := string(sock.Id())
-	sess, err := s.hub.Attach(sid, p, &conn{sock: sock}, d.proto)
+	out := &conn{sock: sock}
+	sess, err := s.hub.Attach(sid, p, out, d.proto)
 	if err != nil {
 		s.addrs.Give(ip)
 		s.log.Error("attach session", "sid", sid, "err", err)
@@ -399,7 +401,15 @@ func (s *Server) onConnection(sock *socket.Socket) {
 	// connection in the heap profile of idle connections.
 	// The limit is checked here rather than as socket middleware: the
 	// library calls OnAny listeners before (and regardless of) middleware.
+	// The parser hands an event's ack id over as its last argument
+	// (decodePacket): it becomes the Ack callback every handler answers
+	// with.
 	sock.OnAny(func(args ...any) {
+		if n := len(args); n > 1 {
+			if id, ok := args[n-1].(*ackID); ok {
+				args[n-1] = out.ackFunc(uint64(*id))
+			}
+		}
 		if !limit(args[1:]) {
 			return
 		}
@@ -575,6 +585,43 @@ func (c *conn) Request(event string, payload json.RawMessage, done func(json.Raw
 	// name a deep stack on a goroutine that often starts afresh.
 	c.write(appendEvent(make([]byte, 0, len(nsp.Name())+len(event)+len(payload)+32), nsp.Name(), id, event, payload))
 	return func() { acks.Delete(id) }
+}
+
+// ackFunc is the Ack callback of the client's event id: the ACK packet is
+// written straight to the engine (appendArg encodes each argument), at most
+// once, and not once the socket is disconnected, as the library's own
+// callback does; without the library's packet, encoder and copy.
+func (c *conn) ackFunc(id uint64) socket.Ack {
+	a := &acker{conn: c, id: id}
+	return a.send
+}
+
+type acker struct {
+	*conn
+	id   uint64
+	sent atomic.Bool
+}
+
+func (a *acker) send(args []any, _ error) {
+	if a.sent.Swap(true) || !a.sock.Connected() {
+		return
+	}
+	nsp := a.sock.Nsp().Name()
+	size := len(nsp) + 32
+	for _, x := range args {
+		if r, ok := x.(json.RawMessage); ok {
+			size += len(r) + 1
+		}
+	}
+	b := appendHeader(make([]byte, 0, size), parser.ACK, nsp, &a.id)
+	b = append(b, '[')
+	for i, x := range args {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendArg(b, x)
+	}
+	a.write(append(b, ']'))
 }
 
 // write hands one encoded Socket.IO packet to the connection's engine
