@@ -247,8 +247,15 @@ func (s *socket) onPacket(data *packet.Packet) {
 
 	s.lastPacket.Store(time.Now().UnixNano())
 	// export packet event
-	socketLog.Debug(`received packet %s`, data.Type)
-	s.Emit("packet", data)
+	// smcp-gateway patch: debug arguments and events nobody listens to
+	// (the variadic slice of an Emit is allocated either way) cost
+	// nothing per packet.
+	if socketLog.DebugEnabled() {
+		socketLog.Debug(`received packet %s`, data.Type)
+	}
+	if s.ListenerCount("packet") > 0 {
+		s.Emit("packet", data)
+	}
 
 	switch data.Type {
 	case packet.PING:
@@ -278,7 +285,9 @@ func (s *socket) onPacket(data *packet.Packet) {
 		s.OnClose("parse error")
 	case packet.MESSAGE:
 		s.Emit("data", data.Data)
-		s.Emit("message", data.Data)
+		if s.ListenerCount("message") > 0 {
+			s.Emit("message", data.Data)
+		}
 	}
 }
 
@@ -591,33 +600,31 @@ func (s *socket) sendPacket(
 	callback SendCallback,
 ) {
 	if readystate := s.ReadyState(); readystate != "closing" && readystate != "closed" {
-		socketLog.Debug(`sending packet "%s" (%p)`, packetType, data)
+		if socketLog.DebugEnabled() { // smcp-gateway patch, as in onPacket
+			socketLog.Debug(`sending packet "%s" (%p)`, packetType, data)
+		}
 
 		// Clone options to avoid data races when the same Options pointer
 		// is shared across multiple sockets during broadcast.
-		opts := &packet.Options{}
+		// smcp-gateway patch: the packet, its options and their compress
+		// flag are one allocation (upstream: three).
+		o := &outPacket{}
+		opts := &o.opts
+		o.compress = options == nil || options.Compress == nil || *options.Compress
+		opts.Compress = &o.compress
 		if options != nil {
 			opts.WsPreEncodedFrame = options.WsPreEncodedFrame
-			if options.Compress != nil {
-				compress := *options.Compress
-				opts.Compress = &compress
-			}
 		}
 
-		if opts.Compress == nil || *opts.Compress {
-			opts.Compress = utils.Ptr(true)
-		} else {
-			opts.Compress = utils.Ptr(false)
-		}
-
-		packet := &packet.Packet{
-			Type:    packetType,
-			Data:    data,
-			Options: opts,
-		}
+		packet := &o.packet
+		packet.Type = packetType
+		packet.Data = data
+		packet.Options = opts
 
 		// exports packetCreate event
-		s.Emit("packetCreate", packet)
+		if s.ListenerCount("packetCreate") > 0 {
+			s.Emit("packetCreate", packet)
+		}
 
 		s.writeBuffer.Push(packet)
 
@@ -630,6 +637,14 @@ func (s *socket) sendPacket(
 	}
 }
 
+// outPacket is a packet sent, with its options (smcp-gateway patch: one
+// allocation).
+type outPacket struct {
+	packet   packet.Packet
+	opts     packet.Options
+	compress bool
+}
+
 // Attempts to flush the packets buffer.
 func (s *socket) flush() {
 	s.flushMu.Lock()
@@ -638,8 +653,13 @@ func (s *socket) flush() {
 	if s.ReadyState() != "closed" && s.Transport().Writable() {
 		if wbuf := s.writeBuffer.AllAndClear(); len(wbuf) > 0 {
 			socketLog.Debug("flushing buffer to transport")
-			s.Emit("flush", wbuf)
-			s.server.Emit("flush", s, wbuf)
+			// smcp-gateway patch, as in onPacket.
+			if s.ListenerCount("flush") > 0 {
+				s.Emit("flush", wbuf)
+			}
+			if s.server.ListenerCount("flush") > 0 {
+				s.server.Emit("flush", s, wbuf)
+			}
 			if packetsFn := s.packetsFn.AllAndClear(); len(packetsFn) > 0 {
 				s.sentCallbackFn.Push(packetsFn)
 			} else {
@@ -647,7 +667,9 @@ func (s *socket) flush() {
 			}
 			s.Transport().Send(wbuf)
 			s.Emit("drain")
-			s.server.Emit("drain", s)
+			if s.server.ListenerCount("drain") > 0 {
+				s.server.Emit("drain", s)
+			}
 		}
 	}
 }

@@ -161,7 +161,9 @@ func readMessage(r io.Reader) ([]byte, error) {
 }
 
 func (w *websocket) onMessage(data types.BufferInterface) {
-	wsLog.Debug(`websocket received "%s"`, data)
+	if wsLog.DebugEnabled() { // smcp-gateway patch: no boxed arguments per message
+		wsLog.Debug(`websocket received "%s"`, data)
+	}
 	w.OnData(data)
 }
 
@@ -209,6 +211,9 @@ func (w *websocket) send(packets []*packet.Packet) {
 			}
 		}
 
+		if w.writeText(packet, compress) {
+			continue
+		}
 		data, err := w.Parser().EncodePacket(packet, w.SupportsBinary())
 		if err != nil {
 			wsLog.Debug(`Send Error "%s"`, err.Error())
@@ -218,13 +223,46 @@ func (w *websocket) send(packets []*packet.Packet) {
 		w.write(data, compress)
 	}
 }
+// writeText writes a text MESSAGE of protocol 4 (smcp-gateway patch):
+// its type byte and its data go straight into the frame, as EncodePacket
+// would have encoded them, without the encoded copy EncodePacket makes
+// (a buffer, its growth and a copy of every message sent). It reports
+// whether p was such a packet (and was written, or failed the transport).
+func (w *websocket) writeText(p *packet.Packet, compress bool) bool {
+	data, ok := p.Data.(*types.StringBuffer)
+	if !ok || p.Type != packet.MESSAGE || w.Protocol() != 4 {
+		return false
+	}
+	if w.PerMessageDeflate() != nil && 1+data.Len() < w.PerMessageDeflate().Threshold {
+		compress = false
+	}
+	w.socket.EnableWriteCompression(compress)
+	write, err := w.socket.NextWriter(ws.TextMessage)
+	if err != nil {
+		w._error(err)
+		return true
+	}
+	if _, err = io.WriteString(write, "4"); err == nil {
+		_, err = write.Write(data.Bytes())
+	}
+	if cerr := write.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		w._error(err)
+	}
+	return true
+}
+
 func (w *websocket) write(data types.BufferInterface, compress bool) {
 	if w.PerMessageDeflate() != nil {
 		if data.Len() < w.PerMessageDeflate().Threshold {
 			compress = false
 		}
 	}
-	wsLog.Debug(`writing %#v`, data)
+	if wsLog.DebugEnabled() { // smcp-gateway patch, as in onMessage
+		wsLog.Debug(`writing %#v`, data)
+	}
 
 	w.socket.EnableWriteCompression(compress)
 	mt := ws.BinaryMessage

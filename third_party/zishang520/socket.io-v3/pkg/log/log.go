@@ -117,6 +117,13 @@ func (d *Log) Debugf(message string, args ...any) {
 	}
 }
 
+// DebugEnabled reports whether Debugf prints (smcp-gateway patch, see
+// PATCHED.md): hot paths check it first, since the arguments of a Debug
+// call are boxed and allocated even when it prints nothing.
+func (d *Log) DebugEnabled() bool {
+	return DEBUG.Load() && d.checkNamespace(d.Prefix())
+}
+
 // Debug is an alias for Debugf
 func (d *Log) Debug(message string, args ...any) { d.Debugf(message, args...) }
 
