@@ -478,7 +478,12 @@ func (s *Socket) _onconnect() {
 
 // Called with each packet. Called by `Client`.
 func (s *Socket) _onpacket(packet *parser.Packet) {
-	socketLog.Debug("got packet %v", packet)
+	// smcp-gateway patch (here and below on the packet path): the
+	// arguments of a Debug call are boxed and allocated even when it
+	// prints nothing.
+	if socketLog.DebugEnabled() {
+		socketLog.Debug("got packet %v", packet)
+	}
 	switch packet.Type {
 	case parser.EVENT:
 		s.onevent(packet)
@@ -502,7 +507,9 @@ func (s *Socket) onevent(packet *parser.Packet) {
 		socketLog.Debug("invalid event packet data format")
 		return
 	}
-	socketLog.Debug("emitting event %v", args)
+	if socketLog.DebugEnabled() {
+		socketLog.Debug("emitting event %v", args)
+	}
 	if nil != packet.Id {
 		socketLog.Debug("attaching ack callback to event")
 		args = append(args, s.ack(*packet.Id))
@@ -539,7 +546,9 @@ func (s *Socket) ack(id uint64) Ack {
 func (s *Socket) onack(packet *parser.Packet) {
 	if packet.Id != nil {
 		if ack, ok := s.acks.Load(*packet.Id); ok {
-			socketLog.Debug("calling ack %d with %v", *packet.Id, packet.Data)
+			if socketLog.DebugEnabled() {
+				socketLog.Debug("calling ack %d with %v", *packet.Id, packet.Data)
+			}
 			ack(utils.TryCast[[]any](packet.Data), nil)
 			s.acks.Delete(*packet.Id)
 		} else {
@@ -714,7 +723,16 @@ func (s *Socket) Timeout(timeout time.Duration) *Socket {
 
 // Dispatch incoming event to socket listeners.
 func (s *Socket) dispatch(event []any) {
-	socketLog.Debug("dispatching an event %v", event)
+	if socketLog.DebugEnabled() {
+		socketLog.Debug("dispatching an event %v", event)
+	}
+	// smcp-gateway patch: an event that no listener or middleware would
+	// see is not queued for an emit that does nothing (an application
+	// listening with OnAny only, like the gateway, paid a closure and a
+	// task per event).
+	if s.fns.Len() == 0 && s.ListenerCount(types.EventName(slices.TryGetAny[string](event, 0))) == 0 {
+		return
+	}
 	s.run(event, func(err error) {
 		s.Enqueue(func() {
 			if err != nil {
