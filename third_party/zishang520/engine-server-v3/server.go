@@ -145,7 +145,9 @@ func (s *server) HandleUpgrade(ctx *types.HttpContext) {
 		}
 
 		// delegate to ws
-		if conn, err := ws.Upgrade(ctx.Response(), ctx.Request(), ctx.ResponseHeaders().All()); err != nil {
+		// smcp-gateway patch: the connection is a transports.CorkConn, so
+		// that the transport writes a batch of packets at once.
+		if conn, err := ws.Upgrade(transports.CorkingResponse(ctx.Response()), ctx.Request(), ctx.ResponseHeaders().All()); err != nil {
 			s.emitAbortRequest(ctx, BAD_REQUEST, map[string]any{"name": "UPGRADE_FAILURE"})
 			serverLog.Debug("websocket error before upgrade: %s", err.Error())
 		} else {

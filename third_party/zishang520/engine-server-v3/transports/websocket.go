@@ -182,6 +182,18 @@ func (w *websocket) send(packets []*packet.Packet) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 
+	// smcp-gateway patch: a batch's frames leave in one write (cork.go).
+	if len(packets) > 1 {
+		if cc, ok := w.socket.NetConn().(*CorkConn); ok {
+			cc.Cork()
+			defer func() {
+				if err := cc.Uncork(); err != nil {
+					w._error(err)
+				}
+			}()
+		}
+	}
+
 	for _, packet := range packets {
 		// always creates a new object since ws modifies it
 		compress := true
