@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -180,7 +181,22 @@ func (l *leg) calls(tb testing.TB, n int, started func()) {
 func BenchmarkComputerLeg(b *testing.B) {
 	l := startLeg(b)
 	b.ReportAllocs()
-	l.calls(b, b.N, b.ResetTimer)
+	var created int64
+	l.calls(b, b.N, func() { created = goroutinesCreated(); b.ResetTimer() })
+	b.StopTimer()
+	// Goroutines started per call: each begins on a small stack, grown
+	// (copied) as the packet path deepens.
+	b.ReportMetric(float64(goroutinesCreated()-created)/float64(b.N), "goroutines/op")
+}
+
+// goroutinesCreated is the number of goroutines the process has started.
+func goroutinesCreated() int64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64())
 }
 
 // TestComputerLegAllocations holds the allocations of a relayed tool call

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // smcp-gateway patch (see PATCHED.md): the frames of one batch of packets
@@ -35,6 +36,34 @@ type CorkConn struct {
 	mu     sync.Mutex
 	corked bool
 	buf    *[]byte // gathered while corked
+
+	// gorilla sets the write deadline before every frame, to the same
+	// value unless one was asked for (none by the engine): a deadline equal
+	// to the one set is not set again (a runtime timer update per frame).
+	dmu      sync.Mutex
+	deadline time.Time // the write deadline last set
+	known    bool      // deadline is the connection's
+}
+
+// SetDeadline sets the read and write deadlines.
+func (c *CorkConn) SetDeadline(t time.Time) error {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	err := c.Conn.SetDeadline(t)
+	c.deadline, c.known = t, err == nil
+	return err
+}
+
+// SetWriteDeadline sets the write deadline, unless it is the one set.
+func (c *CorkConn) SetWriteDeadline(t time.Time) error {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	if c.known && t.Equal(c.deadline) {
+		return nil
+	}
+	err := c.Conn.SetWriteDeadline(t)
+	c.deadline, c.known = t, err == nil
+	return err
 }
 
 // Write writes p, or gathers it while the connection is corked.

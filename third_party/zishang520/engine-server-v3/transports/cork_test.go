@@ -6,13 +6,15 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 // countingConn counts the writes that reach the connection.
 type countingConn struct {
 	net.Conn
-	mu     sync.Mutex
-	writes int
+	mu        sync.Mutex
+	writes    int
+	deadlines int // SetWriteDeadline calls
 }
 
 func (c *countingConn) Write(p []byte) (int, error) {
@@ -20,6 +22,13 @@ func (c *countingConn) Write(p []byte) (int, error) {
 	c.writes++
 	c.mu.Unlock()
 	return c.Conn.Write(p)
+}
+
+func (c *countingConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	c.deadlines++
+	c.mu.Unlock()
+	return c.Conn.SetWriteDeadline(t)
 }
 
 func (c *countingConn) count() int {
@@ -94,5 +103,36 @@ func TestCorkConn(t *testing.T) {
 	}
 	if err := c.Uncork(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A write deadline equal to the one set is not set again: gorilla sets it
+// before every frame, nearly always to no deadline.
+func TestCorkConnWriteDeadline(t *testing.T) {
+	a, b := net.Pipe()
+	defer func() { _ = a.Close(); _ = b.Close() }()
+	counted := &countingConn{Conn: a}
+	c := &CorkConn{Conn: counted}
+	for range 3 {
+		if err := c.SetWriteDeadline(time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := time.Now().Add(time.Hour)
+	_ = c.SetWriteDeadline(d)
+	_ = c.SetWriteDeadline(d)
+	_ = c.SetWriteDeadline(time.Time{})
+	if counted.deadlines != 3 {
+		t.Fatalf("%d deadlines set on the connection, want 3 (none, the hour, none)", counted.deadlines)
+	}
+	// SetDeadline sets the write deadline too.
+	_ = c.SetDeadline(d)
+	_ = c.SetWriteDeadline(d)
+	if counted.deadlines != 3 {
+		t.Fatalf("write deadline set again after SetDeadline set it: %d", counted.deadlines)
+	}
+	_ = c.SetWriteDeadline(time.Time{})
+	if counted.deadlines != 4 {
+		t.Fatalf("%d deadlines set, want 4", counted.deadlines)
 	}
 }

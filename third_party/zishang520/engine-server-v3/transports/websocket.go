@@ -235,6 +235,7 @@ func (w *websocket) send(packets []*packet.Packet) {
 		w.write(data, compress)
 	}
 }
+
 // writeText writes a text MESSAGE of protocol 4 (smcp-gateway patch):
 // its type byte and its data go straight into the frame, as EncodePacket
 // would have encoded them, without the encoded copy EncodePacket makes
