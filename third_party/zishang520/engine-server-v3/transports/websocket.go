@@ -10,6 +10,7 @@ import (
 
 	ws "github.com/gorilla/websocket"
 	"github.com/zishang520/socket.io/parsers/engine/v3/packet"
+	"github.com/zishang520/socket.io/parsers/engine/v3/parser"
 	queue "github.com/zishang520/socket.io/servers/engine/v3/leanqueue" // patched: see PATCHED.md
 	"github.com/zishang520/socket.io/v3/pkg/log"
 	"github.com/zishang520/socket.io/v3/pkg/slices"
@@ -126,6 +127,8 @@ func (w *websocket) message() {
 		case ws.TextMessage:
 			if b, err := readMessage(message); err != nil {
 				w._error(err)
+			} else if p, ok := w.decodeText(b); ok {
+				w.onTextPacket(p)
 			} else {
 				w.onMessage(types.NewStringBuffer(b))
 			}
@@ -158,6 +161,29 @@ func readMessage(r io.Reader) ([]byte, error) {
 		scratch.Put(s)
 	}
 	return b, err
+}
+
+// decodeText decodes a text message of protocol 4 in place (smcp-gateway
+// patch): the packet's data is the message after its type byte, where the
+// parser's DecodePacket copied it into a new buffer (two allocations, a
+// copy and the growth of every message received). A message the parser
+// would refuse, or decode otherwise (base64), is left to it.
+func (w *websocket) decodeText(b []byte) (*packet.Packet, bool) {
+	if w.Protocol() != 4 || len(b) == 0 {
+		return nil, false
+	}
+	t, ok := parser.PACKET_TYPES_REVERSE[b[0]]
+	if !ok {
+		return nil, false
+	}
+	return &packet.Packet{Type: t, Data: types.NewStringBuffer(b[1:])}, true
+}
+
+func (w *websocket) onTextPacket(p *packet.Packet) {
+	if wsLog.DebugEnabled() {
+		wsLog.Debug(`websocket received "%s"`, p.Data)
+	}
+	w.OnPacket(p)
 }
 
 func (w *websocket) onMessage(data types.BufferInterface) {
