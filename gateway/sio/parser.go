@@ -414,17 +414,30 @@ func appendHeader(b []byte, t parser.PacketType, nsp string, id *uint64) []byte 
 func appendArg(b []byte, a any) []byte {
 	switch x := a.(type) {
 	case json.RawMessage:
-		if len(x) == 0 {
-			x = json.RawMessage("null")
-		}
-		return append(b, x...)
+		return appendRaw(b, x)
 	case string:
-		if plainString(x) {
-			b = append(b, '"')
-			b = append(b, x...)
-			return append(b, '"')
-		}
+		return appendString(b, x)
 	}
+	return appendMarshal(b, a)
+}
+
+func appendRaw(b []byte, x json.RawMessage) []byte {
+	if len(x) == 0 {
+		x = json.RawMessage("null")
+	}
+	return append(b, x...)
+}
+
+func appendString(b []byte, s string) []byte {
+	if !plainString(s) {
+		return appendMarshal(b, s)
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+func appendMarshal(b []byte, a any) []byte {
 	j, err := json.Marshal(a)
 	if err != nil {
 		j = []byte("null")
@@ -449,8 +462,8 @@ func plainString(s string) bool {
 func appendEvent(b []byte, nsp string, id uint64, event string, payload json.RawMessage) []byte {
 	b = appendHeader(b, parser.EVENT, nsp, &id)
 	b = append(b, '[')
-	b = appendArg(b, event)
+	b = appendString(b, event)
 	b = append(b, ',')
-	b = appendArg(b, payload)
+	b = appendRaw(b, payload)
 	return append(b, ']')
 }

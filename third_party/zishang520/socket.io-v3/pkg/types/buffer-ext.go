@@ -175,8 +175,17 @@ func NewStringBufferReader(r io.Reader) (BufferInterface, error) {
 	return b, err
 }
 
+// stringBufferAlloc is a StringBuffer with its Buffer (smcp-gateway patch,
+// see PATCHED.md): one allocation for the two, made for every text packet.
+type stringBufferAlloc struct {
+	sb  StringBuffer
+	buf Buffer
+}
+
 func NewStringBuffer(buf []byte) BufferInterface {
-	return &StringBuffer{NewBuffer(buf)}
+	a := &stringBufferAlloc{buf: Buffer{buf: buf}}
+	a.sb.Buffer = &a.buf
+	return &a.sb
 }
 
 func NewStringBufferString(s string) BufferInterface {
