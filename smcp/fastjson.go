@@ -265,18 +265,78 @@ func (r *jsonReader) str() (string, error) {
 }
 
 // escapedStr finishes a string holding escapes, from start (after the
-// opening quote) with r.i at the first backslash.
+// opening quote) with r.i at the first backslash. Its buffer is sized once:
+// the string unescaped is never longer than it is in JSON.
 func (r *jsonReader) escapedStr(start int) (string, error) {
-	out := append([]byte(nil), r.b[start:r.i]...)
+	out, err := r.appendEscaped(make([]byte, 0, quotedLen(r.b, r.i)-start), start)
+	if err != nil {
+		return "", err
+	}
+	return string(out), nil
+}
+
+// quotedLen is the index in b of the quote that ends the string i is in
+// (escapes skipped), or len(b) if it does not end.
+func quotedLen(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case '"':
+			return i
+		case '\\':
+			i += 2
+		default:
+			i++
+		}
+	}
+	return len(b)
+}
+
+// strInto is str appending the string's value to dst: the wire writers
+// copy it into their output at once, so one scratch buffer serves every
+// string with escapes (JSON text in a tool's text content is full of them).
+func (r *jsonReader) strInto(dst []byte) ([]byte, error) {
+	r.i++
+	start := r.i
+	for r.i < len(r.b) {
+		c := r.b[r.i]
+		switch {
+		case c == '"':
+			dst = append(dst, r.b[start:r.i]...)
+			r.i++
+			return dst, nil
+		case c == '\\':
+			if n := quotedLen(r.b, r.i) - start; cap(dst)-len(dst) < n {
+				dst = append(make([]byte, 0, len(dst)+n), dst...)
+			}
+			return r.appendEscaped(dst, start)
+		case c < 0x20:
+			return nil, errSlow
+		case c < utf8.RuneSelf:
+			r.i++
+		default:
+			ch, size := utf8.DecodeRune(r.b[r.i:])
+			if ch == utf8.RuneError && size == 1 {
+				return nil, errSlow
+			}
+			r.i += size
+		}
+	}
+	return nil, errSlow
+}
+
+// appendEscaped appends to out the value of a string holding escapes, from
+// start (after the opening quote) with r.i at the first backslash.
+func (r *jsonReader) appendEscaped(out []byte, start int) ([]byte, error) {
+	out = append(out, r.b[start:r.i]...)
 	for r.i < len(r.b) {
 		c := r.b[r.i]
 		switch {
 		case c == '"':
 			r.i++
-			return string(out), nil
+			return out, nil
 		case c == '\\':
 			if r.i+1 >= len(r.b) {
-				return "", errSlow
+				return nil, errSlow
 			}
 			e := r.b[r.i+1]
 			r.i += 2
@@ -296,41 +356,41 @@ func (r *jsonReader) escapedStr(start int) (string, error) {
 			case 'u':
 				ch, ok := r.hex4()
 				if !ok {
-					return "", errSlow
+					return nil, errSlow
 				}
 				if utf16.IsSurrogate(ch) {
 					// Only a well-formed pair; lone halves go to protojson.
 					if r.i+1 >= len(r.b) || r.b[r.i] != '\\' || r.b[r.i+1] != 'u' {
-						return "", errSlow
+						return nil, errSlow
 					}
 					r.i += 2
 					lo, ok := r.hex4()
 					if !ok {
-						return "", errSlow
+						return nil, errSlow
 					}
 					if ch = utf16.DecodeRune(ch, lo); ch == utf8.RuneError {
-						return "", errSlow
+						return nil, errSlow
 					}
 				}
 				out = utf8.AppendRune(out, ch)
 			default:
-				return "", errSlow
+				return nil, errSlow
 			}
 		case c < 0x20:
-			return "", errSlow
+			return nil, errSlow
 		case c < utf8.RuneSelf:
 			out = append(out, c)
 			r.i++
 		default:
 			ch, size := utf8.DecodeRune(r.b[r.i:])
 			if ch == utf8.RuneError && size == 1 {
-				return "", errSlow
+				return nil, errSlow
 			}
 			out = append(out, r.b[r.i:r.i+size]...)
 			r.i += size
 		}
 	}
-	return "", errSlow
+	return nil, errSlow
 }
 
 func (r *jsonReader) hex4() (rune, bool) {
