@@ -318,9 +318,9 @@ type RoutedFields struct {
 func (e *EventInfo) Check(payload []byte) (RoutedFields, error) {
 	var out RoutedFields
 	var got [maxFields]json.RawMessage // by index in e.Fields
-	err := ObjectFields(payload, func(key string, v json.RawMessage) error {
+	err := walkObject(payload, func(_ int, key []byte, v json.RawMessage) error {
 		for i := range e.Fields {
-			if e.Fields[i].Key == key {
+			if e.Fields[i].Key == string(key) {
 				got[i] = v
 			}
 		}
@@ -333,7 +333,7 @@ func (e *EventInfo) Check(payload []byte) (RoutedFields, error) {
 		return out, Errorf(CodeBadRequest, "%s: %v", e.Name, err)
 	}
 	for i, f := range e.Fields {
-		s, n, err := f.read(got[i])
+		s, n, err := f.read(got[i], f.Key == "agent" || f.Key == "req_id" || f.Key == "computer")
 		if err != nil {
 			return out, Errorf(CodeBadRequest, "%s: %s", e.Name, err.Error())
 		}
@@ -355,8 +355,10 @@ type fieldError string
 
 func (e fieldError) Error() string { return string(e) }
 
-// read checks one field's raw value (nil when absent).
-func (f Field) read(v json.RawMessage) (string, int64, error) {
+// read checks one field's raw value (nil when absent); a string's value is
+// returned when keep is set (else it is only checked, and plain text not
+// copied).
+func (f Field) read(v json.RawMessage, keep bool) (string, int64, error) {
 	null := v == nil || string(v) == "null"
 	switch f.Type {
 	case String:
@@ -364,6 +366,12 @@ func (f Field) read(v json.RawMessage) (string, int64, error) {
 		if !null {
 			if v[0] != '"' {
 				return "", 0, fieldError(f.Key + " must be a string")
+			}
+			if body := v[1 : len(v)-1]; !keep && plainASCII(body) {
+				if f.Required && len(body) == 0 {
+					return "", 0, fieldError(f.Key + " is required")
+				}
+				return "", 0, nil
 			}
 			var err error
 			if s, err = RawString(v); err != nil {
