@@ -781,7 +781,31 @@ func appendDecoded(b []byte, v any, depth int) ([]byte, error) {
 // as JSON text: params is written as it is (the caller checked it), so a
 // front end holding exact JSON forwards it byte for byte.
 func ToolCallPayload(m *smcpv1.ToolCallReq, params json.RawMessage) ([]byte, error) {
-	b := make([]byte, 0, 128+len(params))
+	b, err := appendToolCallHead(make([]byte, 0, 128+len(params)), m)
+	if err != nil {
+		return nil, err
+	}
+	return appendToolCallTail(append(b, params...), m), nil
+}
+
+// ToolCallPayloadStructWire is ToolCallPayload with params written from
+// the protobuf encoding of a Struct (AppendStructWireJSON) straight into
+// the payload. paramsOK is false, and nothing returned, when that writer
+// leaves the encoding to protojson; err is an error of the other fields.
+func ToolCallPayloadStructWire(m *smcpv1.ToolCallReq, params []byte) (payload []byte, paramsOK bool, err error) {
+	b, err := appendToolCallHead(make([]byte, 0, 144+len(params)+len(params)/4), m)
+	if err != nil {
+		return nil, true, err
+	}
+	if b, err = AppendStructWireJSON(b, params); err != nil {
+		return nil, false, nil
+	}
+	return appendToolCallTail(b, m), true, nil
+}
+
+// appendToolCallHead writes a ToolCallReq's fields up to the value of
+// params; appendToolCallTail the rest.
+func appendToolCallHead(b []byte, m *smcpv1.ToolCallReq) ([]byte, error) {
 	var err error
 	for _, f := range [...]struct{ key, val string }{
 		{`{"agent":`, m.GetAgent()}, {`,"req_id":`, m.GetReqId()},
@@ -792,9 +816,11 @@ func ToolCallPayload(m *smcpv1.ToolCallReq, params json.RawMessage) ([]byte, err
 			return nil, fmt.Errorf("smcp: encode ToolCallReq: %w", err)
 		}
 	}
-	b = append(b, `,"params":`...)
-	b = append(b, params...)
+	return append(b, `,"params":`...), nil
+}
+
+func appendToolCallTail(b []byte, m *smcpv1.ToolCallReq) []byte {
 	b = append(b, `,"timeout":`...)
 	b = strconv.AppendInt(b, int64(m.GetTimeout()), 10)
-	return append(b, '}'), nil
+	return append(b, '}')
 }

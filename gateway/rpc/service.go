@@ -184,11 +184,11 @@ func (s *service) toolCallPayload(call *smcpv1.ToolCallReq, req *smcpv1.CallTool
 	var payload []byte
 	var err error
 	if hasParams && len(req.GetParamsJson()) == 0 {
-		if js, err := smcp.AppendStructWireJSON(make([]byte, 0, len(params)+16), params); err == nil {
-			payload, err = smcp.ToolCallPayload(call, js)
-			if err != nil {
-				return nil, smcp.Errorf(smcp.CodeBadRequest, "params: %v", err)
-			}
+		payload, ok, err := smcp.ToolCallPayloadStructWire(call, params)
+		if err != nil {
+			return nil, smcp.Errorf(smcp.CodeBadRequest, "params: %v", err)
+		}
+		if ok {
 			if len(payload) > s.opts.MaxRequestBytes {
 				return nil, smcp.Errorf(smcp.CodeBadRequest, "payload of %d bytes exceeds the limit of %d", len(payload), s.opts.MaxRequestBytes)
 			}
