@@ -111,8 +111,13 @@ func TestPauseSeesPollAnsweredMeanwhile(t *testing.T) {
 			t.Fatalf("try %d: the upgrade never finished (transport %s, forced %v): the pause missed the poll's end", try, s.Transport().Name(), forced.Load())
 		}
 		s.Send(strings.NewReader("after"), nil, nil)
-		if got := <-messages; got != "echo:after" {
-			t.Fatalf("got %q after the upgrade", got)
+		select {
+		case got := <-messages:
+			if got != "echo:after" {
+				t.Fatalf("got %q after the upgrade", got)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("try %d: no echo after the upgrade", try)
 		}
 		pollDone.Store(nil)
 		s.Close()
@@ -160,10 +165,10 @@ func TestFlushRacingUpgradeIsDelivered(t *testing.T) {
 
 // A poll answered just before the upgrade pauses the transport is the
 // last: no poll starts once the transport is paused. Upstream decided to
-// poll again from the state read before the answer's packets were handled;
-// a Pause in between paused on this poll's end, and a poll went out
-// anyway, soon cancelled by the release: whatever the server wrote to it
-// before it saw the upgrade was lost.
+// poll again from the state it read before emitting pollComplete; a Pause
+// just before that emit paused on it, and a poll went out anyway, soon
+// cancelled by the release: whatever the server wrote to it before it saw
+// the upgrade was lost.
 func TestNoPollAfterPause(t *testing.T) {
 	url := echoServer(t)
 	var forced atomic.Bool
@@ -204,8 +209,13 @@ func TestNoPollAfterPause(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatalf("try %d: the upgrade never finished", try)
 		}
-		if got := <-messages; got != "echo:before" {
-			t.Fatalf("got %q", got)
+		select {
+		case got := <-messages:
+			if got != "echo:before" {
+				t.Fatalf("got %q", got)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("try %d: no echo", try)
 		}
 		// Once released, the old transport starts no poll, and the one in
 		// flight, if any, has been announced.
