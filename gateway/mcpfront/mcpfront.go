@@ -247,7 +247,7 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 		peers: opts.Peers}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	if s.peers != nil {
-		s.fwd = newForwarder(s.peers.ID(), opts.Logger)
+		s.fwd = newForwarder(s.peers, opts.Logger)
 	}
 	s.base = mcp.NewServer(implementation(""), nil)
 	s.stateless = mcp.NewStreamableHTTPHandler(s.statelessServer, &mcp.StreamableHTTPOptions{
