@@ -51,6 +51,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -482,8 +483,10 @@ func isLoopback(hostport string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
+	// netip: no allocation per request (net.ParseIP made one). A zone is
+	// refused as net.ParseIP refused it.
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && ip.Zone() == "" && ip.IsLoopback()
 }
 
 // caller authenticates the request and decides the agent name it acts as.

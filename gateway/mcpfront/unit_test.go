@@ -383,3 +383,16 @@ func TestToolCallRequestMatchesParseRequest(t *testing.T) {
 		}
 	}
 }
+
+// isLoopback answers as it did with net.ParseIP.
+func TestIsLoopback(t *testing.T) {
+	for host, want := range map[string]bool{
+		"localhost": true, "LocalHost:8080": true, "127.0.0.1": true, "127.9.9.9:443": true,
+		"[::1]:80": true, "::1": true, "[::ffff:127.0.0.1]:80": true, "[fe80::1%25lo]:80": false, "[::1%lo]:80": false,
+		"10.0.0.1:80": false, "example.com": false, "": false, "127.0.0.1.nip.io:80": false, "[::2]": false,
+	} {
+		if got := isLoopback(host); got != want {
+			t.Errorf("isLoopback(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
