@@ -11,8 +11,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/internal/jsonrpc2"
 )
 
 // syncBuffer is a bytes.Buffer safe for the logging transport's writes.
@@ -85,47 +83,6 @@ func TestRawCallToolResultWithResultType(t *testing.T) {
 		got, err := json.Marshal(r)
 		if err != nil || string(got) != want {
 			t.Errorf("%s: got %s (%v), want %s", raw, got, err, want)
-		}
-	}
-}
-
-// The session hands a raw result to jsonrpc2 as its bytes, a
-// json.RawMessage, which jsonrpc2 encodes without an encoder; a typed result
-// is handed on as it is.
-func TestRawCallToolResultHandedOnAsBytes(t *testing.T) {
-	raw := `{"content":[{"type":"text","text":"hi"}]}`
-	ctx := context.Background()
-	server := NewServer(&Implementation{Name: "s", Version: "1"}, nil)
-	server.AddTool(&Tool{Name: "raw", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *CallToolRequest) (*CallToolResult, error) {
-			return RawCallToolResult(json.RawMessage(raw), false), nil
-		})
-	server.AddTool(&Tool{Name: "typed", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *CallToolRequest) (*CallToolResult, error) {
-			return &CallToolResult{Content: []Content{&TextContent{Text: "hi"}}}, nil
-		})
-	st, ct := NewInMemoryTransports()
-	ss, err := server.Connect(ctx, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ss.Close()
-	cs, err := NewClient(&Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, ct,
-		&ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	for tool, wantRaw := range map[string]bool{"raw": true, "typed": false} {
-		id, _ := jsonrpc2.MakeID(float64(100))
-		res, err := ss.handle(ctx, &jsonrpc2.Request{ID: id, Method: "tools/call",
-			Params: json.RawMessage(`{"name":"` + tool + `"}`)})
-		if err != nil {
-			t.Fatalf("%s: %v", tool, err)
-		}
-		got, isRaw := res.(json.RawMessage)
-		if isRaw != wantRaw || (isRaw && string(got) != raw) {
-			t.Errorf("%s: handed on %T %v", tool, res, res)
 		}
 	}
 }

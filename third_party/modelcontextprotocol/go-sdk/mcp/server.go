@@ -2045,12 +2045,6 @@ func (ss *ServerSession) handle(ctx context.Context, req *jsonrpc.Request) (any,
 		setCompleteResultType(res)
 		annotateServerInfo(res, ss.server.impl)
 	}
-	if cr, ok := res.(*CallToolResult); ok && cr.raw != nil {
-		// Local patch (third_party/modelcontextprotocol/PATCHED.md): a raw
-		// result leaves as its bytes, which jsonrpc2 compacts without an
-		// encoder (marshalToRaw).
-		return json.RawMessage(cr.rawJSON()), nil
-	}
 	return res, nil
 }
 

@@ -265,18 +265,6 @@ func marshalToRaw(obj any) (json.RawMessage, error) {
 	if obj == nil {
 		return nil, nil
 	}
-	if raw, ok := obj.(json.RawMessage); ok && raw != nil {
-		// Local patch (third_party/modelcontextprotocol/PATCHED.md): what
-		// jsonMarshal makes of a RawMessage (validated, white space
-		// removed), into one buffer of its size rather than through an
-		// Encoder, reflection and two copies: a relayed tool result.
-		var buf bytes.Buffer
-		buf.Grow(len(raw))
-		if err := json.Compact(&buf, raw); err != nil {
-			return nil, fmt.Errorf("json: error calling MarshalJSON for type json.RawMessage: %w", err)
-		}
-		return buf.Bytes(), nil
-	}
 	data, err := jsonMarshal(obj)
 	if err != nil {
 		return nil, err
