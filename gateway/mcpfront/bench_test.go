@@ -79,7 +79,9 @@ func cpuTime() time.Duration {
 // agent, by front end, in the same run: "mcp" is tools/call from the go-sdk
 // MCP client over streamable HTTP (/mcp/{office_id}); "mcp-http" the same
 // calls as bare HTTP POSTs on one session, which leaves out the go-sdk
-// client's own cost; "socketio" is client:tool_call from the Go agent over
+// client's own cost; "mcp-http-floor" the same client against the bench's
+// MCP floor (the go-sdk's handler answering in place: allocs/op above it in
+// mcp-http are the gateway's and the computer's); "socketio" is client:tool_call from the Go agent over
 // Socket.IO (WebSocket). Both reach
 // an in-memory computer over Socket.IO, from GOMAXPROCS*4 goroutines.
 // cpu-µs/call is the whole process's CPU (client, gateway and computer) per
