@@ -240,7 +240,6 @@ func New(cfg Config) (*Gateway, error) {
 		// Calls cross nodes on their own channels; notifications still
 		// go through the adapter, to every node.
 		calls = cluster.NewCalls(rdb, hub, node.Health(), cfg.Logger.With("component", "cluster"))
-		node.OnNodeGone(calls.NodeGone)
 		hub.SetPeers(clusterPeers{Calls: calls, Server: s})
 	}
 	g := &Gateway{Hub: hub, SIO: s, Metrics: m, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger, rdb: rdb, node: node, calls: calls}
@@ -280,6 +279,14 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.MCP = mcpfront.New(hub, cfg.Auth, mopts)
 	g.MCP.Mount(g.mux)
+	if calls != nil {
+		// A node reaped here: the calls to it are answered, and the MCP
+		// sessions it held are not looked for there any more.
+		node.OnNodeGone(func(id string) {
+			calls.NodeGone(id)
+			g.MCP.NodeGone(id)
+		})
+	}
 	// MCP tools/call and resources/read in flight are answered before the
 	// computers that serve them are disconnected.
 	g.AddDrainer(g.MCP)
