@@ -91,7 +91,7 @@ func transportOffice(t *testing.T, noWS bool) (*recorder, *computer.Link, *agent
 
 	h := newComputer(t, map[string]map[string]any{"s": {"url": fixture(t, testmcp.New("s", testmcp.Options{}))}},
 		func(o *computer.Options) { o.Protocol = computer.Protocol04 })
-	link, err := h.c.Connect(ctxT(t), computer.Gateway{URL: front.URL, Office: "office-1", APIKey: "k", Dial: sioclient.Options{Logger: quietLogger(), Transports: sioclient.TransportsPollingFirst}})
+	link, err := h.c.Connect(ctxT(t), computer.Gateway{URL: front.URL, Office: "office-1", APIKey: "k", Dial: sioclient.Options{Logger: quietLogger()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -240,7 +240,6 @@ func New(cfg Config) (*Gateway, error) {
 		// Calls cross nodes on their own channels; notifications still
 		// go through the adapter, to every node.
 		calls = cluster.NewCalls(rdb, hub, node.Health(), cfg.Logger.With("component", "cluster"))
-		node.OnNodeGone(calls.NodeGone)
 		hub.SetPeers(clusterPeers{Calls: calls, Server: s})
 	}
 	g := &Gateway{Hub: hub, SIO: s, Metrics: m, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger, rdb: rdb, node: node, calls: calls}
@@ -280,6 +279,14 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.MCP = mcpfront.New(hub, cfg.Auth, mopts)
 	g.MCP.Mount(g.mux)
+	if calls != nil {
+		// A node reaped here: the calls to it are answered, and the MCP
+		// sessions it held are not looked for there any more.
+		node.OnNodeGone(func(id string) {
+			calls.NodeGone(id)
+			g.MCP.NodeGone(id)
+		})
+	}
 	// MCP tools/call and resources/read in flight are answered before the
 	// computers that serve them are disconnected.
 	g.AddDrainer(g.MCP)
@@ -573,16 +580,20 @@ func (g *Gateway) AddDrainer(d Drainer) {
 // upgrades) are not touched.
 func boundBodyReads(h http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-			rc := http.NewResponseController(w)
-			// On HTTP/2 the deadline is the stream's own and is not lifted:
-			// once the body has ended it fires on a body already at EOF
-			// (no effect) or is stopped when the stream closes, while
-			// lifting it would cost a message through the connection's
-			// serve loop per call.
-			if rc.SetReadDeadline(time.Now().Add(d)) == nil && r.ProtoMajor < 2 {
-				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
-			}
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if r.ProtoMajor >= 2 {
+			b := newStreamDeadlineBody(w, r.Body, d)
+			defer b.end()
+			r.Body = b
+			h.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		if rc.SetReadDeadline(time.Now().Add(d)) == nil {
+			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -603,6 +614,57 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 		_ = b.rc.SetReadDeadline(time.Time{})
 	}
 	return n, err
+}
+
+// streamDeadlineBody bounds the reading of an HTTP/2 request's body with a
+// timer of its own, which on expiry sets a read deadline in the past: the
+// stream's body read then fails at once, as it would with the deadline
+// set ahead. Setting it ahead (ResponseController.SetReadDeadline) costs
+// a message through the connection's serve loop, a timer started there,
+// and a grown stack on the stream's goroutine: about 3 µs of the
+// gateway's CPU per h2c CallTool (docs/BENCHMARKS.md, typed RPC). The
+// timer ends when the body has been read or the handler returns, after
+// which the ResponseWriter must not be touched.
+type streamDeadlineBody struct {
+	io.ReadCloser
+	w     http.ResponseWriter
+	mu    sync.Mutex
+	timer *time.Timer
+	ended bool
+}
+
+func newStreamDeadlineBody(w http.ResponseWriter, body io.ReadCloser, d time.Duration) *streamDeadlineBody {
+	b := &streamDeadlineBody{ReadCloser: body, w: w}
+	b.mu.Lock()
+	b.timer = time.AfterFunc(d, b.expire)
+	b.mu.Unlock()
+	return b
+}
+
+func (b *streamDeadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.end()
+	}
+	return n, err
+}
+
+func (b *streamDeadlineBody) end() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.ended {
+		b.ended = true
+		b.timer.Stop()
+	}
+}
+
+func (b *streamDeadlineBody) expire() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.ended {
+		b.ended = true
+		_ = http.NewResponseController(b.w).SetReadDeadline(time.Unix(1, 0))
+	}
 }
 
 // Running is a gateway serving on a loopback listener, for tests and demos.

@@ -368,3 +368,37 @@ func TestRequestHeadersBounded(t *testing.T) {
 		t.Fatalf("16 KiB of headers: %d", resp.StatusCode)
 	}
 }
+
+// A request's body deadline set while its connection had not authenticated
+// yet is brought forward to the auth timeout; once the request authenticates
+// the body has its own (longer) time again. Without that, an HTTP/1.1
+// upload on a fresh connection failed with an i/o timeout at the auth
+// timeout (TestPutBlob under load, 10 s).
+func TestAuthenticatedBodyKeepsItsDeadline(t *testing.T) {
+	g := keyedGateway(t, gateway.Config{AuthTimeout: time.Second, BodyReadTimeout: time.Minute})
+	c, err := net.Dial("tcp", strings.TrimPrefix(g.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	head := "POST /smcp.v1.AgentService/ListRoom HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nx-api-key: " +
+		preauthKey + "\r\nContent-Length: 3\r\n\r\n{"
+	if _, err := io.WriteString(c, head); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // past the auth timeout, inside the body's
+	if _, err := io.WriteString(c, " }"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("a body slower than the auth timeout, after its request authenticated: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	// ListRoom without an office: the body was read whole and judged.
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "invalid_argument") {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+}

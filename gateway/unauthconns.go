@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -71,14 +72,26 @@ type watchedConn struct {
 	trusted atomic.Bool
 	// counted: it holds a slot of its address.
 	counted atomic.Bool
+
+	mu sync.Mutex // orders bounded deadlines with trust
+	// asked is the read deadline net/http asked for when bound brought it
+	// forward (zero when it did not): trust gives it back, so that a body
+	// whose deadline was set before its request authenticated (an upload's
+	// 30 s) is not cut at the auth timeout.
+	asked time.Time
 }
 
 func (c *watchedConn) SetReadDeadline(t time.Time) error {
+	if c.trusted.Load() {
+		return c.Conn.SetReadDeadline(t)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	return c.Conn.SetReadDeadline(c.bound(t))
 }
 
 func (c *watchedConn) SetDeadline(t time.Time) error {
-	if err := c.Conn.SetReadDeadline(c.bound(t)); err != nil {
+	if err := c.SetReadDeadline(t); err != nil {
 		return err
 	}
 	return c.Conn.SetWriteDeadline(t)
@@ -87,11 +100,14 @@ func (c *watchedConn) SetDeadline(t time.Time) error {
 // bound brings a read deadline forward to the timeout of a connection that
 // has not authenticated. No deadline stays none: net/http sets none while a
 // handler runs (a long-poll), and its background read must not time out.
+// Called with mu held.
 func (c *watchedConn) bound(t time.Time) time.Time {
+	c.asked = time.Time{}
 	if t.IsZero() || c.trusted.Load() {
 		return t
 	}
 	if limit := time.Now().Add(c.u.timeout); t.After(limit) {
+		c.asked = t
 		return limit
 	}
 	return t
@@ -102,9 +118,19 @@ func (c *watchedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// trust ends the connection's unauthenticated state.
+// trust ends the connection's unauthenticated state. The deadline that was
+// brought forward is given back before trusted is set, so that no deadline
+// set after trust (without mu) is overwritten by an older one.
 func (c *watchedConn) trust() {
-	c.trusted.Store(true)
+	c.mu.Lock()
+	if !c.trusted.Load() {
+		if !c.asked.IsZero() {
+			_ = c.Conn.SetReadDeadline(c.asked)
+			c.asked = time.Time{}
+		}
+		c.trusted.Store(true)
+	}
+	c.mu.Unlock()
 	c.release()
 }
 

@@ -74,12 +74,11 @@ type Options struct {
 	// profile the connection speaks (default smcp.ProtocolVersion, 0.2).
 	Version string
 	// Transports the client uses, in order: the first opens the session,
-	// the others are upgrades. Default TransportsWebSocketOnly.
-	// TransportsPollingFirst opens as the official socket.io-client does
-	// and as PROTOCOL-0.4.md §2 asks, but it is not the default yet: about
-	// one join in sixty lost its answer in the upgrade window under -race
-	// (gateway/mcpfront TestToolsOfEveryComputer, -count=30), a race not
-	// found yet.
+	// the others are upgrades. Default TransportsPollingFirst, as the
+	// official socket.io-client opens and as PROTOCOL-0.4.md §2 asks; it
+	// works behind servers and proxies that refuse WebSocket.
+	// TransportsWebSocketOnly saves the polling round trips where the
+	// gateway is known to take WebSocket.
 	Transports []string
 }
 
@@ -91,9 +90,9 @@ const (
 
 var (
 	// TransportsPollingFirst opens with HTTP long-polling and upgrades to
-	// WebSocket when the server offers it.
+	// WebSocket when the server offers it (the default).
 	TransportsPollingFirst = []string{TransportPolling, TransportWebSocket}
-	// TransportsWebSocketOnly opens a WebSocket directly (the default).
+	// TransportsWebSocketOnly opens a WebSocket directly.
 	TransportsWebSocketOnly = []string{TransportWebSocket}
 )
 
@@ -249,7 +248,7 @@ func Rotate(urls []string, last string) (first string, rest []string) {
 // patched socket orders them polling first, whatever the set's order).
 func transportCtors(names []string) (*types.Set[transports.TransportCtor], error) {
 	if len(names) == 0 {
-		names = TransportsWebSocketOnly
+		names = TransportsPollingFirst
 	}
 	set := types.NewSet[transports.TransportCtor]()
 	for _, n := range names {

@@ -265,18 +265,78 @@ func (r *jsonReader) str() (string, error) {
 }
 
 // escapedStr finishes a string holding escapes, from start (after the
-// opening quote) with r.i at the first backslash.
+// opening quote) with r.i at the first backslash. Its buffer is sized once:
+// the string unescaped is never longer than it is in JSON.
 func (r *jsonReader) escapedStr(start int) (string, error) {
-	out := append([]byte(nil), r.b[start:r.i]...)
+	out, err := r.appendEscaped(make([]byte, 0, quotedLen(r.b, r.i)-start), start)
+	if err != nil {
+		return "", err
+	}
+	return string(out), nil
+}
+
+// quotedLen is the index in b of the quote that ends the string i is in
+// (escapes skipped), or len(b) if it does not end.
+func quotedLen(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case '"':
+			return i
+		case '\\':
+			i += 2
+		default:
+			i++
+		}
+	}
+	return len(b)
+}
+
+// strInto is str appending the string's value to dst: the wire writers
+// copy it into their output at once, so one scratch buffer serves every
+// string with escapes (JSON text in a tool's text content is full of them).
+func (r *jsonReader) strInto(dst []byte) ([]byte, error) {
+	r.i++
+	start := r.i
+	for r.i < len(r.b) {
+		c := r.b[r.i]
+		switch {
+		case c == '"':
+			dst = append(dst, r.b[start:r.i]...)
+			r.i++
+			return dst, nil
+		case c == '\\':
+			if n := quotedLen(r.b, r.i) - start; cap(dst)-len(dst) < n {
+				dst = append(make([]byte, 0, len(dst)+n), dst...)
+			}
+			return r.appendEscaped(dst, start)
+		case c < 0x20:
+			return nil, errSlow
+		case c < utf8.RuneSelf:
+			r.i++
+		default:
+			ch, size := utf8.DecodeRune(r.b[r.i:])
+			if ch == utf8.RuneError && size == 1 {
+				return nil, errSlow
+			}
+			r.i += size
+		}
+	}
+	return nil, errSlow
+}
+
+// appendEscaped appends to out the value of a string holding escapes, from
+// start (after the opening quote) with r.i at the first backslash.
+func (r *jsonReader) appendEscaped(out []byte, start int) ([]byte, error) {
+	out = append(out, r.b[start:r.i]...)
 	for r.i < len(r.b) {
 		c := r.b[r.i]
 		switch {
 		case c == '"':
 			r.i++
-			return string(out), nil
+			return out, nil
 		case c == '\\':
 			if r.i+1 >= len(r.b) {
-				return "", errSlow
+				return nil, errSlow
 			}
 			e := r.b[r.i+1]
 			r.i += 2
@@ -296,41 +356,41 @@ func (r *jsonReader) escapedStr(start int) (string, error) {
 			case 'u':
 				ch, ok := r.hex4()
 				if !ok {
-					return "", errSlow
+					return nil, errSlow
 				}
 				if utf16.IsSurrogate(ch) {
 					// Only a well-formed pair; lone halves go to protojson.
 					if r.i+1 >= len(r.b) || r.b[r.i] != '\\' || r.b[r.i+1] != 'u' {
-						return "", errSlow
+						return nil, errSlow
 					}
 					r.i += 2
 					lo, ok := r.hex4()
 					if !ok {
-						return "", errSlow
+						return nil, errSlow
 					}
 					if ch = utf16.DecodeRune(ch, lo); ch == utf8.RuneError {
-						return "", errSlow
+						return nil, errSlow
 					}
 				}
 				out = utf8.AppendRune(out, ch)
 			default:
-				return "", errSlow
+				return nil, errSlow
 			}
 		case c < 0x20:
-			return "", errSlow
+			return nil, errSlow
 		case c < utf8.RuneSelf:
 			out = append(out, c)
 			r.i++
 		default:
 			ch, size := utf8.DecodeRune(r.b[r.i:])
 			if ch == utf8.RuneError && size == 1 {
-				return "", errSlow
+				return nil, errSlow
 			}
 			out = append(out, r.b[r.i:r.i+size]...)
 			r.i += size
 		}
 	}
-	return "", errSlow
+	return nil, errSlow
 }
 
 func (r *jsonReader) hex4() (rune, bool) {
@@ -721,7 +781,31 @@ func appendDecoded(b []byte, v any, depth int) ([]byte, error) {
 // as JSON text: params is written as it is (the caller checked it), so a
 // front end holding exact JSON forwards it byte for byte.
 func ToolCallPayload(m *smcpv1.ToolCallReq, params json.RawMessage) ([]byte, error) {
-	b := make([]byte, 0, 128+len(params))
+	b, err := appendToolCallHead(make([]byte, 0, 128+len(params)), m)
+	if err != nil {
+		return nil, err
+	}
+	return appendToolCallTail(append(b, params...), m), nil
+}
+
+// ToolCallPayloadStructWire is ToolCallPayload with params written from
+// the protobuf encoding of a Struct (AppendStructWireJSON) straight into
+// the payload. paramsOK is false, and nothing returned, when that writer
+// leaves the encoding to protojson; err is an error of the other fields.
+func ToolCallPayloadStructWire(m *smcpv1.ToolCallReq, params []byte) (payload []byte, paramsOK bool, err error) {
+	b, err := appendToolCallHead(make([]byte, 0, 144+len(params)+len(params)/4), m)
+	if err != nil {
+		return nil, true, err
+	}
+	if b, err = AppendStructWireJSON(b, params); err != nil {
+		return nil, false, nil
+	}
+	return appendToolCallTail(b, m), true, nil
+}
+
+// appendToolCallHead writes a ToolCallReq's fields up to the value of
+// params; appendToolCallTail the rest.
+func appendToolCallHead(b []byte, m *smcpv1.ToolCallReq) ([]byte, error) {
 	var err error
 	for _, f := range [...]struct{ key, val string }{
 		{`{"agent":`, m.GetAgent()}, {`,"req_id":`, m.GetReqId()},
@@ -732,9 +816,11 @@ func ToolCallPayload(m *smcpv1.ToolCallReq, params json.RawMessage) ([]byte, err
 			return nil, fmt.Errorf("smcp: encode ToolCallReq: %w", err)
 		}
 	}
-	b = append(b, `,"params":`...)
-	b = append(b, params...)
+	return append(b, `,"params":`...), nil
+}
+
+func appendToolCallTail(b []byte, m *smcpv1.ToolCallReq) []byte {
 	b = append(b, `,"timeout":`...)
 	b = strconv.AppendInt(b, int64(m.GetTimeout()), 10)
-	return append(b, '}'), nil
+	return append(b, '}')
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
-	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 
@@ -319,9 +318,9 @@ type RoutedFields struct {
 func (e *EventInfo) Check(payload []byte) (RoutedFields, error) {
 	var out RoutedFields
 	var got [maxFields]json.RawMessage // by index in e.Fields
-	err := ObjectFields(payload, func(key string, v json.RawMessage) error {
+	err := walkObject(payload, func(_ int, key []byte, v json.RawMessage) error {
 		for i := range e.Fields {
-			if e.Fields[i].Key == key {
+			if e.Fields[i].Key == string(key) {
 				got[i] = v
 			}
 		}
@@ -334,8 +333,7 @@ func (e *EventInfo) Check(payload []byte) (RoutedFields, error) {
 		return out, Errorf(CodeBadRequest, "%s: %v", e.Name, err)
 	}
 	for i, f := range e.Fields {
-		keep := f.Key == "agent" || f.Key == "req_id" || f.Key == "computer"
-		s, n, err := f.read(got[i], keep)
+		s, n, err := f.read(got[i], f.Key == "agent" || f.Key == "req_id" || f.Key == "computer")
 		if err != nil {
 			return out, Errorf(CodeBadRequest, "%s: %s", e.Name, err.Error())
 		}
@@ -357,29 +355,30 @@ type fieldError string
 
 func (e fieldError) Error() string { return string(e) }
 
-// read checks one field's raw value (nil when absent). A string is
-// returned only when kept: one only checked is not copied.
+// read checks one field's raw value (nil when absent); a string's value is
+// returned when keep is set (else it is only checked, and plain text not
+// copied).
 func (f Field) read(v json.RawMessage, keep bool) (string, int64, error) {
 	null := v == nil || string(v) == "null"
 	switch f.Type {
 	case String:
 		var s string
-		empty := true
 		if !null {
 			if v[0] != '"' {
 				return "", 0, fieldError(f.Key + " must be a string")
 			}
-			if !keep && plainJSONString(v) {
-				empty = len(v) == 2
-			} else {
-				var err error
-				if s, err = RawString(v); err != nil {
-					return "", 0, fieldError(f.Key + " must be a string")
+			if body := v[1 : len(v)-1]; !keep && plainASCII(body) {
+				if f.Required && len(body) == 0 {
+					return "", 0, fieldError(f.Key + " is required")
 				}
-				empty = s == ""
+				return "", 0, nil
+			}
+			var err error
+			if s, err = RawString(v); err != nil {
+				return "", 0, fieldError(f.Key + " must be a string")
 			}
 		}
-		if f.Required && empty {
+		if f.Required && s == "" {
 			return "", 0, fieldError(f.Key + " is required")
 		}
 		return s, 0, nil
@@ -405,20 +404,6 @@ func (f Field) read(v json.RawMessage, keep bool) (string, int64, error) {
 		return "", n, nil
 	}
 	return "", 0, nil
-}
-
-// plainJSONString reports whether tok, a scanned JSON string token, holds
-// its text as it is (no escapes, ASCII only): RawString would copy it.
-func plainJSONString(tok []byte) bool {
-	if len(tok) < 2 || tok[0] != '"' || tok[len(tok)-1] != '"' {
-		return false
-	}
-	for _, c := range tok[1 : len(tok)-1] {
-		if c == '\\' || c >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
 }
 
 func (f Field) rangeError() error {

@@ -95,6 +95,36 @@ func TestCheckRoutedFields(t *testing.T) {
 	}
 }
 
+// Check reads a routed payload's keys in place: what it allocates is the
+// routed fields' values it returns (agent, req_id, computer), not a string
+// per key of the payload. A key written with escapes still counts.
+func TestCheckAllocatesOnlyItsFields(t *testing.T) {
+	tc, _ := Event(EventToolCall)
+	payload := []byte(`{"agent":"agent-1","req_id":"r-123","computer":"pc","tool_name":"echo","params":{"text":"xxxx"},"timeout":30}`)
+	allocs := testing.AllocsPerRun(100, func() {
+		if f, err := tc.Check(payload); err != nil || f.Computer != "pc" {
+			t.Fatalf("%+v %v", f, err)
+		}
+	})
+	if allocs > 3 {
+		t.Errorf("%v allocations per check, want at most 3 (the field values)", allocs)
+	}
+	f, err := tc.Check([]byte(`{"agent":"a","req_\u0069d":"r","computer":"c","tool_name":"t","timeout":5}`))
+	if err != nil || f.ReqID != "r" {
+		t.Errorf("escaped key: %+v %v", f, err)
+	}
+	// A field only checked (tool_name) is still checked.
+	for _, c := range []struct {
+		tool string
+		ok   bool
+	}{{`""`, false}, {`null`, false}, {`7`, false}, {`"\u00e9"`, true}, {`"é"`, true}, {`"t\n"`, true}} {
+		_, err := tc.Check([]byte(`{"agent":"a","req_id":"r","computer":"c","tool_name":` + c.tool + `,"timeout":5}`))
+		if (err == nil) != c.ok {
+			t.Errorf("tool_name %s: %v", c.tool, err)
+		}
+	}
+}
+
 // The profiles derived from the table are PROTOCOL-0.4.md §3's and §4's:
 // which events each version has, and their ack forms.
 func TestProfiles(t *testing.T) {

@@ -366,7 +366,7 @@ var errStop = errors.New("stop")
 // top-level key (unescaped) and its value (a sub-slice of b, checked). A
 // field error ends the walk and is returned.
 func ObjectFields(b []byte, field func(key string, value json.RawMessage) error) error {
-	return walkObject(b, func(_ int, key string, v json.RawMessage) error { return field(key, v) })
+	return walkObject(b, func(_ int, key []byte, v json.RawMessage) error { return field(string(key), v) })
 }
 
 // RenameKey returns a copy of the JSON object b with its top-level key from
@@ -375,8 +375,8 @@ func ObjectFields(b []byte, field func(key string, value json.RawMessage) error)
 func RenameKey(b []byte, from, to string) []byte {
 	token := `"` + from + `"`
 	at := -1
-	_ = walkObject(b, func(keyAt int, key string, _ json.RawMessage) error {
-		if key == from && string(b[keyAt:keyAt+len(token)]) == token {
+	_ = walkObject(b, func(keyAt int, key []byte, _ json.RawMessage) error {
+		if string(key) == from && string(b[keyAt:keyAt+len(token)]) == token {
 			at = keyAt
 			return errStop
 		}
@@ -392,7 +392,10 @@ func RenameKey(b []byte, from, to string) []byte {
 }
 
 // walkObject is ObjectFields, telling field where each key starts in b.
-func walkObject(b []byte, field func(keyAt int, key string, value json.RawMessage) error) error {
+// A key without escapes or non-ASCII bytes is a sub-slice of b (no copy:
+// the routed events' checks compare every key of every payload); field
+// must not keep key.
+func walkObject(b []byte, field func(keyAt int, key []byte, value json.RawMessage) error) error {
 	s := rawScanner{b: b, depth: 1}
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
@@ -411,9 +414,13 @@ func walkObject(b []byte, field func(keyAt int, key string, value json.RawMessag
 			if err != nil {
 				return err
 			}
-			key, err := RawString(b[i:kend])
-			if err != nil {
-				return err
+			key := b[i+1 : kend-1]
+			if !plainASCII(key) {
+				s, err := RawString(b[i:kend])
+				if err != nil {
+					return err
+				}
+				key = []byte(s)
 			}
 			if i = skipSpace(b, kend); i >= len(b) || b[i] != ':' {
 				return syntaxErr(i, "expected ':'")
@@ -444,6 +451,17 @@ func walkObject(b []byte, field func(keyAt int, key string, value json.RawMessag
 		return syntaxErr(i, "data after the object")
 	}
 	return nil
+}
+
+// plainASCII reports whether the body of a string token is its value as
+// it is: no escape, nothing but ASCII (RawString's plain case).
+func plainASCII(body []byte) bool {
+	for _, c := range body {
+		if c == '\\' || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // RawString decodes a JSON string token (quotes included, already checked).

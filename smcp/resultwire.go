@@ -115,6 +115,7 @@ func AppendCallToolResultWire(dst, b []byte) ([]byte, error) {
 type wireWriter struct {
 	jsonReader
 	key []byte // scratch for keys with escapes
+	val []byte // scratch for string values with escapes (strBytes)
 }
 
 // nested writes field num as a length-delimited message whose body body
@@ -187,8 +188,8 @@ func (w *wireWriter) rawKey() ([]byte, error) {
 			return s, nil
 		}
 	}
-	s, err := w.str()
-	w.key = append(w.key[:0], s...)
+	var err error
+	w.key, err = w.strInto(w.key[:0])
 	return w.key, err
 }
 
@@ -308,6 +309,7 @@ func (w *wireWriter) strBytes() ([]byte, error) {
 			return s, nil
 		}
 	}
-	s, err := w.str()
-	return []byte(s), err
+	var err error
+	w.val, err = w.strInto(w.val[:0])
+	return w.val, err
 }

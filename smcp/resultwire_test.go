@@ -97,3 +97,25 @@ func FuzzCallToolResultWire(f *testing.F) {
 		}
 	})
 }
+
+// A text content holding JSON (what most tools answer) is escaped all
+// through; its value is unescaped once into the writer's scratch, sized
+// from the string, and copied into the output: one allocation for the
+// answer, where growing a new buffer for each such string took four more.
+func TestCallToolResultWireEscapedTextAllocs(t *testing.T) {
+	answer := []byte(`{"content":[{"type":"text","text":"{\"text\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\",\"n\":\"\u00e9\"}"}],"isError":false}`)
+	dst := make([]byte, 0, 1024)
+	want, err := AppendCallToolResultWire(nil, answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		got, err := AppendCallToolResultWire(dst[:0], answer)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("AppendCallToolResultWire: %q, %v; want %q", got, err, want)
+		}
+	})
+	if allocs > 1 {
+		t.Errorf("%v allocations per answer, want at most 1", allocs)
+	}
+}

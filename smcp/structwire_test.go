@@ -6,6 +6,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 )
 
 // structWireSeeds are params as JSON: each is made a Struct, encoded, and
@@ -68,6 +70,44 @@ func TestStructWireJSONRefuses(t *testing.T) {
 		if err == nil || string(got) != "x" {
 			t.Errorf("%s: accepted (%q, %v)", name, got, err)
 		}
+	}
+}
+
+// A tool call written with its params from their encoding is the one
+// ToolCallPayload writes around the same params as JSON; params the writer
+// refuses are reported, not written; a bad other field is an error.
+func TestToolCallPayloadStructWire(t *testing.T) {
+	call := &smcpv1.ToolCallReq{Agent: "a\"g", ReqId: "r-1", Computer: "pc", ToolName: "echo", Timeout: 30}
+	for _, js := range structWireSeeds {
+		s := &structpb.Struct{}
+		if err := s.UnmarshalJSON([]byte(js)); err != nil {
+			t.Fatal(err)
+		}
+		wire, err := proto.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		params, err := AppendStructWireJSON(nil, wire)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := ToolCallPayload(call, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := ToolCallPayloadStructWire(call, wire)
+		if err != nil || !ok || string(got) != string(want) {
+			t.Errorf("%s:\ngot  %s (%v, %v)\nwant %s", js, got, ok, err, want)
+		}
+	}
+	twice := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType),
+		protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte("a")))
+	if got, ok, err := ToolCallPayloadStructWire(call, append(twice, twice...)); ok || err != nil || got != nil {
+		t.Errorf("refused params: %q, %v, %v", got, ok, err)
+	}
+	bad := &smcpv1.ToolCallReq{Agent: "\xff", ReqId: "r", Computer: "pc", ToolName: "t"}
+	if _, _, err := ToolCallPayloadStructWire(bad, nil); err == nil {
+		t.Error("an agent name of invalid UTF-8 was written")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -17,7 +18,9 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/agent"
 	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/internal/loadtest"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -76,7 +79,9 @@ func cpuTime() time.Duration {
 // agent, by front end, in the same run: "mcp" is tools/call from the go-sdk
 // MCP client over streamable HTTP (/mcp/{office_id}); "mcp-http" the same
 // calls as bare HTTP POSTs on one session, which leaves out the go-sdk
-// client's own cost; "socketio" is client:tool_call from the Go agent over
+// client's own cost; "mcp-http-floor" the same client against the bench's
+// MCP floor (the go-sdk's handler answering in place: allocs/op above it in
+// mcp-http are the gateway's and the computer's); "socketio" is client:tool_call from the Go agent over
 // Socket.IO (WebSocket). Both reach
 // an in-memory computer over Socket.IO, from GOMAXPROCS*4 goroutines.
 // cpu-µs/call is the whole process's CPU (client, gateway and computer) per
@@ -124,6 +129,25 @@ func BenchmarkToolCall(b *testing.B) {
 			body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"pc__echo","arguments":{"text":"hello"}}}`, ids.Add(1))
 			answer, err := c.post(ctx, body)
 			if err == nil && !bytes.Contains(answer, []byte(`"text":"hello"`)) {
+				err = fmt.Errorf("answer %s", answer)
+			}
+			return err
+		})
+	})
+	b.Run("mcp-http-floor", func(b *testing.B) {
+		// The bench's MCP floor (internal/loadtest): the go-sdk's handler
+		// answering in place, no computer, the same client. allocs/op above
+		// it in mcp-http are the gateway's and the computer's.
+		mux := http.NewServeMux()
+		mux.Handle(mcpfront.Pattern, loadtest.NewMCPFloor(quiet))
+		srv := httptest.NewServer(mux)
+		b.Cleanup(srv.Close)
+		c := newRawSession(b, srv.URL+"/mcp/M", keyAll)
+		var ids atomic.Int64
+		run(b, func(ctx context.Context) error {
+			body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"pc__echo","arguments":{"text":"hello"}}}`, ids.Add(1))
+			answer, err := c.post(ctx, body)
+			if err == nil && !bytes.Contains(answer, []byte(`hello`)) {
 				err = fmt.Errorf("answer %s", answer)
 			}
 			return err

@@ -11,6 +11,8 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/smcpgw/smcp-gateway/smcp"
@@ -67,15 +69,42 @@ func ownerOf(sid string) string {
 	return string(node)
 }
 
+// ownerMaxAge is how long a node's URL is used without asking the registry
+// again. The node that reaps a dead owner drops it at once (NodeGone), and
+// an owner that cannot be reached is dropped on the spot; the other nodes
+// learn a death from the registry, within this much of it.
+const ownerMaxAge = time.Second
+
 // forwarder is the reverse proxy to the owners of sessions.
 type forwarder struct {
 	proxy     *httputil.ReverseProxy
 	transport *http.Transport
+	peers     Peers
+
+	// owners caches the URL of each node forwarded to: a lookup is a
+	// registry round trip, which every forwarded request used to make.
+	mu     sync.Mutex
+	owners map[string]ownerEntry
+	// lookups counts the registry lookups (tests).
+	lookups atomic.Int64
+}
+
+// ownerEntry is where a live node was found, and when.
+type ownerEntry struct {
+	target *url.URL
+	at     time.Time
+}
+
+// target is where a request is proxied: owner's URL.
+type target struct {
+	owner string
+	url   *url.URL
 }
 
 type targetKey struct{}
 
-func newForwarder(self string, logger *slog.Logger) *forwarder {
+func newForwarder(peers Peers, logger *slog.Logger) *forwarder {
+	self := peers.ID()
 	tr := &http.Transport{
 		// Nodes reach each other directly: an HTTP proxy of the
 		// environment is for the way out, not between nodes.
@@ -89,10 +118,10 @@ func newForwarder(self string, logger *slog.Logger) *forwarder {
 		// No ResponseHeaderTimeout: a tools/call is answered when the
 		// computer answers, and the client's deadline bounds it.
 	}
-	f := &forwarder{transport: tr}
+	f := &forwarder{transport: tr, peers: peers, owners: map[string]ownerEntry{}}
 	f.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(pr.In.Context().Value(targetKey{}).(*url.URL))
+			pr.SetURL(pr.In.Context().Value(targetKey{}).(target).url)
 			// Authorization and the API key header pass unchanged: the
 			// owner authenticates the client itself.
 			pr.Out.Header.Set(ForwardedHeader, self)
@@ -107,6 +136,14 @@ func newForwarder(self string, logger *slog.Logger) *forwarder {
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if r.Context().Err() != nil {
 				return // the client left, or this node is closing
+			}
+			// The owner may have left or moved: its URL is asked anew, now
+			// and for the next requests; a node found dead is as before.
+			t := r.Context().Value(targetKey{}).(target)
+			f.forget(t.owner, t.url)
+			if _, alive, lerr := f.lookup(r.Context(), t.owner); lerr == nil && !alive {
+				http.Error(w, "session not found", http.StatusNotFound)
+				return
 			}
 			// The error names the owner's URL, never the credentials.
 			logger.Warn("mcp: the node owning a session does not answer", "err", err)
@@ -137,25 +174,28 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, owner string) {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return
 	}
-	base, alive, err := s.peers.PeerURL(r.Context(), owner)
-	switch {
-	case err != nil:
-		s.log.Warn("mcp: cannot look up the node owning a session", "owner", owner, "err", err)
-		httpError(w, smcp.Errorf(codeUnavailable, "the cluster registry does not answer"))
-		return
-	case !alive:
-		http.Error(w, "session not found", http.StatusNotFound)
-		return
-	case base == "":
-		s.log.Warn("mcp: the node owning a session publishes no URL (set its --advertise-url)", "owner", owner)
-		http.Error(w, "session not found", http.StatusNotFound)
-		return
-	}
-	target, err := url.Parse(base)
-	if err != nil {
-		s.log.Warn("mcp: the node owning a session publishes a bad URL", "owner", owner, "err", err)
-		httpError(w, smcp.Errorf(codeBadGateway, "the gateway node holding this MCP session cannot be reached"))
-		return
+	to := s.fwd.cached(owner)
+	if to == nil {
+		base, alive, err := s.fwd.lookup(r.Context(), owner)
+		switch {
+		case err != nil:
+			s.log.Warn("mcp: cannot look up the node owning a session", "owner", owner, "err", err)
+			httpError(w, smcp.Errorf(codeUnavailable, "the cluster registry does not answer"))
+			return
+		case !alive:
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		case base == "":
+			s.log.Warn("mcp: the node owning a session publishes no URL (set its --advertise-url)", "owner", owner)
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		if to, err = url.Parse(base); err != nil {
+			s.log.Warn("mcp: the node owning a session publishes a bad URL", "owner", owner, "err", err)
+			httpError(w, smcp.Errorf(codeBadGateway, "the gateway node holding this MCP session cannot be reached"))
+			return
+		}
+		s.fwd.remember(owner, to)
 	}
 	if r.Method == http.MethodPost {
 		// Counted as the owner counts its own: the drain waits for the
@@ -170,5 +210,47 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, owner string) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.life, cancel)()
-	s.fwd.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, target)))
+	s.fwd.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, target{owner: owner, url: to})))
+}
+
+// NodeGone drops what the front end knows of node, a node of the cluster
+// found dead (cluster.Node.OnNodeGone): its sessions' requests are answered
+// 404 from now on, without trying its URL.
+func (s *Server) NodeGone(node string) {
+	if s.fwd != nil {
+		s.fwd.forget(node, nil)
+	}
+}
+
+// lookup asks the registry for node's URL and whether it is alive.
+func (f *forwarder) lookup(ctx context.Context, node string) (string, bool, error) {
+	f.lookups.Add(1)
+	return f.peers.PeerURL(ctx, node)
+}
+
+// cached is node's URL when it was found alive less than ownerMaxAge ago.
+func (f *forwarder) cached(node string) *url.URL {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.owners[node]
+	if !ok || time.Since(e.at) >= ownerMaxAge {
+		return nil
+	}
+	return e.target
+}
+
+func (f *forwarder) remember(node string, u *url.URL) {
+	f.mu.Lock()
+	f.owners[node] = ownerEntry{target: u, at: time.Now()}
+	f.mu.Unlock()
+}
+
+// forget drops node's URL: any, or only u (a request that failed must not
+// drop a newer entry).
+func (f *forwarder) forget(node string, u *url.URL) {
+	f.mu.Lock()
+	if e, ok := f.owners[node]; ok && (u == nil || e.target == u) {
+		delete(f.owners, node)
+	}
+	f.mu.Unlock()
 }

@@ -287,9 +287,11 @@ func testSessionThroughEveryNode(t *testing.T, redis string, stopRedis func()) {
 		t.Errorf("a new session on node 2, used through node 3, lacks pc1's tools")
 	}
 	stopRedis()
-	if got := rawPost(t, n3, cs3.ID(), "x-api-key", keyA); got != http.StatusServiceUnavailable {
-		t.Errorf("a session of node 2 through node 3, Redis down: %d, want 503", got)
-	}
+	// Node 3 may still know where node 2 is (for a second after it last
+	// asked); then it must ask, and cannot.
+	testwait.Within(t, waitFor, "503 for a session of node 2 through node 3, Redis down", func() bool {
+		return rawPost(t, n3, cs3.ID(), "x-api-key", keyA) == http.StatusServiceUnavailable
+	})
 }
 
 // lb is a load balancer that pins nothing: an initialize (a POST without
@@ -379,4 +381,34 @@ func TestStoppingNodeEndsProxiedStreams(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// A node forwarding a session's requests asks the registry where the owner
+// is once, not per request (it was a Redis round trip on every request):
+// the owner's URL is kept for a second, and dropped when the owner stops.
+func TestForwardLooksUpOwnerOnce(t *testing.T) {
+	tr := startTrio(t, "redis://"+miniredis.RunT(t).Addr(), 0)
+	n1, n2 := tr.n[0], tr.n[1]
+	cs := dialCluster(t, newBalancer(n1, n2), nil)
+	const requests = 20
+	start := time.Now()
+	for range requests {
+		if got := rawPost(t, n2, cs.ID(), "x-api-key", keyA); got != http.StatusOK {
+			t.Fatalf("the session through node 2: %d, want 200", got)
+		}
+	}
+	// One lookup, and one more per second the requests took (the URL is
+	// asked again after a second).
+	if n, most := n2.MCP.PeerLookups(), 1+int64(time.Since(start)/time.Second); n > most || n >= requests {
+		t.Errorf("%d registry lookups for %d forwarded requests, want at most %d", n, requests, most)
+	}
+	// Node 1 stops: its address answers no more, and the URL node 2 kept
+	// is dropped at the first failure, which the registry then explains.
+	tr.down.Store(true)
+	if err := n1.Stop(); err != nil {
+		t.Fatalf("stop node 1: %v", err)
+	}
+	if got := rawPost(t, n2, cs.ID(), "x-api-key", keyA); got != http.StatusNotFound {
+		t.Errorf("a session of the stopped node 1 through node 2: %d, want 404", got)
+	}
 }

@@ -51,8 +51,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -229,6 +232,10 @@ type Server struct {
 	calls inflight.Gate
 	// wg counts every goroutine of every session, awaited by Close.
 	wg sync.WaitGroup
+	// reqPrefix and reqSeq make the ids of the requests sent to computers
+	// (newReqID).
+	reqPrefix string
+	reqSeq    atomic.Uint64
 
 	// Cluster only: peers locates the owners of other nodes' sessions, fwd
 	// proxies to them. life ends at Close, and with it the proxied streams.
@@ -244,10 +251,10 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 	s := &Server{hub: hub, auth: auth, opts: opts, log: opts.Logger,
 		sessions: map[string]*session{}, addrOf: map[string]string{}, addrs: httpauth.NewAddrSlots(opts.MaxSessionsPerAddr),
 		views: map[string]*session{}, viewUsers: map[*session]int{}, viewUsed: map[*session]time.Time{},
-		peers: opts.Peers}
+		peers: opts.Peers, reqPrefix: "mcp-" + rand.Text()[:10] + "-"}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	if s.peers != nil {
-		s.fwd = newForwarder(s.peers.ID(), opts.Logger)
+		s.fwd = newForwarder(s.peers, opts.Logger)
 	}
 	s.base = mcp.NewServer(implementation(""), nil)
 	s.stateless = mcp.NewStreamableHTTPHandler(s.statelessServer, &mcp.StreamableHTTPOptions{
@@ -476,8 +483,10 @@ func isLoopback(hostport string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
+	// netip: no allocation per request (net.ParseIP made one). A zone is
+	// refused as net.ParseIP refused it.
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && ip.Zone() == "" && ip.IsLoopback()
 }
 
 // caller authenticates the request and decides the agent name it acts as.
@@ -664,7 +673,15 @@ func (s *Server) Close() {
 	s.wg.Wait()
 }
 
-func newReqID() string { return "mcp-" + rand.Text()[:16] }
+// newReqID is a request id unique to this process: a random prefix drawn
+// once and a counter. (Ids name calls between the gateway and a computer;
+// they need no secrecy, as only the calling agent can cancel by id, and
+// drawing 16 random characters per call showed in the profile.)
+func (s *Server) newReqID() string {
+	b := make([]byte, 0, len(s.reqPrefix)+20)
+	b = append(b, s.reqPrefix...)
+	return string(strconv.AppendUint(b, s.reqSeq.Add(1), 36))
+}
 
 func wrapf(err error, format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), err)

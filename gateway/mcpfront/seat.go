@@ -2,6 +2,7 @@ package mcpfront
 
 import (
 	"context"
+	"time"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/smcp"
@@ -18,10 +19,18 @@ type seat struct {
 	agent string
 }
 
+// seatTimeout bounds the claim of a request's own seat. A claim may wait in
+// a cluster (a dead holder's heartbeat to lapse, a registry settling); a
+// request whose client is gone, or that waited this long, stops waiting.
+const seatTimeout = 20 * time.Second
+
 // takeSeat is where every seat of the front end is taken: one place for the
-// seat rules to change (seats as leases renewed per request).
-func (s *Server) takeSeat(p *core.Principal, office, agent string) (*seat, error) {
-	lease, err := s.hub.TakeSeat(context.Background(), p, office, agent, core.Seat{Front: core.FrontMCP})
+// seat rules to change (seats as leases renewed per request). The claim
+// waits at most as long as ctx (the request's) and seatTimeout.
+func (s *Server) takeSeat(ctx context.Context, p *core.Principal, office, agent string) (*seat, error) {
+	ctx, cancel := context.WithTimeout(ctx, seatTimeout)
+	defer cancel()
+	lease, err := s.hub.TakeSeat(ctx, p, office, agent, core.Seat{Front: core.FrontMCP})
 	if err != nil {
 		return nil, err
 	}

@@ -449,7 +449,7 @@ func (x *session) request(ctx context.Context, event string, body map[string]any
 	}
 	body["agent"] = st.agent
 	if _, ok := body["req_id"]; !ok {
-		body["req_id"] = newReqID()
+		body["req_id"] = x.front.newReqID()
 	}
 	payload, err := json.Marshal(body)
 	if err != nil {
@@ -492,7 +492,28 @@ func (x *session) route(ctx context.Context, event string, payload []byte) (json
 	if err != nil {
 		return nil, err
 	}
-	raw, err := st.lease.Route(ctx, r)
+	return x.routeRequest(ctx, st, r)
+}
+
+// routeRequest routes r acting as st and returns the computer's answer.
+// The wait ends with ctx or with the session (x.ctx, see x.ended), the way
+// core.Session.Route ends with its ctx: watching both here costs a select
+// case, where a context ending with either (callContext) cost two contexts
+// and their registrations per tools/call.
+func (x *session) routeRequest(ctx context.Context, st *seat, r *core.Request) (json.RawMessage, error) {
+	ch := make(chan routed, 1)
+	abandon := st.lease.GoContext(ctx, r, func(raw json.RawMessage, err error) { ch <- routed{raw, err} })
+	var a routed
+	select {
+	case a = <-ch:
+	case <-ctx.Done():
+		abandon(ctx.Err())
+		return nil, ctx.Err()
+	case <-x.ctx.Done():
+		abandon(context.Canceled)
+		return nil, context.Canceled
+	}
+	raw, err := a.raw, a.err
 	if err != nil {
 		return nil, err
 	}
@@ -500,6 +521,32 @@ func (x *session) route(ctx context.Context, event string, payload []byte) (json
 		return nil, e
 	}
 	return raw, nil
+}
+
+// routed is the computer's answer to a routed request.
+type routed struct {
+	raw json.RawMessage
+	err error
+}
+
+// ended is the error of a request of the session whose context is ctx once
+// either has ended (nil while both live): a request ends with its session.
+func (x *session) ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return x.ctx.Err()
+}
+
+// callContext is ctx ending also with the session, for work that cannot
+// watch both (x.ended).
+func (x *session) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(x.ctx, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // close ends the session: its office is free again for another agent.

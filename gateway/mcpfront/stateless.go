@@ -100,7 +100,7 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, p *core.
 	if !listen && s.calls.Begin() {
 		defer s.calls.End()
 	}
-	st, err := s.takeSeat(p, office, agent)
+	st, err := s.takeSeat(r.Context(), p, office, agent)
 	if err != nil {
 		httpError(w, err)
 		return
@@ -280,7 +280,7 @@ func (x *session) refresh(ctx context.Context, p *core.Principal, agent string, 
 		x.mu.Unlock()
 		close(done)
 	}
-	rs, err := x.front.takeSeat(p, x.office, agent)
+	rs, err := x.front.takeSeat(ctx, p, x.office, agent)
 	if err != nil {
 		x.log.Debug("office view not refreshed", "err", err)
 		finish(true)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/smcpgw/smcp-gateway/gateway/core"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -193,11 +194,6 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 	// The arguments are spliced in as the go-sdk read them (valid JSON);
 	// the core's check refuses anything but an object.
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		// The call also ends with its session (its ctx), and is then
-		// cancelled at its computer (see the DELETE in Server.ServeHTTP).
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		defer context.AfterFunc(x.ctx, cancel)()
 		args := bytes.TrimSpace(req.Params.Arguments)
 		if len(args) == 0 || bytes.Equal(args, []byte("null")) {
 			args = []byte("{}")
@@ -211,30 +207,56 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 		if err != nil {
 			return nil, mcpError(err, false)
 		}
-		reqID := newReqID()
-		payload, err := smcp.ToolCallPayload(&smcpv1.ToolCallReq{Agent: st.agent, ReqId: reqID, Computer: computer,
-			ToolName: tool, Timeout: int32(secs)}, args)
+		reqID := x.front.newReqID()
+		r, err := toolCallRequest(st.agent, reqID, computer, tool, int32(secs), args)
 		if err != nil {
-			return nil, mcpError(smcp.Errorf(smcp.CodeBadRequest, "%v", err), false)
+			return nil, mcpError(err, false)
 		}
-		raw, err := x.route(ctx, smcp.EventToolCall, payload)
+		// The call also ends with its session (x.ctx), and is then
+		// cancelled at its computer (see the DELETE in Server.ServeHTTP).
+		raw, err := x.routeRequest(ctx, st, r)
 		if err != nil {
-			if ctx.Err() != nil {
+			if cerr := x.ended(ctx); cerr != nil {
 				if cerr := st.lease.CancelToolCall(&smcpv1.AgentCallData{Agent: st.agent, ReqId: reqID}); cerr != nil {
 					x.log.Warn("cancel abandoned tool call", "computer", computer, "req_id", reqID, "err", cerr)
 				}
-				return nil, ctx.Err()
+				return nil, cerr
 			}
 			return nil, mcpError(err, false)
 		}
-		if raw, err = x.fillBlobs(ctx, computer, raw); err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
+		if bytes.Contains(raw, []byte("a2c_blob_handle")) {
+			ctx, cancel := x.callContext(ctx)
+			defer cancel()
+			if raw, err = x.fillBlobs(ctx, computer, raw); err != nil {
+				if cerr := x.ended(ctx); cerr != nil {
+					return nil, cerr
+				}
+				return nil, mcpError(err, false)
 			}
-			return nil, mcpError(err, false)
 		}
 		return toolResult(raw)
 	}
+}
+
+// toolCallRequest is the client:tool_call of an MCP tools/call: the payload
+// the computer gets, and the request core.ParseRequest would make of it, made
+// from the fields the payload is written from rather than by reading the
+// payload back (a scan of it and a string per field, per call). Those fields
+// are the gateway's own (agent, request id, the listed computer and tool, a
+// clamped timeout) and args is JSON the go-sdk has read; arguments that are
+// not an object take ParseRequest, for its refusal.
+func toolCallRequest(agent, reqID, computer, tool string, secs int32, args json.RawMessage) (*core.Request, error) {
+	payload, err := smcp.ToolCallPayload(&smcpv1.ToolCallReq{Agent: agent, ReqId: reqID, Computer: computer,
+		ToolName: tool, Timeout: secs}, args)
+	if err != nil {
+		return nil, smcp.Errorf(smcp.CodeBadRequest, "%v", err)
+	}
+	if args[0] != '{' || agent == "" || reqID == "" || computer == "" || tool == "" ||
+		secs < smcp.MinToolCallTimeout || secs > smcp.MaxToolCallTimeout {
+		return core.ParseRequest(smcp.EventToolCall, payload)
+	}
+	return &core.Request{Event: smcp.EventToolCall, Agent: agent, ReqID: reqID, Computer: computer,
+		Timeout: secs, Payload: payload}, nil
 }
 
 // toolResult makes the MCP answer of a tools/call from the CallToolResult the

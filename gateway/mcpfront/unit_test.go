@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -344,4 +345,54 @@ func (r *shortReader) Read(p []byte) (int, error) {
 	n := copy(p[:min(len(p), 100)], r.s)
 	r.s = r.s[n:]
 	return n, nil
+}
+
+// toolCallRequest makes the request core.ParseRequest makes of the same
+// payload, and refuses what it refuses, with its error.
+func TestToolCallRequestMatchesParseRequest(t *testing.T) {
+	for _, c := range []struct {
+		agent, reqID, computer, tool string
+		secs                         int32
+		args                         string
+	}{
+		{"mcp-agent", "mcp-x-1", "pc", "echo", 60, `{"text":"hello"}`},
+		{"ag\"ent", "id\\1", "pc-ü", "tool\u2028name", 1, `{}`},
+		{"a", "r", "c", "t", smcp.MaxToolCallTimeout, `{"n":[1,{"x":null}],"s":"\u00e9"}`},
+		{"a", "r", "c", "t", 30, `[1]`},
+		{"a", "r", "c", "t", 30, `"text"`},
+		{"a", "r", "c", "t", 0, `{}`},
+		{"a", "r", "c", "", 30, `{}`},
+	} {
+		got, gerr := toolCallRequest(c.agent, c.reqID, c.computer, c.tool, c.secs, json.RawMessage(c.args))
+		payload, err := smcp.ToolCallPayload(&smcpv1.ToolCallReq{Agent: c.agent, ReqId: c.reqID, Computer: c.computer,
+			ToolName: c.tool, Timeout: c.secs}, json.RawMessage(c.args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, werr := core.ParseRequest(smcp.EventToolCall, payload)
+		if fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			t.Errorf("%+v: error %v, ParseRequest's %v", c, gerr, werr)
+			continue
+		}
+		if werr != nil {
+			continue
+		}
+		if got.Event != want.Event || got.Agent != want.Agent || got.ReqID != want.ReqID || got.Computer != want.Computer ||
+			got.Timeout != want.Timeout || string(got.Payload) != string(want.Payload) || got.GoneAsError != want.GoneAsError {
+			t.Errorf("%+v:\n got %+v\nwant %+v", c, got, want)
+		}
+	}
+}
+
+// isLoopback answers as it did with net.ParseIP.
+func TestIsLoopback(t *testing.T) {
+	for host, want := range map[string]bool{
+		"localhost": true, "LocalHost:8080": true, "127.0.0.1": true, "127.9.9.9:443": true,
+		"[::1]:80": true, "::1": true, "[::ffff:127.0.0.1]:80": true, "[fe80::1%25lo]:80": false, "[::1%lo]:80": false,
+		"10.0.0.1:80": false, "example.com": false, "": false, "127.0.0.1.nip.io:80": false, "[::2]": false,
+	} {
+		if got := isLoopback(host); got != want {
+			t.Errorf("isLoopback(%q) = %v, want %v", host, got, want)
+		}
+	}
 }

@@ -310,13 +310,13 @@ func skipJSON(dec *json.Decoder) error {
 
 // admit decides whether the caller may have its request read, then reads it
 // into msg. A request that names an office is refused (403) before it is
-// decoded when the caller's key may not act as its agent there.
-func (s *service) admit(ctx context.Context, raw *rawRequest, msg proto.Message) error {
+// decoded when the caller's key may not act as its agent there. fd is the
+// request's office_id field (officeField), nil if it has none.
+func (s *service) admit(ctx context.Context, raw *rawRequest, msg proto.Message, fd protoreflect.FieldDescriptor) error {
 	c, err := callerFrom(ctx)
 	if err != nil {
 		return err
 	}
-	fd := msg.ProtoReflect().Descriptor().Fields().ByName("office_id")
 	var office string
 	if fd != nil {
 		if office, err = raw.officeOf(fd); err != nil {
@@ -356,10 +356,11 @@ func (s *Server) agentService(opts ...connect.HandlerOption) (string, http.Handl
 	// office's) and go to the computer written from their bytes.
 	callTool := methods.ByName("CallTool")
 	paramsField := callTool.Input().Fields().ByName("params").Number()
+	callToolOffice := officeField(callTool)
 	add(connect.NewUnaryHandlerSimple(procedureOf(callTool), func(ctx context.Context, raw *rawRequest) (*smcpv1.CallToolResponse, error) {
 		req := &smcpv1.CallToolRequest{}
 		params, ok := raw.takeField(paramsField)
-		if err := svc.admit(ctx, raw, req); err != nil {
+		if err := svc.admit(ctx, raw, req, callToolOffice); err != nil {
 			return nil, err
 		}
 		return svc.callTool(ctx, req, params, ok)
@@ -374,10 +375,11 @@ func (s *Server) agentService(opts ...connect.HandlerOption) (string, http.Handl
 	add(unary(svc, methods.ByName("GetSkill"), svc.GetSkill, opts))
 	add(unary(svc, methods.ByName("EvictAgent"), svc.EvictAgent, opts))
 	read := methods.ByName("ReadBlob")
+	readOffice := officeField(read)
 	add(connect.NewServerStreamHandlerSimple(procedureOf(read),
 		func(ctx context.Context, raw *rawRequest, stream *connect.ServerStream[smcpv1.ReadBlobResponse]) error {
 			req := &smcpv1.ReadBlobRequest{}
-			if err := svc.admit(ctx, raw, req); err != nil {
+			if err := svc.admit(ctx, raw, req, readOffice); err != nil {
 				return err
 			}
 			return svc.ReadBlob(ctx, req, stream)
@@ -390,10 +392,11 @@ func (s *Server) agentService(opts ...connect.HandlerOption) (string, http.Handl
 	add(connect.NewClientStreamHandlerSimple(procedureOf(put), svc.PutBlob,
 		connect.WithSchema(put), connect.WithHandlerOptions(stock...)), procedureOf(put))
 	watch := methods.ByName("WatchOffice")
+	watchOffice := officeField(watch)
 	add(connect.NewServerStreamHandlerSimple(procedureOf(watch),
 		func(ctx context.Context, raw *rawRequest, stream *connect.ServerStream[smcpv1.WatchOfficeResponse]) error {
 			req := &smcpv1.WatchOfficeRequest{}
-			if err := svc.admit(ctx, raw, req); err != nil {
+			if err := svc.admit(ctx, raw, req, watchOffice); err != nil {
 				return err
 			}
 			return svc.WatchOffice(ctx, req, stream)
@@ -407,6 +410,12 @@ func (s *Server) agentService(opts ...connect.HandlerOption) (string, http.Handl
 	})
 }
 
+// officeField is the office_id field of m's request, nil if it has none:
+// looked up once per method, not per call.
+func officeField(m protoreflect.MethodDescriptor) protoreflect.FieldDescriptor {
+	return m.Input().Fields().ByName("office_id")
+}
+
 func procedureOf(m protoreflect.MethodDescriptor) string {
 	return "/" + string(m.Parent().FullName()) + "/" + string(m.Name())
 }
@@ -417,9 +426,10 @@ func unary[Req, Res any, PReq interface {
 	proto.Message
 }](svc *service, m protoreflect.MethodDescriptor, call func(context.Context, PReq) (*Res, error), opts []connect.HandlerOption) (*connect.Handler, string) {
 	procedure := procedureOf(m)
+	office := officeField(m)
 	return connect.NewUnaryHandlerSimple(procedure, func(ctx context.Context, raw *rawRequest) (*Res, error) {
 		req := PReq(new(Req))
-		if err := svc.admit(ctx, raw, req); err != nil {
+		if err := svc.admit(ctx, raw, req, office); err != nil {
 			return nil, err
 		}
 		return call(ctx, req)

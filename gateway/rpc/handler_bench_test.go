@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -66,6 +67,11 @@ func benchHandler(b *testing.B) http.Handler {
 //	go test -run '^$' -bench HandlerCallTool -benchmem ./gateway/rpc/
 func BenchmarkHandlerCallTool(b *testing.B) {
 	h := benchHandler(b)
+	// The floor (as internal/loadtest's): connect-go's generated handler
+	// with the gateway's options, answering in place. What the gateway
+	// allocates above it is its own (with the computer leg in core).
+	_, floor := smcpv1connect.NewAgentServiceHandler(floorService{},
+		connect.WithCompressMinBytes(compressMinBytes), connect.WithReadMaxBytes(DefaultMaxRequestBytes))
 	params, err := structpb.NewStruct(map[string]any{"text": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"})
 	if err != nil {
 		b.Fatal(err)
@@ -74,13 +80,16 @@ func BenchmarkHandlerCallTool(b *testing.B) {
 	jsonReq := &smcpv1.CallToolRequest{OfficeId: "bench", Computer: "pc", ToolName: "echo", Timeout: 30, ReqId: "r-1",
 		ParamsJson: []byte(`{"text":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}`)}
 	for _, c := range []struct {
-		name string
-		req  *smcpv1.CallToolRequest
-		grpc bool
+		name  string
+		req   *smcpv1.CallToolRequest
+		grpc  bool
+		floor bool
 	}{
-		{"connect/params", structReq, false},
-		{"connect/params_json", jsonReq, false},
-		{"grpc/params", structReq, true},
+		{"connect/params", structReq, false, false},
+		{"connect/params_json", jsonReq, false, false},
+		{"grpc/params", structReq, true, false},
+		{"floor/connect/params", structReq, false, true},
+		{"floor/grpc/params", structReq, true, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			body, err := proto.Marshal(c.req)
@@ -110,7 +119,11 @@ func BenchmarkHandlerCallTool(b *testing.B) {
 				}
 				r.Header.Set("X-Smcp-Agent", "agent-bench")
 				w := httptest.NewRecorder()
-				h.ServeHTTP(w, r)
+				if c.floor {
+					floor.ServeHTTP(w, r)
+				} else {
+					h.ServeHTTP(w, r)
+				}
 				return w
 			}
 			// One checked call: the benchmark measures answers, not errors.
@@ -125,4 +138,20 @@ func BenchmarkHandlerCallTool(b *testing.B) {
 			}
 		})
 	}
+}
+
+// floorService answers CallTool in place with the echo computer's result
+// decoded, as the bench's Connect floor does.
+type floorService struct {
+	smcpv1connect.UnimplementedAgentServiceHandler
+}
+
+var floorResult = func() *smcpv1.CallToolResult {
+	text, _ := structpb.NewStruct(map[string]any{"type": "text", "text": `{"text":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}`})
+	isError := false
+	return &smcpv1.CallToolResult{Content: []*structpb.Struct{text}, IsError: &isError}
+}()
+
+func (floorService) CallTool(_ context.Context, req *smcpv1.CallToolRequest) (*smcpv1.CallToolResponse, error) {
+	return &smcpv1.CallToolResponse{Result: floorResult, ReqId: req.GetReqId()}, nil
 }

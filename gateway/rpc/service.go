@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -137,12 +138,11 @@ func (s *service) callTool(ctx context.Context, req *smcpv1.CallToolRequest, par
 		return nil, toConnect(e)
 	}
 	resp := &smcpv1.CallToolResponse{ReqId: reqID, ResultJson: raw}
-	if wire, err := smcp.AppendCallToolResultWire(make([]byte, 0, len(raw)+16), raw); err == nil {
+	if field, ok := resultField(raw); ok {
 		// result travels as the bytes its encoding would be, written from
 		// the answer at once: the binary codecs send them as they are, the
 		// JSON ones decode them first (rawCodec.MarshalAppend).
-		field := protowire.AppendTag(make([]byte, 0, len(wire)+8), 1, protowire.BytesType)
-		resp.ProtoReflect().SetUnknown(protowire.AppendBytes(field, wire))
+		resp.ProtoReflect().SetUnknown(field)
 		return resp, nil
 	}
 	res := &smcpv1.CallToolResult{}
@@ -156,6 +156,26 @@ func (s *service) callTool(ctx context.Context, req *smcpv1.CallToolRequest, par
 	return resp, nil
 }
 
+// resultFieldHead is room for CallToolResponse.result's tag and length in
+// front of its encoding: one byte of tag, a varint of at most 10.
+const resultFieldHead = 1 + binary.MaxVarintLen64
+
+// resultField is CallToolResponse.result (field 1) encoded from the
+// computer's JSON answer (smcp.AppendCallToolResultWire), tag and length
+// included, in one buffer: the encoding is written after room for the
+// head, which is then written right in front of it. ok is false when the
+// direct writer leaves the answer to protojson.
+func resultField(raw []byte) (field []byte, ok bool) {
+	buf, err := smcp.AppendCallToolResultWire(make([]byte, resultFieldHead, resultFieldHead+len(raw)+16), raw)
+	if err != nil {
+		return nil, false
+	}
+	n := uint64(len(buf) - resultFieldHead)
+	start := resultFieldHead - protowire.SizeTag(1) - protowire.SizeVarint(n)
+	protowire.AppendVarint(protowire.AppendTag(buf[start:start], 1, protowire.BytesType), n)
+	return buf[start:], true
+}
+
 // toolCallPayload encodes the client:tool_call to forward, once: from
 // params_json as the caller's bytes, else from the Struct. The request
 // limit bounds what is forwarded, as on Socket.IO (the JSON can be larger
@@ -164,11 +184,11 @@ func (s *service) toolCallPayload(call *smcpv1.ToolCallReq, req *smcpv1.CallTool
 	var payload []byte
 	var err error
 	if hasParams && len(req.GetParamsJson()) == 0 {
-		if js, err := smcp.AppendStructWireJSON(make([]byte, 0, len(params)+16), params); err == nil {
-			payload, err = smcp.ToolCallPayload(call, js)
-			if err != nil {
-				return nil, smcp.Errorf(smcp.CodeBadRequest, "params: %v", err)
-			}
+		payload, ok, err := smcp.ToolCallPayloadStructWire(call, params)
+		if err != nil {
+			return nil, smcp.Errorf(smcp.CodeBadRequest, "params: %v", err)
+		}
+		if ok {
 			if len(payload) > s.opts.MaxRequestBytes {
 				return nil, smcp.Errorf(smcp.CodeBadRequest, "payload of %d bytes exceeds the limit of %d", len(payload), s.opts.MaxRequestBytes)
 			}

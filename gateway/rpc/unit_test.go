@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
@@ -190,5 +191,38 @@ func TestStreamsKeepOffWorkers(t *testing.T) {
 	}
 	if !reflect.DeepEqual(streams, want) {
 		t.Fatalf("streams %v, want %v", streams, want)
+	}
+}
+
+// resultField writes the result's tag and length in front of its encoding,
+// in the room left for them: on either side of each length where the
+// varint grows a byte, the field holds exactly field 1 with the encoding
+// smcp.AppendCallToolResultWire writes, and nothing else.
+func TestResultFieldHead(t *testing.T) {
+	for _, size := range []int{0, 90, 100, 110, 120, 16_300, 16_350, 16_400, 2_097_100, 2_097_200} {
+		raw := []byte(`{"content":[{"type":"text","text":"` + strings.Repeat("x", size) + `"}],"isError":false}`)
+		want, err := smcp.AppendCallToolResultWire(nil, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		field, ok := resultField(raw)
+		if !ok {
+			t.Fatalf("size %d: resultField refused an answer the writer takes", size)
+		}
+		num, typ, n := protowire.ConsumeTag(field)
+		if n < 0 || num != 1 || typ != protowire.BytesType {
+			t.Fatalf("size %d: tag %d %d (%d)", size, num, typ, n)
+		}
+		v, m := protowire.ConsumeBytes(field[n:])
+		if m < 0 || n+m != len(field) || string(v) != string(want) {
+			t.Fatalf("size %d (encoding %d bytes): field of %d bytes does not hold exactly the encoding", size, len(want), len(field))
+		}
+		var res smcpv1.CallToolResult
+		if err := proto.Unmarshal(v, &res); err != nil || len(res.GetContent()) != 1 {
+			t.Fatalf("size %d: %v", size, err)
+		}
+	}
+	if _, ok := resultField([]byte(`{"content":[null]}`)); ok {
+		t.Error("resultField took an answer the writer leaves to protojson")
 	}
 }

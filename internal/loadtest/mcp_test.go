@@ -11,12 +11,18 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
+	"github.com/smcpgw/smcp-gateway/gateway/sio"
 )
 
 // Both MCP modes drive tools/call through a real gateway's /mcp/{office_id}
 // to the echo computer, with no errors, in turns with the Socket.IO mode.
 func TestMCPModesCallThroughGateway(t *testing.T) {
-	r, err := gateway.Start(gateway.Config{Auth: core.AllowAll{}}, "127.0.0.1:0")
+	// One agent socket carries more than the default 2,000 events/s here
+	// on a quiet machine: the limit is raised as the bench's gateway
+	// raises it (Serve), or the Socket.IO turn is refused with 429s.
+	r, err := gateway.Start(gateway.Config{Auth: core.AllowAll{}, SIO: sio.Config{EventsPerSecond: 1e7},
+		MCP: mcpfront.Options{EventsPerSecond: 1e7}}, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
+	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
@@ -69,10 +70,18 @@ func Serve(ctx context.Context, kind string, node Node, ln net.Listener, log *sl
 		f := NewFloor("/socket.io/")
 		mux := http.NewServeMux()
 		mux.Handle("/socket.io/", f.Handler())
-		mux.Handle(smcpv1connect.NewAgentServiceHandler(connectFloor{}, connect.WithCompressMinBytes(1024)))
+		// The Connect floor has what any production Connect server has and
+		// the gateway has too: a bound on a request's size
+		// (WithReadMaxBytes, connect-go's documented guard) and on the time
+		// its body may take to arrive (ReadTimeout: for HTTP/2, one timer
+		// per stream, as the gateway's boundBodyReads), at the gateway's
+		// defaults. No auth, no interceptors: the gateway's are its own.
+		mux.Handle(smcpv1connect.NewAgentServiceHandler(connectFloor{}, connect.WithCompressMinBytes(1024),
+			connect.WithReadMaxBytes(rpc.DefaultMaxRequestBytes)))
 		mux.Handle(mcpfront.Pattern, NewMCPFloor(log))
 		mountDebug(mux)
-		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: gateway.DefaultReadHeaderTimeout,
+			ReadTimeout: gateway.DefaultBodyReadTimeout, IdleTimeout: gateway.DefaultIdleTimeout}
 		hs.Protocols = new(http.Protocols)
 		hs.Protocols.SetHTTP1(true)
 		hs.Protocols.SetUnencryptedHTTP2(true)

@@ -16,7 +16,6 @@ import (
 	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/config"
 	"github.com/smcpgw/smcp-gateway/internal/nodetest"
-	"github.com/smcpgw/smcp-gateway/sioclient"
 )
 
 // The computer opens a session at the official socket.io server as
@@ -84,7 +83,7 @@ func TestComputerAtNodeServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	l, err := c.Connect(ctx, computer.Gateway{URL: fmt.Sprintf("http://127.0.0.1:%d", int(port)), Office: "node-office", APIKey: "k", Dial: sioclient.Options{Transports: sioclient.TransportsPollingFirst}})
+	l, err := c.Connect(ctx, computer.Gateway{URL: fmt.Sprintf("http://127.0.0.1:%d", int(port)), Office: "node-office", APIKey: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}

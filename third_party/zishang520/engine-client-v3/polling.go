@@ -93,42 +93,51 @@ func (p *polling) DoOpen() {
 
 // Pause suspends the polling transport, used during upgrades to prevent packet loss.
 // onPause is called when the transport is paused.
+//
+// patched (see ../PATCHED.md): the listeners are in place before the state
+// is looked at, and the poll's end is decided under mu (OnData). Upstream
+// looked first and listened after, which is atomic in JavaScript only: here
+// the poll ends on its own goroutine, and a poll answered in between (the
+// server's NOOP for the upgrade comes about when the probe's pong does) was
+// never seen, the transport never paused, and the socket buffered every
+// packet from then on: the upgrade hung, and so did everything sent.
 func (p *polling) Pause(onPause func()) {
+	p.mu.Lock()
 	p.SetReadyState(TransportStatePausing)
-	pause := func() {
-		clientPollingLog.Debug("paused")
-		p.SetReadyState(TransportStatePaused)
-		onPause()
-		// patched: a paused transport is never used again (it is paused
-		// only to upgrade): nothing is in flight now, let its
-		// connection go.
-		p.finish()
-	}
-	if p._polling.Load() || !p.Writable() {
-		var total atomic.Uint32
-		if p._polling.Load() {
-			clientPollingLog.Debug("we are currently polling - waiting to pause")
-			total.Add(1)
-			_ = p.Once("pollComplete", func(...any) {
-				clientPollingLog.Debug("pre-pause polling complete")
-				if total.Add(^uint32(0)) == 0 {
-					pause()
-				}
-			})
+	p.mu.Unlock()
+	var once sync.Once
+	var maybePause types.EventListener
+	maybePause = func(...any) {
+		if p._polling.Load() || !p.Writable() {
+			return // the poll's pollComplete, or the write's drain, comes later
 		}
-		if !p.Writable() {
-			total.Add(1)
-			_ = p.Once("drain", func(...any) {
-				clientPollingLog.Debug("pre-pause writing complete")
-				if total.Add(^uint32(0)) == 0 {
-					pause()
-				}
-			})
-		}
-	} else {
-		pause()
+		once.Do(func() {
+			p.RemoveListener("pollComplete", maybePause)
+			p.RemoveListener("drain", maybePause)
+			clientPollingLog.Debug("paused")
+			p.SetReadyState(TransportStatePaused)
+			onPause()
+			// patched: a paused transport is never used again (it is paused
+			// only to upgrade): nothing is in flight now, let its
+			// connection go.
+			p.finish()
+		})
 	}
+	_ = p.On("pollComplete", maybePause)
+	_ = p.On("drain", maybePause)
+	if hook := testHookPause.Load(); hook != nil {
+		(*hook)(p)
+	}
+	maybePause()
 }
+
+// testHookPause, when set by a test, runs in Pause between the moment its
+// listeners are in place and its first look at the transport's state.
+var testHookPause atomic.Pointer[func(*polling)]
+
+// testHookPollAnswered, when set by a test, runs in OnData once the poll's
+// packets are handled, before it decides whether to poll again.
+var testHookPollAnswered atomic.Pointer[func(*polling)]
 
 // _poll starts a new polling cycle and initiates a new polling request.
 //
@@ -198,14 +207,28 @@ func (p *polling) OnData(data types.BufferInterface) {
 	for _, data := range packets {
 		p._onPacket(data)
 	}
-	if readyState := p.ReadyState(); TransportStateClosed != readyState {
-		p._polling.Store(false)
-		p.Emit("pollComplete")
-		if TransportStateOpen == readyState {
-			p._poll()
-		} else {
-			clientPollingLog.Debug(`ignoring poll - transport state "%s"`, readyState)
-		}
+	// patched (see Pause): whether to poll again is decided under mu, as
+	// Pause sets "pausing", and the flag stays set if so. Upstream decided
+	// from the state it read before emitting pollComplete: a Pause that
+	// came just before that emit paused on it, and a poll went out anyway,
+	// soon cancelled by the release; whatever the server wrote to it before
+	// the upgrade reached it was lost.
+	if hook := testHookPollAnswered.Load(); hook != nil {
+		(*hook)(p)
+	}
+	p.mu.Lock()
+	readyState := p.ReadyState()
+	again := TransportStateOpen == readyState
+	p._polling.Store(again)
+	p.mu.Unlock()
+	if TransportStateClosed == readyState {
+		return
+	}
+	p.Emit("pollComplete")
+	if again {
+		p._poll()
+	} else {
+		clientPollingLog.Debug(`ignoring poll - transport state "%s"`, readyState)
 	}
 }
 

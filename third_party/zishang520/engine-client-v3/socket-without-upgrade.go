@@ -140,7 +140,17 @@ func (s *socketWithoutUpgrade) Transports() *types.Slice[string] {
 }
 
 // SetUpgrading sets the upgrading status flag.
+//
+// patched (see ../PATCHED.md): under flushMu, as Flush looks at the flag and
+// sends under it. Set unlocked, a Flush that had just seen the flag unset
+// (and taken the packets from the buffer) could hand them to the transport
+// after the upgrade paused it: a paused transport discards what it is sent,
+// or, not yet paused, posts it after the upgrade to a session that no longer
+// reads the old transport. Once set under the lock, every such send is on
+// its way, and Pause waits for it.
 func (s *socketWithoutUpgrade) SetUpgrading(upgrading bool) {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
 	s.upgrading.Store(upgrading)
 }
 
@@ -511,6 +521,9 @@ func (s *socketWithoutUpgrade) Flush() {
 	if SocketStateClosed != s.ReadyState() && s.Transport().Writable() && !s.Upgrading() {
 		if packets := s._getWritablePackets(); len(packets) > 0 {
 			clientSocketLog.Debug("flushing %d packets in socket", len(packets))
+			if hook := testHookFlush.Load(); hook != nil {
+				(*hook)(s)
+			}
 			s.Transport().Send(packets)
 			shouldEmitFlush = true
 		}
@@ -522,6 +535,10 @@ func (s *socketWithoutUpgrade) Flush() {
 		s.Emit("flush")
 	}
 }
+
+// testHookFlush, when set by a test, runs in Flush between its decision to
+// send (the transport writable, no upgrade under way) and the send.
+var testHookFlush atomic.Pointer[func(*socketWithoutUpgrade)]
 
 // _getWritablePackets prepares packets for sending while respecting payload size limits.
 // It handles packet encoding and size calculation for different transport types.
