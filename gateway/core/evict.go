@@ -92,7 +92,7 @@ func (h *Hub) evictHeld(note Notification, sid string, cause error) {
 	if isLeaseID(sid) {
 		for l := range o.leases {
 			if l.leaseID == sid {
-				l.evict(cause)
+				l.end(cause)
 			}
 		}
 		h.mu.Unlock()

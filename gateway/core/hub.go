@@ -143,6 +143,8 @@ type Hub struct {
 	// locGen counts the drops of cached locations (see unlocateLocked).
 	locGen   uint64
 	leaseSeq atomic.Uint64
+	// leasePrefix starts every lease id of this node: "lease:<node>:".
+	leasePrefix string
 	// claiming counts the claims in flight in the registry: a member whose
 	// claim was sent is this node's as far as the registry is concerned
 	// (see Held), before its session is recorded as joined.
@@ -173,7 +175,7 @@ func (o *office) empty() bool {
 func New(cfg Config) *Hub {
 	cfg = cfg.withDefaults()
 	return &Hub{cfg: cfg, log: cfg.Logger, sessions: map[string]*Session{}, offices: map[string]*office{},
-		remote: map[string]*remoteComputer{}, claiming: map[Member]int{}}
+		remote: map[string]*remoteComputer{}, claiming: map[Member]int{}, leasePrefix: "lease:" + cfg.Node + ":"}
 }
 
 // Config returns the effective configuration.
@@ -217,10 +219,14 @@ type Session struct {
 	leaseMS int64
 	// renewed is when a lapsing lease was last renewed (Unix ns).
 	renewed atomic.Int64
-	// evicted ends, with the reason as its cause, when an operator evicts a
-	// lease (see Hub.EvictAgent).
-	evicted context.Context
-	evict   context.CancelCauseFunc
+	// A lease's end (see Done): made when someone first waits for it, so
+	// that a one-call seat nobody watches costs no channel.
+	endMu sync.Mutex
+	ended bool
+	// endCause is the eviction (wrapping ErrSeatEvicted) that ended the
+	// lease, nil when it ended because it closed.
+	endCause error
+	endCh    chan struct{}
 
 	// Guarded by hub.mu.
 	role, name, officeID string
@@ -301,11 +307,11 @@ func (h *Hub) TakeSeat(ctx context.Context, p *Principal, officeID, name string,
 	// routed to it), and a lease is never one.
 	s := &Session{hub: h, principal: p, lease: true, role: smcp.RoleAgent, name: name, front: seat.Front,
 		officeID: officeID, membership: context.Background(), endMember: func() {}, since: time.Now().UnixMilli()}
-	s.evicted, s.evict = context.WithCancelCause(context.Background())
 	if seat.Lapses {
 		s.leaseMS = max(h.cfg.SeatLease.Milliseconds(), 1)
 	}
-	s.leaseID = "lease:" + h.cfg.Node + ":" + strconv.FormatUint(h.leaseSeq.Add(1), 10)
+	var seq [20]byte
+	s.leaseID = h.leasePrefix + string(strconv.AppendUint(seq[:0], h.leaseSeq.Add(1), 10))
 	m := s.memberLocked()
 	h.mu.Lock()
 	h.claimingLocked(m, 1)
@@ -315,7 +321,7 @@ func (h *Hub) TakeSeat(ctx context.Context, p *Principal, officeID, name string,
 	defer h.mu.Unlock()
 	h.claimingLocked(m, -1)
 	if err != nil {
-		s.evict(nil)
+		s.end(nil)
 		return nil, err
 	}
 	s.renewed.Store(time.Now().UnixNano())
@@ -343,21 +349,43 @@ func evictedError(by string, at time.Time) error {
 // and when the session closes: its holder must stop acting as the agent;
 // Cause says whether it was evicted.
 func (s *Session) Done() <-chan struct{} {
-	if s.evicted == nil {
+	if !s.lease {
 		return nil
 	}
-	return s.evicted.Done()
+	s.endMu.Lock()
+	defer s.endMu.Unlock()
+	if s.endCh == nil {
+		s.endCh = make(chan struct{})
+		if s.ended {
+			close(s.endCh)
+		}
+	}
+	return s.endCh
 }
 
-// Cause is why Done ended (an error wrapping ErrSeatEvicted), nil before.
+// Cause is why Done ended (an error wrapping ErrSeatEvicted), nil before
+// and when the lease ended by closing.
 func (s *Session) Cause() error {
-	if s.evicted == nil || s.evicted.Err() == nil {
+	if !s.lease {
 		return nil
 	}
-	if err := context.Cause(s.evicted); errors.Is(err, ErrSeatEvicted) {
-		return err
+	s.endMu.Lock()
+	defer s.endMu.Unlock()
+	return s.endCause
+}
+
+// end ends a lease (Done), evicted when cause is not nil; only the first
+// end counts.
+func (s *Session) end(cause error) {
+	s.endMu.Lock()
+	defer s.endMu.Unlock()
+	if s.ended {
+		return
 	}
-	return nil
+	s.ended, s.endCause = true, cause
+	if s.endCh != nil {
+		close(s.endCh)
+	}
 }
 
 // Renew keeps a lapsing lease (Seat.Lapses): its holder calls it on each
@@ -557,7 +585,7 @@ func (s *Session) Close() {
 			o.leaseName = ""
 		}
 		s.endMember()
-		s.evict(nil)
+		s.end(nil)
 		h.gcLocked(o)
 		released = append(released, s.memberLocked())
 	} else {
