@@ -82,6 +82,23 @@ func ParseRequest(event string, payload []byte) (*Request, error) {
 		Timeout: f.Timeout, Payload: payload}, nil
 }
 
+// NewToolCallRequest is the Request ParseRequest(smcp.EventToolCall,
+// payload) returns, made from the fields payload was written from rather
+// than by reading payload back (a scan and a string per field, per call).
+// payload must be the JSON of a ToolCallReq with these fields and params a
+// JSON object (or absent), as a front end that writes it knows; fields
+// ParseRequest would refuse (an empty name, a timeout out of range) take
+// ParseRequest, for its refusal.
+func NewToolCallRequest(agent, reqID, computer, tool string, timeout int32, payload json.RawMessage) (*Request, error) {
+	info, ok := smcp.Event(smcp.EventToolCall)
+	if !ok || agent == "" || reqID == "" || computer == "" || tool == "" ||
+		timeout < smcp.MinToolCallTimeout || timeout > smcp.MaxToolCallTimeout {
+		return ParseRequest(smcp.EventToolCall, payload)
+	}
+	return &Request{Event: smcp.EventToolCall, info: info, Agent: agent, ReqID: reqID, Computer: computer,
+		Timeout: timeout, Payload: payload}, nil
+}
+
 // Deadline is how long the gateway waits for the computer's answer to r.
 func (h *Hub) Deadline(r *Request) time.Duration {
 	if r.eventInfo().Deadline == smcp.ToolCallDeadline {

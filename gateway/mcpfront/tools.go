@@ -239,24 +239,20 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 }
 
 // toolCallRequest is the client:tool_call of an MCP tools/call: the payload
-// the computer gets, and the request core.ParseRequest would make of it, made
-// from the fields the payload is written from rather than by reading the
-// payload back (a scan of it and a string per field, per call). Those fields
-// are the gateway's own (agent, request id, the listed computer and tool, a
-// clamped timeout) and args is JSON the go-sdk has read; arguments that are
-// not an object take ParseRequest, for its refusal.
+// the computer gets, and its request made from the fields the payload is
+// written from (core.NewToolCallRequest). args is JSON the go-sdk has
+// read; arguments that are not an object take core.ParseRequest, for its
+// refusal.
 func toolCallRequest(agent, reqID, computer, tool string, secs int32, args json.RawMessage) (*core.Request, error) {
 	payload, err := smcp.ToolCallPayload(&smcpv1.ToolCallReq{Agent: agent, ReqId: reqID, Computer: computer,
 		ToolName: tool, Timeout: secs}, args)
 	if err != nil {
 		return nil, smcp.Errorf(smcp.CodeBadRequest, "%v", err)
 	}
-	if args[0] != '{' || agent == "" || reqID == "" || computer == "" || tool == "" ||
-		secs < smcp.MinToolCallTimeout || secs > smcp.MaxToolCallTimeout {
+	if args[0] != '{' {
 		return core.ParseRequest(smcp.EventToolCall, payload)
 	}
-	return &core.Request{Event: smcp.EventToolCall, Agent: agent, ReqID: reqID, Computer: computer,
-		Timeout: secs, Payload: payload}, nil
+	return core.NewToolCallRequest(agent, reqID, computer, tool, secs, payload)
 }
 
 // toolResult makes the MCP answer of a tools/call from the CallToolResult the

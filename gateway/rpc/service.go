@@ -120,7 +120,8 @@ func (s *service) callTool(ctx context.Context, req *smcpv1.CallToolRequest, par
 	if err != nil {
 		return nil, toConnect(err)
 	}
-	r, err := core.ParseRequest(smcp.EventToolCall, payload)
+	// payload was written from call, params an object (toolCallPayload).
+	r, err := core.NewToolCallRequest(call.Agent, reqID, call.Computer, call.ToolName, timeout, payload)
 	if err != nil {
 		return nil, toConnect(err)
 	}
