@@ -137,3 +137,29 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestAuthenticateAllocatesNothing: a key ring and AllowAll hand every call
+// their one principal, not a copy per call (a typed RPC call authenticates
+// each time).
+func TestAuthenticateAllocatesNothing(t *testing.T) {
+	key := strings.Repeat("k", 64) // longer than a stack buffer of a conversion
+	r, err := NewKeyRing(Key{Key: key, ID: "one"}, Key{Key: "other", ID: "two", Name: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for name, a := range map[string]Authenticator{"key ring": r, "allow all": AllowAll{}} {
+		first, err := a.Authenticate(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		allocs := testing.AllocsPerRun(100, func() {
+			if p, err := a.Authenticate(ctx, key); err != nil || p != first {
+				t.Fatalf("%s: %v, %v", name, p, err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %v allocations per Authenticate, want 0", name, allocs)
+		}
+	}
+}
