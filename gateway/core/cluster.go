@@ -485,9 +485,12 @@ func (h *Hub) Held() []Member {
 func (h *Hub) Claiming() []Member {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := make([]Member, 0, len(h.claiming))
+	out := make([]Member, 0, len(h.claiming)+len(h.claimingLeases))
 	for m := range h.claiming {
 		out = append(out, m)
+	}
+	for l := range h.claimingLeases {
+		out = append(out, l.memberLocked())
 	}
 	return out
 }
@@ -498,6 +501,13 @@ func (h *Hub) Holds(m Member) bool {
 	defer h.mu.Unlock()
 	if h.claiming[m] > 0 {
 		return true
+	}
+	if m.Lease {
+		for l := range h.claimingLeases {
+			if l.memberLocked() == m {
+				return true
+			}
+		}
 	}
 	o := h.offices[m.OfficeID]
 	if o == nil {

@@ -149,6 +149,11 @@ type Hub struct {
 	// claim was sent is this node's as far as the registry is concerned
 	// (see Held), before its session is recorded as joined.
 	claiming map[Member]int
+	// claimingLeases are the leases (TakeSeat) whose claims are in flight,
+	// counted apart from claiming: a lease's member is claimed once, and a
+	// pointer key costs no allocation per one-call seat (a Member key does:
+	// it is too large to be held in the map).
+	claimingLeases map[*Session]struct{}
 }
 
 type office struct {
@@ -175,7 +180,8 @@ func (o *office) empty() bool {
 func New(cfg Config) *Hub {
 	cfg = cfg.withDefaults()
 	return &Hub{cfg: cfg, log: cfg.Logger, sessions: map[string]*Session{}, offices: map[string]*office{},
-		remote: map[string]*remoteComputer{}, claiming: map[Member]int{}, leasePrefix: "lease:" + cfg.Node + ":"}
+		remote: map[string]*remoteComputer{}, claiming: map[Member]int{},
+		claimingLeases: map[*Session]struct{}{}, leasePrefix: "lease:" + cfg.Node + ":"}
 }
 
 // Config returns the effective configuration.
@@ -241,8 +247,10 @@ type Session struct {
 	pending atomic.Int64
 
 	// The calls this session (as an agent) has in flight, settled when it
-	// closes.
+	// closes: call holds one, calls the others, so that a one-call seat
+	// makes no map.
 	callsMu     sync.Mutex
+	call        *pendingCall
 	calls       map[*pendingCall]struct{}
 	callsClosed bool
 }
@@ -314,12 +322,12 @@ func (h *Hub) TakeSeat(ctx context.Context, p *Principal, officeID, name string,
 	s.leaseID = h.leasePrefix + string(strconv.AppendUint(seq[:0], h.leaseSeq.Add(1), 10))
 	m := s.memberLocked()
 	h.mu.Lock()
-	h.claimingLocked(m, 1)
+	h.claimingLeases[s] = struct{}{}
 	h.mu.Unlock()
 	err := h.claim(ctx, m)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.claimingLocked(m, -1)
+	delete(h.claimingLeases, s)
 	if err != nil {
 		s.end(nil)
 		return nil, err
@@ -577,7 +585,8 @@ func (s *Session) Close() {
 		return
 	}
 	s.closed = true
-	var released []Member
+	var one [1]Member // a lease's one slot, without a slice per call
+	released := one[:0]
 	if s.lease {
 		o := h.offices[s.officeID]
 		delete(o.leases, s)

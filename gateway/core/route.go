@@ -220,12 +220,15 @@ type answer struct {
 // answer is ignored.
 func (s *Session) Route(ctx context.Context, r *Request) (json.RawMessage, error) {
 	ch := make(chan answer, 1)
-	abandon := s.GoContext(ctx, r, func(raw json.RawMessage, err error) { ch <- answer{raw, err} })
+	c, o, remote, err := s.resolve(ctx, r)
+	p := s.goTo(r, c, o, remote, err, func(raw json.RawMessage, err error) { ch <- answer{raw, err} })
 	select {
 	case a := <-ch:
 		return a.raw, a.err
 	case <-ctx.Done():
-		abandon(ctx.Err())
+		if p != nil {
+			p.abandon(ctx.Err())
+		}
 		return nil, ctx.Err()
 	}
 }
@@ -377,6 +380,10 @@ func (s *Session) track(p *pendingCall) bool {
 	if settled {
 		return true // already untracked, or never to be
 	}
+	if s.call == nil {
+		s.call = p
+		return true
+	}
 	if s.calls == nil {
 		s.calls = map[*pendingCall]struct{}{}
 	}
@@ -386,7 +393,11 @@ func (s *Session) track(p *pendingCall) bool {
 
 func (s *Session) untrack(p *pendingCall) {
 	s.callsMu.Lock()
-	delete(s.calls, p)
+	if s.call == p {
+		s.call = nil
+	} else {
+		delete(s.calls, p)
+	}
 	s.callsMu.Unlock()
 }
 
@@ -394,9 +405,12 @@ func (s *Session) untrack(p *pendingCall) {
 func (s *Session) abandonCalls() {
 	s.callsMu.Lock()
 	s.callsClosed = true
-	calls := s.calls
-	s.calls = nil
+	call, calls := s.call, s.calls
+	s.call, s.calls = nil, nil
 	s.callsMu.Unlock()
+	if call != nil {
+		call.settle(false, answer{err: errCallerGone})
+	}
 	for p := range calls {
 		p.settle(false, answer{err: errCallerGone})
 	}
