@@ -187,7 +187,7 @@ func (h *Hub) Deliver(n Notification, exceptSID string) {
 		if p.Computer != nil {
 			if rc := h.remote[exceptSID]; rc != nil {
 				delete(h.remote, exceptSID)
-				rc.end()
+				rc.gone.end()
 			}
 			h.unlocateLocked(o, p.GetComputer())
 		}
@@ -317,8 +317,7 @@ func NotificationFromWire(event, officeID string, wire json.RawMessage) (Notific
 // remoteComputer tracks the calls in flight to a computer of another node:
 // gone ends when the computer is known to have left.
 type remoteComputer struct {
-	gone    context.Context
-	end     context.CancelFunc
+	gone    goneWatch
 	pending atomic.Int64
 	refs    int // guarded by hub.mu
 }
@@ -329,7 +328,6 @@ func (h *Hub) remoteRef(sid string) *remoteComputer {
 	rc := h.remote[sid]
 	if rc == nil {
 		rc = &remoteComputer{}
-		rc.gone, rc.end = context.WithCancel(context.Background())
 		h.remote[sid] = rc
 	}
 	rc.refs++
@@ -342,7 +340,7 @@ func (h *Hub) remoteUnref(sid string, rc *remoteComputer) {
 	rc.refs--
 	if rc.refs == 0 && h.remote[sid] == rc {
 		delete(h.remote, sid)
-		rc.end()
+		rc.gone.end()
 	}
 }
 
@@ -352,7 +350,7 @@ func (s *Session) goRemote(r *Request, m Member, agentSlots *atomic.Int64, done 
 	rc := h.remoteRef(m.SID)
 	var once sync.Once
 	unref := func() { once.Do(func() { h.remoteUnref(m.SID, rc) }) }
-	return s.dispatch(r, rc.gone, &rc.pending, agentSlots, func(answered func(json.RawMessage, error)) func() {
+	return s.dispatch(r, &rc.gone, &rc.pending, agentSlots, func(answered func(json.RawMessage, error)) func() {
 		return h.peers.Request(m, r.Event, r.Payload, h.Deadline(r), func(raw json.RawMessage, err error) {
 			var bad *BadAnswerError
 			if err != nil && !errors.As(err, &bad) {

@@ -239,10 +239,10 @@ type Session struct {
 	closed               bool
 	// since is when the session took its agent seat (Unix ms).
 	since int64
-	// membership ends (is cancelled) when the session leaves its office or
-	// closes; requests in flight to it fail at once.
-	membership context.Context
-	endMember  context.CancelFunc
+	// membership ends when the session leaves its office or closes:
+	// requests in flight to it fail at once. nil for a lease (only a
+	// computer's is watched, by the calls routed to it).
+	membership *goneWatch
 
 	pending atomic.Int64
 
@@ -253,6 +253,13 @@ type Session struct {
 	call        *pendingCall
 	calls       map[*pendingCall]struct{}
 	callsClosed bool
+}
+
+// endMember ends the session's membership (see membership).
+func (s *Session) endMember() {
+	if s.membership != nil {
+		s.membership.end()
+	}
 }
 
 // Protocol is what a connection speaks, fixed at its handshake.
@@ -311,10 +318,8 @@ func (h *Hub) TakeSeat(ctx context.Context, p *Principal, officeID, name string,
 	if err := p.CheckAgent(officeID, name); err != nil {
 		return nil, err
 	}
-	// No membership context: only a computer's is watched (by the calls
-	// routed to it), and a lease is never one.
 	s := &Session{hub: h, principal: p, lease: true, role: smcp.RoleAgent, name: name, front: seat.Front,
-		officeID: officeID, membership: context.Background(), endMember: func() {}, since: time.Now().UnixMilli()}
+		officeID: officeID, since: time.Now().UnixMilli()}
 	if seat.Lapses {
 		s.leaseMS = max(h.cfg.SeatLease.Milliseconds(), 1)
 	}
@@ -522,7 +527,7 @@ func (s *Session) JoinContext(ctx context.Context, req *smcpv1.EnterOfficeReq) e
 		released = append(released, s.leaveLocked()...) // a computer moves: its old office is told
 	}
 	s.role, s.name, s.officeID, s.since = role, name, officeID, since
-	s.membership, s.endMember = context.WithCancel(context.Background())
+	s.membership = &goneWatch{}
 	if role == smcp.RoleAgent {
 		o.agent = s
 	} else {

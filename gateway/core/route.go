@@ -310,7 +310,7 @@ func noAbandon(error) {}
 // not end up refusing every call (429). send returns how to tell the
 // transport that the answer is no longer awaited (or nil). It returns the
 // call in flight, or nil when done was called at once.
-func (s *Session) dispatch(r *Request, gone context.Context, pending, agentSlots *atomic.Int64,
+func (s *Session) dispatch(r *Request, gone *goneWatch, pending, agentSlots *atomic.Int64,
 	send func(answered func(json.RawMessage, error)) (forget func()), done func(json.RawMessage, error)) *pendingCall {
 	h := s.hub
 	if pending.Add(1) > int64(h.cfg.MaxPending) {
@@ -319,15 +319,20 @@ func (s *Session) dispatch(r *Request, gone context.Context, pending, agentSlots
 		done(nil, smcp.Errorf(CodeTooManyPending, "computer %q has too many requests in flight", r.Computer))
 		return nil
 	}
-	p := &pendingCall{done: done, agentSlots: agentSlots, pending: pending, owner: s}
+	p := &pendingCall{done: done, agentSlots: agentSlots, pending: pending, owner: s, req: r, gone: gone}
 	p.mu.Lock()
 	deadline := h.Deadline(r)
 	p.timer = time.AfterFunc(deadline, func() {
 		h.log.Info("computer did not answer in time", "event", r.Event, "computer", r.Computer, "req_id", r.ReqID)
 		p.settle(false, s.failure(r, smcp.ComputerTimeoutError(r.Event, r.Computer, deadline)))
 	})
-	p.stopGone = context.AfterFunc(gone, func() { p.settle(false, s.goneAnswer(r)) })
+	// Under p.mu: a settle that comes first (the timer) removes p after.
+	watched := gone.add(p)
 	p.mu.Unlock()
+	if !watched {
+		p.settle(false, s.goneAnswer(r))
+		return nil
+	}
 	if !s.track(p) {
 		p.settle(false, answer{err: errCallerGone})
 		return nil
@@ -423,7 +428,8 @@ type pendingCall struct {
 	answered   bool   // settled by the transport: nothing to forget
 	forget     func() // tells the transport the answer is no longer awaited
 	timer      *time.Timer
-	stopGone   func() bool
+	req        *Request
+	gone       *goneWatch    // the computer's membership
 	owner      *Session      // the caller
 	pending    *atomic.Int64 // the computer's calls in flight
 	agentSlots *atomic.Int64 // the agent's calls in flight
@@ -462,7 +468,7 @@ func (p *pendingCall) settle(answered bool, a answer) {
 	forget := p.forget
 	p.mu.Unlock()
 	p.timer.Stop()
-	p.stopGone()
+	p.gone.remove(p)
 	p.owner.untrack(p)
 	p.pending.Add(-1)
 	p.agentSlots.Add(-1)
@@ -539,4 +545,52 @@ func call[T proto.Message](ctx context.Context, s *Session, event string, req Re
 		return zero, err
 	}
 	return out, nil
+}
+
+// goneWatch settles the calls in flight to one computer as gone (see
+// Session.goneAnswer) when it is known to have left: one membership of a
+// session of this node, or a computer of another node. Its set replaces a
+// context.AfterFunc per call (three allocations) with a map entry.
+type goneWatch struct {
+	mu    sync.Mutex
+	ended bool
+	calls map[*pendingCall]struct{}
+}
+
+// add watches p; false when the computer left already.
+func (w *goneWatch) add(p *pendingCall) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended {
+		return false
+	}
+	if w.calls == nil {
+		w.calls = map[*pendingCall]struct{}{}
+	}
+	w.calls[p] = struct{}{}
+	return true
+}
+
+func (w *goneWatch) remove(p *pendingCall) {
+	w.mu.Lock()
+	delete(w.calls, p)
+	w.mu.Unlock()
+}
+
+// end settles every call watched, and every later one, as gone. The calls
+// are settled on a goroutine of their own: end is called with the hub's
+// lock held, which the callers' done functions may take.
+func (w *goneWatch) end() {
+	w.mu.Lock()
+	calls := w.calls
+	w.ended, w.calls = true, nil
+	w.mu.Unlock()
+	if len(calls) == 0 {
+		return
+	}
+	go func() {
+		for p := range calls {
+			p.settle(false, p.owner.goneAnswer(p.req))
+		}
+	}()
 }
