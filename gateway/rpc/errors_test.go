@@ -14,6 +14,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -146,6 +147,24 @@ func TestCallToolComputerGone(t *testing.T) {
 			comp.c.Close()
 			comp = nil
 			wantCode(t, <-errc, connect.CodeUnavailable, smcp.CodeNotFound)
+			// The caller is answered as soon as the computer is gone, its
+			// name freed in the registry just after: the next subtest joins
+			// under the same name once it is.
+			gone := testwait.Poll(10*time.Second, func() bool {
+				room, err := cl.ListRoom(testContext(t), &smcpv1.ListRoomRequest{OfficeId: officeA})
+				if err != nil {
+					return false
+				}
+				for _, s := range room.GetSessions() {
+					if s.GetName() == "pc-gone" {
+						return false
+					}
+				}
+				return true
+			})
+			if !gone {
+				t.Fatal("pc-gone still listed 10 s after it left")
+			}
 		})
 	}
 }
