@@ -544,6 +544,7 @@ func (g *Gateway) shutdown(srv *http.Server) {
 	})
 	g.SIO.Close()
 	_ = closing.Wait()
+	g.Hub.Wait()
 }
 
 // A Drainer is a front end that joins the gateway's shutdown: Drain refuses

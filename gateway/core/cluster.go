@@ -327,7 +327,7 @@ func (h *Hub) remoteRef(sid string) *remoteComputer {
 	defer h.mu.Unlock()
 	rc := h.remote[sid]
 	if rc == nil {
-		rc = &remoteComputer{}
+		rc = &remoteComputer{gone: goneWatch{settling: &h.settling}}
 		h.remote[sid] = rc
 	}
 	rc.refs++

@@ -136,6 +136,9 @@ type Hub struct {
 
 	mu       sync.Mutex
 	sessions map[string]*Session
+	// settling: goroutines answering the calls of computers that left
+	// (goneWatch.end); Wait awaits them.
+	settling sync.WaitGroup
 	offices  map[string]*office
 	// Cluster only: computers of other nodes with calls in flight, by sid.
 	remote map[string]*remoteComputer
@@ -183,6 +186,10 @@ func New(cfg Config) *Hub {
 		remote: map[string]*remoteComputer{}, claiming: map[Member]int{},
 		claimingLeases: map[*Session]struct{}{}, leasePrefix: "lease:" + cfg.Node + ":"}
 }
+
+// Wait returns once the calls in flight to computers that left have been
+// answered as gone: the owner of a hub calls it when it stops.
+func (h *Hub) Wait() { h.settling.Wait() }
 
 // Config returns the effective configuration.
 func (h *Hub) Config() Config { return h.cfg }
@@ -527,7 +534,7 @@ func (s *Session) JoinContext(ctx context.Context, req *smcpv1.EnterOfficeReq) e
 		released = append(released, s.leaveLocked()...) // a computer moves: its old office is told
 	}
 	s.role, s.name, s.officeID, s.since = role, name, officeID, since
-	s.membership = &goneWatch{}
+	s.membership = &goneWatch{settling: &h.settling}
 	if role == smcp.RoleAgent {
 		o.agent = s
 	} else {

@@ -552,9 +552,10 @@ func call[T proto.Message](ctx context.Context, s *Session, event string, req Re
 // session of this node, or a computer of another node. Its set replaces a
 // context.AfterFunc per call (three allocations) with a map entry.
 type goneWatch struct {
-	mu    sync.Mutex
-	ended bool
-	calls map[*pendingCall]struct{}
+	settling *sync.WaitGroup // the hub's
+	mu       sync.Mutex
+	ended    bool
+	calls    map[*pendingCall]struct{}
 }
 
 // add watches p; false when the computer left already.
@@ -588,9 +589,9 @@ func (w *goneWatch) end() {
 	if len(calls) == 0 {
 		return
 	}
-	go func() {
+	w.settling.Go(func() {
 		for p := range calls {
 			p.settle(false, p.owner.goneAnswer(p.req))
 		}
-	}()
+	})
 }
