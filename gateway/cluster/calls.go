@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/redis/go-redis/v9"
 
@@ -42,6 +43,9 @@ type Calls struct {
 	nextID  uint64
 	pending map[uint64]*outCall
 	served  map[servedKey]*inCall
+	// inboxes holds the inbox channel name of each node called or calling,
+	// built once rather than once a frame (Redis wants it as a string).
+	inboxes map[string]string
 
 	sub    *redis.PubSub
 	cancel context.CancelFunc
@@ -110,8 +114,10 @@ func NewCalls(rdb redis.UniversalClient, hub *core.Hub, health *Health, log *slo
 	}
 	// Ids start anywhere: a node restarted under the same id must not take
 	// a late answer to its former self's call for one of its own.
-	return &Calls{rdb: rdb, hub: hub, node: hub.Node(), log: log, health: health, out: newOutbox(rdb, health),
-		nextID: rand.Uint64(), pending: map[uint64]*outCall{}, served: map[servedKey]*inCall{}}
+	c := &Calls{rdb: rdb, hub: hub, node: hub.Node(), log: log, health: health, nextID: rand.Uint64(), pending: map[uint64]*outCall{}, served: map[servedKey]*inCall{},
+		inboxes: map[string]string{}}
+	c.out = newOutbox(rdb, health, c.sendFailed)
+	return c
 }
 
 // Start subscribes to the node's channel (it returns once the subscription
@@ -156,6 +162,7 @@ func (c *Calls) Request(to core.Member, event string, payload json.RawMessage, d
 	c.nextID++
 	id := c.nextID
 	c.pending[id] = &outCall{node: to.Node, done: done, expires: time.Now().Add(deadline + callSlack)}
+	inbox := c.inboxLocked(to.Node)
 	c.mu.Unlock()
 
 	b := make([]byte, 0, 1+8+4+3*binary.MaxVarintLen16+len(c.node)+len(to.SID)+len(event)+len(payload))
@@ -166,18 +173,24 @@ func (c *Calls) Request(to core.Member, event string, payload json.RawMessage, d
 	b = appendString(b, to.SID)
 	b = appendString(b, event)
 	b = append(b, payload...)
-	c.out.push(inboxChannel(to.Node), b, func(err error) {
-		if p := c.take(id); p != nil {
-			p.done(nil, fmt.Errorf("cluster: send call to node %s: %w", to.Node, err))
-		}
-	})
+	c.out.push(outFrame{channel: inbox, frame: b, call: id, isCall: true})
 	return func() {
 		if c.take(id) == nil {
 			return // answered, or failed, already
 		}
 		f := binary.BigEndian.AppendUint64([]byte{frameCancel}, id)
-		c.out.push(inboxChannel(to.Node), appendString(f, c.node), nil)
+		c.out.push(outFrame{channel: inbox, frame: appendString(f, c.node)})
 	}
+}
+
+// inboxLocked returns node's inbox channel; c.mu is held.
+func (c *Calls) inboxLocked(node string) string {
+	ch, ok := c.inboxes[node]
+	if !ok {
+		ch = inboxChannel(node)
+		c.inboxes[node] = ch
+	}
+	return ch
 }
 
 // take removes call id from the calls awaited; nil when it is not there.
@@ -200,6 +213,7 @@ func (c *Calls) NodeGone(node string) {
 			delete(c.pending, id)
 		}
 	}
+	delete(c.inboxes, node)
 	var forgets []func()
 	for k, s := range c.served {
 		if k.from == node {
@@ -237,12 +251,22 @@ func (c *Calls) receive(ctx context.Context) {
 			}
 			continue
 		}
-		if err := c.handle([]byte(msg.Payload)); err != nil {
+		if err := c.handle(frameOf(msg.Payload)); err != nil {
 			c.log.Warn("cross-node frame dropped", "err", err)
 		}
 	}
 }
 
+// frameOf is the frame in payload, received, as bytes that alias the
+// string rather than copy it: nothing downstream writes into the
+// json.RawMessage it carries (the payload and the answer are only read,
+// then written to a socket or handed to a caller).
+func frameOf(payload string) []byte {
+	return unsafe.Slice(unsafe.StringData(payload), len(payload))
+}
+
+// handle handles frame b, which must never be written to: the strings
+// read from it alias its bytes (readString).
 func (c *Calls) handle(b []byte) error {
 	if len(b) < 9 {
 		return fmt.Errorf("frame of %d bytes", len(b))
@@ -310,6 +334,7 @@ func (c *Calls) serve(id uint64, b []byte) error {
 	s := &inCall{expires: time.Now().Add(deadline + callSlack)}
 	c.mu.Lock()
 	c.served[key] = s
+	inbox := c.inboxLocked(from)
 	c.mu.Unlock()
 	forget, err := c.hub.Serve(sid, event, json.RawMessage(payload), func(raw json.RawMessage, err error) {
 		c.mu.Lock()
@@ -317,7 +342,7 @@ func (c *Calls) serve(id uint64, b []byte) error {
 		delete(c.served, key)
 		c.mu.Unlock()
 		if awaited {
-			c.answer(from, id, raw, err)
+			c.answer(inbox, id, raw, err)
 		}
 	})
 	c.mu.Lock()
@@ -330,15 +355,15 @@ func (c *Calls) serve(id uint64, b []byte) error {
 	c.mu.Unlock()
 	switch {
 	case err != nil:
-		c.answer(from, id, nil, err)
+		c.answer(inbox, id, nil, err)
 	case !awaited && forget != nil:
 		forget() // given up (or expired) before the computer had it
 	}
 	return nil
 }
 
-// answer sends the answer of call id to node from.
-func (c *Calls) answer(from string, id uint64, raw json.RawMessage, err error) {
+// answer sends the answer of call id to the calling node's inbox.
+func (c *Calls) answer(inbox string, id uint64, raw json.RawMessage, err error) {
 	status, body := byte(answerOK), []byte(raw)
 	var bad *core.BadAnswerError
 	switch {
@@ -354,7 +379,14 @@ func (c *Calls) answer(from string, id uint64, raw json.RawMessage, err error) {
 	b = binary.BigEndian.AppendUint64(b, id)
 	b = append(b, status)
 	b = append(b, body...)
-	c.out.push(inboxChannel(from), b, nil)
+	c.out.push(outFrame{channel: inbox, frame: b})
+}
+
+// sendFailed answers call id, whose frame could not be published.
+func (c *Calls) sendFailed(id uint64, err error) {
+	if p := c.take(id); p != nil {
+		p.done(nil, fmt.Errorf("cluster: send call to node %s: %w", p.node, err))
+	}
 }
 
 // sweep frees the calls past their expiry until ctx ends.
@@ -399,12 +431,15 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// readString reads a string of frame b without copying it: frames
+// received are Redis payload strings, never written to (handle).
 func readString(b []byte) (string, []byte, error) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 || uint64(len(b)-k) < n {
 		return "", nil, errors.New("truncated string")
 	}
-	return string(b[k : k+int(n)]), b[k+int(n):], nil
+	s := b[k : k+int(n)]
+	return unsafe.String(unsafe.SliceData(s), len(s)), b[k+int(n):], nil
 }
 
 // outbox publishes frames in order from one goroutine, many to a
@@ -413,6 +448,9 @@ func readString(b []byte) (string, []byte, error) {
 type outbox struct {
 	rdb    redis.UniversalClient
 	health *Health
+	// failed answers a call whose frame was not sent (one function for
+	// all rather than a closure a call).
+	failed func(call uint64, err error)
 
 	mu    sync.Mutex
 	queue []outFrame
@@ -422,16 +460,17 @@ type outbox struct {
 type outFrame struct {
 	channel string
 	frame   []byte
-	failed  func(error) // nil: nobody to tell
+	call    uint64 // the call a frameCall frame carries
+	isCall  bool   // a frameCall: its call fails when it is not sent
 }
 
-func newOutbox(rdb redis.UniversalClient, health *Health) *outbox {
-	return &outbox{rdb: rdb, health: health, wake: make(chan struct{}, 1)}
+func newOutbox(rdb redis.UniversalClient, health *Health, failed func(uint64, error)) *outbox {
+	return &outbox{rdb: rdb, health: health, failed: failed, wake: make(chan struct{}, 1)}
 }
 
-func (o *outbox) push(channel string, frame []byte, failed func(error)) {
+func (o *outbox) push(f outFrame) {
 	o.mu.Lock()
-	o.queue = append(o.queue, outFrame{channel, frame, failed})
+	o.queue = append(o.queue, f)
 	o.mu.Unlock()
 	select {
 	case o.wake <- struct{}{}:
@@ -484,8 +523,8 @@ func (o *outbox) send(ctx context.Context, batch []outFrame) {
 	}
 	o.health.Failed("cross-node calls", err)
 	for _, f := range batch {
-		if f.failed != nil {
-			f.failed(err)
+		if f.isCall {
+			o.failed(f.call, err)
 		}
 	}
 }
@@ -498,8 +537,8 @@ func (o *outbox) fail(err error) {
 	o.queue = nil
 	o.mu.Unlock()
 	for _, f := range q {
-		if f.failed != nil {
-			f.failed(err)
+		if f.isCall {
+			o.failed(f.call, err)
 		}
 	}
 }
