@@ -19,17 +19,24 @@ var structWireSeeds = []string{
 	`{"é":"ü\n\"\\\u0001<>&\u2028","":""}`,
 }
 
+// structSeed is the Struct of js and its protobuf encoding.
+func structSeed(t testing.TB, js string) (*structpb.Struct, []byte) {
+	t.Helper()
+	s := &structpb.Struct{}
+	if err := s.UnmarshalJSON([]byte(js)); err != nil {
+		t.Fatal(err)
+	}
+	wire, err := proto.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, wire
+}
+
 // JSON written from a Struct's encoding is what Marshal writes for the Struct.
 func TestStructWireJSONMatchesMarshal(t *testing.T) {
 	for _, js := range structWireSeeds {
-		s := &structpb.Struct{}
-		if err := s.UnmarshalJSON([]byte(js)); err != nil {
-			t.Fatal(err)
-		}
-		wire, err := proto.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, wire := structSeed(t, js)
 		want, err := appendStruct(nil, s, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -79,14 +86,7 @@ func TestStructWireJSONRefuses(t *testing.T) {
 func TestToolCallPayloadStructWire(t *testing.T) {
 	call := &smcpv1.ToolCallReq{Agent: "a\"g", ReqId: "r-1", Computer: "pc", ToolName: "echo", Timeout: 30}
 	for _, js := range structWireSeeds {
-		s := &structpb.Struct{}
-		if err := s.UnmarshalJSON([]byte(js)); err != nil {
-			t.Fatal(err)
-		}
-		wire, err := proto.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, wire := structSeed(t, js)
 		params, err := AppendStructWireJSON(nil, wire)
 		if err != nil {
 			t.Fatal(err)
@@ -113,11 +113,7 @@ func TestToolCallPayloadStructWire(t *testing.T) {
 
 func FuzzStructWireJSON(f *testing.F) {
 	for _, js := range structWireSeeds {
-		s := &structpb.Struct{}
-		if err := s.UnmarshalJSON([]byte(js)); err != nil {
-			f.Fatal(err)
-		}
-		wire, _ := proto.Marshal(s)
+		_, wire := structSeed(f, js)
 		f.Add(wire)
 	}
 	f.Fuzz(func(t *testing.T, wire []byte) {
