@@ -179,6 +179,11 @@ func (s *socketWithUpgrade) _probe(name string) {
 		}
 		failed.Store(true)
 		cleanup()
+		// patched (see ../PATCHED.md): frozen before it began to open (the
+		// socket closed between the probe's start and transport.Open),
+		// Close is a no-op and the probe opened afterwards for good: one
+		// that opens later is closed then.
+		_ = transport.Once("open", func(...any) { transport.Close() })
 		transport.Close()
 	}
 
