@@ -40,8 +40,8 @@ func inPlaceFront(t testing.TB) http.Handler {
 	t.Helper()
 	hub := core.New(core.Config{})
 	c := inPlaceComputer{answers: map[string]json.RawMessage{
-		smcp.EventToolCall: json.RawMessage(`{"content":[{"type":"text","text":"hello"}],"isError":false}`),
-		smcp.EventGetTools: json.RawMessage(`{"tools":[{"name":"echo","description":"echo","params_schema":{"type":"object","properties":{"text":{"type":"string"}}},"return_schema":null,"meta":{}}]}`),
+		smcp.EventToolCall:   json.RawMessage(`{"content":[{"type":"text","text":"hello"}],"isError":false}`),
+		smcp.EventGetTools:   json.RawMessage(`{"tools":[{"name":"echo","description":"echo","params_schema":{"type":"object","properties":{"text":{"type":"string"}}},"return_schema":null,"meta":{}}]}`),
 		smcp.EventGetDesktop: json.RawMessage(`{"desktops":[]}`),
 		smcp.EventGetFinder:  json.RawMessage(`{"documents":[],"total_count":0}`),
 	}}
