@@ -209,6 +209,10 @@ type Server struct {
 	handler *mcp.StreamableHTTPHandler
 	// stateless serves MCP 2026-07-28 requests (stateless.go).
 	stateless *mcp.StreamableHTTPHandler
+	// keyHeader and agentHeader are APIKeyHeader and AgentHeader in
+	// canonical form: Header.Get makes that form anew, allocating, for a
+	// name not in it, on every request.
+	keyHeader, agentHeader string
 	// base answers the handler's protocol-version checks on requests of
 	// sessions that exist already; it never has a session of its own.
 	base *mcp.Server
@@ -232,6 +236,8 @@ type Server struct {
 	calls inflight.Gate
 	// wg counts every goroutine of every session, awaited by Close.
 	wg sync.WaitGroup
+	// waiters are the reusable waits of routed requests (routeRequest).
+	waiters sync.Pool
 	// reqPrefix and reqSeq make the ids of the requests sent to computers
 	// (newReqID).
 	reqPrefix string
@@ -251,7 +257,9 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 	s := &Server{hub: hub, auth: auth, opts: opts, log: opts.Logger,
 		sessions: map[string]*session{}, addrOf: map[string]string{}, addrs: httpauth.NewAddrSlots(opts.MaxSessionsPerAddr),
 		views: map[string]*session{}, viewUsers: map[*session]int{}, viewUsed: map[*session]time.Time{},
-		peers: opts.Peers, reqPrefix: "mcp-" + rand.Text()[:10] + "-"}
+		peers: opts.Peers, reqPrefix: "mcp-" + rand.Text()[:10] + "-",
+		keyHeader: http.CanonicalHeaderKey(opts.APIKeyHeader), agentHeader: http.CanonicalHeaderKey(AgentHeader)}
+	s.waiters.New = newWaiter
 	s.life, s.endLife = context.WithCancel(context.Background())
 	if s.peers != nil {
 		s.fwd = newForwarder(s.peers, opts.Logger)
@@ -491,7 +499,7 @@ func isLoopback(hostport string) bool {
 
 // caller authenticates the request and decides the agent name it acts as.
 func (s *Server) caller(r *http.Request) (*core.Principal, string, error) {
-	cred, err := httpauth.Credential(r.Header, s.opts.APIKeyHeader)
+	cred, err := httpauth.Credential(r.Header, s.keyHeader)
 	if err != nil {
 		return nil, "", err
 	}
@@ -500,7 +508,7 @@ func (s *Server) caller(r *http.Request) (*core.Principal, string, error) {
 		s.log.Info("mcp refused", "err", err)
 		return nil, "", err
 	}
-	agent, err := httpauth.AgentName(p, r.Header.Get(AgentHeader), s.opts.DefaultAgent)
+	agent, err := httpauth.AgentName(p, r.Header.Get(s.agentHeader), s.opts.DefaultAgent)
 	if err != nil {
 		return nil, "", err
 	}
@@ -678,8 +686,10 @@ func (s *Server) Close() {
 // they need no secrecy, as only the calling agent can cancel by id, and
 // drawing 16 random characters per call showed in the profile.)
 func (s *Server) newReqID() string {
-	b := make([]byte, 0, len(s.reqPrefix)+20)
-	b = append(b, s.reqPrefix...)
+	// Made in the frame (the prefix is 15 bytes, a counter at most 13):
+	// only the string is allocated.
+	var buf [48]byte
+	b := append(buf[:0], s.reqPrefix...)
 	return string(strconv.AppendUint(b, s.reqSeq.Add(1), 36))
 }
 

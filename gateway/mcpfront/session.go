@@ -501,18 +501,17 @@ func (x *session) route(ctx context.Context, event string, payload []byte) (json
 // case, where a context ending with either (callContext) cost two contexts
 // and their registrations per tools/call.
 func (x *session) routeRequest(ctx context.Context, st *seat, r *core.Request) (json.RawMessage, error) {
-	ch := make(chan routed, 1)
-	abandon := st.lease.GoContext(ctx, r, func(raw json.RawMessage, err error) { ch <- routed{raw, err} })
+	w := x.front.waiters.Get().(*waiter)
+	abandon := st.lease.GoContext(ctx, r, w.done)
 	var a routed
 	select {
-	case a = <-ch:
+	case a = <-w.answer:
 	case <-ctx.Done():
-		abandon(ctx.Err())
-		return nil, ctx.Err()
+		a = w.giveUp(abandon, ctx.Err())
 	case <-x.ctx.Done():
-		abandon(context.Canceled)
-		return nil, context.Canceled
+		a = w.giveUp(abandon, context.Canceled)
 	}
+	x.front.waiters.Put(w)
 	raw, err := a.raw, a.err
 	if err != nil {
 		return nil, err
@@ -527,6 +526,33 @@ func (x *session) routeRequest(ctx context.Context, st *seat, r *core.Request) (
 type routed struct {
 	raw json.RawMessage
 	err error
+}
+
+// waiter is where a routed request's answer is awaited: its channel and
+// the callback that fills it are made once and reused (Server.waiters),
+// rather than a channel and a closure per call. The core calls a
+// request's callback exactly once, however the request settles (answer,
+// timeout, computer gone, abandon), so a waiter whose answer was taken is
+// empty again.
+type waiter struct {
+	answer chan routed
+	done   func(json.RawMessage, error)
+}
+
+func newWaiter() any {
+	w := &waiter{answer: make(chan routed, 1)}
+	w.done = func(raw json.RawMessage, err error) { w.answer <- routed{raw, err} }
+	return w
+}
+
+// giveUp abandons the request with err and returns what its callback got:
+// err, or the answer that settled it first. The callback has run, or runs
+// now in the goroutine that settled the request, before the waiter is
+// reused.
+func (w *waiter) giveUp(abandon func(error), err error) routed {
+	abandon(err)
+	<-w.answer
+	return routed{err: err}
 }
 
 // ended is the error of a request of the session whose context is ctx once

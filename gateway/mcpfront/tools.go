@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -284,7 +285,9 @@ func toolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 			}
 		case "_meta", "meta":
 			if !isNull(v) && v[0] != '{' {
-				return fmt.Errorf("%s is %.20s, not an object", key, v)
+				// A copy of key: the key itself stays in the caller's
+				// frame (no allocation per field).
+				return fmt.Errorf("%s is %.20s, not an object", strings.Clone(key), v)
 			}
 			if key == "_meta" {
 				meta, hasMeta = v, true
@@ -300,7 +303,9 @@ func toolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	if isNull(content) || (smcpMeta != nil && hasMeta) {
 		return fullToolResult(raw, meta, smcpMeta)
 	}
-	items, err := smcp.SplitArray(content)
+	// Split into an array of the frame's: an answer has a few items.
+	var buf [8]json.RawMessage
+	items, err := smcp.AppendArray(buf[:0], content)
 	if err != nil {
 		return nil, malformedResult(fmt.Errorf("content: %w", err))
 	}
