@@ -421,7 +421,9 @@ func (s *Server) checkBody(r *http.Request) ([]byte, error) {
 		return body, nil
 	}
 	// Read to its end: the go-sdk reads the same bytes again.
-	r.Body = readCloser{bytes.NewReader(body), r.Body}
+	rc := &readCloser{Closer: r.Body}
+	rc.Reset(body)
+	r.Body = rc
 	if err := smcp.CheckUTF8(body); err != nil {
 		return nil, smcp.Errorf(smcp.CodeBadRequest, "request body: %v", err)
 	}
@@ -432,9 +434,10 @@ func (s *Server) checkBody(r *http.Request) ([]byte, error) {
 const presizeMax = 64 << 10
 
 // readCloser is a body already read (Reader) whose Close still closes the
-// request's own body.
+// request's own body: one allocation (a pointer in an io.ReadCloser, the
+// reader within).
 type readCloser struct {
-	*bytes.Reader
+	bytes.Reader
 	io.Closer
 }
 
@@ -484,17 +487,46 @@ func rebound(r *http.Request) bool {
 }
 
 func isLoopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = hostport
-	}
+	host := hostOf(hostport)
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	// netip: no allocation per request (net.ParseIP made one). A zone is
-	// refused as net.ParseIP refused it.
-	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	// refused as net.ParseIP refused it. Only what may be an address is
+	// parsed (IPv4 begins with a digit, IPv6 has colons): ParseAddr's error
+	// for a name is an allocation.
+	host = strings.Trim(host, "[]")
+	if host == "" || (host[0] < '0' || host[0] > '9') && strings.IndexByte(host, ':') < 0 {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.Zone() == "" && ip.IsLoopback()
+}
+
+// hostOf is the host of hostport, or hostport itself when it has no port
+// ("example.com", "::1", "[::1]"): net.SplitHostPort's host, or its input
+// when SplitHostPort fails (the same rules), without the error
+// SplitHostPort allocates for a Host header without a port, on every
+// request.
+func hostOf(hostport string) string {
+	i := strings.LastIndexByte(hostport, ':')
+	if i < 0 {
+		return hostport
+	}
+	host, j, k := hostport[:i], 0, 0
+	if hostport[0] == '[' {
+		// The first ']' just before the last ':'.
+		if end := strings.IndexByte(hostport, ']'); end+1 != i {
+			return hostport
+		}
+		host, j, k = hostport[1:i-1], 1, i
+	} else if strings.IndexByte(host, ':') >= 0 {
+		return hostport
+	}
+	if strings.IndexByte(hostport[j:], '[') >= 0 || strings.IndexByte(hostport[k:], ']') >= 0 {
+		return hostport
+	}
+	return host
 }
 
 // caller authenticates the request and decides the agent name it acts as.
