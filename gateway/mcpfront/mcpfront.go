@@ -244,11 +244,9 @@ type Server struct {
 	reqSeq    atomic.Uint64
 
 	// Cluster only: peers locates the owners of other nodes' sessions, fwd
-	// proxies to them. life ends at Close, and with it the proxied streams.
-	peers   Peers
-	fwd     *forwarder
-	life    context.Context
-	endLife context.CancelFunc
+	// proxies to them (Close ends the proxied streams).
+	peers Peers
+	fwd   *forwarder
 }
 
 // New makes the MCP front end of hub, authenticating callers with auth.
@@ -260,7 +258,6 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 		peers: opts.Peers, reqPrefix: "mcp-" + rand.Text()[:10] + "-",
 		keyHeader: http.CanonicalHeaderKey(opts.APIKeyHeader), agentHeader: http.CanonicalHeaderKey(AgentHeader)}
 	s.waiters.New = newWaiter
-	s.life, s.endLife = context.WithCancel(context.Background())
 	if s.peers != nil {
 		s.fwd = newForwarder(s.peers, opts.Logger)
 	}
@@ -691,9 +688,8 @@ func (s *Server) Drain(ctx context.Context) error {
 // then waits for the sessions' goroutines. Requests in flight get their
 // answers cut; Close is meant for shutdown and is idempotent.
 func (s *Server) Close() {
-	s.endLife()
 	if s.fwd != nil {
-		s.fwd.transport.CloseIdleConnections()
+		s.fwd.close()
 	}
 	s.mu.Lock()
 	s.closed = true

@@ -498,8 +498,8 @@ func (x *session) route(ctx context.Context, event string, payload []byte) (json
 // routeRequest routes r acting as st and returns the computer's answer.
 // The wait ends with ctx or with the session (x.ctx, see x.ended), the way
 // core.Session.Route ends with its ctx: watching both here costs a select
-// case, where a context ending with either (callContext) cost two contexts
-// and their registrations per tools/call.
+// case, where a context ending with either cost two contexts and their
+// registrations (context.AfterFunc) per tools/call.
 func (x *session) routeRequest(ctx context.Context, st *seat, r *core.Request) (json.RawMessage, error) {
 	w := x.front.waiters.Get().(*waiter)
 	abandon := st.lease.GoContext(ctx, r, w.done)
@@ -562,17 +562,6 @@ func (x *session) ended(ctx context.Context) error {
 		return err
 	}
 	return x.ctx.Err()
-}
-
-// callContext is ctx ending also with the session, for work that cannot
-// watch both (x.ended).
-func (x *session) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(x.ctx, cancel)
-	return ctx, func() {
-		stop()
-		cancel()
-	}
 }
 
 // close ends the session: its office is free again for another agent.

@@ -226,8 +226,9 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 			return nil, mcpError(err, false)
 		}
 		if bytes.Contains(raw, []byte("a2c_blob_handle")) {
-			ctx, cancel := x.callContext(ctx)
-			defer cancel()
+			// Each read of a blob ends with ctx or the session, as the
+			// call did (routeRequest): no context of its own to end with
+			// both.
 			if raw, err = x.fillBlobs(ctx, computer, raw); err != nil {
 				if cerr := x.ended(ctx); cerr != nil {
 					return nil, cerr
