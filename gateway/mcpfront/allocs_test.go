@@ -163,7 +163,7 @@ func TestToolCallAllocations(t *testing.T) {
 	front := callAllocs(t, newInPlaceSession(t, h))
 	t.Logf("allocations per tools/call: front end %.1f, floor %.1f, above the floor %.1f", front, floor, front-floor)
 	if front-floor > maxCallAllocsAboveFloor {
-		t.Fatalf("%.1f allocations per tools/call above the floor's %.1f, want at most %d", front-floor, floor, maxCallAllocsAboveFloor)
+		t.Fatalf("%.1f allocations per tools/call above the floor's %.1f, want at most %v", front-floor, floor, maxCallAllocsAboveFloor)
 	}
 }
 
