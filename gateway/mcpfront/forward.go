@@ -220,7 +220,8 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, owner string) {
 
 // track records the cancel of request r while it is proxied, for close;
 // once closed, it cancels at once. A map entry per request, where a
-// context.AfterFunc on the front end's life cost three allocations.
+// context.AfterFunc on the front end's life cost two allocations and a
+// registration in that context.
 func (f *forwarder) track(r *http.Request, cancel context.CancelFunc) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -545,10 +545,10 @@ func newWaiter() any {
 	return w
 }
 
-// giveUp abandons the request with err and returns what its callback got:
-// err, or the answer that settled it first. The callback has run, or runs
-// now in the goroutine that settled the request, before the waiter is
-// reused.
+// giveUp abandons the request and returns err, as the request's answer. It
+// takes what the callback got (err, or an answer that settled the request
+// first and is dropped): the callback has run, or runs now in the goroutine
+// that settled the request, before the waiter is reused.
 func (w *waiter) giveUp(abandon func(error), err error) routed {
 	abandon(err)
 	<-w.answer
