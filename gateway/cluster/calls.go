@@ -45,8 +45,9 @@ type Calls struct {
 	pending map[uint64]outCall
 	served  map[servedKey]inCall
 	// inboxes holds the inbox channel name of each node called or calling,
-	// built once rather than once a frame (Redis wants it as a string).
-	inboxes map[string]string
+	// built once rather than once a frame, and held as the interface value
+	// go-redis takes its arguments as (a string made one allocates).
+	inboxes map[string]any
 
 	// The node's inbox is read by lean, or by sub when the client's
 	// options are not ones lean supports (see subscriber).
@@ -119,7 +120,7 @@ func NewCalls(rdb redis.UniversalClient, hub *core.Hub, health *Health, log *slo
 	// Ids start anywhere: a node restarted under the same id must not take
 	// a late answer to its former self's call for one of its own.
 	c := &Calls{rdb: rdb, hub: hub, node: hub.Node(), log: log, health: health, nextID: rand.Uint64(), pending: map[uint64]outCall{}, served: map[servedKey]inCall{},
-		inboxes: map[string]string{}}
+		inboxes: map[string]any{}}
 	c.out = newOutbox(rdb, health, c.sendFailed)
 	return c
 }
@@ -180,30 +181,30 @@ func (c *Calls) Request(to core.Member, event string, payload json.RawMessage, d
 	inbox := c.inboxLocked(to.Node)
 	c.mu.Unlock()
 
-	b := c.out.buffer(1 + 8 + 4 + 3*binary.MaxVarintLen16 + len(c.node) + len(to.SID) + len(event) + len(payload))
-	b = append(b, frameCall)
+	f := c.out.buffer(1 + 8 + 4 + 3*binary.MaxVarintLen16 + len(c.node) + len(to.SID) + len(event) + len(payload))
+	b := append(f.b, frameCall)
 	b = binary.BigEndian.AppendUint64(b, id)
 	b = binary.BigEndian.AppendUint32(b, uint32(min(deadline.Milliseconds(), 1<<32-1)))
 	b = appendString(b, c.node)
 	b = appendString(b, to.SID)
 	b = appendString(b, event)
-	b = append(b, payload...)
-	c.out.push(outFrame{channel: inbox, frame: b, call: id, isCall: true})
+	f.b = append(b, payload...)
+	c.out.push(outFrame{channel: inbox, frame: f, call: id, isCall: true})
 	return func() {
 		if _, ok := c.take(id); !ok {
 			return // answered, or failed, already
 		}
-		f := append(c.out.buffer(1+8+binary.MaxVarintLen16+len(c.node)), frameCancel)
-		f = binary.BigEndian.AppendUint64(f, id)
-		c.out.push(outFrame{channel: inbox, frame: appendString(f, c.node)})
+		f := c.out.buffer(1 + 8 + binary.MaxVarintLen16 + len(c.node))
+		f.b = appendString(binary.BigEndian.AppendUint64(append(f.b, frameCancel), id), c.node)
+		c.out.push(outFrame{channel: inbox, frame: f})
 	}
 }
 
 // inboxLocked returns node's inbox channel; c.mu is held.
-func (c *Calls) inboxLocked(node string) string {
+func (c *Calls) inboxLocked(node string) any {
 	ch, ok := c.inboxes[node]
 	if !ok {
-		ch = inboxChannel(node)
+		ch = any(inboxChannel(node))
 		c.inboxes[node] = ch
 	}
 	return ch
@@ -412,16 +413,18 @@ func (c *Calls) serve(id uint64, b []byte) error {
 }
 
 // answer sends the answer of call id to the calling node's inbox.
-func (c *Calls) answer(inbox string, id uint64, raw json.RawMessage, err error) {
+func (c *Calls) answer(inbox any, id uint64, raw json.RawMessage, err error) {
 	status, body := byte(answerOK), []byte(raw)
 	if err != nil {
 		status, body = failedAnswer(err)
 	}
-	b := append(c.out.buffer(10+len(body)), frameAnswer)
+	f := c.out.buffer(10 + len(body))
+	b := append(f.b, frameAnswer)
 	b = binary.BigEndian.AppendUint64(b, id)
 	b = append(b, status)
 	b = append(b, body...)
-	c.out.push(outFrame{channel: inbox, frame: b})
+	f.b = b
+	c.out.push(outFrame{channel: inbox, frame: f})
 }
 
 // failedAnswer is the status and body of an answer that is err (kept
@@ -512,7 +515,7 @@ type outbox struct {
 	queue []outFrame
 	// free holds the buffers of frames published, for the next frames:
 	// go-redis is done with a frame once its publish returns.
-	free [][]byte
+	free []*frameBuf
 	wake chan struct{}
 }
 
@@ -524,8 +527,8 @@ const (
 )
 
 type outFrame struct {
-	channel string
-	frame   []byte
+	channel any // the inbox's name, a string (see Calls.inboxes)
+	frame   *frameBuf
 	call    uint64 // the call a frameCall frame carries
 	isCall  bool   // a frameCall: its call fails when it is not sent
 }
@@ -534,23 +537,31 @@ func newOutbox(rdb redis.UniversalClient, health *Health, failed func(uint64, er
 	return &outbox{rdb: rdb, health: health, failed: failed, wake: make(chan struct{}, 1)}
 }
 
+// frameBuf holds a frame's bytes. go-redis writes it as its bytes
+// (encoding.BinaryMarshaler); a pointer made an interface value, it costs no
+// allocation where a []byte would cost one a publish.
+type frameBuf struct{ b []byte }
+
+// MarshalBinary implements encoding.BinaryMarshaler.
+func (f *frameBuf) MarshalBinary() ([]byte, error) { return f.b, nil }
+
 // buffer is an empty buffer for a frame of n bytes.
-func (o *outbox) buffer(n int) []byte {
+func (o *outbox) buffer(n int) *frameBuf {
 	if n <= maxFreeBytes {
 		o.mu.Lock()
 		if k := len(o.free); k > 0 {
-			b := o.free[k-1]
+			f := o.free[k-1]
 			o.free[k-1] = nil
 			o.free = o.free[:k-1]
 			o.mu.Unlock()
-			if cap(b) >= n {
-				return b
+			if cap(f.b) < n {
+				f.b = make([]byte, 0, max(n, 2*cap(f.b)))
 			}
-			return make([]byte, 0, max(n, 2*cap(b)))
+			return f
 		}
 		o.mu.Unlock()
 	}
-	return make([]byte, 0, n)
+	return &frameBuf{b: make([]byte, 0, n)}
 }
 
 // recycle keeps the buffers of frames published for the next frames.
@@ -560,8 +571,9 @@ func (o *outbox) recycle(batch []outFrame) {
 		if len(o.free) == maxFree {
 			break
 		}
-		if c := cap(f.frame); c > 0 && c <= maxFreeBytes {
-			o.free = append(o.free, f.frame[:0])
+		if c := cap(f.frame.b); c > 0 && c <= maxFreeBytes {
+			f.frame.b = f.frame.b[:0]
+			o.free = append(o.free, f.frame)
 		}
 	}
 	o.mu.Unlock()
@@ -609,11 +621,11 @@ func (o *outbox) send(ctx context.Context, batch []outFrame) {
 	defer cancel()
 	var err error
 	if len(batch) == 1 {
-		err = o.rdb.Publish(ctx, batch[0].channel, batch[0].frame).Err()
+		err = o.rdb.Do(ctx, "publish", batch[0].channel, batch[0].frame).Err()
 	} else {
 		_, err = o.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, f := range batch {
-				p.Publish(ctx, f.channel, f.frame)
+				p.Do(ctx, "publish", f.channel, f.frame)
 			}
 			return nil
 		})

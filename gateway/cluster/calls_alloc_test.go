@@ -88,7 +88,7 @@ func relay(t *testing.T, from, to *Calls) {
 	f := o.queue[0]
 	o.queue = o.queue[:0]
 	o.mu.Unlock()
-	s := string(f.frame)
+	s := string(f.frame.b)
 	o.recycle([]outFrame{f}) // as send does once published
 	if err := to.handle(frameOf(s)); err != nil {
 		t.Fatal(err)
