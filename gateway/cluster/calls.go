@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"time"
 	"unsafe"
@@ -598,6 +599,13 @@ func (o *outbox) run(ctx context.Context) {
 			return
 		case <-o.wake:
 		}
+		// Let the goroutines ready to run (connections with calls or
+		// answers read) queue their frames first: under load a round trip
+		// then carries about 21 frames instead of 14, and round trips are
+		// most of the publishing's cost (BenchmarkOutboxSend: 10 to 35 µs
+		// of CPU each on the loaded 2-core test machine, a frame in it
+		// about 1 µs). With nothing else ready this returns at once.
+		runtime.Gosched()
 		for {
 			o.mu.Lock()
 			n := min(len(o.queue), maxBatch)

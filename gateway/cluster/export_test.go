@@ -50,3 +50,19 @@ func ReadPush(data []byte) (kinds []int, payloads [][]byte, err error) {
 // LeanSubscribable tells whether Calls reads its inbox with subscriber
 // for a client of opts.
 func LeanSubscribable(opts *redis.Options) bool { return leanSubscribable(opts) }
+
+// Outbox publishes batches of frames as Calls does.
+type Outbox struct{ o *outbox }
+
+func NewOutbox(rdb redis.UniversalClient) Outbox {
+	return Outbox{newOutbox(rdb, NewHealth(nil), func(uint64, error) {})}
+}
+
+// Send publishes n frames of size bytes to channel in one round trip.
+func (o Outbox) Send(ctx context.Context, channel string, n, size int) {
+	batch := make([]outFrame, n)
+	for i := range batch {
+		batch[i] = outFrame{channel: channel, frame: &frameBuf{b: make([]byte, size)}}
+	}
+	o.o.send(ctx, batch)
+}
