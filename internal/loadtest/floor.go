@@ -1,6 +1,8 @@
 package loadtest
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -75,9 +77,7 @@ func (f *Floor) onConnection(sock *socket.Socket) {
 			}
 			m, _ := args[0].(map[string]any)
 			name, _ := m["computer"].(string)
-			f.mu.RLock()
-			c := f.computers[office+"\x00"+name]
-			f.mu.RUnlock()
+			c := f.computer(office, name)
 			if c == nil {
 				ack([]any{map[string]any{"code": smcp.CodeNotFound, "message": "computer not found in this office"}}, nil)
 				return
@@ -101,4 +101,35 @@ func (f *Floor) onConnection(sock *socket.Socket) {
 		}
 		f.mu.Unlock()
 	})
+}
+
+func (f *Floor) computer(office, name string) *socket.Socket {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.computers[office+"\x00"+name]
+}
+
+// errNoComputer answers a call for a computer that is not in the office.
+var errNoComputer = errors.New("computer not found in this office")
+
+// Call forwards event and its payload to the computer called name in
+// office, as the Socket.IO relay forwards an agent's event, and returns the
+// computer's ack arguments: the relay floor's leg to the computer.
+func (f *Floor) Call(ctx context.Context, office, name, event string, payload any) ([]any, error) {
+	c := f.computer(office, name)
+	if c == nil {
+		return nil, errNoComputer
+	}
+	type answer struct {
+		args []any
+		err  error
+	}
+	done := make(chan answer, 1)
+	c.EmitWithAck(event, payload)(func(args []any, err error) { done <- answer{args, err} })
+	select {
+	case a := <-done:
+		return a.args, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }

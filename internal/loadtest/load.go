@@ -136,8 +136,12 @@ type Result struct {
 	// FirstError is the first failure seen, for the report.
 	FirstError string
 	Latency    Latencies
-	// ServerCPU is the servers' CPU time over the window (0 without PIDs).
+	// ServerCPU is the servers' CPU time over the window (0 without PIDs),
+	// ServerSys its system part; ServerIO their read and write system
+	// calls (ProcSample.IO).
 	ServerCPU time.Duration
+	ServerSys time.Duration
+	ServerIO  int64
 	ServerRSS int64
 	// RedisCPU is the redis-server's CPU time over the window (0 without
 	// RedisPID).
@@ -435,6 +439,7 @@ func runCalls(ctx context.Context, o Options, r *Result) (func(), error) {
 	srv1, redis1, self1 := o.readServer(), o.readRedis(), readSelf()
 	r.Calls, r.Errors, r.FirstError = w.calls.Load(), w.errors.Load(), w.firstErr
 	r.ServerCPU, r.ServerRSS = srv1.CPU-srv0.CPU, srv1.RSS
+	r.ServerSys, r.ServerIO = srv1.Sys-srv0.Sys, srv1.IO-srv0.IO
 	r.RedisCPU = redis1.CPU - redis0.CPU
 	r.LoadCPU = self1.CPU - self0.CPU
 	samples, ok := wait(SettleWait)
@@ -624,7 +629,9 @@ func (o *Options) readServer() ProcSample {
 	for _, pid := range o.PIDs {
 		s := readPID(pid)
 		sum.CPU += s.CPU
+		sum.Sys += s.Sys
 		sum.RSS += s.RSS
+		sum.IO += s.IO
 	}
 	return sum
 }
@@ -882,6 +889,8 @@ func RunTurns(ctx context.Context, runs []Options, turns int) ([]*Result, error)
 			r.Elapsed += time.Since(t0)
 			srv1, redis1, self1 := o.readServer(), o.readRedis(), readSelf()
 			r.ServerCPU += srv1.CPU - srv0.CPU
+			r.ServerSys += srv1.Sys - srv0.Sys
+			r.ServerIO += srv1.IO - srv0.IO
 			r.RedisCPU += redis1.CPU - redis0.CPU
 			r.ServerRSS = max(r.ServerRSS, srv1.RSS)
 			r.LoadCPU += self1.CPU - self0.CPU

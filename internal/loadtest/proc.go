@@ -14,11 +14,16 @@ const clockTick = 10 * time.Millisecond
 // ProcSample is one reading of a process from /proc.
 type ProcSample struct {
 	CPU time.Duration // user + system
+	Sys time.Duration // system
 	RSS int64         // bytes
+	// IO counts the read and write system calls (syscr + syscw of
+	// /proc/<pid>/io: read, write and their vector forms, sockets
+	// included); 0 when unreadable.
+	IO int64
 }
 
-// ReadProc reads the CPU time and resident set of pid ("self" for this
-// process) from /proc/<pid>/stat and /proc/<pid>/status.
+// ReadProc reads the CPU time, resident set and read/write system calls of
+// pid ("self" for this process) from /proc/<pid>/stat, status and io.
 func ReadProc(pid string) (ProcSample, error) {
 	stat, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
@@ -39,7 +44,7 @@ func ReadProc(pid string) (ProcSample, error) {
 	if err1 != nil || err2 != nil {
 		return ProcSample{}, fmt.Errorf("loadtest: /proc/%s/stat: bad utime/stime", pid)
 	}
-	s := ProcSample{CPU: time.Duration(utime+stime) * clockTick}
+	s := ProcSample{CPU: time.Duration(utime+stime) * clockTick, Sys: time.Duration(stime) * clockTick, IO: readIO(pid)}
 	status, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return ProcSample{}, fmt.Errorf("loadtest: read /proc/%s/status: %w", pid, err)
@@ -54,6 +59,23 @@ func ReadProc(pid string) (ProcSample, error) {
 		}
 	}
 	return s, nil
+}
+
+// readIO sums syscr and syscw of /proc/<pid>/io.
+func readIO(pid string) int64 {
+	b, err := os.ReadFile("/proc/" + pid + "/io")
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		k, v, ok := bytes.Cut(line, []byte(": "))
+		if ok && (bytes.Equal(k, []byte("syscr")) || bytes.Equal(k, []byte("syscw"))) {
+			c, _ := strconv.ParseInt(string(v), 10, 64)
+			n += c
+		}
+	}
+	return n
 }
 
 // LoadAvg is the first field of /proc/loadavg ("" when unreadable).

@@ -31,6 +31,10 @@ import (
 const (
 	KindGateway = "gateway"
 	KindFloor   = "floor"
+	// KindRelay is the floor whose CallTool and MCP handlers forward each
+	// call to the office's computer instead of answering in place
+	// (relay.go); its Socket.IO relay is the floor's.
+	KindRelay = "relay"
 )
 
 // StatsPath serves RuntimeStats (?gc=1 collects garbage first) on servers
@@ -66,8 +70,13 @@ func Serve(ctx context.Context, kind string, node Node, ln net.Listener, log *sl
 		}
 		mountDebug(g.Mux())
 		return g.Serve(ctx, ln)
-	case KindFloor:
+	case KindFloor, KindRelay:
 		f := NewFloor("/socket.io/")
+		var callTool smcpv1connect.AgentServiceHandler = connectFloor{}
+		mcpHandler := NewMCPFloor(log)
+		if kind == KindRelay {
+			callTool, mcpHandler = connectRelay{floor: f}, NewMCPRelay(f, log)
+		}
 		mux := http.NewServeMux()
 		mux.Handle("/socket.io/", f.Handler())
 		// The Connect floor has what any production Connect server has and
@@ -76,9 +85,9 @@ func Serve(ctx context.Context, kind string, node Node, ln net.Listener, log *sl
 		// its body may take to arrive (ReadTimeout: for HTTP/2, one timer
 		// per stream, as the gateway's boundBodyReads), at the gateway's
 		// defaults. No auth, no interceptors: the gateway's are its own.
-		mux.Handle(smcpv1connect.NewAgentServiceHandler(connectFloor{}, connect.WithCompressMinBytes(1024),
+		mux.Handle(smcpv1connect.NewAgentServiceHandler(callTool, connect.WithCompressMinBytes(1024),
 			connect.WithReadMaxBytes(rpc.DefaultMaxRequestBytes)))
-		mux.Handle(mcpfront.Pattern, NewMCPFloor(log))
+		mux.Handle(mcpfront.Pattern, mcpHandler)
 		mountDebug(mux)
 		hs := &http.Server{Handler: mux, ReadHeaderTimeout: gateway.DefaultReadHeaderTimeout,
 			ReadTimeout: gateway.DefaultBodyReadTimeout, IdleTimeout: gateway.DefaultIdleTimeout}
@@ -95,7 +104,7 @@ func Serve(ctx context.Context, kind string, node Node, ln net.Listener, log *sl
 		f.Close()
 		return hs.Close()
 	}
-	return fmt.Errorf("loadtest: unknown server kind %q (want %s or %s)", kind, KindGateway, KindFloor)
+	return fmt.Errorf("loadtest: unknown server kind %q (want %s, %s or %s)", kind, KindGateway, KindFloor, KindRelay)
 }
 
 // connectFloor is the floor of the CallTool modes: the same net/http server

@@ -96,6 +96,12 @@ for the CallTool modes its floor is the same net/http server and connect-go
 handler answering in place (no computer), the price of the transport alone.
 for the MCP modes, the same net/http server and go-sdk streamable HTTP handler
 answering tools/call in place (the MCP floor).
+--compare relay (CallTool and MCP modes) also spawns the relay floor: the
+same servers and handlers as those floors, forwarding each call to the
+office's computer over the floor's Socket.IO relay and answering with its
+result (internal/loadtest/relay.go); it prints the relay floor's CPU per call
+as a ratio to the in-place floor (the least a leg to the computer costs on
+these libraries) and the gateway's as a ratio to the relay floor.
 --compare node (mode sio) also starts the Node peer: the relay a JavaScript
 team would write on the official socket.io server (test/noderelay, installed
 with npm ci on first use), and prints the gateway's cost as ratios to it.
@@ -104,7 +110,8 @@ row per count) sharing a Redis (--redis, or a redis-server started on a free
 loopback port), agents on the first node and computers on the last so that
 every call crosses nodes, and prints the cluster's figures as ratios to the
 single gateway; its CPU and RSS are all nodes', redis-server's CPU is
-reported apart. --compare takes several of floor, node and cluster, comma-separated.
+reported apart. --compare takes several of floor, relay, node and cluster,
+comma-separated.
 --offices 1,10,100,1000 makes the scaling table: each count is a run, and
 the CPU per call at 1,000 offices is printed as a ratio to 10's.
 --turns N measures the sio and CallTool rows (on the gateway and on the
@@ -139,7 +146,7 @@ flags:
 	fs.StringVar(&c.path, "path", "/socket.io/", "Engine.IO path of the gateway")
 	fs.IntVar(&c.pid, "pid", 0, "pid of the --gateway process, for CPU and RSS from /proc")
 	fs.StringVar(&c.apiKey, "api-key", "", "API key for --gateway (default $SMCP_API_KEY)")
-	compare := fs.String("compare", "", `comma-separated: "floor": also run the floor relay (Socket.IO, CallTool and MCP modes) and print ratios; "node": also run the Node socket.io relay (mode sio); "cluster": also run gateway nodes sharing a Redis (mode sio)`)
+	compare := fs.String("compare", "", `comma-separated: "floor": also run the floor relay (Socket.IO, CallTool and MCP modes) and print ratios; "relay": also run the relay floor (CallTool and MCP modes: the floors with a leg to the computer); "node": also run the Node socket.io relay (mode sio); "cluster": also run gateway nodes sharing a Redis (mode sio)`)
 	nodes := fs.String("nodes", "2", "comma-separated node counts of --compare cluster, one row each")
 	fs.StringVar(&c.nodeRelay, "node-relay", "test/noderelay", "directory of the Node relay of --compare node (looked up from the working directory upwards)")
 	fs.StringVar(&c.redisURL, "redis", "", "Redis URL for --compare cluster (default: start redis-server on a free loopback port)")
@@ -176,10 +183,10 @@ flags:
 	for k := range strings.SplitSeq(*compare, ",") {
 		switch k = strings.TrimSpace(k); k {
 		case "":
-		case loadtest.KindFloor, kindNode, serverCluster:
+		case loadtest.KindFloor, loadtest.KindRelay, kindNode, serverCluster:
 			c.compare[k] = true
 		default:
-			return fmt.Errorf("--compare: %q is none of %q, %q and %q", k, loadtest.KindFloor, kindNode, serverCluster)
+			return fmt.Errorf("--compare: %q is none of %q, %q, %q and %q", k, loadtest.KindFloor, loadtest.KindRelay, kindNode, serverCluster)
 		}
 	}
 	for k := range strings.SplitSeq(*nodes, ",") {
@@ -389,6 +396,9 @@ func (c *benchConfig) servers(mode loadtest.Mode) []string {
 	var kinds []string
 	if c.compare[loadtest.KindFloor] && (mode == loadtest.ModeSIO || mode == loadtest.ModeIdle || mode.CallTool() || mode.MCP()) {
 		kinds = append(kinds, loadtest.KindFloor)
+	}
+	if c.compare[loadtest.KindRelay] && (mode.CallTool() || mode.MCP()) {
+		kinds = append(kinds, loadtest.KindRelay)
 	}
 	if c.compare[kindNode] && mode == loadtest.ModeSIO {
 		kinds = append(kinds, kindNode)
@@ -656,7 +666,7 @@ func spawnAnnouncing(ctx context.Context, kind string, cmd *exec.Cmd) (*loadtest
 // relay on a loopback port, announced on stdout as "LISTEN <url>".
 func benchServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench serve", flag.ContinueOnError)
-	kind := fs.String("kind", loadtest.KindGateway, "gateway or floor")
+	kind := fs.String("kind", loadtest.KindGateway, "gateway, floor or relay")
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
 	var node loadtest.Node
 	fs.StringVar(&node.Redis, "redis", "", "Redis URL: serve as one node of a cluster (gateway only)")
@@ -709,20 +719,21 @@ func (r *benchReport) print(w io.Writer) {
 			continue
 		}
 		if !calls {
-			fmt.Fprintln(tw, "server\tmode\toffices\tcalls/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\terrors\tsrv CPU/call µs\tsrv RSS MiB\tload CPU/call µs\tgoroutines start/loaded/end\theap MiB start/end\tload avg\t")
+			fmt.Fprintln(tw, "server\tmode\toffices\tcalls/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\terrors\tsrv CPU/call µs\tsys µs\tread+write/call\tsrv RSS MiB\tload CPU/call µs\tgoroutines start/loaded/end\theap MiB start/end\tload avg\t")
 			calls = true
 		}
 		server := row.Server
 		if row.Turns > 0 {
 			server += fmt.Sprintf(" (%d turns)", row.Turns)
 		}
-		lc := time.Duration(0)
+		lc, sys, io := time.Duration(0), time.Duration(0), 0.0
 		if row.Calls > 0 {
-			lc = row.LoadCPU / time.Duration(row.Calls)
+			lc, sys = row.LoadCPU/time.Duration(row.Calls), row.ServerSys/time.Duration(row.Calls)
+			io = float64(row.ServerIO) / float64(row.Calls)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%.1f\t%s\t%d/%d/%d\t%.1f/%.1f\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%.2f\t%.1f\t%s\t%d/%d/%d\t%.1f/%.1f\t%s\t\n",
 			server, row.Mode, row.Offices, row.CallsPerSec(), ms(row.Latency.P50), ms(row.Latency.P90), ms(row.Latency.P99), ms(row.Latency.Max),
-			row.Errors, us(row.CPUPerCall()), float64(row.ServerRSS)/(1<<20), us(lc),
+			row.Errors, us(row.CPUPerCall()), us(sys), io, float64(row.ServerRSS)/(1<<20), us(lc),
 			row.GoroutinesStart, row.GoroutinesLoaded, row.GoroutinesEnd, float64(row.HeapStart)/(1<<20), float64(row.HeapEnd)/(1<<20), row.LoadAvg)
 	}
 	_ = tw.Flush()
@@ -846,6 +857,16 @@ func (r *benchReport) printRatios(w io.Writer) {
 			cpu, cps, p99 := ratios(g, f)
 			line("%s offices=%d%s: gateway/floor CPU per call %.2f (goal <= 0.68), calls/s %.2f, p99 %.2f",
 				g.Mode, g.Offices, inTurns(g, f), cpu, cps, p99)
+		}
+		if rl := nth(loadtest.KindRelay, g.Mode, g.Offices, n); rl != nil && rl.Calls > 0 {
+			if f != nil && f.Calls > 0 {
+				cpu, cps, _ := ratios(rl, f)
+				line("%s offices=%d%s: relay floor/floor (the leg to the computer on the same libraries) CPU per call %.2f, calls/s %.2f",
+					g.Mode, g.Offices, inTurns(rl, f), cpu, cps)
+			}
+			cpu, cps, p99 := ratios(g, rl)
+			line("%s offices=%d%s: gateway/relay floor CPU per call %.2f, calls/s %.2f, p99 %.2f",
+				g.Mode, g.Offices, inTurns(g, rl), cpu, cps, p99)
 		}
 		if nd := nth(kindNode, g.Mode, g.Offices, n); nd != nil && nd.Calls > 0 {
 			cpu, cps, p99 := ratios(g, nd)
