@@ -50,9 +50,6 @@ type Calls struct {
 	// go-redis takes its arguments as (a string made one allocates).
 	inboxes map[string]any
 
-	// The node's inbox is read by lean, or by sub when the client's
-	// options are not ones lean supports (see subscriber).
-	lean   *subscriber
 	sub    *redis.PubSub
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -130,20 +127,13 @@ func NewCalls(rdb redis.UniversalClient, hub *core.Hub, health *Health, log *slo
 // is confirmed, so that no call sent to the node after it is missed) and
 // runs the receiving, publishing and sweeping goroutines until Stop.
 func (c *Calls) Start(ctx context.Context) error {
-	if cl, ok := c.rdb.(*redis.Client); ok && leanSubscribable(cl.Options()) {
-		c.lean = &subscriber{opts: cl.Options(), channel: inboxChannel(c.node)}
-		if err := c.lean.connect(ctx); err != nil {
-			return fmt.Errorf("cluster: subscribe to %s: %w", inboxChannel(c.node), err)
-		}
-	} else {
-		c.sub = c.rdb.Subscribe(ctx, inboxChannel(c.node))
-		if _, err := c.sub.Receive(ctx); err != nil {
-			_ = c.sub.Close()
-			return fmt.Errorf("cluster: subscribe to %s: %w", inboxChannel(c.node), err)
-		}
+	sub := c.rdb.Subscribe(ctx, inboxChannel(c.node))
+	if _, err := sub.Receive(ctx); err != nil {
+		_ = sub.Close()
+		return fmt.Errorf("cluster: subscribe to %s: %w", inboxChannel(c.node), err)
 	}
 	run, cancel := context.WithCancel(context.Background())
-	c.cancel = cancel
+	c.sub, c.cancel = sub, cancel
 	c.wg.Go(func() { c.out.run(run) })
 	c.wg.Go(func() { c.receive(run) })
 	c.wg.Go(func() { c.sweep(run) })
@@ -157,11 +147,7 @@ func (c *Calls) Stop() {
 		return
 	}
 	c.cancel()
-	if c.lean != nil {
-		c.lean.close()
-	} else {
-		_ = c.sub.Close()
-	}
+	_ = c.sub.Close()
 	c.wg.Wait()
 	c.mu.Lock()
 	pending := c.pending
@@ -259,56 +245,25 @@ func (c *Calls) NodeGone(node string) {
 // receive handles the frames sent to this node until ctx ends.
 func (c *Calls) receive(ctx context.Context) {
 	for {
-		var frame []byte
-		var err error
-		if c.lean != nil {
-			frame, err = c.lean.next()
-		} else {
-			var msg *redis.Message
-			if msg, err = c.sub.ReceiveMessage(ctx); err == nil {
-				frame = frameOf(msg.Payload)
-			}
-		}
+		msg, err := c.sub.ReceiveMessage(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			// go-redis dials again and subscribes again on the next read;
-			// lean is subscribed again here.
+			// go-redis dials again and subscribes again on the next read.
 			c.health.Failed("cross-node calls", err)
-			if !c.resubscribe(ctx) {
+			if !sleep(ctx, 100*time.Millisecond) {
 				return
 			}
 			continue
 		}
-		if err := c.handle(frame); err != nil {
+		if err := c.handle(frameOf(msg.Payload)); err != nil {
 			c.log.Warn("cross-node frame dropped", "err", err)
 		}
 	}
 }
 
-// resubscribe waits before the next read after a failed one, and
-// subscribes lean again until it succeeds; false when ctx ended.
-func (c *Calls) resubscribe(ctx context.Context) bool {
-	for {
-		if !sleep(ctx, 100*time.Millisecond) {
-			return false
-		}
-		if c.lean == nil {
-			return true
-		}
-		err := c.lean.connect(ctx)
-		if err == nil {
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		c.health.Failed("cross-node calls", err)
-	}
-}
-
-// frameOf is the frame in payload, received by sub, as bytes that alias the
+// frameOf is the frame in payload, received, as bytes that alias the
 // string rather than copy it: nothing downstream writes into the
 // json.RawMessage it carries (the payload and the answer are only read,
 // then written to a socket or handed to a caller).
