@@ -16,7 +16,7 @@ import (
 )
 
 // TestCallsAfterRedisRestarts: redis-server restarts under two nodes; the
-// inbox's reader subscribes again, and cross-node calls are answered again
+// inbox's PubSub subscribes again, and cross-node calls are answered again
 // within 10 s.
 func TestCallsAfterRedisRestarts(t *testing.T) {
 	rd := systest.RedisProcess(t)
