@@ -19,7 +19,7 @@ import (
 // Without one installed the test is skipped, except under CI (CI=true,
 // .ci/run installs it), where that is a failure: the Lua join rules must
 // not pass only against miniredis's Lua.
-func realRedis(t *testing.T) *redis.Client {
+func realRedis(t testing.TB) *redis.Client {
 	t.Helper()
 	url := systest.RedisServer(t)
 	opts, err := redis.ParseURL(url)

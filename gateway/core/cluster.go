@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -347,23 +346,49 @@ func (h *Hub) remoteUnref(sid string, rc *remoteComputer) {
 // goRemote routes r to computer m of another node.
 func (s *Session) goRemote(r *Request, m Member, agentSlots *atomic.Int64, done func(json.RawMessage, error)) *pendingCall {
 	h := s.hub
-	rc := h.remoteRef(m.SID)
-	var once sync.Once
-	unref := func() { once.Do(func() { h.remoteUnref(m.SID, rc) }) }
-	return s.dispatch(r, &rc.gone, &rc.pending, agentSlots, func(answered func(json.RawMessage, error)) func() {
-		return h.peers.Request(m, r.Event, r.Payload, h.Deadline(r), func(raw json.RawMessage, err error) {
-			var bad *BadAnswerError
-			if err != nil && !errors.As(err, &bad) {
-				// The session is not where the cache said (or its node
-				// is gone): the next call asks the registry.
-				h.unlocate(m)
-			}
-			answered(raw, err)
-		})
-	}, func(raw json.RawMessage, err error) {
-		unref()
-		done(raw, err)
-	})
+	c := &remoteCall{h: h, m: m, rc: h.remoteRef(m.SID), r: r, done: done}
+	return s.dispatch(r, &c.rc.gone, &c.rc.pending, agentSlots, c.send, c.settled)
+}
+
+// remoteCall is the state of a call to a computer of another node, one
+// value rather than a closure for each step (the cross-node path's cost,
+// docs/BENCHMARKS.md).
+type remoteCall struct {
+	h        *Hub
+	m        Member
+	rc       *remoteComputer
+	r        *Request
+	done     func(json.RawMessage, error)
+	answered func(json.RawMessage, error) // dispatch's, set by send
+	unrefed  atomic.Bool
+}
+
+func (c *remoteCall) send(answered func(json.RawMessage, error)) (forget func()) {
+	c.answered = answered
+	return c.h.peers.Request(c.m, c.r.Event, c.r.Payload, c.h.Deadline(c.r), c.answer)
+}
+
+// answer is the transport's answer.
+func (c *remoteCall) answer(raw json.RawMessage, err error) {
+	if err != nil && !isBadAnswer(err) {
+		// The session is not where the cache said (or its node is gone):
+		// the next call asks the registry.
+		c.h.unlocate(c.m)
+	}
+	c.answered(raw, err)
+}
+
+// settled is the call's end, however it ended.
+func (c *remoteCall) settled(raw json.RawMessage, err error) {
+	if c.unrefed.CompareAndSwap(false, true) {
+		c.h.remoteUnref(c.m.SID, c.rc)
+	}
+	c.done(raw, err)
+}
+
+func isBadAnswer(err error) bool {
+	var bad *BadAnswerError
+	return errors.As(err, &bad)
 }
 
 // claim takes m's slot in the registry; ctx is the caller's (a connection

@@ -1,0 +1,23 @@
+package cluster
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Outbox publishes batches of frames as Calls does.
+type Outbox struct{ o *outbox }
+
+func NewOutbox(rdb redis.UniversalClient) Outbox {
+	return Outbox{newOutbox(rdb, NewHealth(nil), func(uint64, error) {})}
+}
+
+// Send publishes n frames of size bytes to channel in one round trip.
+func (o Outbox) Send(ctx context.Context, channel string, n, size int) {
+	batch := make([]outFrame, n)
+	for i := range batch {
+		batch[i] = outFrame{channel: channel, frame: &frameBuf{b: make([]byte, size)}}
+	}
+	o.o.send(ctx, batch)
+}
