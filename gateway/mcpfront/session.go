@@ -504,14 +504,17 @@ func (x *session) routeRequest(ctx context.Context, st *seat, r *core.Request) (
 	w := x.front.waiters.Get().(*waiter)
 	abandon := st.lease.GoContext(ctx, r, w.done)
 	var a routed
+	reuse := true
 	select {
 	case a = <-w.answer:
 	case <-ctx.Done():
-		a = w.giveUp(abandon, ctx.Err())
+		a, reuse = w.giveUp(abandon, ctx.Err())
 	case <-x.ctx.Done():
-		a = w.giveUp(abandon, context.Canceled)
+		a, reuse = w.giveUp(abandon, context.Canceled)
 	}
-	x.front.waiters.Put(w)
+	if reuse {
+		x.front.waiters.Put(w)
+	}
 	raw, err := a.raw, a.err
 	if err != nil {
 		return nil, err
@@ -545,14 +548,20 @@ func newWaiter() any {
 	return w
 }
 
-// giveUp abandons the request and returns err, as the request's answer. It
-// takes what the callback got (err, or an answer that settled the request
-// first and is dropped): the callback has run, or runs now in the goroutine
-// that settled the request, before the waiter is reused.
-func (w *waiter) giveUp(abandon func(error), err error) routed {
+// giveUp abandons the request and returns err, as the request's answer.
+// The waiter is reusable when the callback has run (abandoning settles the
+// request and calls it at once, unless an answer settled it first): what it
+// got is taken, so the waiter is empty again. Otherwise it is not reused and
+// the late callback fills a channel nobody reads; the request never waits
+// for it.
+func (w *waiter) giveUp(abandon func(error), err error) (routed, bool) {
 	abandon(err)
-	<-w.answer
-	return routed{err: err}
+	select {
+	case <-w.answer:
+		return routed{err: err}, true
+	default:
+		return routed{err: err}, false
+	}
 }
 
 // ended is the error of a request of the session whose context is ctx once
