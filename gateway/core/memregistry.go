@@ -20,6 +20,35 @@ type MemRegistry struct {
 	offices map[string]*memOffice
 	// now is the registry's clock, which lapses the leases.
 	now func() time.Time
+	// spare are agent records removed, for the next claims: a Member is
+	// too large to be held in a map, which would copy each one claimed to
+	// the heap (one allocation per one-call seat).
+	spare []*Member
+}
+
+// maxSpare bounds MemRegistry.spare.
+const maxSpare = 64
+
+// newAgentLocked is a record holding m, a spare one if any.
+func (r *MemRegistry) newAgentLocked(m Member) *Member {
+	if n := len(r.spare); n > 0 {
+		rec := r.spare[n-1]
+		r.spare[n-1] = nil
+		r.spare = r.spare[:n-1]
+		*rec = m
+		return rec
+	}
+	rec := new(Member) // not &m: m would move to the heap on every call
+	*rec = m
+	return rec
+}
+
+// spareLocked keeps rec, removed from its office, for a later claim.
+func (r *MemRegistry) spareLocked(rec *Member) {
+	if len(r.spare) < maxSpare {
+		*rec = Member{}
+		r.spare = append(r.spare, rec)
+	}
 }
 
 // memOffice mirrors the Redis office hash: agent is the name holding the
@@ -29,7 +58,7 @@ type MemRegistry struct {
 type memOffice struct {
 	agent     string
 	agentSID  string
-	agents    map[string]Member
+	agents    map[string]*Member
 	computers map[string]Member
 	// lapses holds, by sid, when each lease with a LeaseMS lapses.
 	lapses map[string]time.Time
@@ -59,7 +88,7 @@ func (r *MemRegistry) Claim(_ context.Context, m Member) error {
 	if m.Role == smcp.RoleAgent {
 		now := r.now()
 		o.lapseLocked(now)
-		if cur, ok := o.agents[m.SID]; ok && cur == m {
+		if cur, ok := o.agents[m.SID]; ok && *cur == m {
 			o.renewLocked(m, now) // claimed already: a renewal, or a claim repeated when its answer was lost
 			return nil
 		}
@@ -70,10 +99,13 @@ func (r *MemRegistry) Claim(_ context.Context, m Member) error {
 			return SeatRefusal(m.OfficeID, holder, lapses)
 		}
 		if o.agents == nil {
-			o.agents = map[string]Member{}
+			o.agents = map[string]*Member{}
 		}
 		o.agent = m.Name
-		o.agents[m.SID] = m
+		if old := o.agents[m.SID]; old != nil {
+			r.spareLocked(old)
+		}
+		o.agents[m.SID] = r.newAgentLocked(m)
 		o.renewLocked(m, now)
 		if !m.Lease {
 			o.agentSID = m.SID
@@ -121,12 +153,12 @@ func (o *memOffice) renewLocked(m Member, now time.Time) {
 // lease that lapses last (the one that keeps the seat longest).
 func (o *memOffice) holderLocked() Member {
 	if o.agentSID != "" {
-		return o.agents[o.agentSID]
+		return *o.agents[o.agentSID]
 	}
 	var h Member
 	for _, m := range o.agents {
-		if h.SID == "" || o.lapseOf(m).After(o.lapseOf(h)) || (o.lapseOf(m).Equal(o.lapseOf(h)) && m.SID < h.SID) {
-			h = m
+		if h.SID == "" || o.lapseOf(*m).After(o.lapseOf(h)) || (o.lapseOf(*m).Equal(o.lapseOf(h)) && m.SID < h.SID) {
+			h = *m
 		}
 	}
 	return h
@@ -151,7 +183,7 @@ func (r *MemRegistry) EvictAgent(_ context.Context, officeID string) ([]Member, 
 	o.lapseLocked(r.now())
 	out := make([]Member, 0, len(o.agents))
 	for _, m := range o.agents {
-		out = append(out, m)
+		out = append(out, *m)
 	}
 	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.SID, b.SID) })
 	o.agents, o.agent, o.agentSID, o.lapses = nil, "", "", nil
@@ -170,8 +202,9 @@ func (r *MemRegistry) Release(_ context.Context, m Member) (bool, error) {
 	}
 	removed := false
 	if m.Role == smcp.RoleAgent {
-		if cur, ok := o.agents[m.SID]; ok && cur == m {
+		if cur, ok := o.agents[m.SID]; ok && *cur == m {
 			delete(o.agents, m.SID)
+			r.spareLocked(cur)
 			delete(o.lapses, m.SID)
 			removed = true
 			if o.agentSID == m.SID {
@@ -218,7 +251,7 @@ func (r *MemRegistry) Members(_ context.Context, officeID string) ([]Member, err
 	}
 	out := make([]Member, 0, 1+len(o.computers))
 	if o.agentSID != "" {
-		out = append(out, o.agents[o.agentSID])
+		out = append(out, *o.agents[o.agentSID])
 	}
 	start := len(out)
 	for _, c := range o.computers {

@@ -209,6 +209,10 @@ type Server struct {
 	handler *mcp.StreamableHTTPHandler
 	// stateless serves MCP 2026-07-28 requests (stateless.go).
 	stateless *mcp.StreamableHTTPHandler
+	// keyHeader and agentHeader are APIKeyHeader and AgentHeader in
+	// canonical form: Header.Get makes that form anew, allocating, for a
+	// name not in it, on every request.
+	keyHeader, agentHeader string
 	// base answers the handler's protocol-version checks on requests of
 	// sessions that exist already; it never has a session of its own.
 	base *mcp.Server
@@ -232,17 +236,17 @@ type Server struct {
 	calls inflight.Gate
 	// wg counts every goroutine of every session, awaited by Close.
 	wg sync.WaitGroup
+	// waiters are the reusable waits of routed requests (routeRequest).
+	waiters sync.Pool
 	// reqPrefix and reqSeq make the ids of the requests sent to computers
 	// (newReqID).
 	reqPrefix string
 	reqSeq    atomic.Uint64
 
 	// Cluster only: peers locates the owners of other nodes' sessions, fwd
-	// proxies to them. life ends at Close, and with it the proxied streams.
-	peers   Peers
-	fwd     *forwarder
-	life    context.Context
-	endLife context.CancelFunc
+	// proxies to them (Close ends the proxied streams).
+	peers Peers
+	fwd   *forwarder
 }
 
 // New makes the MCP front end of hub, authenticating callers with auth.
@@ -251,8 +255,9 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 	s := &Server{hub: hub, auth: auth, opts: opts, log: opts.Logger,
 		sessions: map[string]*session{}, addrOf: map[string]string{}, addrs: httpauth.NewAddrSlots(opts.MaxSessionsPerAddr),
 		views: map[string]*session{}, viewUsers: map[*session]int{}, viewUsed: map[*session]time.Time{},
-		peers: opts.Peers, reqPrefix: "mcp-" + rand.Text()[:10] + "-"}
-	s.life, s.endLife = context.WithCancel(context.Background())
+		peers: opts.Peers, reqPrefix: "mcp-" + rand.Text()[:10] + "-",
+		keyHeader: http.CanonicalHeaderKey(opts.APIKeyHeader), agentHeader: http.CanonicalHeaderKey(AgentHeader)}
+	s.waiters.New = newWaiter
 	if s.peers != nil {
 		s.fwd = newForwarder(s.peers, opts.Logger)
 	}
@@ -413,7 +418,9 @@ func (s *Server) checkBody(r *http.Request) ([]byte, error) {
 		return body, nil
 	}
 	// Read to its end: the go-sdk reads the same bytes again.
-	r.Body = readCloser{bytes.NewReader(body), r.Body}
+	rc := &readCloser{Closer: r.Body}
+	rc.Reset(body)
+	r.Body = rc
 	if err := smcp.CheckUTF8(body); err != nil {
 		return nil, smcp.Errorf(smcp.CodeBadRequest, "request body: %v", err)
 	}
@@ -424,9 +431,10 @@ func (s *Server) checkBody(r *http.Request) ([]byte, error) {
 const presizeMax = 64 << 10
 
 // readCloser is a body already read (Reader) whose Close still closes the
-// request's own body.
+// request's own body: one allocation (a pointer in an io.ReadCloser, the
+// reader within).
 type readCloser struct {
-	*bytes.Reader
+	bytes.Reader
 	io.Closer
 }
 
@@ -476,22 +484,51 @@ func rebound(r *http.Request) bool {
 }
 
 func isLoopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = hostport
-	}
+	host := hostOf(hostport)
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
 	// netip: no allocation per request (net.ParseIP made one). A zone is
-	// refused as net.ParseIP refused it.
-	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	// refused as net.ParseIP refused it. Only what may be an address is
+	// parsed (IPv4 begins with a digit, IPv6 has colons): ParseAddr's error
+	// for a name is an allocation.
+	host = strings.Trim(host, "[]")
+	if host == "" || (host[0] < '0' || host[0] > '9') && strings.IndexByte(host, ':') < 0 {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.Zone() == "" && ip.IsLoopback()
+}
+
+// hostOf is the host of hostport, or hostport itself when it has no port
+// ("example.com", "::1", "[::1]"): net.SplitHostPort's host, or its input
+// when SplitHostPort fails (the same rules), without the error
+// SplitHostPort allocates for a Host header without a port, on every
+// request.
+func hostOf(hostport string) string {
+	i := strings.LastIndexByte(hostport, ':')
+	if i < 0 {
+		return hostport
+	}
+	host, j, k := hostport[:i], 0, 0
+	if hostport[0] == '[' {
+		// The first ']' just before the last ':'.
+		if end := strings.IndexByte(hostport, ']'); end+1 != i {
+			return hostport
+		}
+		host, j, k = hostport[1:i-1], 1, i
+	} else if strings.IndexByte(host, ':') >= 0 {
+		return hostport
+	}
+	if strings.IndexByte(hostport[j:], '[') >= 0 || strings.IndexByte(hostport[k:], ']') >= 0 {
+		return hostport
+	}
+	return host
 }
 
 // caller authenticates the request and decides the agent name it acts as.
 func (s *Server) caller(r *http.Request) (*core.Principal, string, error) {
-	cred, err := httpauth.Credential(r.Header, s.opts.APIKeyHeader)
+	cred, err := httpauth.Credential(r.Header, s.keyHeader)
 	if err != nil {
 		return nil, "", err
 	}
@@ -500,7 +537,7 @@ func (s *Server) caller(r *http.Request) (*core.Principal, string, error) {
 		s.log.Info("mcp refused", "err", err)
 		return nil, "", err
 	}
-	agent, err := httpauth.AgentName(p, r.Header.Get(AgentHeader), s.opts.DefaultAgent)
+	agent, err := httpauth.AgentName(p, r.Header.Get(s.agentHeader), s.opts.DefaultAgent)
 	if err != nil {
 		return nil, "", err
 	}
@@ -651,9 +688,8 @@ func (s *Server) Drain(ctx context.Context) error {
 // then waits for the sessions' goroutines. Requests in flight get their
 // answers cut; Close is meant for shutdown and is idempotent.
 func (s *Server) Close() {
-	s.endLife()
 	if s.fwd != nil {
-		s.fwd.transport.CloseIdleConnections()
+		s.fwd.close()
 	}
 	s.mu.Lock()
 	s.closed = true
@@ -678,8 +714,10 @@ func (s *Server) Close() {
 // they need no secrecy, as only the calling agent can cancel by id, and
 // drawing 16 random characters per call showed in the profile.)
 func (s *Server) newReqID() string {
-	b := make([]byte, 0, len(s.reqPrefix)+20)
-	b = append(b, s.reqPrefix...)
+	// Made in the frame (the prefix is 15 bytes, a counter at most 13):
+	// only the string is allocated.
+	var buf [48]byte
+	b := append(buf[:0], s.reqPrefix...)
 	return string(strconv.AppendUint(b, s.reqSeq.Add(1), 36))
 }
 

@@ -498,20 +498,22 @@ func (x *session) route(ctx context.Context, event string, payload []byte) (json
 // routeRequest routes r acting as st and returns the computer's answer.
 // The wait ends with ctx or with the session (x.ctx, see x.ended), the way
 // core.Session.Route ends with its ctx: watching both here costs a select
-// case, where a context ending with either (callContext) cost two contexts
-// and their registrations per tools/call.
+// case, where a context ending with either cost two contexts and their
+// registrations (context.AfterFunc) per tools/call.
 func (x *session) routeRequest(ctx context.Context, st *seat, r *core.Request) (json.RawMessage, error) {
-	ch := make(chan routed, 1)
-	abandon := st.lease.GoContext(ctx, r, func(raw json.RawMessage, err error) { ch <- routed{raw, err} })
+	w := x.front.waiters.Get().(*waiter)
+	abandon := st.lease.GoContext(ctx, r, w.done)
 	var a routed
+	reuse := true
 	select {
-	case a = <-ch:
+	case a = <-w.answer:
 	case <-ctx.Done():
-		abandon(ctx.Err())
-		return nil, ctx.Err()
+		a, reuse = w.giveUp(abandon, ctx.Err())
 	case <-x.ctx.Done():
-		abandon(context.Canceled)
-		return nil, context.Canceled
+		a, reuse = w.giveUp(abandon, context.Canceled)
+	}
+	if reuse {
+		x.front.waiters.Put(w)
 	}
 	raw, err := a.raw, a.err
 	if err != nil {
@@ -529,6 +531,39 @@ type routed struct {
 	err error
 }
 
+// waiter is where a routed request's answer is awaited: its channel and
+// the callback that fills it are made once and reused (Server.waiters),
+// rather than a channel and a closure per call. The core calls a
+// request's callback exactly once, however the request settles (answer,
+// timeout, computer gone, abandon), so a waiter whose answer was taken is
+// empty again.
+type waiter struct {
+	answer chan routed
+	done   func(json.RawMessage, error)
+}
+
+func newWaiter() any {
+	w := &waiter{answer: make(chan routed, 1)}
+	w.done = func(raw json.RawMessage, err error) { w.answer <- routed{raw, err} }
+	return w
+}
+
+// giveUp abandons the request and returns err, as the request's answer.
+// The waiter is reusable when the callback has run (abandoning settles the
+// request and calls it at once, unless an answer settled it first): what it
+// got is taken, so the waiter is empty again. Otherwise it is not reused and
+// the late callback fills a channel nobody reads; the request never waits
+// for it.
+func (w *waiter) giveUp(abandon func(error), err error) (routed, bool) {
+	abandon(err)
+	select {
+	case <-w.answer:
+		return routed{err: err}, true
+	default:
+		return routed{err: err}, false
+	}
+}
+
 // ended is the error of a request of the session whose context is ctx once
 // either has ended (nil while both live): a request ends with its session.
 func (x *session) ended(ctx context.Context) error {
@@ -536,17 +571,6 @@ func (x *session) ended(ctx context.Context) error {
 		return err
 	}
 	return x.ctx.Err()
-}
-
-// callContext is ctx ending also with the session, for work that cannot
-// watch both (x.ended).
-func (x *session) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(x.ctx, cancel)
-	return ctx, func() {
-		stop()
-		cancel()
-	}
 }
 
 // close ends the session: its office is free again for another agent.

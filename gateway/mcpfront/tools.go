@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -225,8 +226,9 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 			return nil, mcpError(err, false)
 		}
 		if bytes.Contains(raw, []byte("a2c_blob_handle")) {
-			ctx, cancel := x.callContext(ctx)
-			defer cancel()
+			// Each read of a blob ends with ctx or the session, as the
+			// call did (routeRequest): no context of its own to end with
+			// both.
 			if raw, err = x.fillBlobs(ctx, computer, raw); err != nil {
 				if cerr := x.ended(ctx); cerr != nil {
 					return nil, cerr
@@ -284,7 +286,9 @@ func toolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 			}
 		case "_meta", "meta":
 			if !isNull(v) && v[0] != '{' {
-				return fmt.Errorf("%s is %.20s, not an object", key, v)
+				// A copy of key: the key itself stays in the caller's
+				// frame (no allocation per field).
+				return fmt.Errorf("%s is %.20s, not an object", strings.Clone(key), v)
 			}
 			if key == "_meta" {
 				meta, hasMeta = v, true
@@ -300,7 +304,9 @@ func toolResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
 	if isNull(content) || (smcpMeta != nil && hasMeta) {
 		return fullToolResult(raw, meta, smcpMeta)
 	}
-	items, err := smcp.SplitArray(content)
+	// Split into an array of the frame's: an answer has a few items.
+	var buf [8]json.RawMessage
+	items, err := smcp.AppendArray(buf[:0], content)
 	if err != nil {
 		return nil, malformedResult(fmt.Errorf("content: %w", err))
 	}
