@@ -104,12 +104,7 @@ func TestCrossNodeCallAllocations(t *testing.T) {
 	to := core.Member{Node: "c", SID: "csid"}
 	payload := json.RawMessage(`{"tool_name":"echo","params":{"text":"hi"}}`)
 	var got json.RawMessage
-	done := func(raw json.RawMessage, err error) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = raw
-	}
+	done := answerInto(t, &got)
 	call := func() {
 		got = nil
 		n.caller.Request(to, "client:tool_call", payload, time.Minute, done)
@@ -139,12 +134,7 @@ func TestRemoteCallAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got json.RawMessage
-	done := func(raw json.RawMessage, err error) {
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = raw
-	}
+	done := answerInto(t, &got)
 	call := func() {
 		got = nil
 		n.agent.Go(r, done)
@@ -169,5 +159,16 @@ func TestRemoteCallAllocations(t *testing.T) {
 	t.Logf("allocations per cross-node call from Session.Go (both nodes, Redis client left out): %.0f", per)
 	if per > maxRemoteAllocs {
 		t.Fatalf("%.0f allocations per cross-node call, want at most %d", per, maxRemoteAllocs)
+	}
+}
+
+// answerInto is a callback that keeps the answer in *got, failing the test
+// on an error.
+func answerInto(t *testing.T, got *json.RawMessage) func(json.RawMessage, error) {
+	return func(raw json.RawMessage, err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		*got = raw
 	}
 }

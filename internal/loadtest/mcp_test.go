@@ -47,17 +47,12 @@ func TestMCPModesCallThroughGateway(t *testing.T) {
 // The floor relay answers both MCP modes in place (its MCP floor), with no
 // errors: the bench's gateway/MCP floor ratio compares two working paths.
 func TestMCPModesOnFloor(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, KindFloor, Node{}, ln, slog.New(slog.DiscardHandler)) }()
+	base := serveKind(ctx, t, KindFloor)
 	var runs []Options
 	for _, m := range []Mode{ModeMCP, ModeMCPRaw} {
-		runs = append(runs, Options{URL: "http://" + ln.Addr().String(), Mode: m, Offices: 2, InFlight: 2, Duration: 600 * time.Millisecond, ParamBytes: 64})
+		runs = append(runs, Options{URL: base, Mode: m, Offices: 2, InFlight: 2, Duration: 600 * time.Millisecond, ParamBytes: 64})
 	}
 	res, err := RunTurns(ctx, runs, 2)
 	if err != nil {
@@ -68,8 +63,24 @@ func TestMCPModesOnFloor(t *testing.T) {
 			t.Errorf("%s: %d calls, %d errors (%s)", x.Mode, x.Calls, x.Errors, x.FirstError)
 		}
 	}
-	cancel()
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		t.Errorf("floor: %v", err)
+}
+
+// serveKind serves a server of kind (Serve) on a loopback port until ctx
+// ends, and returns its base URL; the test fails if it ends with an error.
+func serveKind(ctx context.Context, t *testing.T, kind string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, kind, Node{}, ln, slog.New(slog.DiscardHandler)) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("%s: %v", kind, err)
+		}
+	})
+	return "http://" + ln.Addr().String()
 }

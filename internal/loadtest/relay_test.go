@@ -2,9 +2,6 @@ package loadtest
 
 import (
 	"context"
-	"errors"
-	"log/slog"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -23,15 +20,9 @@ import (
 // computer answers once it has joined (the in-place floors answer without
 // one): the relay rows measure a leg to a real computer.
 func TestRelayFloorForwards(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, KindRelay, Node{}, ln, slog.New(slog.DiscardHandler)) }()
-	base := "http://" + ln.Addr().String()
+	base := serveKind(ctx, t, KindRelay)
 
 	rpc := smcpv1connect.NewAgentServiceClient(http.DefaultClient, base)
 	params, err := structpb.NewStruct(map[string]any{"text": "hi"})
@@ -85,10 +76,5 @@ func TestRelayFloorForwards(t *testing.T) {
 	}
 	if text, ok := mres.Content[0].(*mcp.TextContent); !ok || text.Text != echoed || mres.IsError {
 		t.Errorf("tools/call answered %+v, want the echo of %s", mres, echoed)
-	}
-
-	cancel()
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		t.Errorf("relay floor: %v", err)
 	}
 }
