@@ -220,8 +220,7 @@ type answer struct {
 // answer is ignored.
 func (s *Session) Route(ctx context.Context, r *Request) (json.RawMessage, error) {
 	ch := make(chan answer, 1)
-	c, o, remote, err := s.resolve(ctx, r)
-	p := s.goTo(r, c, o, remote, err, func(raw json.RawMessage, err error) { ch <- answer{raw, err} })
+	p := s.goContext(ctx, r, func(raw json.RawMessage, err error) { ch <- answer{raw, err} })
 	select {
 	case a := <-ch:
 		return a.raw, a.err
@@ -250,11 +249,17 @@ func (s *Session) Go(r *Request, done func(json.RawMessage, error)) (abandon fun
 // node in a cluster, ends with ctx. ctx bounds only that wait: once routed,
 // the call is settled as Go says.
 func (s *Session) GoContext(ctx context.Context, r *Request, done func(json.RawMessage, error)) (abandon func(error)) {
-	c, o, remote, err := s.resolve(ctx, r)
-	if p := s.goTo(r, c, o, remote, err, done); p != nil {
+	if p := s.goContext(ctx, r, done); p != nil {
 		return p.abandon
 	}
 	return noAbandon
+}
+
+// goContext is GoContext returning the call in flight, or nil when done was
+// called at once (Route abandons the call itself: no abandon func to make).
+func (s *Session) goContext(ctx context.Context, r *Request, done func(json.RawMessage, error)) *pendingCall {
+	c, o, remote, err := s.resolve(ctx, r)
+	return s.goTo(r, c, o, remote, err, done)
 }
 
 // TryGo is Go when it need not wait, and without abandon: false, and
