@@ -378,13 +378,19 @@ func (e *rawEncoder) Encode(p *parser.Packet) []types.BufferInterface {
 	if !ok || (p.Type != parser.EVENT && p.Type != parser.ACK) || parser.HasBinary(args) {
 		return e.std.Encode(p)
 	}
-	size := 32
+	return []types.BufferInterface{types.NewStringBuffer(encodeArgs(p.Type, p.Nsp, p.Id, args))}
+}
+
+// encodeArgs is the packet <type>[<nsp>,][<id>][args...] in one buffer
+// sized for its raw JSON arguments (appendArg encodes each).
+func encodeArgs(t parser.PacketType, nsp string, id *uint64, args []any) []byte {
+	size := len(nsp) + 32
 	for _, a := range args {
 		if r, ok := a.(json.RawMessage); ok {
 			size += len(r) + 1
 		}
 	}
-	b := appendHeader(make([]byte, 0, size), p.Type, p.Nsp, p.Id)
+	b := appendHeader(make([]byte, 0, size), t, nsp, id)
 	b = append(b, '[')
 	for i, a := range args {
 		if i > 0 {
@@ -392,8 +398,7 @@ func (e *rawEncoder) Encode(p *parser.Packet) []types.BufferInterface {
 		}
 		b = appendArg(b, a)
 	}
-	b = append(b, ']')
-	return []types.BufferInterface{types.NewStringBuffer(b)}
+	return append(b, ']')
 }
 
 // appendHeader appends a packet's <type>[<nsp>,][<id>].

@@ -606,22 +606,7 @@ func (a *acker) send(args []any, _ error) {
 	if a.sent.Swap(true) || !a.sock.Connected() {
 		return
 	}
-	nsp := a.sock.Nsp().Name()
-	size := len(nsp) + 32
-	for _, x := range args {
-		if r, ok := x.(json.RawMessage); ok {
-			size += len(r) + 1
-		}
-	}
-	b := appendHeader(make([]byte, 0, size), parser.ACK, nsp, &a.id)
-	b = append(b, '[')
-	for i, x := range args {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendArg(b, x)
-	}
-	a.write(append(b, ']'))
+	a.write(encodeArgs(parser.ACK, a.sock.Nsp().Name(), &a.id, args))
 }
 
 // write hands one encoded Socket.IO packet to the connection's engine
