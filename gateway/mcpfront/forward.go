@@ -85,10 +85,9 @@ type forwarder struct {
 	// registry round trip, which every forwarded request used to make.
 	mu     sync.Mutex
 	owners map[string]ownerEntry
-	// proxied are the cancels of the requests being proxied (track), ended
-	// by close.
-	proxied map[*http.Request]context.CancelFunc
-	closed  bool
+	// life ends at close, and with it the requests being proxied.
+	life    context.Context
+	endLife context.CancelFunc
 	// lookups counts the registry lookups (tests).
 	lookups atomic.Int64
 }
@@ -122,7 +121,8 @@ func newForwarder(peers Peers, logger *slog.Logger) *forwarder {
 		// No ResponseHeaderTimeout: a tools/call is answered when the
 		// computer answers, and the client's deadline bounds it.
 	}
-	f := &forwarder{transport: tr, peers: peers, owners: map[string]ownerEntry{}, proxied: map[*http.Request]context.CancelFunc{}}
+	f := &forwarder{transport: tr, peers: peers, owners: map[string]ownerEntry{}}
+	f.life, f.endLife = context.WithCancel(context.Background())
 	f.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(pr.In.Context().Value(targetKey{}).(target).url)
@@ -213,41 +213,13 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, owner string) {
 	// Close ends proxied streams as it ends the node's own.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	s.fwd.track(r, cancel)
-	defer s.fwd.untrack(r)
+	defer context.AfterFunc(s.fwd.life, cancel)()
 	s.fwd.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, targetKey{}, target{owner: owner, url: to})))
-}
-
-// track records the cancel of request r while it is proxied, for close;
-// once closed, it cancels at once. A map entry per request, where a
-// context.AfterFunc on the front end's life cost two allocations and a
-// registration in that context.
-func (f *forwarder) track(r *http.Request, cancel context.CancelFunc) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		cancel()
-		return
-	}
-	f.proxied[r] = cancel
-}
-
-func (f *forwarder) untrack(r *http.Request) {
-	f.mu.Lock()
-	delete(f.proxied, r)
-	f.mu.Unlock()
 }
 
 // close ends the requests being proxied, and every later one.
 func (f *forwarder) close() {
-	f.mu.Lock()
-	f.closed = true
-	proxied := f.proxied
-	f.proxied = nil
-	f.mu.Unlock()
-	for _, cancel := range proxied {
-		cancel()
-	}
+	f.endLife()
 	f.transport.CloseIdleConnections()
 }
 
