@@ -125,19 +125,24 @@ func (p *polling) Pause(onPause func()) {
 	}
 	_ = p.On("pollComplete", maybePause)
 	_ = p.On("drain", maybePause)
+	maybePause()
 	if hook := testHookPause.Load(); hook != nil {
 		(*hook)(p)
 	}
-	maybePause()
 }
 
-// testHookPause, when set by a test, runs in Pause between the moment its
-// listeners are in place and its first look at the transport's state.
+// testHookPause, when set by a test, runs in Pause just after its first
+// look at the transport's state (upstream registered its listeners after
+// that look).
 var testHookPause atomic.Pointer[func(*polling)]
 
-// testHookPollAnswered, when set by a test, runs in OnData once the poll's
-// packets are handled, before it decides whether to poll again.
+// testHookPollAnswered, when set by a test, runs in OnData once it has
+// decided whether to poll again, before it emits pollComplete and acts on
+// the decision.
 var testHookPollAnswered atomic.Pointer[func(*polling)]
+
+// testHookPoll, when set by a test, runs as a poll starts.
+var testHookPoll atomic.Pointer[func(*polling)]
 
 // _poll starts a new polling cycle and initiates a new polling request.
 //
@@ -148,6 +153,9 @@ var testHookPollAnswered atomic.Pointer[func(*polling)]
 // sends its poll and its writes as independent requests too.
 func (p *polling) _poll() {
 	clientPollingLog.Debug("polling")
+	if hook := testHookPoll.Load(); hook != nil {
+		(*hook)(p)
+	}
 	p.mu.Lock()
 	if p.released {
 		p.mu.Unlock()
@@ -213,14 +221,14 @@ func (p *polling) OnData(data types.BufferInterface) {
 	// came just before that emit paused on it, and a poll went out anyway,
 	// soon cancelled by the release; whatever the server wrote to it before
 	// the upgrade reached it was lost.
-	if hook := testHookPollAnswered.Load(); hook != nil {
-		(*hook)(p)
-	}
 	p.mu.Lock()
 	readyState := p.ReadyState()
 	again := TransportStateOpen == readyState
 	p._polling.Store(again)
 	p.mu.Unlock()
+	if hook := testHookPollAnswered.Load(); hook != nil {
+		(*hook)(p)
+	}
 	if TransportStateClosed == readyState {
 		return
 	}

@@ -70,10 +70,11 @@ func setHook[T any](t *testing.T, p *atomic.Pointer[T], fn T) {
 }
 
 // The poll that Pause waits for is answered (the server's NOOP for the
-// upgrade) while Pause looks at the transport. Upstream looked, then
+// upgrade) just after Pause looked at the transport. Upstream looked, then
 // registered its pollComplete listener: a poll answered in between was
 // missed, the transport never paused, the upgrade never finished, and the
-// socket kept every packet buffered from then on.
+// socket kept every packet buffered from then on. The hook holds Pause
+// right after its look until the poll has been answered.
 func TestPauseSeesPollAnsweredMeanwhile(t *testing.T) {
 	url := echoServer(t)
 	// pollDone is closed by the test's own pollComplete listener, registered
@@ -171,23 +172,24 @@ func TestFlushRacingUpgradeIsDelivered(t *testing.T) {
 // the upgrade was lost.
 func TestNoPollAfterPause(t *testing.T) {
 	url := echoServer(t)
-	var forced atomic.Bool
-	var answered atomic.Value // chan struct{}: the poll held until the pause
+	var forced, late atomic.Bool
 	setHook(t, &testHookPollAnswered, func(p *polling) {
 		if p.ReadyState() != TransportStateOpen || p.Socket().Id() == "" {
 			return // the handshake, or the upgrade already pausing
 		}
-		// Hold the answer until the upgrade pauses the transport (the
-		// probe's pong), for 3 s at most.
+		// The decision to poll again is taken: hold it until the upgrade
+		// starts pausing the transport (the probe's pong), for 3 s at most.
 		deadline := time.Now().Add(3 * time.Second)
 		for p.ReadyState() == TransportStateOpen && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
 		if p.ReadyState() != TransportStateOpen {
-			p.mu.Lock()
-			answered.Store(p.inFlight)
-			p.mu.Unlock()
 			forced.Store(true)
+		}
+	})
+	setHook(t, &testHookPoll, func(p *polling) {
+		if p.ReadyState() == TransportStatePaused {
+			late.Store(true)
 		}
 	})
 	// The echo must come back on a poll before the probe's pong pauses the
@@ -217,22 +219,21 @@ func TestNoPollAfterPause(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatalf("try %d: no echo", try)
 		}
-		// Once released, the old transport starts no poll, and the one in
-		// flight, if any, has been announced.
+		// The old transport is released without a poll started once paused.
 		p := old.(*polling)
 		for start := time.Now(); ; time.Sleep(time.Millisecond) {
 			p.mu.Lock()
-			released, last := p.released, p.inFlight
+			released := p.released
 			p.mu.Unlock()
 			if released {
-				if forced.Load() && last != answered.Load().(chan struct{}) {
-					t.Fatalf("try %d: a poll started after the upgrade paused the transport", try)
-				}
 				break
 			}
 			if time.Since(start) > 20*time.Second {
 				t.Fatal("the paused transport was never released")
 			}
+		}
+		if late.Load() {
+			t.Fatalf("try %d: a poll started after the upgrade paused the transport", try)
 		}
 		s.Close()
 	}
