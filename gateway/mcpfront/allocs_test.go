@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
@@ -181,22 +180,12 @@ func TestAbandonedCallLeavesNoAnswer(t *testing.T) {
 		go func() {
 			answered <- c.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"pc__echo","arguments":{"text":"hold"}}}`)
 		}()
-		var late func(json.RawMessage, error)
-		select {
-		case late = <-held:
-		case <-time.After(waitFor):
-			t.Fatal("the held call did not reach the computer")
-		}
+		late := recv(t, held, "the held call at the computer")
 		if w := c.do(http.MethodDelete, ""); w.Code >= 300 {
 			t.Fatalf("DELETE: status %d: %s", w.Code, w.Body)
 		}
-		select {
-		case w := <-answered:
-			if bytes.Contains(w.Body.Bytes(), []byte("late")) {
-				t.Fatalf("the abandoned call answered %s", w.Body)
-			}
-		case <-time.After(waitFor):
-			t.Fatal("the abandoned call was not answered")
+		if w := recv(t, answered, "the abandoned call's answer"); bytes.Contains(w.Body.Bytes(), []byte("late")) {
+			t.Fatalf("the abandoned call answered %s", w.Body)
 		}
 		late(json.RawMessage(`{"content":[{"type":"text","text":"late"}],"isError":false}`), nil)
 		for i := range 3 {
@@ -204,13 +193,8 @@ func TestAbandonedCallLeavesNoAnswer(t *testing.T) {
 			// Bounded: a wait that holds a stale answer may block its
 			// next callback, and so a call, for good.
 			go func() { answered <- other.do(http.MethodPost, body) }()
-			select {
-			case w := <-answered:
-				if !bytes.Contains(w.Body.Bytes(), []byte(`"text":"hello"`)) {
-					t.Fatalf("round %d: call %d answered %d %s", round, i, w.Code, w.Body)
-				}
-			case <-time.After(waitFor):
-				t.Fatalf("round %d: call %d not answered", round, i)
+			if w := recv(t, answered, "a later call's answer"); !bytes.Contains(w.Body.Bytes(), []byte(`"text":"hello"`)) {
+				t.Fatalf("round %d: call %d answered %d %s", round, i, w.Code, w.Body)
 			}
 		}
 	}

@@ -111,6 +111,20 @@ func BenchmarkToolCall(b *testing.B) {
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "calls/s")
 		b.ReportMetric(float64((cpuTime()-cpu).Microseconds())/float64(b.N), "cpu-µs/call")
 	}
+	// rawCalls runs tools/call as raw HTTP posts on one session of url,
+	// each answer holding want.
+	rawCalls := func(b *testing.B, url, want string) {
+		c := newRawSession(b, url, keyAll)
+		var ids atomic.Int64
+		run(b, func(ctx context.Context) error {
+			body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"pc__echo","arguments":{"text":"hello"}}}`, ids.Add(1))
+			answer, err := c.post(ctx, body)
+			if err == nil && !bytes.Contains(answer, []byte(want)) {
+				err = fmt.Errorf("answer %s", answer)
+			}
+			return err
+		})
+	}
 	b.Run("mcp", func(b *testing.B) {
 		cs := mustDial(b, g, "M", nil, "x-api-key", keyAll)
 		params := &mcp.CallToolParams{Name: "pc__echo", Arguments: map[string]any{"text": "hello"}}
@@ -123,16 +137,7 @@ func BenchmarkToolCall(b *testing.B) {
 		})
 	})
 	b.Run("mcp-http", func(b *testing.B) {
-		c := newRawSession(b, endpoint(g, "M"), keyAll)
-		var ids atomic.Int64
-		run(b, func(ctx context.Context) error {
-			body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"pc__echo","arguments":{"text":"hello"}}}`, ids.Add(1))
-			answer, err := c.post(ctx, body)
-			if err == nil && !bytes.Contains(answer, []byte(`"text":"hello"`)) {
-				err = fmt.Errorf("answer %s", answer)
-			}
-			return err
-		})
+		rawCalls(b, endpoint(g, "M"), `"text":"hello"`)
 	})
 	b.Run("mcp-http-floor", func(b *testing.B) {
 		// The bench's MCP floor (internal/loadtest): the go-sdk's handler
@@ -142,16 +147,7 @@ func BenchmarkToolCall(b *testing.B) {
 		mux.Handle(mcpfront.Pattern, loadtest.NewMCPFloor(quiet))
 		srv := httptest.NewServer(mux)
 		b.Cleanup(srv.Close)
-		c := newRawSession(b, srv.URL+"/mcp/M", keyAll)
-		var ids atomic.Int64
-		run(b, func(ctx context.Context) error {
-			body := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"pc__echo","arguments":{"text":"hello"}}}`, ids.Add(1))
-			answer, err := c.post(ctx, body)
-			if err == nil && !bytes.Contains(answer, []byte(`hello`)) {
-				err = fmt.Errorf("answer %s", answer)
-			}
-			return err
-		})
+		rawCalls(b, srv.URL+"/mcp/M", `hello`)
 	})
 	b.Run("socketio", func(b *testing.B) {
 		a, err := agent.Dial(ctxT(b), sioclient.Options{Version: smcp.ProtocolVersion, URL: g.URL, APIKey: keyAll, Logger: quiet}, "alice")

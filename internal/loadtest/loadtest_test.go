@@ -45,14 +45,19 @@ func TestReadProcSelf(t *testing.T) {
 	if s.RSS <= 0 || s.Sys > s.CPU {
 		t.Errorf("RSS %d, system %s of CPU %s", s.RSS, s.Sys, s.CPU)
 	}
-	// Each ReadFile is at least one read: the count follows.
-	for range 10 {
-		if _, err := os.ReadFile("/proc/self/stat"); err != nil {
-			t.Fatal(err)
+	// Each ReadFile is at least one read: the count follows, where the
+	// kernel keeps it (/proc/<pid>/io; readIO says 0 otherwise).
+	if _, err := os.Stat("/proc/self/io"); err != nil {
+		t.Logf("no read/write counts here: %v", err)
+	} else {
+		for range 10 {
+			if _, err := os.ReadFile("/proc/self/stat"); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	if s2, err := ReadProc(strconv.Itoa(os.Getpid())); err != nil || s2.IO < s.IO+10 {
-		t.Errorf("read/write calls %d then %d after 10 reads (%v)", s.IO, s2.IO, err)
+		if s2, err := ReadProc(strconv.Itoa(os.Getpid())); err != nil || s2.IO < s.IO+10 {
+			t.Errorf("read/write calls %d then %d after 10 reads (%v)", s.IO, s2.IO, err)
+		}
 	}
 	if _, err := ReadProc("0"); err == nil {
 		t.Error("pid 0 read")
