@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"time"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -29,12 +30,43 @@ type Principal struct {
 	// gateway. Only an operator may evict an office's agent. A bearer
 	// token is never one.
 	Operator bool
+	// Expires is when the credential stops being valid (a token's exp);
+	// zero for an API key, which is valid until it is revoked.
+	Expires time.Time
+	// revoked ends when a reload of the keys removes or changes the key
+	// (nil: never). See Bound.
+	revoked context.Context
 	// reserved are the names other keys of the same ring hold as their
 	// Name. A key without a Name may not use them: else it could act as
 	// that agent over a stateless front end (sharing its office slot,
 	// cancelling its calls). Shared between the ring's principals, never
 	// written after the ring is built.
 	reserved map[string]struct{}
+}
+
+// ErrCredentialExpired and ErrKeyRevoked are the causes (context.Cause) of
+// a context from Principal.Bound that ended with its credential.
+var (
+	ErrCredentialExpired = smcp.Errorf(smcp.CodeUnauthenticated, "the token has expired")
+	ErrKeyRevoked        = smcp.Errorf(smcp.CodeUnauthenticated, "the API key was revoked")
+)
+
+// Bound returns a context that ends when ctx does or when p's credential
+// does: at Expires, or when its key is revoked. Whatever outlives one
+// request (a Socket.IO connection, a watch or listen stream, an MCP
+// session) serves under it, so that an expired token or a revoked key ends
+// it; context.Cause says which. The caller must call cancel.
+func (p *Principal) Bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	cancelDeadline := func() {}
+	if !p.Expires.IsZero() {
+		ctx, cancelDeadline = context.WithDeadlineCause(ctx, p.Expires, ErrCredentialExpired)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := func() bool { return false }
+	if p.revoked != nil {
+		stop = context.AfterFunc(p.revoked, func() { cancel(ErrKeyRevoked) })
+	}
+	return ctx, func() { stop(); cancel(context.Canceled); cancelDeadline() }
 }
 
 // AllowsRole reports whether p may act in role.
