@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/smcpgw/smcp-gateway/internal/testdeps"
 )
 
 // repoRoot is the repository root, two levels above this package.
@@ -25,21 +27,6 @@ func repoRoot(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return root
-}
-
-// need returns the path of a program the test cannot do without. It is
-// skipped without it, except under CI (CI=true), where .ci/run installs it:
-// there a missing program is a failure, not a pass by not running.
-func need(t *testing.T, program string) string {
-	t.Helper()
-	path, err := exec.LookPath(program)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is required under CI (.ci/run installs it): %v", program, err)
-		}
-		t.Skipf("%s is not installed", program)
-	}
-	return path
 }
 
 const buildinfoPkg = "github.com/smcpgw/smcp-gateway/internal/buildinfo"
@@ -204,7 +191,7 @@ func TestGoreleaserCheck(t *testing.T) {
 // verify insists that ExecStart's program exists: the copy checked names an
 // existing executable instead of /usr/local/bin/smcp, nothing else changed.
 func TestSystemdUnit(t *testing.T) {
-	analyze := need(t, "systemd-analyze")
+	analyze := testdeps.Program(t, "systemd-analyze", "systemd")
 	root := repoRoot(t)
 	const name = "smcp-gateway.service"
 	unit, err := os.ReadFile(filepath.Join(root, "examples", "systemd", name))
