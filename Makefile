@@ -62,7 +62,7 @@ unit:
 
 # Release builds (docs/INSTALL.md). The ldflags are those of .goreleaser.yaml
 # (test/release checks that they agree): stripped, and stamped for `smcp version`.
-BUILDINFO := github.com/smcpgw/smcp-gateway/internal/buildinfo
+BUILDINFO := github.com/smcpgw/smcp-gateway/buildinfo
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo "(devel)")
 REVISION ?= $(shell r=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$r || echo $$r-dirty; })
 STAMP_LDFLAGS = -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).revision=$(REVISION)

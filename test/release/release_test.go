@@ -29,7 +29,7 @@ func repoRoot(t testing.TB) string {
 	return root
 }
 
-const buildinfoPkg = "github.com/smcpgw/smcp-gateway/internal/buildinfo"
+const buildinfoPkg = "github.com/smcpgw/smcp-gateway/buildinfo"
 
 type goreleaserConfig struct {
 	Version int `yaml:"version"`
@@ -147,12 +147,12 @@ func TestGoreleaserConfig(t *testing.T) {
 	}
 }
 
-// buildPrintinfo builds internal/buildinfo's printinfo program with the
+// buildPrintinfo builds buildinfo's printinfo program with the
 // given ldflags, without VCS stamping, and returns what it prints.
 func buildPrintinfo(t *testing.T, root string, ldflags []string) map[string]string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "printinfo")
-	cmd := exec.Command("go", "build", "-buildvcs=false", "-ldflags", strings.Join(ldflags, " "), "-o", bin, "./internal/buildinfo/testdata/printinfo")
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-ldflags", strings.Join(ldflags, " "), "-o", bin, "./buildinfo/testdata/printinfo")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
