@@ -58,7 +58,7 @@ breaking:
 	else echo "buf breaking: no previous commit with proto/, skipped"; fi
 
 unit:
-	$(GO) test $(GOTEST_FLAGS) ./... github.com/modelcontextprotocol/go-sdk/internal/json github.com/modelcontextprotocol/go-sdk/internal/jsonrpc2 github.com/modelcontextprotocol/go-sdk/mcp github.com/zishang520/socket.io/v3/pkg/types github.com/zishang520/socket.io/v3/pkg/utils github.com/zishang520/socket.io/servers/engine/v3 github.com/zishang520/socket.io/servers/engine/v3/transports github.com/zishang520/socket.io/clients/engine/v3 github.com/zishang520/socket.io/adapters/redis/v3/adapter
+	$(GO) test $(GOTEST_FLAGS) ./...
 
 # Release builds (docs/INSTALL.md). The ldflags are those of .goreleaser.yaml
 # (test/release checks that they agree): stripped, and stamped for `smcp version`.

@@ -4,9 +4,8 @@ import (
 	"context"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/mcp"
 	"github.com/smcpgw/smcp-gateway/smcp/organize"
 	"github.com/smcpgw/smcp-gateway/smcp/windowuri"
 )

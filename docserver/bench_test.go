@@ -7,9 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/smcpgw/smcp-gateway/docserver/dpe"
+	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/mcp"
 )
 
 // BenchmarkReadPage reads a page of the example report through a real MCP

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/mcp"
 )
 
 // maxCompletions is the most values one completion returns (the MCP limit).

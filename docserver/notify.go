@@ -5,8 +5,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
+	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/mcp"
 	"github.com/smcpgw/smcp-gateway/smcp/dpeuri"
 )
 

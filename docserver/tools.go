@@ -8,10 +8,10 @@ import (
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/smcpgw/smcp-gateway/docserver/dpe"
 	"github.com/smcpgw/smcp-gateway/docserver/formats"
+	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/mcp"
 )
 
 // Tool limits.

@@ -25,8 +25,6 @@ import (
 	"connectrpc.com/otelconnect"
 	"github.com/prometheus/client_golang/prometheus"
 	goredis "github.com/redis/go-redis/v9"
-	redisv3 "github.com/zishang520/socket.io/adapters/redis/v3"
-	redisadapter "github.com/zishang520/socket.io/adapters/redis/v3/adapter"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
@@ -38,6 +36,8 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 	"github.com/smcpgw/smcp-gateway/gateway/tokens"
+	redisv3 "github.com/smcpgw/smcp-gateway/internal/fork/socketio/adapters/redis"
+	redisadapter "github.com/smcpgw/smcp-gateway/internal/fork/socketio/adapters/redis/adapter"
 )
 
 // maxHeaderBytes bounds a request's headers (HTTP/1 and HTTP/2).

@@ -13,12 +13,12 @@ import (
 	"unicode/utf8"
 
 	"connectrpc.com/connect"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/mcp"
 )
 
 // invalidUTF8 is what issue 22 sent: a byte that starts no UTF-8 sequence,

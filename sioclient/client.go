@@ -31,13 +31,13 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/zishang520/socket.io/clients/engine/v3/transports"
-	"github.com/zishang520/socket.io/clients/socket/v3"
-	sockettypes "github.com/zishang520/socket.io/servers/socket/v3"
-	"github.com/zishang520/socket.io/v3/pkg/types"
 	"google.golang.org/protobuf/proto"
 
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/clients/engine/transports"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/clients/socket"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/pkg/types"
+	sockettypes "github.com/smcpgw/smcp-gateway/internal/fork/socketio/servers/socket"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 

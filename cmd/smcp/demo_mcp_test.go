@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/mcp"
 )
 
 // checkMCPLine connects the go-sdk MCP client as the banner's mcpServers

@@ -9,10 +9,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/smcpgw/smcp-gateway/docserver"
 	"github.com/smcpgw/smcp-gateway/docserver/formats"
+	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/mcp"
 )
 
 // runDocs serves a folder as dpe:// documents: over stdio by default (the way

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/jsonrpc"
 )
 
 // Upstream authorization (PROTOCOL-0.4.md §7 C8). An HTTP MCP server that

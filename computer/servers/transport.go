@@ -11,9 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/smcpgw/smcp-gateway/computer/config"
+	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/mcp"
 )
 
 // newTransport builds the go-sdk transport of a resolved server. closeFn

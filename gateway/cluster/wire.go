@@ -3,9 +3,9 @@ package cluster
 import (
 	"encoding/json"
 
-	"github.com/zishang520/socket.io/adapters/redis/v3"
-	"github.com/zishang520/socket.io/parsers/socket/v3/parser"
-	"github.com/zishang520/socket.io/v3/pkg/utils"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/adapters/redis"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/parsers/socket/parser"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/pkg/utils"
 )
 
 // rawJSONKey names the one key of the map that carries a raw JSON argument

@@ -5,8 +5,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/zishang520/socket.io/adapters/redis/v3"
-	"github.com/zishang520/socket.io/parsers/socket/v3/parser"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/adapters/redis"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/parsers/socket/parser"
 )
 
 // TestWireKeepsRawArguments: the raw JSON arguments of the packets the

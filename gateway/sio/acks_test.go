@@ -10,9 +10,9 @@ import (
 	"time"
 
 	ws "github.com/gorilla/websocket"
-	"github.com/zishang520/socket.io/servers/socket/v3"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/servers/socket"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 

@@ -4,9 +4,8 @@ import (
 	"encoding/json"
 	"sync"
 
-	"github.com/zishang520/socket.io/servers/socket/v3"
-
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/servers/socket"
 )
 
 // notifyEvent carries a notification between nodes (a server-side emit of

@@ -9,9 +9,8 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/zishang520/socket.io/parsers/socket/v3/parser"
-	"github.com/zishang520/socket.io/v3/pkg/types"
-
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/parsers/socket/parser"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/pkg/types"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 

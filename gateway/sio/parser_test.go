@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/zishang520/socket.io/parsers/socket/v3/parser"
-	"github.com/zishang520/socket.io/v3/pkg/types"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/parsers/socket/parser"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/pkg/types"
 )
 
 func decodeOne(t *testing.T, frames ...any) *parser.Packet {

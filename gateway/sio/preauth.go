@@ -9,10 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zishang520/socket.io/servers/engine/v3"
-
 	"github.com/smcpgw/smcp-gateway/gateway/httpauth"
 	"github.com/smcpgw/smcp-gateway/gateway/metrics"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/servers/engine"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 

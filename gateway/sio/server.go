@@ -15,9 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zishang520/socket.io/parsers/socket/v3/parser"
-	"github.com/zishang520/socket.io/servers/socket/v3"
-	"github.com/zishang520/socket.io/v3/pkg/types"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
@@ -25,6 +22,9 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/httpauth"
 	"github.com/smcpgw/smcp-gateway/gateway/inflight"
 	"github.com/smcpgw/smcp-gateway/gateway/metrics"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/parsers/socket/parser"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/pkg/types"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/servers/socket"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 

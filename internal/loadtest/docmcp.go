@@ -9,12 +9,11 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/config"
 	"github.com/smcpgw/smcp-gateway/computer/servers"
 	"github.com/smcpgw/smcp-gateway/computer/tools"
+	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/mcp"
 	"github.com/smcpgw/smcp-gateway/smcp"
 	"github.com/smcpgw/smcp-gateway/smcp/dpeuri"
 )

@@ -8,9 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zishang520/socket.io/servers/socket/v3"
-	"github.com/zishang520/socket.io/v3/pkg/types"
-
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/pkg/types"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/servers/socket"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 

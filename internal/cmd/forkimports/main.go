@@ -17,13 +17,13 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"go/ast"
 	"go/format"
 	"go/parser"
 	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -105,8 +105,9 @@ func main() {
 }
 
 // rewrite replaces the upstream import paths of one file (or, with dryRun,
-// only reports whether it has any). It edits the path literals in place and
-// then formats the file, which sorts each import group again.
+// only reports whether it has any). A rewritten import moves to the group of
+// this module's own imports when the file has one (a one-line import without
+// a comment of its own); the file is then formatted, which sorts each group.
 func rewrite(path string, dryRun bool) (bool, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
@@ -117,28 +118,52 @@ func rewrite(path string, dryRun bool) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("parse %s: %w", path, err)
 	}
-	type edit struct {
-		start, end int
-		lit        string
+	lines := bytes.SplitAfter(src, []byte("\n"))
+	line := func(p token.Pos) int { return fset.Position(p).Line - 1 }
+	// ownLast is the last line of the file's group of its own imports.
+	// Only imports inside parentheses move, and only into parentheses.
+	ownLast := -1
+	grouped := map[*ast.ImportSpec]bool{}
+	for _, decl := range f.Decls {
+		d, ok := decl.(*ast.GenDecl)
+		if !ok || d.Tok != token.IMPORT || !d.Lparen.IsValid() {
+			continue
+		}
+		for _, s := range d.Specs {
+			spec := s.(*ast.ImportSpec)
+			grouped[spec] = true
+			p, _ := strconv.Unquote(spec.Path.Value)
+			if _, fork := forkPath(p); !fork && (p == module || strings.HasPrefix(p, module+"/")) {
+				ownLast = max(ownLast, line(spec.End()))
+			}
+		}
 	}
-	var edits []edit
+	moved := map[int][]byte{} // line index -> lines inserted after it
+	found := false
 	for _, spec := range f.Imports {
 		old, err := strconv.Unquote(spec.Path.Value)
 		if err != nil {
 			return false, fmt.Errorf("%s: import %s: %w", path, spec.Path.Value, err)
 		}
-		if to, ok := forkPath(old); ok {
-			start := fset.Position(spec.Path.Pos()).Offset
-			edits = append(edits, edit{start, start + len(spec.Path.Value), strconv.Quote(to)})
+		to, ok := forkPath(old)
+		if !ok {
+			continue
+		}
+		found = true
+		i := line(spec.Pos())
+		lines[i] = bytes.Replace(lines[i], []byte(spec.Path.Value), []byte(strconv.Quote(to)), 1)
+		if ownLast >= 0 && grouped[spec] && spec.Doc == nil && i == line(spec.End()) {
+			moved[ownLast] = append(moved[ownLast], lines[i]...)
+			lines[i] = nil
 		}
 	}
-	if len(edits) == 0 || dryRun {
-		return len(edits) > 0, nil
+	if !found || dryRun {
+		return found, nil
 	}
-	slices.Reverse(edits)
-	out := bytes.Clone(src)
-	for _, e := range edits {
-		out = slices.Concat(out[:e.start], []byte(e.lit), out[e.end:])
+	var out []byte
+	for i, l := range lines {
+		out = append(out, l...)
+		out = append(out, moved[i]...)
 	}
 	formatted, err := format.Source(out)
 	if err != nil {

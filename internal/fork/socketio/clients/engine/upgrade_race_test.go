@@ -1,0 +1,240 @@
+package engine
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/pkg/types"
+	enginesrv "github.com/smcpgw/smcp-gateway/internal/fork/socketio/servers/engine"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/servers/engine/config"
+)
+
+// These tests force, with hooks, two interleavings of the upgrade from
+// long-polling to WebSocket that JavaScript's single thread never sees and
+// this port's goroutines do (see ../PATCHED.md, "The upgrade window").
+// Found through sioclient: about one join in sixty lost its answer with
+// polling first (gateway/mcpfront, -count=30 under -race).
+
+// echoServer is a real engine (upgrade check every 100 ms, as by default)
+// that answers each message with "echo:" and the message.
+func echoServer(t *testing.T) string {
+	t.Helper()
+	srv := enginesrv.NewServer(config.DefaultServerOptions())
+	hs := httptest.NewServer(srv)
+	t.Cleanup(func() {
+		srv.Close()
+		hs.Close()
+	})
+	_ = srv.On("connection", func(a ...any) {
+		sock := a[0].(enginesrv.Socket)
+		_ = sock.On("message", func(a ...any) {
+			if data, ok := a[0].(types.BufferInterface); ok {
+				sock.Send(strings.NewReader("echo:"+data.String()), nil, nil)
+			}
+		})
+	})
+	return hs.URL
+}
+
+// pollingFirst dials url with long-polling, upgrading to WebSocket; the
+// channels report the socket's open, its upgrade and its messages.
+func pollingFirst(t *testing.T, url string) (s Socket, opened, upgraded <-chan struct{}, messages <-chan string) {
+	t.Helper()
+	opts := DefaultSocketOptions()
+	opts.SetTransports(types.NewSet[TransportCtor](&PollingBuilder{}, &WebSocketBuilder{}))
+	s = MakeSocket()
+	open, up := make(chan struct{}), make(chan struct{})
+	var openOnce, upOnce sync.Once
+	msgs := make(chan string, 16)
+	_ = s.On("open", func(...any) { openOnce.Do(func() { close(open) }) })
+	_ = s.On("upgrade", func(...any) { upOnce.Do(func() { close(up) }) })
+	_ = s.On("message", func(a ...any) {
+		if r, ok := a[0].(io.Reader); ok {
+			b, _ := io.ReadAll(r)
+			msgs <- string(b)
+		}
+	})
+	s.Construct(url, opts)
+	t.Cleanup(func() { s.Close() })
+	return s, open, up, msgs
+}
+
+func setHook[T any](t *testing.T, p *atomic.Pointer[T], fn T) {
+	p.Store(&fn)
+	t.Cleanup(func() { p.Store(nil) })
+}
+
+// The poll that Pause waits for is answered (the server's NOOP for the
+// upgrade) just after Pause looked at the transport. Upstream looked, then
+// registered its pollComplete listener: a poll answered in between was
+// missed, the transport never paused, the upgrade never finished, and the
+// socket kept every packet buffered from then on. The hook holds Pause
+// right after its look until the poll has been answered.
+func TestPauseSeesPollAnsweredMeanwhile(t *testing.T) {
+	url := echoServer(t)
+	// pollDone is closed by the test's own pollComplete listener, registered
+	// when the upgrade starts, before Pause runs.
+	var pollDone atomic.Pointer[chan struct{}]
+	var forced atomic.Bool
+	setHook(t, &testHookPause, func(p *polling) {
+		done := pollDone.Load()
+		if done == nil || !p._polling.Load() {
+			return // no poll in flight: nothing to force this time
+		}
+		forced.Store(true)
+		select {
+		case <-*done:
+		case <-time.After(10 * time.Second):
+			t.Error("the poll in flight was never answered")
+		}
+	})
+	// The server answers the pending poll 100 ms after the probe; a busy
+	// machine may answer it before the probe's pong, so a few tries.
+	for try := 1; !forced.Load(); try++ {
+		if try > 10 {
+			t.Fatal("no upgrade paused a transport with a poll in flight in 10 tries")
+		}
+		done := make(chan struct{})
+		var once sync.Once
+		pollDone.Store(&done)
+		s, _, upgraded, messages := pollingFirst(t, url)
+		_ = s.On("upgrading", func(...any) {
+			_ = s.Transport().On("pollComplete", func(...any) { once.Do(func() { close(done) }) })
+		})
+		select {
+		case <-upgraded:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("try %d: the upgrade never finished (transport %s, forced %v): the pause missed the poll's end", try, s.Transport().Name(), forced.Load())
+		}
+		s.Send(strings.NewReader("after"), nil, nil)
+		select {
+		case got := <-messages:
+			if got != "echo:after" {
+				t.Fatalf("got %q after the upgrade", got)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("try %d: no echo after the upgrade", try)
+		}
+		pollDone.Store(nil)
+		s.Close()
+	}
+}
+
+// A message whose flush has seen no upgrade under way reaches the server
+// although the upgrade pauses the polling transport before the flush hands
+// it over. Upstream set the socket's upgrading flag without the flush lock:
+// the paused transport discarded the message.
+func TestFlushRacingUpgradeIsDelivered(t *testing.T) {
+	url := echoServer(t)
+	var armed atomic.Bool
+	setHook(t, &testHookFlush, func(s *socketWithoutUpgrade) {
+		if !armed.CompareAndSwap(true, false) {
+			return
+		}
+		// Give the upgrade time to pause the polling transport (with the
+		// change it cannot start while a flush sends: the wait runs out).
+		deadline := time.Now().Add(3 * time.Second)
+		for s.Transport().ReadyState() == TransportStateOpen && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	})
+	s, opened, _, messages := pollingFirst(t, url)
+	select {
+	case <-opened:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the socket did not open")
+	}
+	if s.Transport().Name() != "polling" {
+		t.Fatalf("opened on %s, want polling", s.Transport().Name())
+	}
+	armed.Store(true)
+	s.Send(strings.NewReader("during"), nil, nil)
+	select {
+	case got := <-messages:
+		if got != "echo:during" {
+			t.Fatalf("got %q", got)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the message sent as the upgrade started never reached the server (transport now %s)", s.Transport().Name())
+	}
+}
+
+// A poll answered just before the upgrade pauses the transport is the
+// last: no poll starts once the transport is paused. Upstream decided to
+// poll again from the state it read before emitting pollComplete; a Pause
+// just before that emit paused on it, and a poll went out anyway, soon
+// cancelled by the release: whatever the server wrote to it before it saw
+// the upgrade was lost.
+func TestNoPollAfterPause(t *testing.T) {
+	url := echoServer(t)
+	var forced, late atomic.Bool
+	setHook(t, &testHookPollAnswered, func(p *polling) {
+		if p.ReadyState() != TransportStateOpen || p.Socket().Id() == "" {
+			return // the handshake, or the upgrade already pausing
+		}
+		// The decision to poll again is taken: hold it until the upgrade
+		// starts pausing the transport (the probe's pong), for 3 s at most.
+		deadline := time.Now().Add(3 * time.Second)
+		for p.ReadyState() == TransportStateOpen && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if p.ReadyState() != TransportStateOpen {
+			forced.Store(true)
+		}
+	})
+	setHook(t, &testHookPoll, func(p *polling) {
+		if p.ReadyState() == TransportStatePaused {
+			late.Store(true)
+		}
+	})
+	// The echo must come back on a poll before the probe's pong pauses the
+	// transport; when the pong wins, try again.
+	for try := 1; !forced.Load(); try++ {
+		if try > 10 {
+			t.Fatal("no poll was answered before the upgrade paused the transport in 10 tries")
+		}
+		s, opened, upgraded, messages := pollingFirst(t, url)
+		select {
+		case <-opened:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the socket did not open")
+		}
+		old := s.Transport()
+		s.Send(strings.NewReader("before"), nil, nil)
+		select {
+		case <-upgraded:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("try %d: the upgrade never finished", try)
+		}
+		select {
+		case got := <-messages:
+			if got != "echo:before" {
+				t.Fatalf("got %q", got)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("try %d: no echo", try)
+		}
+		// The old transport is released without a poll started once paused.
+		p := old.(*polling)
+		for start := time.Now(); ; time.Sleep(time.Millisecond) {
+			p.mu.Lock()
+			released := p.released
+			p.mu.Unlock()
+			if released {
+				break
+			}
+			if time.Since(start) > 20*time.Second {
+				t.Fatal("the paused transport was never released")
+			}
+		}
+		if late.Load() {
+			t.Fatalf("try %d: a poll started after the upgrade paused the transport", try)
+		}
+		s.Close()
+	}
+}

@@ -1,0 +1,5 @@
+package engine
+
+import "github.com/smcpgw/smcp-gateway/internal/fork/socketio/pkg/version"
+
+const VERSION = version.VERSION

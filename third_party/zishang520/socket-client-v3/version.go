@@ -1,5 +1,0 @@
-package socket
-
-import "github.com/zishang520/socket.io/v3/pkg/version"
-
-const VERSION = version.VERSION
