@@ -4,18 +4,12 @@
 //
 // # The Socket.IO client in your program
 //
-// This module builds the zishang520 Socket.IO client from patched copies
-// (third_party/zishang520, see PATCHED.md there) through replace directives
-// in its go.mod. Go applies replace directives of the main module only: a
-// program that imports this package gets the upstream modules
-// (clients/engine/v3 and clients/socket/v3 v3.0.1, socket.io/v3 v3.0.2)
-// unless its own go.mod repeats the replace directives (with the
-// third_party folders copied or vendored next to it). It builds and works
-// either way; with upstream, the fixes are missing: a first dial attempt
-// can be lost and wait for its timeout, every closed client leaves a
-// goroutine and ~32 KiB behind, and a gateway refusing the protocol version
-// (4008, close 4900) is retried instead of reported. Long-running programs
-// should copy the replace directives; `smcp agent` (cmd/smcp) has them.
+// The zishang520 Socket.IO client this package dials with is patched (a
+// lost first dial attempt, a lost message around the upgrade from polling,
+// python-socketio interop, a goroutine and ~32 KiB left per closed client,
+// version refusals retried): the patched code is this module's own
+// (internal/fork/socketio, see PATCHED.md there), so a program importing
+// this package builds with it, and needs no replace directive.
 package agent
 
 import (

@@ -34,6 +34,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/clients/engine"
 	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/clients/engine/transports"
 	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/clients/socket"
 	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/pkg/types"
@@ -474,13 +475,7 @@ func (c *Client) Err() error {
 // into a *VersionError; nil for any other error. Retrying such a refusal
 // would only repeat it.
 func versionRefusal(err error, sent string) error {
-	// Matched by method, not by the patched engine's type: a program
-	// importing this package without our replace directives builds against
-	// the upstream engine, which has no such type (and detects nothing).
-	var he interface {
-		error
-		HandshakeResponse() (status int, header http.Header, body []byte)
-	}
+	var he *engine.HandshakeError
 	if !errors.As(err, &he) {
 		return nil
 	}

@@ -15,7 +15,7 @@ import (
 // A closed client leaves nothing behind: no goroutine, and no memory once
 // collected. Upstream, each client kept ~32 KiB forever (task queues with a
 // finalizer in a reference cycle, never collected; see
-// third_party/zishang520/PATCHED.md): 200 clients would leave 6 MiB.
+// internal/fork/socketio/PATCHED.md): 200 clients would leave 6 MiB.
 func TestClosedClientsAreReleased(t *testing.T) {
 	gw, err := gateway.Start(gateway.Config{Auth: core.AllowAll{}}, "127.0.0.1:0")
 	if err != nil {

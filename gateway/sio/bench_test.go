@@ -205,7 +205,7 @@ func goroutinesCreated() int64 {
 // (docs/BENCHMARKS.md, "The computer leg"): 166 per call before them. It
 // fails when one of the cuts is undone: the gateway's own (direct packet
 // writes, acks answered by the gateway), the engine's and the socket.io
-// server's (third_party/zishang520/PATCHED.md); the smallest, the socket.io
+// server's (internal/fork/socketio/PATCHED.md); the smallest, the socket.io
 // server's skip of events nobody listens to, is worth 2.8.
 // Allocations are counted, never time.
 func TestComputerLegAllocations(t *testing.T) {

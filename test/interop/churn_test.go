@@ -18,7 +18,7 @@ import (
 
 // Connections that come and go must not leave goroutines behind in the
 // gateway (the upstream engine leaked one per connection closed by its peer:
-// see third_party/zishang520/PATCHED.md). The clients run in Node, so every
+// see internal/fork/socketio/PATCHED.md). The clients run in Node, so every
 // goroutine counted here is the gateway's.
 func TestConnectionChurnLeavesNoGoroutines(t *testing.T) {
 	dir := nodetest.Require(t, ".")

@@ -1,4 +1,4 @@
-// Tests of the local patches (third_party/modelcontextprotocol/PATCHED.md)
+// Tests of the local patches (internal/fork/mcpsdk/PATCHED.md)
 // that spare a request decodes: what is read is what upstream read.
 
 package mcp

@@ -1,4 +1,4 @@
-// Tests of the local patch (third_party/modelcontextprotocol/PATCHED.md): a
+// Tests of the local patch (internal/fork/mcpsdk/PATCHED.md): a
 // client's protocol mistakes are not logged at Error, and a notification
 // the transport refuses (no stream to carry it) is not logged at Warn.
 

@@ -45,7 +45,7 @@ func setCompleteResultType(res Result) {
 	if r, ok := res.(completeResultResponse); ok {
 		r.setResultType(resultTypeComplete)
 	}
-	// Local patch (third_party/modelcontextprotocol/PATCHED.md): a tools/call,
+	// Local patch (internal/fork/mcpsdk/PATCHED.md): a tools/call,
 	// resources/read or prompts/get result made by middleware rather than by
 	// the server's own handler (which sets it in handleMultiRoundTripResult)
 	// had no resultType, which 2026-07-28 requires. Without input requests it
@@ -345,7 +345,7 @@ type CallToolResult struct {
 // unchanged and not be decoded and encoded again. raw must be a JSON object
 // that is a valid CallToolResult (the caller checks it); isError is what its
 // "isError" says, for middleware to read. The other fields stay empty: raw
-// is the result. (Local patch, see third_party/modelcontextprotocol/PATCHED.md.)
+// is the result. (Local patch, see internal/fork/mcpsdk/PATCHED.md.)
 func RawCallToolResult(raw json.RawMessage, isError bool) *CallToolResult {
 	return &CallToolResult{raw: raw, IsError: isError, Content: []Content{}}
 }

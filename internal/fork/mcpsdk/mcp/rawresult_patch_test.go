@@ -1,4 +1,4 @@
-// Tests of the local patch (third_party/modelcontextprotocol/PATCHED.md): a
+// Tests of the local patch (internal/fork/mcpsdk/PATCHED.md): a
 // RawCallToolResult reaches the client as the bytes it was made of.
 
 package mcp

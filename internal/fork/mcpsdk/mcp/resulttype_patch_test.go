@@ -1,4 +1,4 @@
-// Tests of the local patch (third_party/modelcontextprotocol/PATCHED.md): a
+// Tests of the local patch (internal/fork/mcpsdk/PATCHED.md): a
 // result made by middleware has the resultType of protocol 2026-07-28.
 
 package mcp

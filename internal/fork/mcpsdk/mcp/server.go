@@ -1485,7 +1485,7 @@ func (ss *ServerSession) initialized(ctx context.Context, params *InitializedPar
 	})
 
 	if !wasInit {
-		// Local patch (third_party/modelcontextprotocol/PATCHED.md): a
+		// Local patch (internal/fork/mcpsdk/PATCHED.md): a
 		// client's mistake, answered with an error, is not the server's: Info.
 		ss.server.opts.Logger.Info("initialized before initialize")
 		return nil, fmt.Errorf("%q before %q", notificationInitialized, methodInitialize)

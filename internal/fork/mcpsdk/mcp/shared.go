@@ -491,7 +491,7 @@ func notifySessions[S Session, P Params](sessions []S, method string, params P, 
 }
 
 // logNotifyError logs a notification that could not be sent. Local patch
-// (third_party/modelcontextprotocol/PATCHED.md): one the transport refused
+// (internal/fork/mcpsdk/PATCHED.md): one the transport refused
 // (jsonrpc2.ErrRejected: a streamable session whose client opened no
 // standalone stream, which the spec allows, or whose stream is gone) is
 // dropped by design, and at Warn it was one line per notification per
@@ -551,7 +551,7 @@ func extractRequestMeta(rawParams json.RawMessage) Meta {
 	if len(rawParams) == 0 {
 		return nil
 	}
-	// Local patch (third_party/modelcontextprotocol/PATCHED.md): params that
+	// Local patch (internal/fork/mcpsdk/PATCHED.md): params that
 	// hold neither the letters _meta nor an escape cannot have the key, and
 	// are not decoded (twice per request) to find that out.
 	if !bytes.Contains(rawParams, []byte("_meta")) && bytes.IndexByte(rawParams, '\\') < 0 {

@@ -739,7 +739,7 @@ func (t *ioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // or an array of JSON-RPC messages.
 func readBatch(data []byte) (msgs []jsonrpc.Message, isBatch bool, _ error) {
 	// Try to read an array of messages first. Local patch
-	// (third_party/modelcontextprotocol/PATCHED.md): only when it can be one;
+	// (internal/fork/mcpsdk/PATCHED.md): only when it can be one;
 	// decoding a lone message as an array failed on every request, and the
 	// failure's error was built each time.
 	var rawBatch []json.RawMessage

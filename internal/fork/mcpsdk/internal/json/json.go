@@ -40,7 +40,7 @@ func (d *Decoder) Decode(v any) error {
 // struct fields case-sensitively, and rejects anything but white space after
 // that value.
 //
-// PATCHED (smcp-gateway, see third_party/modelcontextprotocol/PATCHED.md):
+// PATCHED (smcp-gateway, see internal/fork/mcpsdk/PATCHED.md):
 // upstream wraps data in a streaming Decoder, whose first read allocates a
 // 32 KiB buffer and copies data into it; a server decodes every request 4-5
 // times. Parse reads data in place with the same flag.

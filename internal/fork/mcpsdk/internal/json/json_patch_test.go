@@ -1,4 +1,4 @@
-// Tests of the smcp-gateway patch (third_party/modelcontextprotocol/PATCHED.md):
+// Tests of the smcp-gateway patch (internal/fork/mcpsdk/PATCHED.md):
 // Unmarshal parses its input in place instead of through a streaming Decoder.
 
 package json

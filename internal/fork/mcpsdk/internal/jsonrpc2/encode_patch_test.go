@@ -1,4 +1,4 @@
-// Tests of the local patch (third_party/modelcontextprotocol/PATCHED.md): a
+// Tests of the local patch (internal/fork/mcpsdk/PATCHED.md): a
 // successful response is encoded without reflection over its envelope, to
 // the same bytes as upstream's path.
 

@@ -1,4 +1,4 @@
-// Tests of the local patch (third_party/modelcontextprotocol/PATCHED.md):
+// Tests of the local patch (internal/fork/mcpsdk/PATCHED.md):
 // handler goroutines are reused, never handed a request while busy, and are
 // gone once the connection is.
 

@@ -166,7 +166,7 @@ func EncodeMessage(msg Message) ([]byte, error) {
 // json.Compact, which is what encoding/json without HTML escaping does to a
 // RawMessage member (it validates it and removes white space), so the bytes
 // are those of the generic path. Local patch
-// (third_party/modelcontextprotocol/PATCHED.md). Not ok: an ID that path has
+// (internal/fork/mcpsdk/PATCHED.md). Not ok: an ID that path has
 // to handle (none), or a result that is not valid JSON (the generic path
 // reports it).
 func appendResult(r *Response) ([]byte, bool) {

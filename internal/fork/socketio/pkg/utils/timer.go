@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Patched (see third_party/zishang520/PATCHED.md): a Timer is stopped by
+// Patched (see internal/fork/socketio/PATCHED.md): a Timer is stopped by
 // closing its stop channel, once. Upstream sent on an unbuffered channel
 // without blocking, which nobody received when the timer's goroutine had not
 // reached its select yet (a timeout cleared right after it was set: a fast
