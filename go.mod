@@ -15,6 +15,7 @@ require (
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/go-jose/go-jose/v4 v4.1.4
 	github.com/go-pdf/fpdf v0.9.0
+	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/google/jsonschema-go v0.4.3
 	github.com/gorilla/websocket v1.5.3
 	github.com/itchyny/gojq v0.12.18
@@ -29,6 +30,7 @@ require (
 	github.com/zishang520/socket.io/clients/engine/v3 v3.0.1
 	github.com/zishang520/socket.io/clients/socket/v3 v3.0.1
 	github.com/zishang520/socket.io/parsers/socket/v3 v3.0.2
+	github.com/zishang520/socket.io/servers/engine/v3 v3.0.2
 	github.com/zishang520/socket.io/servers/socket/v3 v3.0.2
 	github.com/zishang520/socket.io/v3 v3.0.2
 	go.opentelemetry.io/otel v1.46.0
@@ -85,7 +87,6 @@ require (
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	github.com/zishang520/socket.io/adapters/adapter/v3 v3.0.2 // indirect
 	github.com/zishang520/socket.io/parsers/engine/v3 v3.0.2 // indirect
-	github.com/zishang520/socket.io/servers/engine/v3 v3.0.2 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.46.0 // indirect
 	go.opentelemetry.io/otel/metric v1.46.0 // indirect
