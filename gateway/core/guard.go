@@ -540,3 +540,53 @@ func (h *Hub) toolsChanged(n Notification) {
 		}
 	}
 }
+
+// Guards makes one Guard of several (rules, quotas, audit), asked in
+// order: a call is admitted when every one admits it, and the guards
+// that admitted a call a later one refused are told so (an Outcome whose
+// Err is the refusal), so that an audit first in line records refusals.
+// A listing shows what every guard shows.
+func Guards(gs ...Guard) Guard {
+	if len(gs) == 1 {
+		return gs[0]
+	}
+	return guards(gs)
+}
+
+type guards []Guard
+
+func (gs guards) Admit(ctx context.Context, c *Call) (func(Outcome), error) {
+	var dones []func(Outcome)
+	for _, g := range gs {
+		done, err := g.Admit(ctx, c)
+		if err != nil {
+			for _, d := range dones {
+				d(Outcome{Err: err, BytesIn: int64(len(c.Payload))})
+			}
+			return nil, err
+		}
+		if done != nil {
+			dones = append(dones, done)
+		}
+	}
+	switch len(dones) {
+	case 0:
+		return nil, nil
+	case 1:
+		return dones[0], nil
+	}
+	return func(o Outcome) {
+		for _, d := range dones {
+			d(o)
+		}
+	}, nil
+}
+
+func (gs guards) Visible(c *Call) bool {
+	for _, g := range gs {
+		if !g.Visible(c) {
+			return false
+		}
+	}
+	return true
+}
