@@ -191,6 +191,22 @@ func (r *Rules) Check(names []string) error {
 	return nil
 }
 
+// Empty reports rules without any rule set: nothing to apply.
+func (r *Rules) Empty() bool { return r == nil || len(r.sets) == 0 }
+
+// Names are the rule sets' names, sorted.
+func (r *Rules) Names() []string {
+	if r == nil {
+		return nil
+	}
+	out := make([]string, 0, len(r.sets))
+	for n := range r.sets {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Engine is the core.Guard of the rules; Set replaces them (a reload of
 // the keys file) atomically.
 type Engine struct {
