@@ -55,6 +55,9 @@ type Request struct {
 	// with ErrComputerGone instead of GoneResult, for front ends (RPC) that
 	// report a computer gone as an error rather than a tool result.
 	GoneAsError bool
+	// unguarded: the core's own request (Session.listTools), not the
+	// agent's, so not the guard's to admit.
+	unguarded bool
 }
 
 // RequestMessage is what every client: request message has.
@@ -259,8 +262,19 @@ func (s *Session) GoContext(ctx context.Context, r *Request, done func(json.RawM
 // called at once (Route abandons the call itself: no abandon func to make).
 func (s *Session) goContext(ctx context.Context, r *Request, done func(json.RawMessage, error)) *pendingCall {
 	c, o, remote, err := s.resolve(ctx, r)
+	if err == nil && s.guarded(r) {
+		guarded, _, gerr := s.admit(ctx, r, o.id, true, done)
+		if gerr != nil {
+			err = gerr
+		} else {
+			done = guarded
+		}
+	}
 	return s.goTo(r, c, o, remote, err, done)
 }
+
+// guarded reports whether r is for Config.Guard to admit.
+func (s *Session) guarded(r *Request) bool { return s.hub.cfg.Guard != nil && !r.unguarded }
 
 // TryGo is Go when it need not wait, and without abandon: false, and
 // nothing is done, when the computer is not a session of this node and only
@@ -270,6 +284,10 @@ func (s *Session) goContext(ctx context.Context, r *Request, done func(json.RawM
 // computer of this node, the hot path, costs what Go costs. Its call is
 // settled as Go says, or when the caller's session closes.
 func (s *Session) TryGo(r *Request, done func(json.RawMessage, error)) bool {
+	guarded := s.guarded(r)
+	if guarded && s.hub.peers != nil {
+		return false // the guard may wait on the cluster (see Guard.Admit)
+	}
 	c, o, remote, _, err := s.resolveLocal(r)
 	switch {
 	case err != nil, c != nil:
@@ -279,6 +297,17 @@ func (s *Session) TryGo(r *Request, done func(json.RawMessage, error)) bool {
 		return false
 	default:
 		err = errNoComputer()
+	}
+	if err == nil && guarded {
+		admitted, ok, gerr := s.admit(context.Background(), r, o.id, false, done)
+		switch {
+		case !ok:
+			return false // the guard needs the computer's tools: a wait
+		case gerr != nil:
+			err = gerr
+		default:
+			done = admitted
+		}
 	}
 	s.goTo(r, c, o, remote, err, done)
 	return true

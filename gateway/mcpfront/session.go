@@ -31,6 +31,8 @@ type session struct {
 	// their own (session.seat).
 	own     *seat
 	shared  bool // an office's shared view: see officeView
+	// viewKey is a shared view's key in Server.views (viewKeyOf).
+	viewKey string
 	server  *mcp.Server
 	limiter *rate.Limiter // nil: no limit
 	log     *slog.Logger

@@ -143,7 +143,8 @@ func (s *Server) useView(p *core.Principal, office string) (*session, error) {
 	if s.closed {
 		return nil, smcp.Errorf(codeUnavailable, "the gateway is shutting down")
 	}
-	if v := s.views[office]; v != nil {
+	key := s.viewKeyOf(p, office)
+	if v := s.views[key]; v != nil {
 		s.viewUsers[v]++
 		return v, nil
 	}
@@ -152,11 +153,11 @@ func (s *Server) useView(p *core.Principal, office string) (*session, error) {
 		return nil, err
 	}
 	v := newView(s, "office:"+office, p, office, "", watch)
-	v.shared = true
+	v.shared, v.viewKey = true, key
 	v.vs.resync = true // listed by its first request
 	v.server = mcp.NewServer(implementation(office), v.serverOptions())
 	v.server.AddReceivingMiddleware(v.middleware)
-	s.views[office] = v
+	s.views[key] = v
 	s.viewUsers[v] = 1
 	s.viewUsed[v] = time.Now()
 	// Counted under the lock that Close takes before it waits.
@@ -166,6 +167,16 @@ func (s *Server) useView(p *core.Principal, office string) (*session, error) {
 		v.pump()
 	}()
 	return v, nil
+}
+
+// viewKeyOf is the key of the view that serves p in office: one per
+// office, or, when the gateway's governance may show each caller other
+// tools (core.Config.Guard), one per office and key or token subject.
+func (s *Server) viewKeyOf(p *core.Principal, office string) string {
+	if s.hub.Config().Guard == nil {
+		return office
+	}
+	return office + "\x00" + p.ID
 }
 
 func (s *Server) doneWithView(v *session) {
@@ -200,8 +211,8 @@ func (s *Server) forgetView(v *session) {
 }
 
 func (s *Server) dropViewLocked(v *session) {
-	if s.views[v.office] == v {
-		delete(s.views, v.office)
+	if s.views[v.viewKey] == v {
+		delete(s.views, v.viewKey)
 	}
 	delete(s.viewUsers, v)
 	delete(s.viewUsed, v)

@@ -1,0 +1,592 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// Guard is governance as a step of the core's admission: permissions,
+// quotas and audit are decided here once, for every front end. With
+// Config.Guard set, the core asks it about every routed request (tool
+// calls, listings, desktop, finder, resources, skills, blobs, uploads)
+// once its caller and computer are resolved and before the computer sees
+// it, and tells it the outcome after. A front end never filters or counts
+// on its own.
+type Guard interface {
+	// Admit decides whether c may go to its computer. A refusal is an
+	// *smcp.Error, 403 for a rule and 429 with details.retry_after_ms for
+	// a quota; the core answers it as it answers its own refusals (wrapped
+	// so that errors.Is(err, ErrRefused)), and the computer never sees the
+	// call. Otherwise done, when not nil, is called exactly once with how
+	// the call ended.
+	//
+	// Admit runs on the caller's goroutine. On one node that may be the
+	// goroutine that reads a connection's packets (Session.TryGo): it must
+	// not wait there. In a cluster (Hub.SetPeers) TryGo leaves calls to
+	// GoContext, so that Admit may wait on the network, bounded by ctx.
+	// c and what it points to are valid during Admit only.
+	Admit(ctx context.Context, c *Call) (done func(Outcome), err error)
+	// Visible reports whether a listing shows c's tool to c's caller (c is
+	// a client:tool_call without arguments): whether the rules would let
+	// it be called, without spending any quota.
+	Visible(c *Call) bool
+}
+
+// Call is a routed request as a Guard sees it.
+type Call struct {
+	Principal *Principal
+	// Front is the front end the caller came through: FrontSocketIO,
+	// FrontRPC, FrontMCP or FrontConsole; Protocol the wire within it
+	// (Seat.Protocol: "connect", "grpc", "grpcweb"; "" otherwise).
+	Front, Protocol string
+	Office, Agent   string
+	Computer        string
+	// Event is the client: event (smcp.EventToolCall, ...).
+	Event string
+	ReqID string
+	// Tool is the tool of a client:tool_call, and the tool whose result
+	// minted the blob of a client:get_blob when this node relayed it; nil
+	// otherwise.
+	Tool *ToolView
+	// URI is the resource of the request: read_resource's uri, the window
+	// of get_desktop ("window://" for the whole desktop), "dpe://" for the
+	// finder, "skill://" for get_skills, "skill://{name}[/{rel_path}]" for
+	// get_skill and for the blob of a skill.
+	URI string
+	// Bundle is the MCP server of a get_resources listing (its bundle id).
+	Bundle string
+	// Args are a tool call's arguments (the params object) as the agent
+	// sent them; nil for other events.
+	Args json.RawMessage
+	// Payload is the whole request as it will be forwarded.
+	Payload json.RawMessage
+}
+
+// ToolView is what the core knows of one of a computer's tools, from the
+// computer's client:get_tools answer.
+type ToolView struct {
+	// Name is the tool as its computer names it, without the 0.3+ bundle
+	// prefix: the MCP server's name of the tool, or its alias ("echo").
+	Name string
+	// Exposed is the name the computer lists and is called by: from 0.3
+	// "{bundle_id}__{name}", in 0.2 the same as Name.
+	Exposed string
+	// BundleID is the owning MCP server (0.3+; "" in 0.2).
+	BundleID string
+	// Tags are the tags of the tool's ToolMeta.
+	Tags []string
+}
+
+// Outcome is how an admitted call ended.
+type Outcome struct {
+	// Err is nil for a good answer, else why not: an *smcp.Error (the
+	// computer's flat error, or the core's: 408 timeout, 404 computer
+	// gone, 429 too many pending, ...), ctx's error when the caller gave
+	// up (context.Canceled). A tool call answered with an isError
+	// CallToolResult reports the error behind it (see gatewayResultError):
+	// a timeout, a computer gone, the computer's a2c_error_code, an
+	// agent's cancellation.
+	Err      error
+	Duration time.Duration
+	// BytesIn is the request's size, BytesOut the answer's.
+	BytesIn, BytesOut int64
+}
+
+// ErrRefused is matched (errors.Is) by a refusal of the Config.Guard. The
+// error is also the guard's *smcp.Error, for the wire.
+var ErrRefused = errors.New("core: refused by the gateway's governance")
+
+type refusedError struct{ wire *smcp.Error }
+
+func (e refusedError) Error() string   { return e.wire.Error() }
+func (e refusedError) Unwrap() []error { return []error{e.wire, ErrRefused} }
+
+// refused wraps a guard's refusal; an error that is not an *smcp.Error is
+// the guard's own failure, answered 500 without its text.
+func (h *Hub) refused(c *Call, err error) error {
+	e, ok := smcp.AsError(err)
+	if !ok {
+		h.log.Error("guard failed", "event", c.Event, "office", c.Office, "computer", c.Computer, "err", err)
+		e = smcp.Errorf(smcp.CodeInternal, "internal error")
+	}
+	return refusedError{e}
+}
+
+// RetryAfter is how long a refusal asks its caller to wait
+// (details.retry_after_ms of a 429), and whether it asks at all.
+func RetryAfter(err error) (time.Duration, bool) {
+	e, ok := smcp.AsError(err)
+	if !ok || e.Code != CodeTooManyPending {
+		return 0, false
+	}
+	switch v := e.Details["retry_after_ms"].(type) {
+	case int:
+		return time.Duration(v) * time.Millisecond, true
+	case int64:
+		return time.Duration(v) * time.Millisecond, true
+	case float64:
+		return time.Duration(v * float64(time.Millisecond)), true
+	}
+	return 0, false
+}
+
+// guardFields are the request fields a Call is made of beyond the
+// routing fields.
+type guardFields struct {
+	ToolName   string          `json:"tool_name"`
+	Params     json.RawMessage `json:"params"`
+	URI        string          `json:"uri"`
+	Window     *string         `json:"window"`
+	MCPServer  string          `json:"mcp_server"`
+	Name       string          `json:"name"`
+	RelPath    string          `json:"rel_path"`
+	BlobHandle string          `json:"blob_handle"`
+}
+
+// admit asks the guard about r, routed to computer in o. It returns the
+// done the call is to be settled with: done itself, or done wrapped to
+// report the outcome and to filter a tool listing. ok is false when the
+// call needs the computer's tools and this node has not listed them
+// (fetch is then false: TryGo declines) or when they could not be listed.
+func (s *Session) admit(ctx context.Context, r *Request, officeID string, fetch bool,
+	done func(json.RawMessage, error)) (func(json.RawMessage, error), bool, error) {
+	h := s.hub
+	c := &Call{Principal: s.principal, Front: s.front, Protocol: s.wire, Office: officeID, Agent: s.name,
+		Computer: r.Computer, Event: r.Event, ReqID: r.ReqID, Payload: r.Payload}
+	if r.Event != smcp.EventGetTools {
+		var f guardFields
+		if err := json.Unmarshal(r.Payload, &f); err != nil {
+			return nil, true, smcp.Errorf(smcp.CodeBadRequest, "%s: %v", r.Event, err)
+		}
+		switch r.Event {
+		case smcp.EventToolCall:
+			c.Args = f.Params
+			t, listed := h.tools.lookup(officeID, r.Computer, f.ToolName)
+			if !listed {
+				if !fetch {
+					return nil, false, nil
+				}
+				if err := s.listTools(ctx, officeID, r.Computer); err != nil {
+					return nil, true, err
+				}
+				t, _ = h.tools.lookup(officeID, r.Computer, f.ToolName)
+			}
+			c.Tool = &t
+		case smcp.EventReadResource:
+			c.URI = f.URI
+		case smcp.EventGetDesktop:
+			c.URI = "window://"
+			if f.Window != nil {
+				c.URI = *f.Window
+			}
+		case smcp.EventGetFinder:
+			c.URI = "dpe://"
+		case smcp.EventGetSkills:
+			c.URI = "skill://"
+		case smcp.EventGetSkill:
+			c.URI = skillURI(f.Name, f.RelPath)
+		case smcp.EventGetResources:
+			c.Bundle = f.MCPServer
+		case smcp.EventGetBlob:
+			if o, ok := h.tools.blobOrigin(officeID, r.Computer, f.BlobHandle); ok {
+				c.Tool, c.URI = o.tool, o.uri
+			}
+		}
+	}
+	report, err := h.cfg.Guard.Admit(ctx, c)
+	if err != nil {
+		return nil, true, h.refused(c, err)
+	}
+	start := time.Now()
+	in := int64(len(r.Payload))
+	tool, uri := c.Tool, c.URI
+	return func(raw json.RawMessage, err error) {
+		if err == nil {
+			raw = s.relayed(r, officeID, tool, uri, raw)
+		}
+		if report != nil {
+			cause := err
+			if cause == nil {
+				cause = gatewayResultError(r, raw)
+			}
+			report(Outcome{Err: cause, Duration: time.Since(start), BytesIn: in, BytesOut: int64(len(raw))})
+		}
+		done(raw, err)
+	}, true, nil
+}
+
+// skillURI names a skill, or a file of it, for the guard.
+func skillURI(name, rel string) string {
+	if rel == "" || rel == "SKILL.md" {
+		return "skill://" + name
+	}
+	return "skill://" + name + "/" + rel
+}
+
+// gatewayResultError is the error behind an isError CallToolResult: the
+// gateway's own for a timeout or a computer gone, the computer's
+// a2c_error_code (4001 tool not found, ...), context.Canceled for a call
+// its agent cancelled; nil for another answer.
+func gatewayResultError(r *Request, raw json.RawMessage) error {
+	if !r.eventInfo().GatewayResults || len(raw) == 0 {
+		return nil
+	}
+	var res struct {
+		IsError bool `json:"isError"`
+		Meta    struct {
+			Code      int  `json:"a2c_error_code"`
+			Timeout   bool `json:"a2c_timeout"`
+			Cancelled bool `json:"a2c_cancelled"`
+		} `json:"meta"`
+	}
+	if json.Unmarshal(raw, &res) != nil || !res.IsError {
+		return nil
+	}
+	switch {
+	case res.Meta.Timeout:
+		return smcp.Errorf(smcp.CodeTimeout, "tool call timed out")
+	case res.Meta.Cancelled:
+		return context.Canceled
+	case res.Meta.Code != 0:
+		return smcp.Errorf(res.Meta.Code, "tool call failed")
+	}
+	return nil
+}
+
+// relayed is what the caller gets of an answer relayed to it: a tool
+// listing filtered by the guard (its tools recorded for the calls to come),
+// the blob handles of a result recorded with their producer.
+func (s *Session) relayed(r *Request, officeID string, tool *ToolView, uri string, raw json.RawMessage) json.RawMessage {
+	h := s.hub
+	switch r.Event {
+	case smcp.EventGetTools:
+		tools, err := parseTools(raw)
+		if err != nil {
+			return raw // the front end reports a malformed answer
+		}
+		h.tools.store(officeID, r.Computer, tools)
+		return s.filterTools(officeID, r.Computer, raw, tools)
+	case smcp.EventToolCall, smcp.EventGetSkill:
+		if strings.Contains(string(raw), "blob_handle") {
+			h.tools.recordBlobs(officeID, r.Computer, raw, blobOrigin{tool: tool, uri: uri})
+		}
+	}
+	return raw
+}
+
+// listedTool is one tool of a get_tools answer.
+type listedTool struct {
+	view ToolView
+	raw  json.RawMessage
+}
+
+func parseTools(raw json.RawMessage) ([]listedTool, error) {
+	var ret struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	if err := json.Unmarshal(raw, &ret); err != nil {
+		return nil, err
+	}
+	out := make([]listedTool, 0, len(ret.Tools))
+	for _, t := range ret.Tools {
+		var w struct {
+			Name     string         `json:"name"`
+			BundleID string         `json:"bundle_id"`
+			Meta     map[string]any `json:"meta"`
+		}
+		if err := json.Unmarshal(t, &w); err != nil {
+			return nil, err
+		}
+		v := ToolView{Name: w.Name, Exposed: w.Name, BundleID: w.BundleID}
+		if w.BundleID != "" {
+			// Not a split of the opaque name: the prefix is the bundle
+			// id the computer states, "__" its separator (§5.1).
+			if n, ok := strings.CutPrefix(w.Name, w.BundleID+"__"); ok {
+				v.Name = n
+			}
+		}
+		if s, ok := w.Meta[smcp.MetaToolMeta].(string); ok {
+			var tm smcpv1.ToolMeta
+			if err := json.Unmarshal([]byte(s), &tm); err == nil {
+				v.Tags = tm.GetTags()
+			}
+		}
+		out = append(out, listedTool{view: v, raw: t})
+	}
+	return out, nil
+}
+
+// filterTools is a get_tools answer without the tools the caller may not
+// call.
+func (s *Session) filterTools(officeID, computer string, raw json.RawMessage, tools []listedTool) json.RawMessage {
+	keep := make([]json.RawMessage, 0, len(tools))
+	for i := range tools {
+		c := Call{Principal: s.principal, Front: s.front, Protocol: s.wire, Office: officeID, Agent: s.name,
+			Computer: computer, Event: smcp.EventToolCall, Tool: &tools[i].view}
+		if s.hub.cfg.Guard.Visible(&c) {
+			keep = append(keep, tools[i].raw)
+		}
+	}
+	if len(keep) == len(tools) {
+		return raw
+	}
+	var ret map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &ret); err != nil {
+		return raw
+	}
+	b, err := json.Marshal(keep)
+	if err != nil {
+		return raw
+	}
+	ret["tools"] = b
+	out, err := json.Marshal(ret)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// listTools asks computer for its tools on the caller's behalf, for the
+// guard to know the tool of a call: the answer is recorded (relayed) and
+// not shown to anyone.
+func (s *Session) listTools(ctx context.Context, officeID, computer string) error {
+	reqID := "gw-tools-" + strconv.FormatUint(s.hub.reqSeq.Add(1), 10)
+	b, err := json.Marshal(map[string]any{"agent": s.name, "req_id": reqID, "computer": computer})
+	if err != nil {
+		return smcp.Errorf(smcp.CodeInternal, "list tools: %v", err)
+	}
+	r, err := ParseRequest(smcp.EventGetTools, b)
+	if err != nil {
+		return err
+	}
+	r.unguarded = true
+	raw, err := s.Route(ctx, r)
+	if err != nil {
+		return err
+	}
+	tools, err := parseTools(raw)
+	if err != nil {
+		return smcp.Errorf(smcp.CodeInternal, "computer %q: malformed tool list: %v", computer, err)
+	}
+	s.hub.tools.store(officeID, computer, tools)
+	return nil
+}
+
+// toolCache is what this node knows of its offices' computers' tools, from
+// their get_tools answers, until a computer says its list changed or
+// leaves; and which of their blobs came from which tool or skill.
+type toolCache struct {
+	mu    sync.Mutex
+	by    map[computerKey]*computerTools
+	limit int // blob origins kept per computer
+}
+
+type computerKey struct{ office, computer string }
+
+type computerTools struct {
+	tools map[string]ToolView // by exposed name; nil: not listed yet
+	blobs map[string]blobOrigin
+	// order is the blobs' handles oldest first, to keep limit of them.
+	order []string
+}
+
+type blobOrigin struct {
+	tool *ToolView
+	uri  string
+}
+
+// maxBlobOrigins bounds the blob handles remembered per computer.
+const maxBlobOrigins = 4096
+
+func (tc *toolCache) entry(office, computer string) *computerTools {
+	if tc.by == nil {
+		tc.by = map[computerKey]*computerTools{}
+	}
+	k := computerKey{office, computer}
+	e := tc.by[k]
+	if e == nil {
+		e = &computerTools{}
+		tc.by[k] = e
+	}
+	return e
+}
+
+// lookup finds a tool by the name it is called by; listed is false when the
+// computer's tools are not known. A tool its computer does not list is
+// known by that name alone.
+func (tc *toolCache) lookup(office, computer, exposed string) (t ToolView, listed bool) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	e := tc.by[computerKey{office, computer}]
+	if e == nil || e.tools == nil {
+		return ToolView{}, false
+	}
+	if t, ok := e.tools[exposed]; ok {
+		return t, true
+	}
+	return ToolView{Name: exposed, Exposed: exposed}, true
+}
+
+func (tc *toolCache) store(office, computer string, tools []listedTool) {
+	m := make(map[string]ToolView, len(tools))
+	for _, t := range tools {
+		m[t.view.Exposed] = t.view
+	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	tc.entry(office, computer).tools = m
+}
+
+// forget drops what is known of a computer's tools (its list changed);
+// gone also drops its blobs (it left).
+func (tc *toolCache) forget(office, computer string, gone bool) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	k := computerKey{office, computer}
+	if gone {
+		delete(tc.by, k)
+	} else if e := tc.by[k]; e != nil {
+		e.tools = nil
+	}
+}
+
+func (tc *toolCache) recordBlobs(office, computer string, raw json.RawMessage, o blobOrigin) {
+	handles := blobHandles(raw)
+	if len(handles) == 0 {
+		return
+	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	e := tc.entry(office, computer)
+	if e.blobs == nil {
+		e.blobs = map[string]blobOrigin{}
+	}
+	for _, h := range handles {
+		if _, ok := e.blobs[h]; ok {
+			continue
+		}
+		e.blobs[h] = o
+		e.order = append(e.order, h)
+		if len(e.order) > maxBlobOrigins {
+			delete(e.blobs, e.order[0])
+			e.order = e.order[1:]
+		}
+	}
+}
+
+func (tc *toolCache) blobOrigin(office, computer, handle string) (blobOrigin, bool) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	e := tc.by[computerKey{office, computer}]
+	if e == nil {
+		return blobOrigin{}, false
+	}
+	o, ok := e.blobs[handle]
+	return o, ok
+}
+
+// blobHandles finds the blob handles of an answer: get_skill's top-level
+// blob_handle, a tool result's items' _meta.a2c_blob_handle (§5.7).
+func blobHandles(raw json.RawMessage) []string {
+	var v struct {
+		BlobHandle string `json:"blob_handle"`
+		Content    []struct {
+			Meta struct {
+				Handle string `json:"a2c_blob_handle"`
+			} `json:"_meta"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	var out []string
+	if v.BlobHandle != "" {
+		out = append(out, v.BlobHandle)
+	}
+	for _, c := range v.Content {
+		if c.Meta.Handle != "" {
+			out = append(out, c.Meta.Handle)
+		}
+	}
+	return out
+}
+
+// toolsChanged drops what is known of a computer's tools when a
+// notification says they changed or that it entered or left.
+func (h *Hub) toolsChanged(n Notification) {
+	if h.cfg.Guard == nil {
+		return
+	}
+	switch p := n.Payload.(type) {
+	case *smcpv1.UpdateComputerConfigReq:
+		if n.Event == smcp.NotifyUpdateToolList || n.Event == smcp.NotifyUpdateConfig {
+			h.tools.forget(n.OfficeID, p.GetComputer(), false)
+		}
+	case *smcpv1.LeaveOfficeNotification:
+		if p.Computer != nil {
+			h.tools.forget(n.OfficeID, p.GetComputer(), true)
+		}
+	case *smcpv1.EnterOfficeNotification:
+		if p.Computer != nil {
+			h.tools.forget(n.OfficeID, p.GetComputer(), true)
+		}
+	}
+}
+
+// Guards makes one Guard of several (rules, quotas, audit), asked in
+// order: a call is admitted when every one admits it, and the guards
+// that admitted a call a later one refused are told so (an Outcome whose
+// Err is the refusal), so that an audit first in line records refusals.
+// A listing shows what every guard shows.
+func Guards(gs ...Guard) Guard {
+	if len(gs) == 1 {
+		return gs[0]
+	}
+	return guards(gs)
+}
+
+type guards []Guard
+
+func (gs guards) Admit(ctx context.Context, c *Call) (func(Outcome), error) {
+	var dones []func(Outcome)
+	for _, g := range gs {
+		done, err := g.Admit(ctx, c)
+		if err != nil {
+			for _, d := range dones {
+				d(Outcome{Err: err, BytesIn: int64(len(c.Payload))})
+			}
+			return nil, err
+		}
+		if done != nil {
+			dones = append(dones, done)
+		}
+	}
+	switch len(dones) {
+	case 0:
+		return nil, nil
+	case 1:
+		return dones[0], nil
+	}
+	return func(o Outcome) {
+		for _, d := range dones {
+			d(o)
+		}
+	}, nil
+}
+
+func (gs guards) Visible(c *Call) bool {
+	for _, g := range gs {
+		if !g.Visible(c) {
+			return false
+		}
+	}
+	return true
+}

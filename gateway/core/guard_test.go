@@ -1,0 +1,180 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// onlyEcho is a Guard that admits the tool echo alone and records what it
+// was asked and told.
+type onlyEcho struct {
+	mu       sync.Mutex
+	calls    []Call
+	outcomes []Outcome
+}
+
+func (g *onlyEcho) Admit(_ context.Context, c *Call) (func(Outcome), error) {
+	g.mu.Lock()
+	cc := *c
+	if c.Tool != nil {
+		t := *c.Tool
+		cc.Tool = &t
+	}
+	g.calls = append(g.calls, cc)
+	g.mu.Unlock()
+	if c.Event == smcp.EventToolCall && c.Tool.Name != "echo" {
+		return nil, smcp.Errorf(smcp.CodeForbidden, "tool %q: denied by rule set \"t\" entry 0", c.Tool.Name)
+	}
+	if c.Event == smcp.EventReadResource && strings.HasPrefix(c.URI, "dpe://") {
+		return nil, smcp.Errorf(CodeTooManyPending, "slow down").WithDetails(map[string]any{"retry_after_ms": 250})
+	}
+	return func(o Outcome) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.outcomes = append(g.outcomes, o)
+	}, nil
+}
+
+func (g *onlyEcho) Visible(c *Call) bool { return c.Tool.Name == "echo" }
+
+// A guard sees every routed request before its computer does: a refused
+// call never reaches the computer, a listing shows only what may be
+// called (0.3 names: the bundle prefix is not part of the tool's name),
+// the tools are learnt from the computer once when a call comes before
+// any listing, and every admitted call's outcome is reported.
+func TestGuardAdmitsFiltersAndReports(t *testing.T) {
+	g := &onlyEcho{}
+	tools := `{"tools":[` +
+		`{"name":"srv__echo","bundle_id":"srv","description":"","params_schema":{},"meta":{"a2c_tool_meta":"{\"tags\":[\"safe\"]}"}},` +
+		`{"name":"srv__add","bundle_id":"srv","description":"","params_schema":{}}],"req_id":"x"}`
+	o := newTestOfficeOf(t, Config{Guard: g}, v03, func(event string, payload json.RawMessage) (json.RawMessage, bool) {
+		switch event {
+		case smcp.EventGetTools:
+			return json.RawMessage(tools), true
+		case smcp.EventToolCall:
+			return json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`), true
+		}
+		return json.RawMessage(`{}`), true
+	})
+	ctx := context.Background()
+	call := func(tool string) (json.RawMessage, error) {
+		r, err := ParseRequest(smcp.EventToolCall, []byte(`{"agent":"alice","req_id":"r-`+tool+`","computer":"pc","tool_name":"`+tool+`","params":{"x":1},"timeout":5}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.agent.Route(ctx, r)
+	}
+
+	_, err := call("srv__add")
+	wantCode(t, err, smcp.CodeForbidden)
+	if !errors.Is(err, ErrRefused) {
+		t.Fatalf("refusal %v is not ErrRefused", err)
+	}
+	if got := o.pcConn.received(); !slices.Equal(got, []string{smcp.EventGetTools}) {
+		t.Fatalf("computer received %v, want only the core's own get_tools", got)
+	}
+	if _, err := call("srv__echo"); err != nil {
+		t.Fatal(err)
+	}
+	if got := o.pcConn.received(); !slices.Equal(got, []string{smcp.EventGetTools, smcp.EventToolCall}) {
+		t.Fatalf("computer received %v", got)
+	}
+
+	r, _ := ParseRequest(smcp.EventGetTools, []byte(`{"agent":"alice","req_id":"l","computer":"pc"}`))
+	raw, err := o.agent.Route(ctx, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ret struct {
+		Tools []struct{ Name string } `json:"tools"`
+		ReqID string                  `json:"req_id"`
+	}
+	if err := json.Unmarshal(raw, &ret); err != nil {
+		t.Fatal(err)
+	}
+	if len(ret.Tools) != 1 || ret.Tools[0].Name != "srv__echo" || ret.ReqID != "x" {
+		t.Fatalf("listing %s, want srv__echo alone", raw)
+	}
+
+	r, _ = ParseRequest(smcp.EventReadResource, []byte(`{"agent":"alice","req_id":"d","computer":"pc","uri":"dpe://h/doc"}`))
+	_, err = o.agent.Route(ctx, r)
+	wantCode(t, err, CodeTooManyPending)
+	if d, ok := RetryAfter(err); !ok || d.Milliseconds() != 250 {
+		t.Fatalf("RetryAfter(%v) = %v, %v", err, d, ok)
+	}
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var echo *Call
+	for i := range g.calls {
+		if c := &g.calls[i]; c.Tool != nil && c.Tool.Exposed == "srv__echo" {
+			echo = c
+		}
+	}
+	if echo == nil {
+		t.Fatalf("guard never saw srv__echo: %+v", g.calls)
+	}
+	if echo.Tool.Name != "echo" || echo.Tool.BundleID != "srv" || !slices.Equal(echo.Tool.Tags, []string{"safe"}) ||
+		string(echo.Args) != `{"x":1}` || echo.Office != "o" || echo.Agent != "alice" || echo.Computer != "pc" ||
+		echo.Front != FrontSocketIO || echo.ReqID != "r-srv__echo" {
+		t.Fatalf("call as the guard saw it: %+v tool %+v", echo, echo.Tool)
+	}
+	// Admitted: the echo call and the listing.
+	if len(g.outcomes) != 2 {
+		t.Fatalf("outcomes %+v, want 2", g.outcomes)
+	}
+	for _, out := range g.outcomes {
+		if out.Err != nil || out.BytesIn == 0 || out.BytesOut == 0 {
+			t.Fatalf("outcome %+v", out)
+		}
+	}
+}
+
+// A tool list that changes is learnt again: the call after
+// notify:update_tool_list is judged on the new list.
+func TestGuardForgetsToolsThatChanged(t *testing.T) {
+	g := &onlyEcho{}
+	var mu sync.Mutex
+	name := "echo"
+	o := newTestOffice(t, Config{Guard: g}, func(event string, payload json.RawMessage) (json.RawMessage, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if event == smcp.EventGetTools {
+			return json.RawMessage(`{"tools":[{"name":"` + name + `"}]}`), true
+		}
+		return json.RawMessage(`{"content":[]}`), true
+	})
+	call := func() error {
+		r, _ := ParseRequest(smcp.EventToolCall, []byte(`{"agent":"alice","req_id":"r","computer":"pc","tool_name":"echo","timeout":5}`))
+		_, err := o.agent.Route(context.Background(), r)
+		return err
+	}
+	if err := call(); err != nil {
+		t.Fatal(err)
+	}
+	// An alias now names another tool "echo"; what the guard sees is
+	// still the name the computer calls it, so this stays admitted; the
+	// point is that the list is asked again.
+	if err := o.pc.Update(smcp.EventUpdateToolList); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, ev := range o.pcConn.received() {
+		if ev == smcp.EventGetTools {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Fatalf("get_tools asked %d times, want 2 (once per list): %v", n, o.pcConn.received())
+	}
+}
