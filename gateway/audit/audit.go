@@ -36,8 +36,6 @@ type Options struct {
 	// 1 s).
 	Retry time.Duration
 	Log   *slog.Logger
-	// Registerer, when set, gets the audit's metrics.
-	Registerer prometheus.Registerer
 }
 
 // batchMax bounds one write to the sinks.
@@ -67,6 +65,7 @@ type Logger struct {
 	failWarn time.Time    // the writer's own: last WARN of a failing sink
 
 	written, dropped prometheus.Counter
+	collectors       []prometheus.Collector
 }
 
 // New starts a Logger's writer; Close stops it.
@@ -96,29 +95,26 @@ func New(opts Options) (*Logger, error) {
 		}),
 	}
 	l.abort, l.stop = context.WithCancel(context.Background())
-	if opts.Registerer != nil {
-		for _, c := range []prometheus.Collector{l.written, l.dropped,
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "smcp_audit_queue_length", Help: "Audit records waiting for the sinks.",
-			}, func() float64 { return float64(len(l.q)) }),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "smcp_audit_sink_failing", Help: "1 while a sink cannot write the audit records, else 0.",
-			}, func() float64 {
-				if l.failing.Load() != nil {
-					return 1
-				}
-				return 0
-			}),
-		} {
-			if err := opts.Registerer.Register(c); err != nil {
-				l.stop()
-				return nil, fmt.Errorf("audit metrics: %w", err)
+	l.collectors = []prometheus.Collector{l.written, l.dropped,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "smcp_audit_queue_length", Help: "Audit records waiting for the sinks.",
+		}, func() float64 { return float64(len(l.q)) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "smcp_audit_sink_failing", Help: "1 while a sink cannot write the audit records, else 0.",
+		}, func() float64 {
+			if l.failing.Load() != nil {
+				return 1
 			}
-		}
+			return 0
+		}),
 	}
 	go l.run()
 	return l, nil
 }
+
+// Collectors are the audit's metrics (records written and dropped, the
+// queue's length, whether a sink fails), for the gateway's registry.
+func (l *Logger) Collectors() []prometheus.Collector { return l.collectors }
 
 // Log queues r without waiting: with the queue full (or the Logger
 // closed) r is dropped and counted.

@@ -203,8 +203,9 @@ func TestDropsCountedWarnedOnce(t *testing.T) {
 	sink := &memSink{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	var logs testwait.Buffer
 	reg := prometheus.NewRegistry()
-	l := newLogger(t, audit.Options{Sinks: []audit.Sink{sink}, Queue: 4, Registerer: reg,
+	l := newLogger(t, audit.Options{Sinks: []audit.Sink{sink}, Queue: 4,
 		Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	reg.MustRegister(l.Collectors()...)
 	l.Log(record(0))
 	<-sink.entered // the writer holds record 0
 	for i := 1; i <= 10; i++ {
@@ -235,7 +236,7 @@ smcp_audit_dropped_total 6
 func TestCloseDrains(t *testing.T) {
 	sink := &memSink{}
 	reg := prometheus.NewRegistry()
-	l, err := audit.New(audit.Options{Sinks: []audit.Sink{sink}, Queue: 10000, Registerer: reg})
+	l, err := audit.New(audit.Options{Sinks: []audit.Sink{sink}, Queue: 10000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,10 +288,11 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) prometheus.Col
 func TestCloseGivesUpWithCtx(t *testing.T) {
 	sink := &memSink{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	reg := prometheus.NewRegistry()
-	l, err := audit.New(audit.Options{Sinks: []audit.Sink{sink}, Registerer: reg})
+	l, err := audit.New(audit.Options{Sinks: []audit.Sink{sink}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	reg.MustRegister(l.Collectors()...)
 	l.Log(record(0))
 	<-sink.entered
 	l.Log(record(1))

@@ -86,6 +86,7 @@ func logRecord(r *Record) otellog.Record {
 	str("office", r.Office)
 	str("computer", r.Computer)
 	str("tool", r.Tool)
+	str("resource", r.Resource)
 	str("outcome", r.Outcome)
 	str("reason", r.Reason)
 	str("request_id", r.RequestID)

@@ -22,17 +22,6 @@ import (
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
-// Events of a Record besides a routed request's, whose Event is the
-// protocol event or procedure (e.g. "client:tool_call").
-const (
-	EventAuthRefused       = "auth_refused"
-	EventPermissionRefused = "permission_refused"
-	EventQuotaRefused      = "quota_refused"
-	EventJoin              = "join"
-	EventLeave             = "leave"
-	EventEvict             = "evict"
-)
-
 // Outcomes other than an SMCP error code (written as its number, e.g.
 // "403").
 const (
@@ -56,6 +45,9 @@ type Record struct {
 	Office    string `json:"office,omitempty"`
 	Computer  string `json:"computer,omitempty"`
 	Tool      string `json:"tool,omitempty"`
+	// Resource is what a request reads: a resource's URI, a window, a
+	// skill (skill://name), "dpe://" for the finder.
+	Resource string `json:"resource,omitempty"`
 	// Outcome is OutcomeOK, OutcomeTimeout, OutcomeCancelled or the SMCP
 	// error code; see OutcomeOf.
 	Outcome string `json:"outcome"`

@@ -95,7 +95,7 @@ func (t Ticket) Release() {
 
 // Admit admits one call of principal to tool within l, or refuses it with
 // a 429 *smcp.Error naming the bound that was hit and, for a rate, the
-// wait (details.retry_after_ms; see RetryAfter). The caller releases the
+// wait (details.retry_after_ms; core.RetryAfter reads it). The caller releases the
 // ticket when the call ends. A nil or unlimited l admits at no cost.
 //
 // The tool's bound is checked before the principal's, and the in-flight
@@ -164,27 +164,6 @@ func refusal(bound, tool string, b Bound, wait time.Duration) *smcp.Error {
 			scope, strconv.FormatFloat(b.CallsPerSecond, 'f', -1, 64), b.burst(), ms)
 	}
 	return e.WithDetails(details)
-}
-
-// RetryAfter reads the wait of a quota refusal (details.retry_after_ms),
-// for a front end's Retry-After header. Its details may have crossed a
-// node as JSON, where numbers are float64.
-func RetryAfter(e *smcp.Error) (time.Duration, bool) {
-	if e == nil || e.Code != Code {
-		return 0, false
-	}
-	var ms float64
-	switch v := e.Details["retry_after_ms"].(type) {
-	case int64:
-		ms = float64(v)
-	case int:
-		ms = float64(v)
-	case float64:
-		ms = v
-	default:
-		return 0, false
-	}
-	return time.Duration(ms * float64(time.Millisecond)), true
 }
 
 // flights counts calls in flight per bucket, on this node.

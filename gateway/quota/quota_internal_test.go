@@ -49,9 +49,6 @@ func TestRateBurstThenWait(t *testing.T) {
 	if d["retry_after_ms"] != int64(200) {
 		t.Fatalf("retry_after_ms = %v, want 200", d["retry_after_ms"])
 	}
-	if wait, ok := RetryAfter(err.(*smcp.Error)); !ok || wait != 200*time.Millisecond {
-		t.Fatalf("RetryAfter = %v %v, want 200ms", wait, ok)
-	}
 	*now = now.Add(199 * time.Millisecond)
 	if _, err := q.Admit(ctx, "slow", "echo", l); err == nil {
 		t.Fatal("admitted 1 ms before the wait it announced")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -81,7 +82,7 @@ func burstThenRefuse(t *testing.T, q *quota.Quotas, principal string, rate float
 	if !ok || e.Code != quota.Code {
 		t.Fatalf("6th call: want a 429, got %v", err)
 	}
-	wait, ok := quota.RetryAfter(e)
+	wait, ok := core.RetryAfter(e)
 	if interval := time.Duration(float64(time.Second) / rate); !ok || wait <= 0 || wait > interval {
 		t.Fatalf("retry after %v (%v), want in (0, %v]", wait, ok, interval)
 	}
@@ -182,4 +183,48 @@ func TestSharedLimitRedisServer(t *testing.T) {
 		t.Fatalf("%d calls admitted in one 1 s window, want at most %d+%d+%d (of %d in all)", most, rate, burst, nodes, len(admitted))
 	}
 	t.Logf("%d admitted in %v; at most %d in a 1 s window", len(admitted), run, most)
+}
+
+// TestTable: a key's own quota, then a token's claim value's, then the
+// default; a bad entry is refused by name.
+func TestTable(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/keys.yaml"
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`
+quota: {calls_per_second: 20}
+quota_by_claim: {claim: groups, values: {interns: {calls_per_second: 1}}}
+keys:
+  - {id: slow, key: a, quota: {calls_per_second: 5, burst: 5}}
+  - {key: b, quota: {in_flight: 2}}
+  - {id: plain, key: c}
+`)
+	tb, err := quota.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		id     string
+		claims map[string]any
+		want   quota.Bound
+	}{
+		{"slow", nil, quota.Bound{CallsPerSecond: 5, Burst: 5}},
+		{"key#1", nil, quota.Bound{InFlight: 2}},
+		{"plain", nil, quota.Bound{CallsPerSecond: 20}},
+		{"oidc:x", map[string]any{"groups": []any{"staff", "interns"}}, quota.Bound{CallsPerSecond: 1}},
+		{"oidc:y", map[string]any{"groups": "staff"}, quota.Bound{CallsPerSecond: 20}},
+	} {
+		if got := tb.For(c.id, c.claims); got == nil || got.Bound != c.want {
+			t.Errorf("%s %v: got %+v, want %+v", c.id, c.claims, got, c.want)
+		}
+	}
+	write("keys:\n  - {id: bad, key: a, quota: {burst: -1}}\n")
+	if _, err := quota.LoadFile(path); err == nil || !strings.Contains(err.Error(), "key bad: quota: burst -1") {
+		t.Fatalf("bad quota: %v", err)
+	}
 }
