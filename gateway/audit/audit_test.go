@@ -240,6 +240,7 @@ func TestCloseDrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	reg.MustRegister(l.Collectors()...)
 	const n = 10000
 	for i := range n {
 		l.Log(record(i))
