@@ -30,11 +30,13 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/smcpgw/smcp-gateway/gateway/audit"
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/console"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/gateway/metrics"
+	"github.com/smcpgw/smcp-gateway/gateway/quota"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 	"github.com/smcpgw/smcp-gateway/gateway/tokens"
@@ -117,6 +119,16 @@ type Config struct {
 	// and sio.DefaultAuthTimeout, unless SIO sets its own.
 	MaxUnauthenticatedPerAddr int
 	AuthTimeout               time.Duration
+	// Quotas bound calls per principal and tool (gateway/quota), shared
+	// through Redis in a cluster; nil: none. SetQuotas replaces them.
+	Quotas *quota.Table
+	// Audit records every routed request (gateway/audit); Serve writes
+	// what is queued before it returns.
+	Audit AuditConfig
+	// MetricsPerTool, with Metrics, counts tool calls, errors and latency
+	// per office and tool, for at most this many offices and tools each
+	// (the rest are "other"); 0: off.
+	MetricsPerTool int
 }
 
 // Gateway is an assembled gateway, not yet serving.
@@ -134,6 +146,10 @@ type Gateway struct {
 	drainers []Drainer
 	cfg      Config
 	log      *slog.Logger
+	// gov is the Guard of quotas, audit and per-tool metrics (nil: none);
+	// auditLog its audit log, closed by Serve.
+	gov      *governance
+	auditLog *audit.Logger
 	// Cluster only.
 	rdb   *goredis.Client
 	node  *cluster.Node
@@ -205,6 +221,10 @@ func New(cfg Config) (*Gateway, error) {
 		aopts.SetParser(cluster.Wire{}) // payloads cross nodes as their bytes
 		cfg.SIO.Adapter = &redisadapter.RedisAdapterBuilder{Redis: rc, Opts: aopts}
 	}
+	gov := governanceOf(cfg, rdb)
+	if gov != nil {
+		cfg.Core.Guard = gov
+	}
 	hub := core.New(cfg.Core)
 	var node *cluster.Node
 	if rdb != nil {
@@ -242,7 +262,8 @@ func New(cfg Config) (*Gateway, error) {
 		calls = cluster.NewCalls(rdb, hub, node.Health(), cfg.Logger.With("component", "cluster"))
 		hub.SetPeers(clusterPeers{Calls: calls, Server: s})
 	}
-	g := &Gateway{Hub: hub, SIO: s, Metrics: m, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger, rdb: rdb, node: node, calls: calls}
+	g := &Gateway{Hub: hub, SIO: s, Metrics: m, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger, rdb: rdb, node: node, calls: calls,
+		gov: gov}
 	if rdb != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -317,6 +338,15 @@ func New(cfg Config) (*Gateway, error) {
 			Help: "Open MCP sessions at /mcp/{office_id}, each an agent of its office.",
 		}, func() float64 { return float64(g.MCP.Sessions()) }))
 		g.mux.Handle("GET /metrics", m.Handler())
+	}
+	// Last: nothing after it fails, and Serve closes it.
+	al, err := startAudit(cfg, gov)
+	if err != nil {
+		return nil, err
+	}
+	g.auditLog = al
+	if m != nil && gov != nil {
+		m.Registry().MustRegister(gov.collectors()...)
 	}
 	return g, nil
 }
@@ -485,6 +515,15 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	g.shutdown(srv)
 	stopBeat()
 	err := eg.Wait()
+	// Every call has been answered (shutdown waited for the hub): the
+	// records of all of them are queued, and written now.
+	if g.auditLog != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), auditDrain)
+		if err := g.auditLog.Close(ctx); err != nil {
+			g.log.Warn("audit", "err", err)
+		}
+		cancel()
+	}
 	if g.calls != nil {
 		g.calls.Stop()
 	}

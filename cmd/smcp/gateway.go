@@ -61,6 +61,15 @@ func runGateway(ctx context.Context, args []string) error {
 			}
 		}()
 		cfg.TracerProvider = tp
+		if len(cfg.Audit.Sinks) > 0 {
+			sink, err := otlpAuditSink(ctx, log)
+			if err != nil {
+				return err
+			}
+			if sink != nil {
+				cfg.Audit.Sinks = append(cfg.Audit.Sinks, sink)
+			}
+		}
 	}
 	g, err := gateway.New(cfg)
 	if err != nil {
@@ -193,6 +202,12 @@ type gatewayConfig struct {
 	OIDCRuleSets    claimRuleSets `yaml:"oidc_rule_sets_by_claim"`
 	OIDCRefresh     time.Duration `yaml:"oidc_jwks_refresh"`
 	PublicURL       string        `yaml:"public_url"`
+	AuditFile       string        `yaml:"audit_file"`
+	Audit           string        `yaml:"audit"`
+	AuditHashArgs   bool          `yaml:"audit_hash_args"`
+	AuditMaxSizeMB  int           `yaml:"audit_max_size_mb"`
+	AuditMaxBackups int           `yaml:"audit_max_backups"`
+	MetricsPerTool  int           `yaml:"metrics_per_tool"`
 
 	// apiKeyFromEnv: APIKey came from $SMCP_API_KEY, not the command line
 	// or the file; a keys file then takes precedence over it.
@@ -214,7 +229,7 @@ func defaultGatewayConfig() *gatewayConfig {
 		IdleTimeout: gateway.DefaultIdleTimeout, BodyTimeout: gateway.DefaultBodyReadTimeout, HeaderTimeout: gateway.DefaultReadHeaderTimeout,
 		RPCAgent: rpc.DefaultAgent, Metrics: true, RedisTTL: cluster.DefaultHeartbeatTTL,
 		RedisTimeout: cluster.DefaultTimeout, RedisClaim: cluster.DefaultClaimTimeout, LogLevel: "info",
-		OIDCRefresh: tokens.DefaultRefreshInterval,
+		OIDCRefresh: tokens.DefaultRefreshInterval, AuditMaxSizeMB: 100,
 	}
 }
 
@@ -271,6 +286,12 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.OIDCScopes, "oidc-scopes", c.OIDCScopes, "comma-separated scopes published as scopes_supported in the MCP endpoint's metadata (not checked in tokens)")
 	fs.DurationVar(&c.OIDCRefresh, "oidc-jwks-refresh", c.OIDCRefresh, "least time between two fetches of the issuer's keys prompted by tokens (a key id not held yet)")
 	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "the gateway's URL as clients reach it (behind a proxy), for the MCP endpoint's metadata; default: each request's own")
+	fs.StringVar(&c.AuditFile, "audit-file", c.AuditFile, "write the audit trail (a JSON line per routed request, docs/GOVERNANCE.md) to this file, rotated by size, or - for stdout; also to OTLP logs when tracing exports OTLP")
+	fs.StringVar(&c.Audit, "audit", c.Audit, "best-effort (records dropped and counted when the queue is full) or required (calls refused with 503 while the audit cannot be written)")
+	fs.BoolVar(&c.AuditHashArgs, "audit-hash-args", c.AuditHashArgs, "record the SHA-256 of each tool call's arguments (never the arguments)")
+	fs.IntVar(&c.AuditMaxSizeMB, "audit-max-size-mb", c.AuditMaxSizeMB, "size at which the audit file is rotated")
+	fs.IntVar(&c.AuditMaxBackups, "audit-max-backups", c.AuditMaxBackups, "rotated audit files kept (0: all)")
+	fs.IntVar(&c.MetricsPerTool, "metrics-per-tool", c.MetricsPerTool, "count tool calls, errors and latency per office and tool in /metrics, for at most this many offices and tools each (the rest are \"other\"); 0: off")
 }
 
 // load reads a YAML file over c; unknown keys are refused so that a typo is
@@ -294,7 +315,11 @@ func (c *gatewayConfig) load(path string) error {
 		was string
 	}{
 		{&c.KeysFile, before.KeysFile}, {&c.TLSCert, before.TLSCert}, {&c.TLSKey, before.TLSKey}, {&c.APIKeyFile, before.APIKeyFile},
+		{&c.AuditFile, before.AuditFile},
 	} {
+		if p.now == &c.AuditFile && *p.now == "-" {
+			continue // stdout
+		}
 		if *p.now != p.was && *p.now != "" && !filepath.IsAbs(*p.now) {
 			*p.now = filepath.Join(dir, *p.now)
 		}
@@ -333,6 +358,14 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		return gateway.Config{}, err
 	}
 	guard, err := c.rules(log)
+	if err != nil {
+		return gateway.Config{}, err
+	}
+	quotas, err := c.quotas()
+	if err != nil {
+		return gateway.Config{}, err
+	}
+	auditCfg, err := c.auditConfig()
 	if err != nil {
 		return gateway.Config{}, err
 	}
@@ -404,6 +437,9 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		AdvertiseURL:              c.AdvertiseURL,
 		HeartbeatTTL:              c.RedisTTL,
 		RedisRegistry:             cluster.RegistryOptions{Timeout: c.RedisTimeout, ClaimTimeout: c.RedisClaim},
+		Quotas:                    quotas,
+		Audit:                     auditCfg,
+		MetricsPerTool:            c.MetricsPerTool,
 	}, nil
 }
 

@@ -32,6 +32,9 @@ var codes = map[int]connect.Code{
 	smcp.CodeElementNotFound:  connect.CodeNotFound,
 	smcp.CodeInvalidDPEURI:    connect.CodeInvalidArgument,
 	core.CodeTooManyPending:   connect.CodeResourceExhausted,
+	// The gateway cannot serve for now (a required audit that cannot
+	// write): come back later.
+	503: connect.CodeUnavailable,
 	// 0.3/0.4 (PROTOCOL-0.4.md §6). The skill and blob codes are refined by
 	// their details.reason (reasonCodes); these are for other reasons.
 	smcp.CodeMCPServerNotFound:          connect.CodeNotFound,
