@@ -140,11 +140,11 @@ func (g *governance) Admit(ctx context.Context, c *core.Call) (func(core.Outcome
 	}, nil
 }
 
-// limits are the quota of c's caller, nil when none applies: a listing
-// (client:get_tools, which an MCP client's tools/list fans out to every
-// computer) spends none.
+// limits are the quota of c's caller, nil when none applies. Quotas bound
+// tool calls: listings and reads (which an MCP session makes on its own,
+// and a tools/list fans out to every computer) spend none.
 func (g *governance) limits(c *core.Call) *quota.Limits {
-	if g.quotas == nil || c.Event == smcp.EventGetTools {
+	if g.quotas == nil || c.Event != smcp.EventToolCall {
 		return nil
 	}
 	l := g.table.Load().For(c.Principal.ID, c.Principal.Claims)

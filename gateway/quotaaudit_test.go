@@ -1,0 +1,368 @@
+package gateway_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"connectrpc.com/connect"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/smcpgw/smcp-gateway/agent"
+	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/audit"
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/quota"
+	"github.com/smcpgw/smcp-gateway/gateway/rpc"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/internal/connecttest"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
+	"github.com/smcpgw/smcp-gateway/sioclient"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// qaFronts are the front ends of the quota and audit tests, each with its
+// own office (one agent seat per office) and its own key.
+var qaFronts = []string{"sio", "connect", "grpc", "mcp"}
+
+// qaGateway is a gateway whose keys are full-key (the computers') and
+// slow-<front> per front end, each bound by quota (nil: none), with a
+// computer "pc" in office q-<front>.
+func qaGateway(t *testing.T, l *quota.Limits, a gateway.AuditConfig) (*gateway.Running, map[string]*computer) {
+	t.Helper()
+	keys := []core.Key{{Key: "full-key", ID: "full"}}
+	table := &quota.Table{Keys: map[string]*quota.Limits{}}
+	for _, f := range qaFronts {
+		keys = append(keys, core.Key{Key: "slow-" + f, ID: "slow-" + f, Roles: []string{smcp.RoleAgent}})
+		if l != nil {
+			table.Keys["slow-"+f] = l
+		}
+	}
+	ring, err := core.NewKeyRing(keys...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, gateway.Config{Auth: ring, Quotas: table, Audit: a, Metrics: true, Logger: testLogger})
+	pcs := map[string]*computer{}
+	for _, f := range qaFronts {
+		pcs[f] = dialComputerWithKey(t, g.URL, "full-key", "pc", "q-"+f)
+	}
+	return g, pcs
+}
+
+// qaCaller calls echo through one front end with its slow- key: the
+// request id the computer saw, or the refusal.
+type qaCaller func(t *testing.T, arg string) (reqID string, refusal error)
+
+func qaCallers(t *testing.T, url string) map[string]qaCaller {
+	t.Helper()
+	params := func(arg string) *structpb.Struct {
+		s, err := structpb.NewStruct(map[string]any{"text": arg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// reqIDOf reads the request id from the test computer's answer
+	// ("pc:<req_id>:map[...]").
+	reqIDOf := func(text string) string {
+		parts := strings.SplitN(text, ":", 3)
+		if len(parts) < 2 {
+			t.Fatalf("answer %q", text)
+		}
+		return parts[1]
+	}
+	callers := map[string]qaCaller{}
+
+	ag, err := agent.Dial(ctxT(t), sioclient.Options{URL: url, APIKey: "slow-sio", Logger: testLogger, Version: smcp.V02.Full()}, "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ag.Close)
+	if err := ag.Join(ctxT(t), "q-sio"); err != nil {
+		t.Fatal(err)
+	}
+	callers["sio"] = func(t *testing.T, arg string) (string, error) {
+		id := agent.NewReqID()
+		_, err := ag.CallTool(ctxT(t), &smcpv1.ToolCallReq{Agent: "bot", ReqId: id, Computer: "pc", ToolName: "echo",
+			Params: params(arg), Timeout: 20})
+		return id, err
+	}
+	for _, grpc := range []bool{false, true} {
+		front := map[bool]string{false: "connect", true: "grpc"}[grpc]
+		c := rpcClient(t, url, grpc, connecttest.Headers(rpc.DefaultAPIKeyHeader, "slow-"+front, rpc.AgentHeader, "bot"))
+		callers[front] = func(t *testing.T, arg string) (string, error) {
+			id := agent.NewReqID()
+			_, err := c.CallTool(ctxT(t), &smcpv1.CallToolRequest{OfficeId: "q-" + front, Computer: "pc", ToolName: "echo",
+				Params: params(arg), Timeout: 20, ReqId: id})
+			return id, err
+		}
+	}
+	mc := mcp.NewClient(&mcp.Implementation{Name: "quota-test", Version: "1"}, nil)
+	cs, err := mc.Connect(ctxT(t), &mcp.StreamableClientTransport{Endpoint: url + "/mcp/q-mcp", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: headerTransport{"x-api-key", "slow-mcp"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	callers["mcp"] = func(t *testing.T, arg string) (string, error) {
+		res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "pc__echo", Arguments: map[string]any{"text": arg}})
+		if err != nil {
+			t.Fatalf("mcp tools/call: %v", err)
+		}
+		text := ""
+		if len(res.Content) > 0 {
+			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+				text = tc.Text
+			}
+		}
+		if res.IsError {
+			return "", mcpRefusal{text: text, meta: res.Meta}
+		}
+		return reqIDOf(text), nil
+	}
+	return callers
+}
+
+// mcpRefusal is an MCP error result, as an error.
+type mcpRefusal struct {
+	text string
+	meta mcp.Meta
+}
+
+func (r mcpRefusal) Error() string { return r.text }
+
+// toolCalls is how many tool calls reached pc.
+func toolCalls(pc *computer) int {
+	n := 0
+	for _, ev := range pc.receivedEvents() {
+		if ev == smcp.EventToolCall {
+			n++
+		}
+	}
+	return n
+}
+
+// A key bound to 5 calls per second with a burst of 5 is refused, after
+// its burst, on every front end with a hint of when to come back (a flat
+// 429 with details.retry_after_ms on Socket.IO, ResourceExhausted with
+// Retry-After on Connect, RetryInfo on gRPC, an error result carrying the
+// 429 and retry_after_ms on MCP), and no refused call reaches the computer.
+func TestQuotaSlowKeyEveryFrontEnd(t *testing.T) {
+	g, pcs := qaGateway(t, &quota.Limits{Bound: quota.Bound{CallsPerSecond: 5, Burst: 5}}, gateway.AuditConfig{})
+	callers := qaCallers(t, g.URL)
+	for _, front := range qaFronts {
+		t.Run(front, func(t *testing.T) {
+			admitted := 0
+			var refusal error
+			// The burst is admitted; at 5/s, fifty calls in a row cannot
+			// all be.
+			for range 50 {
+				_, err := callers[front](t, "hi")
+				if err != nil {
+					refusal = err
+					break
+				}
+				admitted++
+			}
+			if refusal == nil {
+				t.Fatal("50 calls in a row admitted at 5/s")
+			}
+			if admitted < 5 {
+				t.Fatalf("refused after %d calls, inside the burst of 5: %v", admitted, refusal)
+			}
+			if n := toolCalls(pcs[front]); n != admitted {
+				t.Fatalf("the computer saw %d calls, %d were admitted", n, admitted)
+			}
+			checkQuotaRefusal(t, front, refusal)
+		})
+	}
+	body := scrape(t, g.URL)
+	for _, f := range []string{"socket.io", "rpc", "mcp"} {
+		line := fmt.Sprintf(`smcp_governance_refused_total{front=%q,reason="quota_calls_per_second"}`, f)
+		if !strings.Contains(body, line) {
+			t.Errorf("/metrics has no %s", line)
+		}
+	}
+}
+
+func checkQuotaRefusal(t *testing.T, front string, err error) {
+	t.Helper()
+	var wait float64
+	switch front {
+	case "sio":
+		e, ok := smcp.AsError(err)
+		if !ok || e.Code != 429 {
+			t.Fatalf("refusal %v is not a flat 429", err)
+		}
+		wait, _ = e.Details["retry_after_ms"].(float64)
+		if e.Details["bound"] != quota.BoundRate {
+			t.Fatalf("refusal details %v do not name the bound", e.Details)
+		}
+	case "connect", "grpc":
+		var ce *connect.Error
+		if !errors.As(err, &ce) || ce.Code() != connect.CodeResourceExhausted {
+			t.Fatalf("refusal %v is not ResourceExhausted", err)
+		}
+		if front == "connect" {
+			if s, err := strconv.Atoi(ce.Meta().Get("Retry-After")); err != nil || s < 1 {
+				t.Fatalf("Retry-After %q", ce.Meta().Get("Retry-After"))
+			}
+		}
+		for _, d := range ce.Details() {
+			if v, err := d.Value(); err == nil {
+				if ri, ok := v.(*errdetails.RetryInfo); ok {
+					wait = float64(ri.GetRetryDelay().AsDuration().Milliseconds())
+				}
+			}
+		}
+	case "mcp":
+		var r mcpRefusal
+		if !errors.As(err, &r) || fmt.Sprint(r.meta[smcp.MetaErrorCode]) != "429" {
+			t.Fatalf("refusal %v is not an error result with code 429", err)
+		}
+		d, _ := r.meta["a2c_error_details"].(map[string]any)
+		wait, _ = d["retry_after_ms"].(float64)
+	}
+	if wait <= 0 || wait > 200 {
+		t.Fatalf("%s: retry after %vms, want in (0, 200] at 5/s", front, wait)
+	}
+}
+
+// Calls across every front end leave exactly one audit record each, once
+// the gateway has stopped (Stop drains the audit queue): matched by the
+// request id the computer saw, each with its principal, office, tool,
+// outcome and duration, and none holding an argument's value.
+func TestAuditRecordsEveryCall(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	sink, err := audit.OpenFile(audit.FileOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, pcs := qaGateway(t, nil, gateway.AuditConfig{Sinks: []audit.Sink{sink}})
+	callers := qaCallers(t, g.URL)
+	const perFront = 25
+	want := map[string]string{} // request id → front
+	for _, front := range qaFronts {
+		for i := range perFront {
+			id, err := callers[front](t, fmt.Sprintf("secret-%s-%d", front, i))
+			if err != nil {
+				t.Fatalf("%s call %d: %v", front, i, err)
+			}
+			want[id] = front
+		}
+	}
+	if err := g.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, pc := range pcs {
+		total += toolCalls(pc)
+	}
+	if total != len(want) {
+		t.Fatalf("the computers saw %d calls, %d were made", total, len(want))
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	got := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.Contains(line, "secret-") {
+			t.Fatalf("a record holds an argument's value: %s", line)
+		}
+		var r struct {
+			Event, Principal, Office, Tool, Outcome, Front string
+			RequestID                                      string  `json:"request_id"`
+			DurationMS                                     float64 `json:"duration_ms"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		if r.Event != smcp.EventToolCall {
+			continue // the agents' listings
+		}
+		front, ok := want[r.RequestID]
+		switch {
+		case !ok:
+			t.Fatalf("a record of a call never made: %s", line)
+		case got[r.RequestID]:
+			t.Fatalf("two records of %s", r.RequestID)
+		case r.Principal != "slow-"+front || r.Office != "q-"+front || r.Tool != "echo" || r.Outcome != audit.OutcomeOK ||
+			r.DurationMS <= 0:
+			t.Fatalf("record of a %s call: %s", front, line)
+		}
+		got[r.RequestID] = true
+	}
+	if len(got) != len(want) {
+		var missing []string
+		for id, front := range want {
+			if !got[id] {
+				missing = append(missing, front+":"+id)
+			}
+		}
+		slices.Sort(missing)
+		t.Fatalf("%d records of %d calls; missing %v", len(got), len(want), missing)
+	}
+}
+
+// With the audit required, calls are refused (503; Unavailable on
+// Connect) while the audit cannot be written, and nothing reaches the
+// computer; once it writes again, calls are admitted.
+func TestAuditRequiredRefusesWhileFailing(t *testing.T) {
+	sink := &failingSink{}
+	sink.fail.Store(true)
+	g, pcs := qaGateway(t, nil, gateway.AuditConfig{Sinks: []audit.Sink{sink}, Required: true})
+	t.Cleanup(func() { sink.fail.Store(false) }) // before Stop, which drains
+	callers := qaCallers(t, g.URL)
+	// A record that cannot be written (the MCP session's listings, or
+	// the calls below while the audit has not tried yet) makes the audit
+	// refuse once it has tried.
+	var err error
+	testwait.Until(t, "a call refused while the audit fails", func() bool {
+		_, err = callers["connect"](t, "x")
+		return err != nil
+	})
+	if connect.CodeOf(err) != connect.CodeUnavailable {
+		t.Fatalf("while the audit fails: %v, want Unavailable", err)
+	}
+	before := toolCalls(pcs["connect"])
+	if _, err := callers["connect"](t, "x"); connect.CodeOf(err) != connect.CodeUnavailable {
+		t.Fatalf("still failing: %v", err)
+	}
+	if toolCalls(pcs["connect"]) != before {
+		t.Fatal("a refused call reached the computer")
+	}
+	sink.fail.Store(false)
+	testwait.Until(t, "a call admitted once the audit writes", func() bool {
+		_, err = callers["connect"](t, "x")
+		return err == nil
+	})
+}
+
+// failingSink refuses every batch while fail is set.
+type failingSink struct{ fail atomic.Bool }
+
+func (s *failingSink) Write(context.Context, []audit.Record) error {
+	if s.fail.Load() {
+		return errors.New("disk full")
+	}
+	return nil
+}
+
+func (s *failingSink) Close(context.Context) error { return nil }
