@@ -34,9 +34,11 @@ type Guard interface {
 	// GoContext, so that Admit may wait on the network, bounded by ctx.
 	// c and what it points to are valid during Admit only.
 	Admit(ctx context.Context, c *Call) (done func(Outcome), err error)
-	// Visible reports whether a listing shows c's tool to c's caller (c is
-	// a client:tool_call without arguments): whether the rules would let
-	// it be called, without spending any quota.
+	// Visible reports whether a listing shows what c stands for to c's
+	// caller: a tool of a get_tools answer (c is a client:tool_call without
+	// arguments), a window of a get_desktop answer or a document of a
+	// get_finder answer (c is a client:read_resource of its URI); whether
+	// the rules would let it be called, without spending any quota.
 	Visible(c *Call) bool
 }
 
@@ -274,6 +276,23 @@ func (s *Session) relayed(r *Request, officeID string, tool *ToolView, uri strin
 		}
 		h.tools.store(officeID, r.Computer, tools)
 		return s.filterTools(officeID, r.Computer, raw, tools)
+	case smcp.EventGetDesktop:
+		return s.filterResources(officeID, r.Computer, raw, "desktops", func(item json.RawMessage) string {
+			var w string
+			if json.Unmarshal(item, &w) != nil {
+				return ""
+			}
+			uri, _, _ := strings.Cut(w, "\n\n") // "<uri>\n\n<text>"
+			return uri
+		})
+	case smcp.EventGetFinder:
+		return s.filterResources(officeID, r.Computer, raw, "documents", func(item json.RawMessage) string {
+			var d struct {
+				URI string `json:"uri"`
+			}
+			_ = json.Unmarshal(item, &d)
+			return d.URI
+		})
 	case smcp.EventToolCall, smcp.EventGetSkill:
 		if strings.Contains(string(raw), "blob_handle") {
 			h.tools.recordBlobs(officeID, r.Computer, raw, blobOrigin{tool: tool, uri: uri})
@@ -347,6 +366,41 @@ func (s *Session) filterTools(officeID, computer string, raw json.RawMessage, to
 		return raw
 	}
 	ret["tools"] = b
+	out, err := json.Marshal(ret)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
+// filterResources is a desktop or finder answer without the windows or
+// documents (the list under key) the caller may not read. (A finder's
+// total_count still counts them.)
+func (s *Session) filterResources(officeID, computer string, raw json.RawMessage, key string, uriOf func(json.RawMessage) string) json.RawMessage {
+	var ret map[string]json.RawMessage
+	if json.Unmarshal(raw, &ret) != nil {
+		return raw
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(ret[key], &items) != nil {
+		return raw
+	}
+	keep := make([]json.RawMessage, 0, len(items))
+	for _, item := range items {
+		c := Call{Principal: s.principal, Front: s.front, Protocol: s.wire, Office: officeID, Agent: s.name,
+			Computer: computer, Event: smcp.EventReadResource, URI: uriOf(item)}
+		if s.hub.cfg.Guard.Visible(&c) {
+			keep = append(keep, item)
+		}
+	}
+	if len(keep) == len(items) {
+		return raw
+	}
+	b, err := json.Marshal(keep)
+	if err != nil {
+		return raw
+	}
+	ret[key] = b
 	out, err := json.Marshal(ret)
 	if err != nil {
 		return raw

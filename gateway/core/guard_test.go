@@ -42,7 +42,7 @@ func (g *onlyEcho) Admit(_ context.Context, c *Call) (func(Outcome), error) {
 	}, nil
 }
 
-func (g *onlyEcho) Visible(c *Call) bool { return c.Tool.Name == "echo" }
+func (g *onlyEcho) Visible(c *Call) bool { return c.Tool == nil || c.Tool.Name == "echo" }
 
 // A guard sees every routed request before its computer does: a refused
 // call never reaches the computer, a listing shows only what may be
@@ -176,5 +176,80 @@ func TestGuardForgetsToolsThatChanged(t *testing.T) {
 	}
 	if n != 2 {
 		t.Fatalf("get_tools asked %d times, want 2 (once per list): %v", n, o.pcConn.received())
+	}
+}
+
+// noSecrets refuses the tool "secret" (and so its blobs) and the windows
+// under window://secret.
+type noSecrets struct{}
+
+func (noSecrets) Admit(_ context.Context, c *Call) (func(Outcome), error) {
+	if !noSecrets.Visible(noSecrets{}, c) {
+		return nil, smcp.Errorf(smcp.CodeForbidden, "secret")
+	}
+	return nil, nil
+}
+
+func (noSecrets) Visible(c *Call) bool {
+	return (c.Tool == nil || c.Tool.Name != "secret") && !strings.HasPrefix(c.URI, "window://secret")
+}
+
+// A blob is judged as the call whose answer gave its handle: a blob of
+// a tool the caller may not call is refused, one of another tool is
+// not; a desktop lists only the windows the caller may read.
+func TestGuardJudgesBlobsAndWindows(t *testing.T) {
+	o := newTestOfficeOf(t, Config{Guard: noSecrets{}}, v03, func(event string, payload json.RawMessage) (json.RawMessage, bool) {
+		switch event {
+		case smcp.EventGetTools:
+			return json.RawMessage(`{"tools":[{"name":"open"},{"name":"secret"}]}`), true
+		case smcp.EventToolCall:
+			return json.RawMessage(`{"content":[{"type":"image","data":"","mimeType":"image/png","_meta":{"a2c_blob_handle":"h-open"}}]}`), true
+		case smcp.EventGetDesktop:
+			return json.RawMessage(`{"desktops":["window://secret/a\n\nhidden","window://public/b\n\nshown"],"req_id":"d"}`), true
+		}
+		return json.RawMessage(`{"blob":""}`), true
+	})
+	route := func(event, payload string) (json.RawMessage, error) {
+		r, err := ParseRequest(event, []byte(payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.agent.Route(context.Background(), r)
+	}
+	if _, err := route(smcp.EventToolCall, `{"agent":"alice","req_id":"1","computer":"pc","tool_name":"open","timeout":5}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := route(smcp.EventGetBlob, `{"agent":"alice","req_id":"2","computer":"pc","blob_handle":"h-open"}`); err != nil {
+		t.Fatalf("blob of an allowed tool: %v", err)
+	}
+	// The handle of "secret" as if it had been minted for another caller:
+	// recorded with its producer by the core.
+	o.h.tools.recordBlobs("o", "pc", json.RawMessage(`{"content":[{"_meta":{"a2c_blob_handle":"h-secret"}}]}`),
+		blobOrigin{tool: &ToolView{Name: "secret", Exposed: "secret"}})
+	_, err := route(smcp.EventGetBlob, `{"agent":"alice","req_id":"3","computer":"pc","blob_handle":"h-secret"}`)
+	wantCode(t, err, smcp.CodeForbidden)
+
+	raw, err := route(smcp.EventGetDesktop, `{"agent":"alice","req_id":"d","computer":"pc"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct{ Desktops []string }
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Desktops) != 1 || !strings.HasPrefix(d.Desktops[0], "window://public/b") {
+		t.Fatalf("desktop %s, want only window://public/b", raw)
+	}
+	if n := slices.Index(o.pcConn.received(), smcp.EventGetBlob); n < 0 {
+		t.Fatal("the allowed blob did not reach the computer")
+	}
+	blobs := 0
+	for _, ev := range o.pcConn.received() {
+		if ev == smcp.EventGetBlob {
+			blobs++
+		}
+	}
+	if blobs != 1 {
+		t.Fatalf("%d get_blob reached the computer, want 1", blobs)
 	}
 }
