@@ -163,7 +163,10 @@ func (s *Session) admit(ctx context.Context, r *Request, officeID string, fetch 
 	h := s.hub
 	c := &Call{Principal: s.principal, Front: s.front, Protocol: s.wire, Office: officeID, Agent: s.name,
 		Computer: r.Computer, Event: r.Event, ReqID: r.ReqID, Payload: r.Payload}
-	if r.Event != smcp.EventGetTools {
+	var gen uint64
+	if r.Event == smcp.EventGetTools {
+		gen = h.tools.generation(officeID, r.Computer)
+	} else {
 		var f guardFields
 		if err := json.Unmarshal(r.Payload, &f); err != nil {
 			return nil, true, smcp.Errorf(smcp.CodeBadRequest, "%s: %v", r.Event, err)
@@ -176,10 +179,16 @@ func (s *Session) admit(ctx context.Context, r *Request, officeID string, fetch 
 				if !fetch {
 					return nil, false, nil
 				}
-				if err := s.listTools(ctx, officeID, r.Computer); err != nil {
+				tools, err := s.listTools(ctx, officeID, r.Computer)
+				if err != nil {
 					return nil, true, err
 				}
-				t, _ = h.tools.lookup(officeID, r.Computer, f.ToolName)
+				t = ToolView{Name: f.ToolName, Exposed: f.ToolName}
+				for _, lt := range tools {
+					if lt.view.Exposed == f.ToolName {
+						t = lt.view
+					}
+				}
 			}
 			c.Tool = &t
 		case smcp.EventReadResource:
@@ -212,7 +221,7 @@ func (s *Session) admit(ctx context.Context, r *Request, officeID string, fetch 
 	tool, uri := c.Tool, c.URI
 	return func(raw json.RawMessage, err error) {
 		if err == nil {
-			raw = s.relayed(r, officeID, tool, uri, raw)
+			raw = s.relayed(r, officeID, gen, tool, uri, raw)
 		}
 		if report != nil {
 			cause := err
@@ -266,7 +275,7 @@ func gatewayResultError(r *Request, raw json.RawMessage) error {
 // relayed is what the caller gets of an answer relayed to it: a tool
 // listing filtered by the guard (its tools recorded for the calls to come),
 // the blob handles of a result recorded with their producer.
-func (s *Session) relayed(r *Request, officeID string, tool *ToolView, uri string, raw json.RawMessage) json.RawMessage {
+func (s *Session) relayed(r *Request, officeID string, gen uint64, tool *ToolView, uri string, raw json.RawMessage) json.RawMessage {
 	h := s.hub
 	switch r.Event {
 	case smcp.EventGetTools:
@@ -274,7 +283,7 @@ func (s *Session) relayed(r *Request, officeID string, tool *ToolView, uri strin
 		if err != nil {
 			return raw // the front end reports a malformed answer
 		}
-		h.tools.store(officeID, r.Computer, tools)
+		h.tools.store(officeID, r.Computer, gen, tools)
 		return s.filterTools(officeID, r.Computer, raw, tools)
 	case smcp.EventGetDesktop:
 		return s.filterResources(officeID, r.Computer, raw, "desktops", func(item json.RawMessage) string {
@@ -411,27 +420,28 @@ func (s *Session) filterResources(officeID, computer string, raw json.RawMessage
 // listTools asks computer for its tools on the caller's behalf, for the
 // guard to know the tool of a call: the answer is recorded (relayed) and
 // not shown to anyone.
-func (s *Session) listTools(ctx context.Context, officeID, computer string) error {
+func (s *Session) listTools(ctx context.Context, officeID, computer string) ([]listedTool, error) {
 	reqID := "gw-tools-" + strconv.FormatUint(s.hub.reqSeq.Add(1), 10)
 	b, err := json.Marshal(map[string]any{"agent": s.name, "req_id": reqID, "computer": computer})
 	if err != nil {
-		return smcp.Errorf(smcp.CodeInternal, "list tools: %v", err)
+		return nil, smcp.Errorf(smcp.CodeInternal, "list tools: %v", err)
 	}
 	r, err := ParseRequest(smcp.EventGetTools, b)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.unguarded = true
+	gen := s.hub.tools.generation(officeID, computer)
 	raw, err := s.Route(ctx, r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tools, err := parseTools(raw)
 	if err != nil {
-		return smcp.Errorf(smcp.CodeInternal, "computer %q: malformed tool list: %v", computer, err)
+		return nil, smcp.Errorf(smcp.CodeInternal, "computer %q: malformed tool list: %v", computer, err)
 	}
-	s.hub.tools.store(officeID, computer, tools)
-	return nil
+	s.hub.tools.store(officeID, computer, gen, tools)
+	return tools, nil
 }
 
 // toolCache is what this node knows of its offices' computers' tools, from
@@ -447,6 +457,9 @@ type computerKey struct{ office, computer string }
 
 type computerTools struct {
 	tools map[string]ToolView // by exposed name; nil: not listed yet
+	// gen counts the changes of the list (forget): a listing asked for
+	// before a change is not kept after it.
+	gen   uint64
 	blobs map[string]blobOrigin
 	// order is the blobs' handles oldest first, to keep limit of them.
 	order []string
@@ -489,14 +502,25 @@ func (tc *toolCache) lookup(office, computer, exposed string) (t ToolView, liste
 	return ToolView{Name: exposed, Exposed: exposed}, true
 }
 
-func (tc *toolCache) store(office, computer string, tools []listedTool) {
+// generation is the list's generation, to store a listing asked for now.
+func (tc *toolCache) generation(office, computer string) uint64 {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	return tc.entry(office, computer).gen
+}
+
+// store records a listing asked for at generation gen, unless the list
+// changed since.
+func (tc *toolCache) store(office, computer string, gen uint64, tools []listedTool) {
 	m := make(map[string]ToolView, len(tools))
 	for _, t := range tools {
 		m[t.view.Exposed] = t.view
 	}
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	tc.entry(office, computer).tools = m
+	if e := tc.entry(office, computer); e.gen == gen {
+		e.tools = m
+	}
 }
 
 // forget drops what is known of a computer's tools (its list changed);
@@ -504,11 +528,28 @@ func (tc *toolCache) store(office, computer string, tools []listedTool) {
 func (tc *toolCache) forget(office, computer string, gone bool) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	k := computerKey{office, computer}
+	e := tc.by[computerKey{office, computer}]
+	if e == nil {
+		return
+	}
+	// The entry stays, with its generation: a listing in flight to the
+	// computer that left is not stored when it comes.
+	e.tools, e.gen = nil, e.gen+1
 	if gone {
-		delete(tc.by, k)
-	} else if e := tc.by[k]; e != nil {
-		e.tools = nil
+		e.blobs, e.order = nil, nil
+	}
+}
+
+// forgetOffice drops what is known of an office this node no longer
+// holds: the notifications that keep it current stop coming.
+func (tc *toolCache) forgetOffice(office string) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	for k, e := range tc.by {
+		if k.office == office {
+			e.tools, e.blobs, e.order, e.gen = nil, nil, nil, e.gen+1
+			delete(tc.by, k)
+		}
 	}
 }
 

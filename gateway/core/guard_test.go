@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -251,5 +252,54 @@ func TestGuardJudgesBlobsAndWindows(t *testing.T) {
 	}
 	if blobs != 1 {
 		t.Fatalf("%d get_blob reached the computer, want 1", blobs)
+	}
+}
+
+// A listing asked for before the computer said its tools changed is not
+// kept when it comes after: the next call asks for the list again.
+func TestGuardDropsListingOvertakenByChange(t *testing.T) {
+	g := &onlyEcho{}
+	release := make(chan struct{})
+	var mu sync.Mutex
+	lists := 0
+	o := newTestOffice(t, Config{Guard: g}, func(event string, payload json.RawMessage) (json.RawMessage, bool) {
+		if event == smcp.EventGetTools {
+			mu.Lock()
+			lists++
+			first := lists == 1
+			mu.Unlock()
+			if first {
+				<-release // answered after the change below
+			}
+			return json.RawMessage(`{"tools":[{"name":"echo"}]}`), true
+		}
+		return json.RawMessage(`{"content":[]}`), true
+	})
+	listed := make(chan error, 1)
+	go func() {
+		r, _ := ParseRequest(smcp.EventGetTools, []byte(`{"agent":"alice","req_id":"l","computer":"pc"}`))
+		_, err := o.agent.Route(context.Background(), r)
+		listed <- err
+	}()
+	testwait.Until(t, "the listing reaches the computer", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return lists == 1
+	})
+	if err := o.pc.Update(smcp.EventUpdateToolList); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-listed; err != nil {
+		t.Fatal(err)
+	}
+	r, _ := ParseRequest(smcp.EventToolCall, []byte(`{"agent":"alice","req_id":"c","computer":"pc","tool_name":"echo","timeout":5}`))
+	if _, err := o.agent.Route(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if lists != 2 {
+		t.Fatalf("tools listed %d times, want 2: the stale listing was kept", lists)
 	}
 }
