@@ -54,6 +54,9 @@ type Call struct {
 	// Event is the client: event (smcp.EventToolCall, ...).
 	Event string
 	ReqID string
+	// TraceID is Request.TraceID ("" when the front end set none: ctx of
+	// Admit then carries the span, if any).
+	TraceID string
 	// Tool is the tool of a client:tool_call, and the tool whose result
 	// minted the blob of a client:get_blob when this node relayed it; nil
 	// otherwise.
@@ -162,7 +165,7 @@ func (s *Session) admit(ctx context.Context, r *Request, officeID string, fetch 
 	done func(json.RawMessage, error)) (func(json.RawMessage, error), bool, error) {
 	h := s.hub
 	c := &Call{Principal: s.principal, Front: s.front, Protocol: s.wire, Office: officeID, Agent: s.name,
-		Computer: r.Computer, Event: r.Event, ReqID: r.ReqID, Payload: r.Payload}
+		Computer: r.Computer, Event: r.Event, ReqID: r.ReqID, TraceID: r.TraceID, Payload: r.Payload}
 	var gen uint64
 	if r.Event == smcp.EventGetTools {
 		gen = h.tools.generation(officeID, r.Computer)

@@ -55,6 +55,11 @@ type Request struct {
 	// with ErrComputerGone instead of GoneResult, for front ends (RPC) that
 	// report a computer gone as an error rather than a tool result.
 	GoneAsError bool
+	// TraceID is the trace the request belongs to, for the Guard (an
+	// audit record), when its front end traces it and calls Go or TryGo,
+	// whose context carries no span; with a context (Route, GoContext)
+	// the guard may read the span from it instead.
+	TraceID string
 	// unguarded: the core's own request (Session.listTools), not the
 	// agent's, so not the guard's to admit.
 	unguarded bool
