@@ -255,7 +255,9 @@ func (s *Session) Go(r *Request, done func(json.RawMessage, error)) (abandon fun
 
 // GoContext is Go whose wait for the registry, to find a computer of another
 // node in a cluster, ends with ctx. ctx bounds only that wait: once routed,
-// the call is settled as Go says.
+// the call is settled as Go says. With a Config.Guard it may also wait for
+// the guard (Guard.Admit) and, for a tool call before any listing of its
+// computer, for the computer's tool list, both bounded by ctx.
 func (s *Session) GoContext(ctx context.Context, r *Request, done func(json.RawMessage, error)) (abandon func(error)) {
 	if p := s.goContext(ctx, r, done); p != nil {
 		return p.abandon
