@@ -303,3 +303,45 @@ func TestGuardDropsListingOvertakenByChange(t *testing.T) {
 		t.Fatalf("tools listed %d times, want 2: the stale listing was kept", lists)
 	}
 }
+
+// TryGo never waits for a guard: a tool call whose computer's tools are
+// not known yet, or any call in a cluster (where a guard may wait on the
+// network), is left to GoContext; a call it can judge at once is routed.
+func TestGuardTryGo(t *testing.T) {
+	g := &onlyEcho{}
+	o := newTestOffice(t, Config{Guard: g}, func(event string, payload json.RawMessage) (json.RawMessage, bool) {
+		if event == smcp.EventGetTools {
+			return json.RawMessage(`{"tools":[{"name":"echo"}]}`), true
+		}
+		return json.RawMessage(`{"content":[]}`), true
+	})
+	got := make(chan error, 1)
+	done := func(_ json.RawMessage, err error) { got <- err }
+	call := mustParse(t, smcp.EventToolCall, `{"agent":"alice","req_id":"r1","computer":"pc","tool_name":"echo","timeout":5}`)
+	if o.agent.TryGo(call, func(json.RawMessage, error) { t.Error("done called for a call not routed") }) {
+		t.Fatal("TryGo routed a call whose tools are not known")
+	}
+	if got := o.pcConn.received(); len(got) != 0 {
+		t.Fatalf("TryGo sent %v", got)
+	}
+	o.agent.GoContext(context.Background(), call, done)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	// Known now: judged and routed at once.
+	if !o.agent.TryGo(mustParse(t, smcp.EventToolCall, `{"agent":"alice","req_id":"r2","computer":"pc","tool_name":"echo","timeout":5}`), done) {
+		t.Fatal("TryGo left a call it could judge")
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if !o.agent.TryGo(mustParse(t, smcp.EventToolCall, `{"agent":"alice","req_id":"r3","computer":"pc","tool_name":"rm","timeout":5}`), done) {
+		t.Fatal("TryGo left a call it could refuse")
+	}
+	wantCode(t, <-got, smcp.CodeForbidden)
+
+	o.h.SetPeers(noPeers{})
+	if o.agent.TryGo(mustParse(t, smcp.EventGetTools, `{"agent":"alice","req_id":"r4","computer":"pc"}`), done) {
+		t.Fatal("TryGo asked a guard in a cluster")
+	}
+}
