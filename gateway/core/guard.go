@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,17 +147,59 @@ func RetryAfter(err error) (time.Duration, bool) {
 // guardFields are the request fields a Call is made of beyond the
 // routing fields.
 type guardFields struct {
-	ToolName   string          `json:"tool_name"`
-	Params     json.RawMessage `json:"params"`
-	URI        string          `json:"uri"`
-	Window     *string         `json:"window"`
-	MCPServer  string          `json:"mcp_server"`
-	Name       string          `json:"name"`
-	RelPath    string          `json:"rel_path"`
-	BlobHandle string          `json:"blob_handle"`
+	toolName, uri, mcpServer, name, relPath, blobHandle string
+	window                                              *string
+	params                                              json.RawMessage
 }
 
-// admit asks the guard about r, routed to computer in o. It returns the
+// readGuardFields reads them from a payload ParseRequest checked, without
+// decoding the rest (a tool's arguments, an upload's chunk).
+func readGuardFields(event string, payload json.RawMessage) (guardFields, error) {
+	var f guardFields
+	if event == smcp.EventGetConfig || event == smcp.EventPutBlob {
+		return f, nil // nothing of theirs is judged
+	}
+	err := smcp.ObjectFields(payload, func(key string, v json.RawMessage) error {
+		var dst *string
+		switch key {
+		case "params":
+			f.params = v
+			return nil
+		case "tool_name":
+			dst = &f.toolName
+		case "uri":
+			dst = &f.uri
+		case "mcp_server":
+			dst = &f.mcpServer
+		case "name":
+			dst = &f.name
+		case "rel_path":
+			dst = &f.relPath
+		case "blob_handle":
+			dst = &f.blobHandle
+		case "window":
+			if string(v) == "null" {
+				return nil
+			}
+			f.window = new(string)
+			dst = f.window
+		default:
+			return nil
+		}
+		if string(v) == "null" {
+			return nil
+		}
+		str, err := smcp.RawString(v)
+		if err != nil {
+			return fmt.Errorf("%s must be a string", strings.Clone(key))
+		}
+		*dst = str
+		return nil
+	})
+	return f, err
+}
+
+// admit asks the guard about r, routed to its computer in officeID. It returns the
 // done the call is to be settled with: done itself, or done wrapped to
 // report the outcome and to filter a tool listing. ok is false when the
 // call needs the computer's tools and this node has not listed them
@@ -170,14 +213,14 @@ func (s *Session) admit(ctx context.Context, r *Request, officeID string, fetch 
 	if r.Event == smcp.EventGetTools {
 		gen = h.tools.generation(officeID, r.Computer)
 	} else {
-		var f guardFields
-		if err := json.Unmarshal(r.Payload, &f); err != nil {
+		f, err := readGuardFields(r.Event, r.Payload)
+		if err != nil {
 			return nil, true, smcp.Errorf(smcp.CodeBadRequest, "%s: %v", r.Event, err)
 		}
 		switch r.Event {
 		case smcp.EventToolCall:
-			c.Args = f.Params
-			t, listed := h.tools.lookup(officeID, r.Computer, f.ToolName)
+			c.Args = f.params
+			t, listed := h.tools.lookup(officeID, r.Computer, f.toolName)
 			if !listed {
 				if !fetch {
 					return nil, false, nil
@@ -186,31 +229,31 @@ func (s *Session) admit(ctx context.Context, r *Request, officeID string, fetch 
 				if err != nil {
 					return nil, true, err
 				}
-				t = ToolView{Name: f.ToolName, Exposed: f.ToolName}
+				t = ToolView{Name: f.toolName, Exposed: f.toolName}
 				for _, lt := range tools {
-					if lt.view.Exposed == f.ToolName {
+					if lt.view.Exposed == f.toolName {
 						t = lt.view
 					}
 				}
 			}
 			c.Tool = &t
 		case smcp.EventReadResource:
-			c.URI = f.URI
+			c.URI = f.uri
 		case smcp.EventGetDesktop:
 			c.URI = "window://"
-			if f.Window != nil {
-				c.URI = *f.Window
+			if f.window != nil {
+				c.URI = *f.window
 			}
 		case smcp.EventGetFinder:
 			c.URI = "dpe://"
 		case smcp.EventGetSkills:
 			c.URI = "skill://"
 		case smcp.EventGetSkill:
-			c.URI = skillURI(f.Name, f.RelPath)
+			c.URI = skillURI(f.name, f.relPath)
 		case smcp.EventGetResources:
-			c.Bundle = f.MCPServer
+			c.Bundle = f.mcpServer
 		case smcp.EventGetBlob:
-			if o, ok := h.tools.blobOrigin(officeID, r.Computer, f.BlobHandle); ok {
+			if o, ok := h.tools.blobOrigin(officeID, r.Computer, f.blobHandle); ok {
 				c.Tool, c.URI = o.tool, o.uri
 			}
 		}

@@ -345,3 +345,38 @@ func TestGuardTryGo(t *testing.T) {
 		t.Fatal("TryGo asked a guard in a cluster")
 	}
 }
+
+// The guard is told the resource of each request: the URI read, the
+// window asked for (or the whole desktop), the finder, the skill's file,
+// the MCP server listed.
+func TestGuardCallResource(t *testing.T) {
+	g := &onlyEcho{}
+	o := newTestOfficeOf(t, Config{Guard: g}, v03, func(string, json.RawMessage) (json.RawMessage, bool) {
+		return json.RawMessage(`{}`), true
+	})
+	for _, tc := range []struct{ event, extra, uri, bundle string }{
+		{smcp.EventReadResource, `"uri":"window://h/x"`, "window://h/x", ""},
+		{smcp.EventGetDesktop, `"window":"window://h/y"`, "window://h/y", ""},
+		{smcp.EventGetDesktop, `"window":null`, "window://", ""},
+		{smcp.EventGetFinder, `"keywords":["a"]`, "dpe://", ""},
+		{smcp.EventGetSkills, `"x":1`, "skill://", ""},
+		{smcp.EventGetSkill, `"name":"mcp:b:s"`, "skill://mcp:b:s", ""},
+		{smcp.EventGetSkill, `"name":"s","rel_path":"ref/a.md"`, "skill://s/ref/a.md", ""},
+		{smcp.EventGetResources, `"mcp_server":"b"`, "", "b"},
+	} {
+		r := mustParse(t, tc.event, `{"agent":"alice","req_id":"r","computer":"pc",`+tc.extra+`}`)
+		if _, err := o.agent.Route(context.Background(), r); err != nil {
+			t.Fatalf("%s %s: %v", tc.event, tc.extra, err)
+		}
+		g.mu.Lock()
+		c := g.calls[len(g.calls)-1]
+		g.mu.Unlock()
+		if c.Event != tc.event || c.URI != tc.uri || c.Bundle != tc.bundle {
+			t.Errorf("%s %s: guard saw %q %q %q", tc.event, tc.extra, c.Event, c.URI, c.Bundle)
+		}
+	}
+	_, err := o.agent.Route(context.Background(), mustParse(t, smcp.EventReadResource, `{"agent":"alice","req_id":"r","computer":"pc","uri":"a","x":{"uri":5}}`))
+	if err != nil {
+		t.Fatalf("a nested key of the same name is not the request's: %v", err)
+	}
+}
