@@ -2,16 +2,19 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/smcpgw/smcp-gateway/agent"
@@ -339,5 +342,86 @@ func TestGovernanceEchoOnlyOnEveryFrontEnd(t *testing.T) {
 		t.Run("mcp token "+version, func(t *testing.T) {
 			e.checkEchoOnly(t, e.mcpFront(t, version, "Authorization", "Bearer "+e.token(t, "echo-users")), "pc__echo")
 		})
+	}
+}
+
+// quotaGuard refuses every tool call as a quota does: 429 with the wait.
+type quotaGuard struct{}
+
+func (quotaGuard) Admit(_ context.Context, c *core.Call) (func(core.Outcome), error) {
+	if c.Event == smcp.EventToolCall {
+		return nil, smcp.Errorf(core.CodeTooManyPending, "calls per second of key %q exceeded", c.Principal.ID).
+			WithDetails(map[string]any{"retry_after_ms": 1500})
+	}
+	return nil, nil
+}
+
+func (quotaGuard) Visible(*core.Call) bool { return true }
+
+// A quota's refusal reaches each front end in its form: a flat 429 with
+// details.retry_after_ms on Socket.IO; on Connect HTTP 429 with
+// Retry-After (whole seconds, rounded up); on gRPC ResourceExhausted with
+// google.rpc.RetryInfo; on MCP an error result carrying the code and the
+// wait. The computer sees none of the calls.
+func TestGuardRefusalOnEveryFrontEnd(t *testing.T) {
+	g := startGateway(t, gateway.Config{Core: core.Config{Guard: quotaGuard{}}})
+	pc := dialComputer(t, g.URL, "pc", "o")
+
+	a := dialAgent(t, g.URL, "alice", "o")
+	_, err := a.CallTool(ctxT(t), &smcpv1.ToolCallReq{Agent: "alice", Computer: "pc", ToolName: "echo", ReqId: "r1", Timeout: 5})
+	if se, ok := smcp.AsError(err); !ok || se.Code != 429 || se.Details["retry_after_ms"] != 1500.0 {
+		t.Fatalf("Socket.IO: %v", err)
+	}
+	a.Close()
+
+	req, err := http.NewRequestWithContext(ctxT(t), http.MethodPost, g.URL+"/smcp.v1.AgentService/CallTool",
+		strings.NewReader(`{"office_id":"o","computer":"pc","tool_name":"echo"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "2" {
+		t.Fatalf("Connect: HTTP %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+
+	_, err = rpcClient(t, g.URL, true).CallTool(ctxT(t), &smcpv1.CallToolRequest{OfficeId: "o", Computer: "pc", ToolName: "echo"})
+	var ce *connect.Error
+	if !errors.As(err, &ce) || ce.Code() != connect.CodeResourceExhausted {
+		t.Fatalf("gRPC: %v", err)
+	}
+	var wait time.Duration
+	for _, d := range ce.Details() {
+		if v, err := d.Value(); err == nil {
+			if ri, ok := v.(*errdetails.RetryInfo); ok {
+				wait = ri.GetRetryDelay().AsDuration()
+			}
+		}
+	}
+	if wait != 1500*time.Millisecond {
+		t.Fatalf("gRPC RetryInfo %v, want 1.5s", wait)
+	}
+
+	c := mcp.NewClient(&mcp.Implementation{Name: "quota-test", Version: "1"}, nil)
+	cs, err := c.Connect(ctxT(t), &mcp.StreamableClientTransport{Endpoint: g.URL + "/mcp/o", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cs.Close() }()
+	res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "pc__echo", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatalf("MCP: %v", err)
+	}
+	details, _ := res.Meta["a2c_error_details"].(map[string]any)
+	if !res.IsError || res.Meta[smcp.MetaErrorCode] != 429.0 || details["retry_after_ms"] != 1500.0 {
+		t.Fatalf("MCP: %+v meta %v", res, res.Meta)
+	}
+
+	if got := pc.receivedEvents(); slices.Contains(got, smcp.EventToolCall) {
+		t.Fatalf("a refused call reached the computer: %v", got)
 	}
 }

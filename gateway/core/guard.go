@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,9 +35,11 @@ type Guard interface {
 	// GoContext, so that Admit may wait on the network, bounded by ctx.
 	// c and what it points to are valid during Admit only.
 	Admit(ctx context.Context, c *Call) (done func(Outcome), err error)
-	// Visible reports whether a listing shows c's tool to c's caller (c is
-	// a client:tool_call without arguments): whether the rules would let
-	// it be called, without spending any quota.
+	// Visible reports whether a listing shows what c stands for to c's
+	// caller: a tool of a get_tools answer (c is a client:tool_call without
+	// arguments), a window of a get_desktop answer or a document of a
+	// get_finder answer (c is a client:read_resource of its URI); whether
+	// the rules would let it be called, without spending any quota.
 	Visible(c *Call) bool
 }
 
@@ -52,6 +55,9 @@ type Call struct {
 	// Event is the client: event (smcp.EventToolCall, ...).
 	Event string
 	ReqID string
+	// TraceID is Request.TraceID ("" when the front end set none: ctx of
+	// Admit then carries the span, if any).
+	TraceID string
 	// Tool is the tool of a client:tool_call, and the tool whose result
 	// minted the blob of a client:get_blob when this node relayed it; nil
 	// otherwise.
@@ -141,17 +147,59 @@ func RetryAfter(err error) (time.Duration, bool) {
 // guardFields are the request fields a Call is made of beyond the
 // routing fields.
 type guardFields struct {
-	ToolName   string          `json:"tool_name"`
-	Params     json.RawMessage `json:"params"`
-	URI        string          `json:"uri"`
-	Window     *string         `json:"window"`
-	MCPServer  string          `json:"mcp_server"`
-	Name       string          `json:"name"`
-	RelPath    string          `json:"rel_path"`
-	BlobHandle string          `json:"blob_handle"`
+	toolName, uri, mcpServer, name, relPath, blobHandle string
+	window                                              *string
+	params                                              json.RawMessage
 }
 
-// admit asks the guard about r, routed to computer in o. It returns the
+// readGuardFields reads them from a payload ParseRequest checked, without
+// decoding the rest (a tool's arguments, an upload's chunk).
+func readGuardFields(event string, payload json.RawMessage) (guardFields, error) {
+	var f guardFields
+	if event == smcp.EventGetConfig || event == smcp.EventPutBlob {
+		return f, nil // nothing of theirs is judged
+	}
+	err := smcp.ObjectFields(payload, func(key string, v json.RawMessage) error {
+		var dst *string
+		switch key {
+		case "params":
+			f.params = v
+			return nil
+		case "tool_name":
+			dst = &f.toolName
+		case "uri":
+			dst = &f.uri
+		case "mcp_server":
+			dst = &f.mcpServer
+		case "name":
+			dst = &f.name
+		case "rel_path":
+			dst = &f.relPath
+		case "blob_handle":
+			dst = &f.blobHandle
+		case "window":
+			if string(v) == "null" {
+				return nil
+			}
+			f.window = new(string)
+			dst = f.window
+		default:
+			return nil
+		}
+		if string(v) == "null" {
+			return nil
+		}
+		str, err := smcp.RawString(v)
+		if err != nil {
+			return fmt.Errorf("%s must be a string", strings.Clone(key))
+		}
+		*dst = str
+		return nil
+	})
+	return f, err
+}
+
+// admit asks the guard about r, routed to its computer in officeID. It returns the
 // done the call is to be settled with: done itself, or done wrapped to
 // report the outcome and to filter a tool listing. ok is false when the
 // call needs the computer's tools and this node has not listed them
@@ -160,43 +208,52 @@ func (s *Session) admit(ctx context.Context, r *Request, officeID string, fetch 
 	done func(json.RawMessage, error)) (func(json.RawMessage, error), bool, error) {
 	h := s.hub
 	c := &Call{Principal: s.principal, Front: s.front, Protocol: s.wire, Office: officeID, Agent: s.name,
-		Computer: r.Computer, Event: r.Event, ReqID: r.ReqID, Payload: r.Payload}
-	if r.Event != smcp.EventGetTools {
-		var f guardFields
-		if err := json.Unmarshal(r.Payload, &f); err != nil {
+		Computer: r.Computer, Event: r.Event, ReqID: r.ReqID, TraceID: r.TraceID, Payload: r.Payload}
+	var gen uint64
+	if r.Event == smcp.EventGetTools {
+		gen = h.tools.generation(officeID, r.Computer)
+	} else {
+		f, err := readGuardFields(r.Event, r.Payload)
+		if err != nil {
 			return nil, true, smcp.Errorf(smcp.CodeBadRequest, "%s: %v", r.Event, err)
 		}
 		switch r.Event {
 		case smcp.EventToolCall:
-			c.Args = f.Params
-			t, listed := h.tools.lookup(officeID, r.Computer, f.ToolName)
+			c.Args = f.params
+			t, listed := h.tools.lookup(officeID, r.Computer, f.toolName)
 			if !listed {
 				if !fetch {
 					return nil, false, nil
 				}
-				if err := s.listTools(ctx, officeID, r.Computer); err != nil {
+				tools, err := s.listTools(ctx, officeID, r.Computer)
+				if err != nil {
 					return nil, true, err
 				}
-				t, _ = h.tools.lookup(officeID, r.Computer, f.ToolName)
+				t = ToolView{Name: f.toolName, Exposed: f.toolName}
+				for _, lt := range tools {
+					if lt.view.Exposed == f.toolName {
+						t = lt.view
+					}
+				}
 			}
 			c.Tool = &t
 		case smcp.EventReadResource:
-			c.URI = f.URI
+			c.URI = f.uri
 		case smcp.EventGetDesktop:
 			c.URI = "window://"
-			if f.Window != nil {
-				c.URI = *f.Window
+			if f.window != nil {
+				c.URI = *f.window
 			}
 		case smcp.EventGetFinder:
 			c.URI = "dpe://"
 		case smcp.EventGetSkills:
 			c.URI = "skill://"
 		case smcp.EventGetSkill:
-			c.URI = skillURI(f.Name, f.RelPath)
+			c.URI = skillURI(f.name, f.relPath)
 		case smcp.EventGetResources:
-			c.Bundle = f.MCPServer
+			c.Bundle = f.mcpServer
 		case smcp.EventGetBlob:
-			if o, ok := h.tools.blobOrigin(officeID, r.Computer, f.BlobHandle); ok {
+			if o, ok := h.tools.blobOrigin(officeID, r.Computer, f.blobHandle); ok {
 				c.Tool, c.URI = o.tool, o.uri
 			}
 		}
@@ -210,7 +267,7 @@ func (s *Session) admit(ctx context.Context, r *Request, officeID string, fetch 
 	tool, uri := c.Tool, c.URI
 	return func(raw json.RawMessage, err error) {
 		if err == nil {
-			raw = s.relayed(r, officeID, tool, uri, raw)
+			raw = s.relayed(r, officeID, gen, tool, uri, raw)
 		}
 		if report != nil {
 			cause := err
@@ -264,7 +321,7 @@ func gatewayResultError(r *Request, raw json.RawMessage) error {
 // relayed is what the caller gets of an answer relayed to it: a tool
 // listing filtered by the guard (its tools recorded for the calls to come),
 // the blob handles of a result recorded with their producer.
-func (s *Session) relayed(r *Request, officeID string, tool *ToolView, uri string, raw json.RawMessage) json.RawMessage {
+func (s *Session) relayed(r *Request, officeID string, gen uint64, tool *ToolView, uri string, raw json.RawMessage) json.RawMessage {
 	h := s.hub
 	switch r.Event {
 	case smcp.EventGetTools:
@@ -272,8 +329,25 @@ func (s *Session) relayed(r *Request, officeID string, tool *ToolView, uri strin
 		if err != nil {
 			return raw // the front end reports a malformed answer
 		}
-		h.tools.store(officeID, r.Computer, tools)
+		h.tools.store(officeID, r.Computer, gen, tools)
 		return s.filterTools(officeID, r.Computer, raw, tools)
+	case smcp.EventGetDesktop:
+		return s.filterResources(officeID, r.Computer, raw, "desktops", func(item json.RawMessage) string {
+			var w string
+			if json.Unmarshal(item, &w) != nil {
+				return ""
+			}
+			uri, _, _ := strings.Cut(w, "\n\n") // "<uri>\n\n<text>"
+			return uri
+		})
+	case smcp.EventGetFinder:
+		return s.filterResources(officeID, r.Computer, raw, "documents", func(item json.RawMessage) string {
+			var d struct {
+				URI string `json:"uri"`
+			}
+			_ = json.Unmarshal(item, &d)
+			return d.URI
+		})
 	case smcp.EventToolCall, smcp.EventGetSkill:
 		if strings.Contains(string(raw), "blob_handle") {
 			h.tools.recordBlobs(officeID, r.Computer, raw, blobOrigin{tool: tool, uri: uri})
@@ -354,30 +428,66 @@ func (s *Session) filterTools(officeID, computer string, raw json.RawMessage, to
 	return out
 }
 
+// filterResources is a desktop or finder answer without the windows or
+// documents (the list under key) the caller may not read. (A finder's
+// total_count still counts them.)
+func (s *Session) filterResources(officeID, computer string, raw json.RawMessage, key string, uriOf func(json.RawMessage) string) json.RawMessage {
+	var ret map[string]json.RawMessage
+	if json.Unmarshal(raw, &ret) != nil {
+		return raw
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(ret[key], &items) != nil {
+		return raw
+	}
+	keep := make([]json.RawMessage, 0, len(items))
+	for _, item := range items {
+		c := Call{Principal: s.principal, Front: s.front, Protocol: s.wire, Office: officeID, Agent: s.name,
+			Computer: computer, Event: smcp.EventReadResource, URI: uriOf(item)}
+		if s.hub.cfg.Guard.Visible(&c) {
+			keep = append(keep, item)
+		}
+	}
+	if len(keep) == len(items) {
+		return raw
+	}
+	b, err := json.Marshal(keep)
+	if err != nil {
+		return raw
+	}
+	ret[key] = b
+	out, err := json.Marshal(ret)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
 // listTools asks computer for its tools on the caller's behalf, for the
 // guard to know the tool of a call: the answer is recorded (relayed) and
 // not shown to anyone.
-func (s *Session) listTools(ctx context.Context, officeID, computer string) error {
+func (s *Session) listTools(ctx context.Context, officeID, computer string) ([]listedTool, error) {
 	reqID := "gw-tools-" + strconv.FormatUint(s.hub.reqSeq.Add(1), 10)
 	b, err := json.Marshal(map[string]any{"agent": s.name, "req_id": reqID, "computer": computer})
 	if err != nil {
-		return smcp.Errorf(smcp.CodeInternal, "list tools: %v", err)
+		return nil, smcp.Errorf(smcp.CodeInternal, "list tools: %v", err)
 	}
 	r, err := ParseRequest(smcp.EventGetTools, b)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.unguarded = true
+	gen := s.hub.tools.generation(officeID, computer)
 	raw, err := s.Route(ctx, r)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tools, err := parseTools(raw)
 	if err != nil {
-		return smcp.Errorf(smcp.CodeInternal, "computer %q: malformed tool list: %v", computer, err)
+		return nil, smcp.Errorf(smcp.CodeInternal, "computer %q: malformed tool list: %v", computer, err)
 	}
-	s.hub.tools.store(officeID, computer, tools)
-	return nil
+	s.hub.tools.store(officeID, computer, gen, tools)
+	return tools, nil
 }
 
 // toolCache is what this node knows of its offices' computers' tools, from
@@ -393,6 +503,9 @@ type computerKey struct{ office, computer string }
 
 type computerTools struct {
 	tools map[string]ToolView // by exposed name; nil: not listed yet
+	// gen counts the changes of the list (forget): a listing asked for
+	// before a change is not kept after it.
+	gen   uint64
 	blobs map[string]blobOrigin
 	// order is the blobs' handles oldest first, to keep limit of them.
 	order []string
@@ -435,14 +548,25 @@ func (tc *toolCache) lookup(office, computer, exposed string) (t ToolView, liste
 	return ToolView{Name: exposed, Exposed: exposed}, true
 }
 
-func (tc *toolCache) store(office, computer string, tools []listedTool) {
+// generation is the list's generation, to store a listing asked for now.
+func (tc *toolCache) generation(office, computer string) uint64 {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	return tc.entry(office, computer).gen
+}
+
+// store records a listing asked for at generation gen, unless the list
+// changed since.
+func (tc *toolCache) store(office, computer string, gen uint64, tools []listedTool) {
 	m := make(map[string]ToolView, len(tools))
 	for _, t := range tools {
 		m[t.view.Exposed] = t.view
 	}
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	tc.entry(office, computer).tools = m
+	if e := tc.entry(office, computer); e.gen == gen {
+		e.tools = m
+	}
 }
 
 // forget drops what is known of a computer's tools (its list changed);
@@ -450,11 +574,28 @@ func (tc *toolCache) store(office, computer string, tools []listedTool) {
 func (tc *toolCache) forget(office, computer string, gone bool) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
-	k := computerKey{office, computer}
+	e := tc.by[computerKey{office, computer}]
+	if e == nil {
+		return
+	}
+	// The entry stays, with its generation: a listing in flight to the
+	// computer that left is not stored when it comes.
+	e.tools, e.gen = nil, e.gen+1
 	if gone {
-		delete(tc.by, k)
-	} else if e := tc.by[k]; e != nil {
-		e.tools = nil
+		e.blobs, e.order = nil, nil
+	}
+}
+
+// forgetOffice drops what is known of an office this node no longer
+// holds: the notifications that keep it current stop coming.
+func (tc *toolCache) forgetOffice(office string) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	for k, e := range tc.by {
+		if k.office == office {
+			e.tools, e.blobs, e.order, e.gen = nil, nil, nil, e.gen+1
+			delete(tc.by, k)
+		}
 	}
 }
 

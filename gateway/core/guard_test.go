@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -42,7 +43,7 @@ func (g *onlyEcho) Admit(_ context.Context, c *Call) (func(Outcome), error) {
 	}, nil
 }
 
-func (g *onlyEcho) Visible(c *Call) bool { return c.Tool.Name == "echo" }
+func (g *onlyEcho) Visible(c *Call) bool { return c.Tool == nil || c.Tool.Name == "echo" }
 
 // A guard sees every routed request before its computer does: a refused
 // call never reaches the computer, a listing shows only what may be
@@ -176,5 +177,206 @@ func TestGuardForgetsToolsThatChanged(t *testing.T) {
 	}
 	if n != 2 {
 		t.Fatalf("get_tools asked %d times, want 2 (once per list): %v", n, o.pcConn.received())
+	}
+}
+
+// noSecrets refuses the tool "secret" (and so its blobs) and the windows
+// under window://secret.
+type noSecrets struct{}
+
+func (noSecrets) Admit(_ context.Context, c *Call) (func(Outcome), error) {
+	if !noSecrets.Visible(noSecrets{}, c) {
+		return nil, smcp.Errorf(smcp.CodeForbidden, "secret")
+	}
+	return nil, nil
+}
+
+func (noSecrets) Visible(c *Call) bool {
+	return (c.Tool == nil || c.Tool.Name != "secret") && !strings.HasPrefix(c.URI, "window://secret")
+}
+
+// A blob is judged as the call whose answer gave its handle: a blob of
+// a tool the caller may not call is refused, one of another tool is
+// not; a desktop lists only the windows the caller may read.
+func TestGuardJudgesBlobsAndWindows(t *testing.T) {
+	o := newTestOfficeOf(t, Config{Guard: noSecrets{}}, v03, func(event string, payload json.RawMessage) (json.RawMessage, bool) {
+		switch event {
+		case smcp.EventGetTools:
+			return json.RawMessage(`{"tools":[{"name":"open"},{"name":"secret"}]}`), true
+		case smcp.EventToolCall:
+			return json.RawMessage(`{"content":[{"type":"image","data":"","mimeType":"image/png","_meta":{"a2c_blob_handle":"h-open"}}]}`), true
+		case smcp.EventGetDesktop:
+			return json.RawMessage(`{"desktops":["window://secret/a\n\nhidden","window://public/b\n\nshown"],"req_id":"d"}`), true
+		}
+		return json.RawMessage(`{"blob":""}`), true
+	})
+	route := func(event, payload string) (json.RawMessage, error) {
+		r, err := ParseRequest(event, []byte(payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.agent.Route(context.Background(), r)
+	}
+	if _, err := route(smcp.EventToolCall, `{"agent":"alice","req_id":"1","computer":"pc","tool_name":"open","timeout":5}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := route(smcp.EventGetBlob, `{"agent":"alice","req_id":"2","computer":"pc","blob_handle":"h-open"}`); err != nil {
+		t.Fatalf("blob of an allowed tool: %v", err)
+	}
+	// The handle of "secret" as if it had been minted for another caller:
+	// recorded with its producer by the core.
+	o.h.tools.recordBlobs("o", "pc", json.RawMessage(`{"content":[{"_meta":{"a2c_blob_handle":"h-secret"}}]}`),
+		blobOrigin{tool: &ToolView{Name: "secret", Exposed: "secret"}})
+	_, err := route(smcp.EventGetBlob, `{"agent":"alice","req_id":"3","computer":"pc","blob_handle":"h-secret"}`)
+	wantCode(t, err, smcp.CodeForbidden)
+
+	raw, err := route(smcp.EventGetDesktop, `{"agent":"alice","req_id":"d","computer":"pc"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct{ Desktops []string }
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Desktops) != 1 || !strings.HasPrefix(d.Desktops[0], "window://public/b") {
+		t.Fatalf("desktop %s, want only window://public/b", raw)
+	}
+	if n := slices.Index(o.pcConn.received(), smcp.EventGetBlob); n < 0 {
+		t.Fatal("the allowed blob did not reach the computer")
+	}
+	blobs := 0
+	for _, ev := range o.pcConn.received() {
+		if ev == smcp.EventGetBlob {
+			blobs++
+		}
+	}
+	if blobs != 1 {
+		t.Fatalf("%d get_blob reached the computer, want 1", blobs)
+	}
+}
+
+// A listing asked for before the computer said its tools changed is not
+// kept when it comes after: the next call asks for the list again.
+func TestGuardDropsListingOvertakenByChange(t *testing.T) {
+	g := &onlyEcho{}
+	release := make(chan struct{})
+	var mu sync.Mutex
+	lists := 0
+	o := newTestOffice(t, Config{Guard: g}, func(event string, payload json.RawMessage) (json.RawMessage, bool) {
+		if event == smcp.EventGetTools {
+			mu.Lock()
+			lists++
+			first := lists == 1
+			mu.Unlock()
+			if first {
+				<-release // answered after the change below
+			}
+			return json.RawMessage(`{"tools":[{"name":"echo"}]}`), true
+		}
+		return json.RawMessage(`{"content":[]}`), true
+	})
+	listed := make(chan error, 1)
+	go func() {
+		r, _ := ParseRequest(smcp.EventGetTools, []byte(`{"agent":"alice","req_id":"l","computer":"pc"}`))
+		_, err := o.agent.Route(context.Background(), r)
+		listed <- err
+	}()
+	testwait.Until(t, "the listing reaches the computer", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return lists == 1
+	})
+	if err := o.pc.Update(smcp.EventUpdateToolList); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-listed; err != nil {
+		t.Fatal(err)
+	}
+	r, _ := ParseRequest(smcp.EventToolCall, []byte(`{"agent":"alice","req_id":"c","computer":"pc","tool_name":"echo","timeout":5}`))
+	if _, err := o.agent.Route(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if lists != 2 {
+		t.Fatalf("tools listed %d times, want 2: the stale listing was kept", lists)
+	}
+}
+
+// TryGo never waits for a guard: a tool call whose computer's tools are
+// not known yet, or any call in a cluster (where a guard may wait on the
+// network), is left to GoContext; a call it can judge at once is routed.
+func TestGuardTryGo(t *testing.T) {
+	g := &onlyEcho{}
+	o := newTestOffice(t, Config{Guard: g}, func(event string, payload json.RawMessage) (json.RawMessage, bool) {
+		if event == smcp.EventGetTools {
+			return json.RawMessage(`{"tools":[{"name":"echo"}]}`), true
+		}
+		return json.RawMessage(`{"content":[]}`), true
+	})
+	got := make(chan error, 1)
+	done := func(_ json.RawMessage, err error) { got <- err }
+	call := mustParse(t, smcp.EventToolCall, `{"agent":"alice","req_id":"r1","computer":"pc","tool_name":"echo","timeout":5}`)
+	if o.agent.TryGo(call, func(json.RawMessage, error) { t.Error("done called for a call not routed") }) {
+		t.Fatal("TryGo routed a call whose tools are not known")
+	}
+	if got := o.pcConn.received(); len(got) != 0 {
+		t.Fatalf("TryGo sent %v", got)
+	}
+	o.agent.GoContext(context.Background(), call, done)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	// Known now: judged and routed at once.
+	if !o.agent.TryGo(mustParse(t, smcp.EventToolCall, `{"agent":"alice","req_id":"r2","computer":"pc","tool_name":"echo","timeout":5}`), done) {
+		t.Fatal("TryGo left a call it could judge")
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if !o.agent.TryGo(mustParse(t, smcp.EventToolCall, `{"agent":"alice","req_id":"r3","computer":"pc","tool_name":"rm","timeout":5}`), done) {
+		t.Fatal("TryGo left a call it could refuse")
+	}
+	wantCode(t, <-got, smcp.CodeForbidden)
+
+	o.h.SetPeers(noPeers{})
+	if o.agent.TryGo(mustParse(t, smcp.EventGetTools, `{"agent":"alice","req_id":"r4","computer":"pc"}`), done) {
+		t.Fatal("TryGo asked a guard in a cluster")
+	}
+}
+
+// The guard is told the resource of each request: the URI read, the
+// window asked for (or the whole desktop), the finder, the skill's file,
+// the MCP server listed.
+func TestGuardCallResource(t *testing.T) {
+	g := &onlyEcho{}
+	o := newTestOfficeOf(t, Config{Guard: g}, v03, func(string, json.RawMessage) (json.RawMessage, bool) {
+		return json.RawMessage(`{}`), true
+	})
+	for _, tc := range []struct{ event, extra, uri, bundle string }{
+		{smcp.EventReadResource, `"uri":"window://h/x"`, "window://h/x", ""},
+		{smcp.EventGetDesktop, `"window":"window://h/y"`, "window://h/y", ""},
+		{smcp.EventGetDesktop, `"window":null`, "window://", ""},
+		{smcp.EventGetFinder, `"keywords":["a"]`, "dpe://", ""},
+		{smcp.EventGetSkills, `"x":1`, "skill://", ""},
+		{smcp.EventGetSkill, `"name":"mcp:b:s"`, "skill://mcp:b:s", ""},
+		{smcp.EventGetSkill, `"name":"s","rel_path":"ref/a.md"`, "skill://s/ref/a.md", ""},
+		{smcp.EventGetResources, `"mcp_server":"b"`, "", "b"},
+	} {
+		r := mustParse(t, tc.event, `{"agent":"alice","req_id":"r","computer":"pc",`+tc.extra+`}`)
+		if _, err := o.agent.Route(context.Background(), r); err != nil {
+			t.Fatalf("%s %s: %v", tc.event, tc.extra, err)
+		}
+		g.mu.Lock()
+		c := g.calls[len(g.calls)-1]
+		g.mu.Unlock()
+		if c.Event != tc.event || c.URI != tc.uri || c.Bundle != tc.bundle {
+			t.Errorf("%s %s: guard saw %q %q %q", tc.event, tc.extra, c.Event, c.URI, c.Bundle)
+		}
+	}
+	_, err := o.agent.Route(context.Background(), mustParse(t, smcp.EventReadResource, `{"agent":"alice","req_id":"r","computer":"pc","uri":"a","x":{"uri":5}}`))
+	if err != nil {
+		t.Fatalf("a nested key of the same name is not the request's: %v", err)
 	}
 }

@@ -726,6 +726,9 @@ func (h *Hub) officeLocked(id string) *office {
 func (h *Hub) gcLocked(o *office) {
 	if o.empty() {
 		delete(h.offices, o.id)
+		if h.cfg.Guard != nil {
+			h.tools.forgetOffice(o.id)
+		}
 	}
 }
 

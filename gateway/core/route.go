@@ -55,6 +55,11 @@ type Request struct {
 	// with ErrComputerGone instead of GoneResult, for front ends (RPC) that
 	// report a computer gone as an error rather than a tool result.
 	GoneAsError bool
+	// TraceID is the trace the request belongs to, for the Guard (an
+	// audit record), when its front end traces it and calls Go or TryGo,
+	// whose context carries no span; with a context (Route, GoContext)
+	// the guard may read the span from it instead.
+	TraceID string
 	// unguarded: the core's own request (Session.listTools), not the
 	// agent's, so not the guard's to admit.
 	unguarded bool
@@ -250,7 +255,9 @@ func (s *Session) Go(r *Request, done func(json.RawMessage, error)) (abandon fun
 
 // GoContext is Go whose wait for the registry, to find a computer of another
 // node in a cluster, ends with ctx. ctx bounds only that wait: once routed,
-// the call is settled as Go says.
+// the call is settled as Go says. With a Config.Guard it may also wait for
+// the guard (Guard.Admit) and, for a tool call before any listing of its
+// computer, for the computer's tool list, both bounded by ctx.
 func (s *Session) GoContext(ctx context.Context, r *Request, done func(json.RawMessage, error)) (abandon func(error)) {
 	if p := s.goContext(ctx, r, done); p != nil {
 		return p.abandon

@@ -29,8 +29,8 @@ type session struct {
 	// own is the session's seat, held from its initialize to its end; nil
 	// for an office's shared view (stateless.go), whose calls each bring
 	// their own (session.seat).
-	own     *seat
-	shared  bool // an office's shared view: see officeView
+	own    *seat
+	shared bool // an office's shared view: see officeView
 	// viewKey is a shared view's key in Server.views (viewKeyOf).
 	viewKey string
 	server  *mcp.Server
