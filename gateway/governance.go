@@ -124,6 +124,9 @@ func (g *governance) Admit(ctx context.Context, c *core.Call) (func(core.Outcome
 		ticket = t
 	}
 	office, tool, isTool := c.Office, toolName(c), c.Event == smcp.EventToolCall
+	if rec == nil && ruled == nil && ticket == (quota.Ticket{}) && (g.perTool == nil || !isTool) {
+		return nil, nil // nothing to settle: no closure per call
+	}
 	return func(o core.Outcome) {
 		ticket.Release()
 		if ruled != nil {

@@ -366,3 +366,77 @@ func (s *failingSink) Write(context.Context, []audit.Record) error {
 }
 
 func (s *failingSink) Close(context.Context) error { return nil }
+
+// A stop (SIGTERM) while calls wait on their computer: the calls are
+// answered (the drain), and every answered call has its record in the
+// file once Stop returns.
+func TestAuditStopDuringCallsLosesNoRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	sink, err := audit.OpenFile(audit.FileOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, pcs := qaGateway(t, nil, gateway.AuditConfig{Sinks: []audit.Sink{sink}})
+	pc := pcs["connect"]
+	release := make(chan struct{})
+	pc.mu.Lock()
+	pc.block = release
+	pc.mu.Unlock()
+	call := qaCallers(t, g.URL)["connect"]
+	const n = 20
+	type answer struct {
+		id  string
+		err error
+	}
+	answers := make(chan answer, n)
+	for range n {
+		go func() {
+			id, err := call(t, "x")
+			answers <- answer{id, err}
+		}()
+	}
+	testwait.Until(t, "the calls at the computer", func() bool { return toolCalls(pc) == n })
+	stopped := make(chan error, 1)
+	go func() { stopped <- g.Stop() }()
+	// The gateway is draining: /readyz says so before the calls are let go.
+	testwait.Until(t, "the gateway to drain", func() bool {
+		res, err := http.Get(g.URL + "/readyz")
+		if err != nil {
+			return false
+		}
+		_ = res.Body.Close()
+		return res.StatusCode == http.StatusServiceUnavailable
+	})
+	close(release)
+	answered := map[string]bool{}
+	for range n {
+		a := <-answers
+		if a.err != nil {
+			t.Fatalf("a call in flight at the stop: %v", a.err)
+		}
+		answered[a.id] = true
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct {
+			Event     string
+			RequestID string `json:"request_id"`
+			Outcome   string
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		if r.Event == smcp.EventToolCall && r.Outcome == audit.OutcomeOK {
+			delete(answered, r.RequestID)
+		}
+	}
+	if len(answered) != 0 {
+		t.Fatalf("%d answered calls have no record: %v", len(answered), answered)
+	}
+}
