@@ -12,8 +12,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,6 +30,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/internal/connecttest"
+	"github.com/smcpgw/smcp-gateway/internal/systest"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
@@ -438,5 +441,76 @@ func TestAuditStopDuringCallsLosesNoRecord(t *testing.T) {
 	}
 	if len(answered) != 0 {
 		t.Fatalf("%d answered calls have no record: %v", len(answered), answered)
+	}
+}
+
+// Three nodes on a real redis-server, an agent on each calling with one
+// key: the nodes share the key's limit, so that in any 1 s window at most
+// rate + burst calls are admitted (plus one per node for the window's
+// edges), and every admitted call, and no refused one, reaches a
+// computer.
+func TestQuotaSharedAcrossNodesRedisServer(t *testing.T) {
+	url := systest.RedisServer(t)
+	const (
+		nodes = 3
+		rate  = 10
+		burst = 5
+		run   = 2500 * time.Millisecond
+	)
+	ring, err := core.NewKeyRing(core.Key{Key: "full-key", ID: "full"}, core.Key{Key: "shared-key", ID: "shared", Roles: []string{smcp.RoleAgent}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := &quota.Table{Keys: map[string]*quota.Limits{"shared": {Bound: quota.Bound{CallsPerSecond: rate, Burst: burst}}}}
+	var (
+		mu       sync.Mutex
+		admitted []time.Time
+		wg       sync.WaitGroup
+		pcs      []*computer
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), run)
+	defer cancel()
+	for i := range nodes {
+		g := startGateway(t, gateway.Config{Auth: ring, Quotas: table, Redis: url, NodeID: fmt.Sprintf("n%d", i),
+			HeartbeatTTL: clusterTTL, Logger: testLogger})
+		office := fmt.Sprintf("s-%d", i)
+		pcs = append(pcs, dialComputerWithKey(t, g.URL, "full-key", "pc", office))
+		c := rpcClient(t, g.URL, false, connecttest.Headers(rpc.DefaultAPIKeyHeader, "shared-key", rpc.AgentHeader, "bot"))
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				_, err := c.CallTool(context.Background(), &smcpv1.CallToolRequest{OfficeId: office, Computer: "pc", ToolName: "echo", Timeout: 20})
+				at := time.Now()
+				if err == nil {
+					mu.Lock()
+					admitted = append(admitted, at)
+					mu.Unlock()
+					continue
+				}
+				if connect.CodeOf(err) != connect.CodeResourceExhausted {
+					t.Errorf("want ResourceExhausted, got %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	total := 0
+	for _, pc := range pcs {
+		total += toolCalls(pc)
+	}
+	if total != len(admitted) {
+		t.Fatalf("the computers saw %d calls, %d were admitted", total, len(admitted))
+	}
+	if len(admitted) <= burst {
+		t.Fatalf("only %d calls admitted in %v", len(admitted), run)
+	}
+	slices.SortFunc(admitted, func(a, b time.Time) int { return a.Compare(b) })
+	most := 0
+	for i, start := range admitted {
+		j, _ := slices.BinarySearchFunc(admitted[i:], start.Add(time.Second), func(a, b time.Time) int { return a.Compare(b) })
+		most = max(most, j)
+	}
+	if most > rate+burst+nodes {
+		t.Fatalf("%d calls admitted in one 1 s window across the nodes, want at most %d+%d+%d", most, rate, burst, nodes)
 	}
 }
