@@ -195,7 +195,8 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	// Every front end authenticates through it, so that a connection that
 	// carried an authenticated request leaves the bounds of unauthConns.
-	cfg.Auth = markingAuth{cfg.Auth}
+	authLog := &authAudit{}
+	cfg.Auth = markingAuth{Authenticator: cfg.Auth, audit: authLog}
 	if cfg.Core.Logger == nil {
 		cfg.Core.Logger = cfg.Logger.With("component", "core")
 	}
@@ -345,6 +346,7 @@ func New(cfg Config) (*Gateway, error) {
 		return nil, err
 	}
 	g.auditLog = al
+	authLog.log, authLog.node = al, cfg.NodeID
 	if m != nil && gov != nil {
 		m.Registry().MustRegister(gov.collectors()...)
 	}

@@ -305,3 +305,26 @@ func startAudit(cfg Config, gov *governance) (*audit.Logger, error) {
 	gov.audit = l
 	return l, nil
 }
+
+// authAudit records refused authentications (a security event outside
+// any routed request): the refusal's message (which names the reason,
+// never the credential), not the credential. Set by New once the audit
+// log is started, before anything is served.
+type authAudit struct {
+	log  *audit.Logger
+	node string
+}
+
+// eventAuthRefused is the event of a refused authentication's record.
+const eventAuthRefused = "auth_refused"
+
+func (a *authAudit) refused(err error) {
+	if a == nil || a.log == nil {
+		return
+	}
+	r := audit.Record{Time: time.Now(), Node: a.node, Event: eventAuthRefused, Outcome: audit.OutcomeOf(err)}
+	if e, ok := smcp.AsError(err); ok {
+		r.Reason = e.Message
+	}
+	a.log.Log(r)
+}

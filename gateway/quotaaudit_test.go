@@ -514,3 +514,42 @@ func TestQuotaSharedAcrossNodesRedisServer(t *testing.T) {
 		t.Fatalf("%d calls admitted in one 1 s window across the nodes, want at most %d+%d+%d", most, rate, burst, nodes)
 	}
 }
+
+// A refused authentication is recorded as a security event, without the
+// credential.
+func TestAuditRecordsAuthRefusal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	sink, err := audit.OpenFile(audit.FileOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := qaGateway(t, nil, gateway.AuditConfig{Sinks: []audit.Sink{sink}})
+	c := rpcClient(t, g.URL, false, connecttest.Headers(rpc.DefaultAPIKeyHeader, "guessed-key-1234", rpc.AgentHeader, "bot"))
+	_, err = c.CallTool(ctxT(t), &smcpv1.CallToolRequest{OfficeId: "q-connect", Computer: "pc", ToolName: "echo"})
+	if connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Fatalf("a wrong key: %v", err)
+	}
+	if err := g.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "guessed-key") {
+		t.Fatalf("the audit holds the credential: %s", b)
+	}
+	found := false
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct{ Event, Outcome, Reason string }
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		if r.Event == "auth_refused" && r.Outcome == "401" && r.Reason != "" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no auth_refused record:\n%s", b)
+	}
+}
