@@ -37,8 +37,9 @@ type Guard interface {
 	Admit(ctx context.Context, c *Call) (done func(Outcome), err error)
 	// Visible reports whether a listing shows what c stands for to c's
 	// caller: a tool of a get_tools answer (c is a client:tool_call without
-	// arguments), a window of a get_desktop answer or a document of a
-	// get_finder answer (c is a client:read_resource of its URI); whether
+	// arguments), a window of a get_desktop answer, a document of a
+	// get_finder answer or a skill of a get_skills answer (c is a
+	// client:read_resource of its URI, skill://{name} for a skill); whether
 	// the rules would let it be called, without spending any quota.
 	Visible(c *Call) bool
 }
@@ -348,6 +349,14 @@ func (s *Session) relayed(r *Request, officeID string, gen uint64, tool *ToolVie
 			_ = json.Unmarshal(item, &d)
 			return d.URI
 		})
+	case smcp.EventGetSkills:
+		return s.filterResources(officeID, r.Computer, raw, "skills", func(item json.RawMessage) string {
+			var sk struct {
+				Name string `json:"name"`
+			}
+			_ = json.Unmarshal(item, &sk)
+			return skillURI(sk.Name, "")
+		})
 	case smcp.EventToolCall, smcp.EventGetSkill:
 		if strings.Contains(string(raw), "blob_handle") {
 			h.tools.recordBlobs(officeID, r.Computer, raw, blobOrigin{tool: tool, uri: uri})
@@ -428,8 +437,9 @@ func (s *Session) filterTools(officeID, computer string, raw json.RawMessage, to
 	return out
 }
 
-// filterResources is a desktop or finder answer without the windows or
-// documents (the list under key) the caller may not read. (A finder's
+// filterResources is a desktop, finder or skills answer without the
+// windows, documents or skills (the list under key) the caller may not
+// read. (A finder's
 // total_count still counts them.)
 func (s *Session) filterResources(officeID, computer string, raw json.RawMessage, key string, uriOf func(json.RawMessage) string) json.RawMessage {
 	var ret map[string]json.RawMessage

@@ -180,8 +180,8 @@ func TestGuardForgetsToolsThatChanged(t *testing.T) {
 	}
 }
 
-// noSecrets refuses the tool "secret" (and so its blobs) and the windows
-// under window://secret.
+// noSecrets refuses the tool "secret" (and so its blobs), the windows
+// under window://secret and the skill x.
 type noSecrets struct{}
 
 func (noSecrets) Admit(_ context.Context, c *Call) (func(Outcome), error) {
@@ -192,12 +192,13 @@ func (noSecrets) Admit(_ context.Context, c *Call) (func(Outcome), error) {
 }
 
 func (noSecrets) Visible(c *Call) bool {
-	return (c.Tool == nil || c.Tool.Name != "secret") && !strings.HasPrefix(c.URI, "window://secret")
+	return (c.Tool == nil || c.Tool.Name != "secret") && !strings.HasPrefix(c.URI, "window://secret") && c.URI != "skill://x"
 }
 
 // A blob is judged as the call whose answer gave its handle: a blob of
 // a tool the caller may not call is refused, one of another tool is
-// not; a desktop lists only the windows the caller may read.
+// not; a desktop lists only the windows the caller may read, a skills
+// answer only its skills.
 func TestGuardJudgesBlobsAndWindows(t *testing.T) {
 	o := newTestOfficeOf(t, Config{Guard: noSecrets{}}, v03, func(event string, payload json.RawMessage) (json.RawMessage, bool) {
 		switch event {
@@ -207,6 +208,8 @@ func TestGuardJudgesBlobsAndWindows(t *testing.T) {
 			return json.RawMessage(`{"content":[{"type":"image","data":"","mimeType":"image/png","_meta":{"a2c_blob_handle":"h-open"}}]}`), true
 		case smcp.EventGetDesktop:
 			return json.RawMessage(`{"desktops":["window://secret/a\n\nhidden","window://public/b\n\nshown"],"req_id":"d"}`), true
+		case smcp.EventGetSkills:
+			return json.RawMessage(`{"skills":[{"name":"open","description":"o"},{"name":"x"}],"req_id":"s"}`), true
 		}
 		return json.RawMessage(`{"blob":""}`), true
 	})
@@ -240,6 +243,17 @@ func TestGuardJudgesBlobsAndWindows(t *testing.T) {
 	}
 	if len(d.Desktops) != 1 || !strings.HasPrefix(d.Desktops[0], "window://public/b") {
 		t.Fatalf("desktop %s, want only window://public/b", raw)
+	}
+	raw, err = route(smcp.EventGetSkills, `{"agent":"alice","req_id":"s","computer":"pc"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sk struct{ Skills []struct{ Name string } }
+	if err := json.Unmarshal(raw, &sk); err != nil {
+		t.Fatal(err)
+	}
+	if len(sk.Skills) != 1 || sk.Skills[0].Name != "open" {
+		t.Fatalf("skills %s, want only open", raw)
 	}
 	if n := slices.Index(o.pcConn.received(), smcp.EventGetBlob); n < 0 {
 		t.Fatal("the allowed blob did not reach the computer")
