@@ -297,26 +297,36 @@ func gatewayResultError(r *Request, raw json.RawMessage) error {
 	if !r.eventInfo().GatewayResults || len(raw) == 0 {
 		return nil
 	}
-	var res struct {
-		IsError bool `json:"isError"`
-		Meta    struct {
-			Code      int  `json:"a2c_error_code"`
-			Timeout   bool `json:"a2c_timeout"`
-			Cancelled bool `json:"a2c_cancelled"`
-		} `json:"meta"`
-	}
-	if json.Unmarshal(raw, &res) != nil || !res.IsError {
+	// Scanned, not decoded: a result may carry megabytes of content.
+	var isError bool
+	var meta json.RawMessage
+	err := smcp.ObjectFields(raw, func(key string, v json.RawMessage) error {
+		switch key {
+		case "isError":
+			isError = string(v) == "true"
+		case "meta":
+			meta = v
+		}
+		return nil
+	})
+	if err != nil || !isError || len(meta) == 0 || meta[0] != '{' {
 		return nil
 	}
-	switch {
-	case res.Meta.Timeout:
-		return smcp.Errorf(smcp.CodeTimeout, "tool call timed out")
-	case res.Meta.Cancelled:
-		return context.Canceled
-	case res.Meta.Code != 0:
-		return smcp.Errorf(res.Meta.Code, "tool call failed")
-	}
-	return nil
+	var out error
+	_ = smcp.ObjectFields(meta, func(key string, v json.RawMessage) error {
+		switch {
+		case key == smcp.MetaTimeout && string(v) == "true":
+			out = smcp.Errorf(smcp.CodeTimeout, "tool call timed out")
+		case key == smcp.MetaCancelled && string(v) == "true":
+			out = context.Canceled
+		case key == smcp.MetaErrorCode && out == nil:
+			if code, err := strconv.Atoi(string(v)); err == nil && code != 0 {
+				out = smcp.Errorf(code, "tool call failed")
+			}
+		}
+		return nil
+	})
+	return out
 }
 
 // relayed is what the caller gets of an answer relayed to it: a tool

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/smcp"
@@ -392,5 +393,38 @@ func TestGuardCallResource(t *testing.T) {
 	_, err := o.agent.Route(context.Background(), mustParse(t, smcp.EventReadResource, `{"agent":"alice","req_id":"r","computer":"pc","uri":"a","x":{"uri":5}}`))
 	if err != nil {
 		t.Fatalf("a nested key of the same name is not the request's: %v", err)
+	}
+}
+
+// The outcome of a tool call answered with an error result says why.
+func TestGatewayResultError(t *testing.T) {
+	r := mustParse(t, smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","tool_name":"t","timeout":5}`)
+	for _, tc := range []struct {
+		raw  string
+		code int // 0: nil; -1: context.Canceled
+	}{
+		{`{"content":[],"isError":false}`, 0},
+		{`{"content":[{"type":"text","text":"x"}]}`, 0},
+		{string(smcp.GatewayResult(smcp.ComputerTimeoutError(smcp.EventToolCall, "c", time.Second))), smcp.CodeTimeout},
+		{string(smcp.GatewayResult(smcp.ComputerGoneError("c"))), smcp.CodeNotFound},
+		{`{"content":[],"isError":true,"meta":{"a2c_error_code":4001}}`, 4001},
+		{`{"content":[],"isError":true,"meta":{"a2c_cancelled":true,"a2c_cancel_reason":"agent_requested"}}`, -1},
+		{`{"content":[],"isError":true}`, 0},
+	} {
+		err := gatewayResultError(r, json.RawMessage(tc.raw))
+		switch tc.code {
+		case 0:
+			if err != nil {
+				t.Errorf("%s: %v", tc.raw, err)
+			}
+		case -1:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("%s: %v", tc.raw, err)
+			}
+		default:
+			if se, ok := smcp.AsError(err); !ok || se.Code != tc.code {
+				t.Errorf("%s: %v, want %d", tc.raw, err, tc.code)
+			}
+		}
 	}
 }
