@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -426,5 +428,73 @@ func TestGatewayResultError(t *testing.T) {
 				t.Errorf("%s: %v, want %d", tc.raw, err, tc.code)
 			}
 		}
+	}
+}
+
+// admitAll admits everything and counts the outcomes, as a quota or an
+// audit that lets every call through.
+type admitAll struct{ n atomic.Int64 }
+
+func (g *admitAll) Admit(context.Context, *Call) (func(Outcome), error) {
+	return func(Outcome) { g.n.Add(1) }, nil
+}
+func (*admitAll) Visible(*Call) bool { return true }
+
+// answerAtOnce is a computer's Conn that answers every request at once.
+type answerAtOnce struct{ tools, result json.RawMessage }
+
+func (answerAtOnce) Notify(Notification) {}
+func (c answerAtOnce) Request(event string, _ json.RawMessage, done func(json.RawMessage, error)) func() {
+	if event == smcp.EventGetTools {
+		done(c.tools, nil)
+	} else {
+		done(c.result, nil)
+	}
+	return nil
+}
+
+// BenchmarkGuardedToolCall is the core's part of a tool call to a
+// computer of this node answered at once, without a guard and with one
+// that admits everything: the cost of the seam itself.
+func BenchmarkGuardedToolCall(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		guard Guard
+	}{{"none", nil}, {"admit-all", &admitAll{}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			h := New(Config{Guard: tc.guard})
+			p := &Principal{ID: "k"}
+			agent, err := h.Attach("a", p, answerAtOnce{}, v02)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pc, err := h.Attach("pc", p, answerAtOnce{tools: json.RawMessage(`{"tools":[{"name":"echo"}]}`),
+				result: json.RawMessage(`{"content":[{"type":"text","text":"hi"}],"isError":false}`)}, v02)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := agent.Join(&smcpv1.EnterOfficeReq{Role: smcp.RoleAgent, Name: "alice", OfficeId: "o"}); err != nil {
+				b.Fatal(err)
+			}
+			if err := pc.Join(&smcpv1.EnterOfficeReq{Role: smcp.RoleComputer, Name: "pc", OfficeId: "o"}); err != nil {
+				b.Fatal(err)
+			}
+			r, err := ParseRequest(smcp.EventToolCall,
+				[]byte(`{"agent":"alice","req_id":"r","computer":"pc","tool_name":"echo","params":{"message":"hi"},"timeout":5}`))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := agent.Route(context.Background(), r); err != nil { // the tools are listed once
+				b.Fatal(err)
+			}
+			var failed error
+			done := func(_ json.RawMessage, err error) { failed = err }
+			b.ReportAllocs()
+			for b.Loop() {
+				if !agent.TryGo(r, done) || failed != nil {
+					b.Fatalf("not routed: %v", failed)
+				}
+			}
+		})
 	}
 }
