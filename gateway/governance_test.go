@@ -20,6 +20,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/agent"
 	smcpcomputer "github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/config"
+	"github.com/smcpgw/smcp-gateway/computer/tools"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/policy"
@@ -49,11 +50,14 @@ type govEnv struct {
 	iss   *tokentest.Issuer
 	key   *tokentest.Key
 	tools []string // every tool the computer lists
+	// version is the computer's protocol, prefix what its tools' names
+	// start with in it.
+	version, prefix string
 }
 
 const govOffice, govPC = "gov", "pc"
 
-func startGovernance(t *testing.T) *govEnv {
+func startGovernance(t *testing.T, protocol string) *govEnv {
 	t.Helper()
 	dir := nodetest.Require(t, filepath.Join("..", "test", "npm-mcp"))
 	entry := filepath.Join(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
@@ -79,9 +83,30 @@ func startGovernance(t *testing.T) *govEnv {
 		Core: core.Config{Guard: policy.NewEngine(rules)}, Logger: testLogger})
 	ctx, cancel := context.WithTimeout(context.Background(), testwait.Timeout)
 	defer cancel()
-	e.pc = systest.Computer(t, ctx, govPC, map[string]*config.Server{
-		"everything": systest.Server(t, "everything", map[string]any{"command": "node", "args": []any{entry, "stdio"}}),
-	}, smcpcomputer.Gateway{URL: e.g.URL, Office: govOffice, APIKey: "full-key", Dial: sioclient.Options{Logger: testLogger}}, testLogger)
+	pc, err := smcpcomputer.New(smcpcomputer.Options{Name: govPC, Protocol: protocol, Confirm: tools.ConfirmAuto, Logger: testLogger,
+		Config: &config.Config{Servers: map[string]*config.Server{
+			"everything": systest.Server(t, "everything", map[string]any{"command": "node", "args": []any{entry, "stdio"}}),
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pc.Close)
+	if err := pc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pc.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	link, err := pc.Connect(ctx, smcpcomputer.Gateway{URL: e.g.URL, Office: govOffice, APIKey: "full-key", Dial: sioclient.Options{Logger: testLogger}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(link.Close)
+	e.pc, e.version = pc, protocol
+	e.prefix = ""
+	if protocol != smcpcomputer.Protocol02 {
+		e.prefix = "everything__" // the bundle id of the server (0.3+)
+	}
 	// The server adds tools once initialized (tools/list_changed): wait
 	// for the list to settle on the ones the test calls.
 	full := rpcClient(t, e.g.URL, false, connecttest.Headers(rpc.DefaultAPIKeyHeader, "full-key"))
@@ -94,7 +119,7 @@ func startGovernance(t *testing.T) *govEnv {
 		for _, tool := range res.GetTools() {
 			e.tools = append(e.tools, tool.GetName())
 		}
-		return slices.Contains(e.tools, "echo") && slices.Contains(e.tools, "get-sum")
+		return slices.Contains(e.tools, e.prefix+"echo") && slices.Contains(e.tools, e.prefix+"get-sum")
 	})
 	return e
 }
@@ -170,7 +195,11 @@ func sumParams(t *testing.T, tool string) *structpb.Struct {
 // sioFront is a Socket.IO agent with key.
 func (e *govEnv) sioFront(t *testing.T, key string) frontEnd {
 	t.Helper()
-	ag, err := agent.Dial(ctxT(t), sioclient.Options{URL: e.g.URL, APIKey: key, Logger: testLogger, Version: smcp.V02.Full()}, "bot")
+	v, err := smcp.ParseProfile(e.version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag, err := agent.Dial(ctxT(t), sioclient.Options{URL: e.g.URL, APIKey: key, Logger: testLogger, Version: v.Full()}, "bot")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,35 +341,42 @@ func (e *govEnv) mcpFront(t *testing.T, version, h, cred string) frontEnd {
 // refused on any other tool without the computer seeing the call, naming
 // the rule set; full-key lists and calls everything.
 func TestGovernanceEchoOnlyOnEveryFrontEnd(t *testing.T) {
-	e := startGovernance(t)
-	if !slices.Contains(e.tools, "get-env") {
+	for _, protocol := range []string{smcpcomputer.Protocol02, smcpcomputer.Protocol04} {
+		t.Run(protocol, func(t *testing.T) { testGovernance(t, protocol) })
+	}
+}
+
+func testGovernance(t *testing.T, protocol string) {
+	e := startGovernance(t, protocol)
+	if !slices.Contains(e.tools, e.prefix+"get-env") {
 		t.Fatalf("server-everything lists no get-env: %v", e.tools)
 	}
+	echo, sum := e.prefix+"echo", e.prefix+"get-sum"
 	// One agent seat per office: each caller in turn.
 	t.Run("socket.io", func(t *testing.T) {
-		e.checkEchoOnly(t, e.sioFront(t, "echo-only-key"), "echo")
+		e.checkEchoOnly(t, e.sioFront(t, "echo-only-key"), echo)
 	})
 	t.Run("socket.io full", func(t *testing.T) {
-		e.checkFull(t, e.sioFront(t, "full-key"), "get-sum")
+		e.checkFull(t, e.sioFront(t, "full-key"), sum)
 	})
 	for _, grpc := range []bool{false, true} {
 		name := map[bool]string{false: "connect", true: "grpc"}[grpc]
 		t.Run(name, func(t *testing.T) {
-			e.checkEchoOnly(t, e.rpcFront(t, grpc, rpc.DefaultAPIKeyHeader, "echo-only-key"), "echo")
-			e.checkFull(t, e.rpcFront(t, grpc, rpc.DefaultAPIKeyHeader, "full-key"), "get-sum")
+			e.checkEchoOnly(t, e.rpcFront(t, grpc, rpc.DefaultAPIKeyHeader, "echo-only-key"), echo)
+			e.checkFull(t, e.rpcFront(t, grpc, rpc.DefaultAPIKeyHeader, "full-key"), sum)
 		})
 		t.Run(name+" token", func(t *testing.T) {
-			e.checkEchoOnly(t, e.rpcFront(t, grpc, "Authorization", "Bearer "+e.token(t, "echo-users")), "echo")
-			e.checkFull(t, e.rpcFront(t, grpc, "Authorization", "Bearer "+e.token(t, "staff")), "get-sum")
+			e.checkEchoOnly(t, e.rpcFront(t, grpc, "Authorization", "Bearer "+e.token(t, "echo-users")), echo)
+			e.checkFull(t, e.rpcFront(t, grpc, "Authorization", "Bearer "+e.token(t, "staff")), sum)
 		})
 	}
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run("mcp "+version, func(t *testing.T) {
-			e.checkEchoOnly(t, e.mcpFront(t, version, "x-api-key", "echo-only-key"), "pc__echo")
-			e.checkFull(t, e.mcpFront(t, version, "x-api-key", "full-key"), "pc__get-sum")
+			e.checkEchoOnly(t, e.mcpFront(t, version, "x-api-key", "echo-only-key"), "pc__"+echo)
+			e.checkFull(t, e.mcpFront(t, version, "x-api-key", "full-key"), "pc__"+sum)
 		})
 		t.Run("mcp token "+version, func(t *testing.T) {
-			e.checkEchoOnly(t, e.mcpFront(t, version, "Authorization", "Bearer "+e.token(t, "echo-users")), "pc__echo")
+			e.checkEchoOnly(t, e.mcpFront(t, version, "Authorization", "Bearer "+e.token(t, "echo-users")), "pc__"+echo)
 		})
 	}
 }

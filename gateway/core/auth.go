@@ -35,8 +35,10 @@ type Principal struct {
 	// map to. The Guard applies them; none leaves the caller unbound.
 	RuleSets []string
 	// Claims are a token's verified claims (nil for an API key), for
-	// rules that read them.
+	// rules that read them; Issuer is its issuer ("" for a key), for the
+	// audit (ID holds its subject).
 	Claims map[string]any
+	Issuer string
 	// Expires is when the credential stops being valid (a token's exp);
 	// zero for an API key, which is valid until it is revoked.
 	Expires time.Time

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
@@ -37,8 +36,9 @@ type Guard interface {
 	Admit(ctx context.Context, c *Call) (done func(Outcome), err error)
 	// Visible reports whether a listing shows what c stands for to c's
 	// caller: a tool of a get_tools answer (c is a client:tool_call without
-	// arguments), a window of a get_desktop answer or a document of a
-	// get_finder answer (c is a client:read_resource of its URI); whether
+	// arguments), a window of a get_desktop answer, a document of a
+	// get_finder answer or a skill of a get_skills answer (c is a
+	// client:read_resource of its URI, skill://{name} for a skill); whether
 	// the rules would let it be called, without spending any quota.
 	Visible(c *Call) bool
 }
@@ -296,26 +296,36 @@ func gatewayResultError(r *Request, raw json.RawMessage) error {
 	if !r.eventInfo().GatewayResults || len(raw) == 0 {
 		return nil
 	}
-	var res struct {
-		IsError bool `json:"isError"`
-		Meta    struct {
-			Code      int  `json:"a2c_error_code"`
-			Timeout   bool `json:"a2c_timeout"`
-			Cancelled bool `json:"a2c_cancelled"`
-		} `json:"meta"`
-	}
-	if json.Unmarshal(raw, &res) != nil || !res.IsError {
+	// Scanned, not decoded: a result may carry megabytes of content.
+	var isError bool
+	var meta json.RawMessage
+	err := smcp.ObjectFields(raw, func(key string, v json.RawMessage) error {
+		switch key {
+		case "isError":
+			isError = string(v) == "true"
+		case "meta":
+			meta = v
+		}
+		return nil
+	})
+	if err != nil || !isError || len(meta) == 0 || meta[0] != '{' {
 		return nil
 	}
-	switch {
-	case res.Meta.Timeout:
-		return smcp.Errorf(smcp.CodeTimeout, "tool call timed out")
-	case res.Meta.Cancelled:
-		return context.Canceled
-	case res.Meta.Code != 0:
-		return smcp.Errorf(res.Meta.Code, "tool call failed")
-	}
-	return nil
+	var out error
+	_ = smcp.ObjectFields(meta, func(key string, v json.RawMessage) error {
+		switch {
+		case key == smcp.MetaTimeout && string(v) == "true":
+			out = smcp.Errorf(smcp.CodeTimeout, "tool call timed out")
+		case key == smcp.MetaCancelled && string(v) == "true":
+			out = context.Canceled
+		case key == smcp.MetaErrorCode && out == nil:
+			if code, err := strconv.Atoi(string(v)); err == nil && code != 0 {
+				out = smcp.Errorf(code, "tool call failed")
+			}
+		}
+		return nil
+	})
+	return out
 }
 
 // relayed is what the caller gets of an answer relayed to it: a tool
@@ -347,6 +357,14 @@ func (s *Session) relayed(r *Request, officeID string, gen uint64, tool *ToolVie
 			}
 			_ = json.Unmarshal(item, &d)
 			return d.URI
+		})
+	case smcp.EventGetSkills:
+		return s.filterResources(officeID, r.Computer, raw, "skills", func(item json.RawMessage) string {
+			var sk struct {
+				Name string `json:"name"`
+			}
+			_ = json.Unmarshal(item, &sk)
+			return skillURI(sk.Name, "")
 		})
 	case smcp.EventToolCall, smcp.EventGetSkill:
 		if strings.Contains(string(raw), "blob_handle") {
@@ -428,8 +446,9 @@ func (s *Session) filterTools(officeID, computer string, raw json.RawMessage, to
 	return out
 }
 
-// filterResources is a desktop or finder answer without the windows or
-// documents (the list under key) the caller may not read. (A finder's
+// filterResources is a desktop, finder or skills answer without the
+// windows, documents or skills (the list under key) the caller may not
+// read. (A finder's
 // total_count still counts them.)
 func (s *Session) filterResources(officeID, computer string, raw json.RawMessage, key string, uriOf func(json.RawMessage) string) json.RawMessage {
 	var ret map[string]json.RawMessage
@@ -488,198 +507,6 @@ func (s *Session) listTools(ctx context.Context, officeID, computer string) ([]l
 	}
 	s.hub.tools.store(officeID, computer, gen, tools)
 	return tools, nil
-}
-
-// toolCache is what this node knows of its offices' computers' tools, from
-// their get_tools answers, until a computer says its list changed or
-// leaves; and which of their blobs came from which tool or skill.
-type toolCache struct {
-	mu    sync.Mutex
-	by    map[computerKey]*computerTools
-	limit int // blob origins kept per computer
-}
-
-type computerKey struct{ office, computer string }
-
-type computerTools struct {
-	tools map[string]ToolView // by exposed name; nil: not listed yet
-	// gen counts the changes of the list (forget): a listing asked for
-	// before a change is not kept after it.
-	gen   uint64
-	blobs map[string]blobOrigin
-	// order is the blobs' handles oldest first, to keep limit of them.
-	order []string
-}
-
-type blobOrigin struct {
-	tool *ToolView
-	uri  string
-}
-
-// maxBlobOrigins bounds the blob handles remembered per computer.
-const maxBlobOrigins = 4096
-
-func (tc *toolCache) entry(office, computer string) *computerTools {
-	if tc.by == nil {
-		tc.by = map[computerKey]*computerTools{}
-	}
-	k := computerKey{office, computer}
-	e := tc.by[k]
-	if e == nil {
-		e = &computerTools{}
-		tc.by[k] = e
-	}
-	return e
-}
-
-// lookup finds a tool by the name it is called by; listed is false when the
-// computer's tools are not known. A tool its computer does not list is
-// known by that name alone.
-func (tc *toolCache) lookup(office, computer, exposed string) (t ToolView, listed bool) {
-	tc.mu.Lock()
-	defer tc.mu.Unlock()
-	e := tc.by[computerKey{office, computer}]
-	if e == nil || e.tools == nil {
-		return ToolView{}, false
-	}
-	if t, ok := e.tools[exposed]; ok {
-		return t, true
-	}
-	return ToolView{Name: exposed, Exposed: exposed}, true
-}
-
-// generation is the list's generation, to store a listing asked for now.
-func (tc *toolCache) generation(office, computer string) uint64 {
-	tc.mu.Lock()
-	defer tc.mu.Unlock()
-	return tc.entry(office, computer).gen
-}
-
-// store records a listing asked for at generation gen, unless the list
-// changed since.
-func (tc *toolCache) store(office, computer string, gen uint64, tools []listedTool) {
-	m := make(map[string]ToolView, len(tools))
-	for _, t := range tools {
-		m[t.view.Exposed] = t.view
-	}
-	tc.mu.Lock()
-	defer tc.mu.Unlock()
-	if e := tc.entry(office, computer); e.gen == gen {
-		e.tools = m
-	}
-}
-
-// forget drops what is known of a computer's tools (its list changed);
-// gone also drops its blobs (it left).
-func (tc *toolCache) forget(office, computer string, gone bool) {
-	tc.mu.Lock()
-	defer tc.mu.Unlock()
-	e := tc.by[computerKey{office, computer}]
-	if e == nil {
-		return
-	}
-	// The entry stays, with its generation: a listing in flight to the
-	// computer that left is not stored when it comes.
-	e.tools, e.gen = nil, e.gen+1
-	if gone {
-		e.blobs, e.order = nil, nil
-	}
-}
-
-// forgetOffice drops what is known of an office this node no longer
-// holds: the notifications that keep it current stop coming.
-func (tc *toolCache) forgetOffice(office string) {
-	tc.mu.Lock()
-	defer tc.mu.Unlock()
-	for k, e := range tc.by {
-		if k.office == office {
-			e.tools, e.blobs, e.order, e.gen = nil, nil, nil, e.gen+1
-			delete(tc.by, k)
-		}
-	}
-}
-
-func (tc *toolCache) recordBlobs(office, computer string, raw json.RawMessage, o blobOrigin) {
-	handles := blobHandles(raw)
-	if len(handles) == 0 {
-		return
-	}
-	tc.mu.Lock()
-	defer tc.mu.Unlock()
-	e := tc.entry(office, computer)
-	if e.blobs == nil {
-		e.blobs = map[string]blobOrigin{}
-	}
-	for _, h := range handles {
-		if _, ok := e.blobs[h]; ok {
-			continue
-		}
-		e.blobs[h] = o
-		e.order = append(e.order, h)
-		if len(e.order) > maxBlobOrigins {
-			delete(e.blobs, e.order[0])
-			e.order = e.order[1:]
-		}
-	}
-}
-
-func (tc *toolCache) blobOrigin(office, computer, handle string) (blobOrigin, bool) {
-	tc.mu.Lock()
-	defer tc.mu.Unlock()
-	e := tc.by[computerKey{office, computer}]
-	if e == nil {
-		return blobOrigin{}, false
-	}
-	o, ok := e.blobs[handle]
-	return o, ok
-}
-
-// blobHandles finds the blob handles of an answer: get_skill's top-level
-// blob_handle, a tool result's items' _meta.a2c_blob_handle (§5.7).
-func blobHandles(raw json.RawMessage) []string {
-	var v struct {
-		BlobHandle string `json:"blob_handle"`
-		Content    []struct {
-			Meta struct {
-				Handle string `json:"a2c_blob_handle"`
-			} `json:"_meta"`
-		} `json:"content"`
-	}
-	if json.Unmarshal(raw, &v) != nil {
-		return nil
-	}
-	var out []string
-	if v.BlobHandle != "" {
-		out = append(out, v.BlobHandle)
-	}
-	for _, c := range v.Content {
-		if c.Meta.Handle != "" {
-			out = append(out, c.Meta.Handle)
-		}
-	}
-	return out
-}
-
-// toolsChanged drops what is known of a computer's tools when a
-// notification says they changed or that it entered or left.
-func (h *Hub) toolsChanged(n Notification) {
-	if h.cfg.Guard == nil {
-		return
-	}
-	switch p := n.Payload.(type) {
-	case *smcpv1.UpdateComputerConfigReq:
-		if n.Event == smcp.NotifyUpdateToolList || n.Event == smcp.NotifyUpdateConfig {
-			h.tools.forget(n.OfficeID, p.GetComputer(), false)
-		}
-	case *smcpv1.LeaveOfficeNotification:
-		if p.Computer != nil {
-			h.tools.forget(n.OfficeID, p.GetComputer(), true)
-		}
-	case *smcpv1.EnterOfficeNotification:
-		if p.Computer != nil {
-			h.tools.forget(n.OfficeID, p.GetComputer(), true)
-		}
-	}
 }
 
 // Guards makes one Guard of several (rules, quotas, audit), asked in

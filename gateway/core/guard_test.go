@@ -7,8 +7,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -180,8 +183,8 @@ func TestGuardForgetsToolsThatChanged(t *testing.T) {
 	}
 }
 
-// noSecrets refuses the tool "secret" (and so its blobs) and the windows
-// under window://secret.
+// noSecrets refuses the tool "secret" (and so its blobs), the windows
+// under window://secret and the skill x.
 type noSecrets struct{}
 
 func (noSecrets) Admit(_ context.Context, c *Call) (func(Outcome), error) {
@@ -192,12 +195,13 @@ func (noSecrets) Admit(_ context.Context, c *Call) (func(Outcome), error) {
 }
 
 func (noSecrets) Visible(c *Call) bool {
-	return (c.Tool == nil || c.Tool.Name != "secret") && !strings.HasPrefix(c.URI, "window://secret")
+	return (c.Tool == nil || c.Tool.Name != "secret") && !strings.HasPrefix(c.URI, "window://secret") && c.URI != "skill://x"
 }
 
 // A blob is judged as the call whose answer gave its handle: a blob of
 // a tool the caller may not call is refused, one of another tool is
-// not; a desktop lists only the windows the caller may read.
+// not; a desktop lists only the windows the caller may read, a skills
+// answer only its skills.
 func TestGuardJudgesBlobsAndWindows(t *testing.T) {
 	o := newTestOfficeOf(t, Config{Guard: noSecrets{}}, v03, func(event string, payload json.RawMessage) (json.RawMessage, bool) {
 		switch event {
@@ -207,6 +211,8 @@ func TestGuardJudgesBlobsAndWindows(t *testing.T) {
 			return json.RawMessage(`{"content":[{"type":"image","data":"","mimeType":"image/png","_meta":{"a2c_blob_handle":"h-open"}}]}`), true
 		case smcp.EventGetDesktop:
 			return json.RawMessage(`{"desktops":["window://secret/a\n\nhidden","window://public/b\n\nshown"],"req_id":"d"}`), true
+		case smcp.EventGetSkills:
+			return json.RawMessage(`{"skills":[{"name":"open","description":"o"},{"name":"x"}],"req_id":"s"}`), true
 		}
 		return json.RawMessage(`{"blob":""}`), true
 	})
@@ -240,6 +246,17 @@ func TestGuardJudgesBlobsAndWindows(t *testing.T) {
 	}
 	if len(d.Desktops) != 1 || !strings.HasPrefix(d.Desktops[0], "window://public/b") {
 		t.Fatalf("desktop %s, want only window://public/b", raw)
+	}
+	raw, err = route(smcp.EventGetSkills, `{"agent":"alice","req_id":"s","computer":"pc"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sk struct{ Skills []struct{ Name string } }
+	if err := json.Unmarshal(raw, &sk); err != nil {
+		t.Fatal(err)
+	}
+	if len(sk.Skills) != 1 || sk.Skills[0].Name != "open" {
+		t.Fatalf("skills %s, want only open", raw)
 	}
 	if n := slices.Index(o.pcConn.received(), smcp.EventGetBlob); n < 0 {
 		t.Fatal("the allowed blob did not reach the computer")
@@ -378,5 +395,106 @@ func TestGuardCallResource(t *testing.T) {
 	_, err := o.agent.Route(context.Background(), mustParse(t, smcp.EventReadResource, `{"agent":"alice","req_id":"r","computer":"pc","uri":"a","x":{"uri":5}}`))
 	if err != nil {
 		t.Fatalf("a nested key of the same name is not the request's: %v", err)
+	}
+}
+
+// The outcome of a tool call answered with an error result says why.
+func TestGatewayResultError(t *testing.T) {
+	r := mustParse(t, smcp.EventToolCall, `{"agent":"a","req_id":"r","computer":"c","tool_name":"t","timeout":5}`)
+	for _, tc := range []struct {
+		raw  string
+		code int // 0: nil; -1: context.Canceled
+	}{
+		{`{"content":[],"isError":false}`, 0},
+		{`{"content":[{"type":"text","text":"x"}]}`, 0},
+		{string(smcp.GatewayResult(smcp.ComputerTimeoutError(smcp.EventToolCall, "c", time.Second))), smcp.CodeTimeout},
+		{string(smcp.GatewayResult(smcp.ComputerGoneError("c"))), smcp.CodeNotFound},
+		{`{"content":[],"isError":true,"meta":{"a2c_error_code":4001}}`, 4001},
+		{`{"content":[],"isError":true,"meta":{"a2c_cancelled":true,"a2c_cancel_reason":"agent_requested"}}`, -1},
+		{`{"content":[],"isError":true}`, 0},
+	} {
+		err := gatewayResultError(r, json.RawMessage(tc.raw))
+		switch tc.code {
+		case 0:
+			if err != nil {
+				t.Errorf("%s: %v", tc.raw, err)
+			}
+		case -1:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("%s: %v", tc.raw, err)
+			}
+		default:
+			if se, ok := smcp.AsError(err); !ok || se.Code != tc.code {
+				t.Errorf("%s: %v, want %d", tc.raw, err, tc.code)
+			}
+		}
+	}
+}
+
+// admitAll admits everything and counts the outcomes, as a quota or an
+// audit that lets every call through.
+type admitAll struct{ n atomic.Int64 }
+
+func (g *admitAll) Admit(context.Context, *Call) (func(Outcome), error) {
+	return func(Outcome) { g.n.Add(1) }, nil
+}
+func (*admitAll) Visible(*Call) bool { return true }
+
+// answerAtOnce is a computer's Conn that answers every request at once.
+type answerAtOnce struct{ tools, result json.RawMessage }
+
+func (answerAtOnce) Notify(Notification) {}
+func (c answerAtOnce) Request(event string, _ json.RawMessage, done func(json.RawMessage, error)) func() {
+	if event == smcp.EventGetTools {
+		done(c.tools, nil)
+	} else {
+		done(c.result, nil)
+	}
+	return nil
+}
+
+// BenchmarkGuardedToolCall is the core's part of a tool call to a
+// computer of this node answered at once, without a guard and with one
+// that admits everything: the cost of the seam itself.
+func BenchmarkGuardedToolCall(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		guard Guard
+	}{{"none", nil}, {"admit-all", &admitAll{}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			h := New(Config{Guard: tc.guard})
+			p := &Principal{ID: "k"}
+			agent, err := h.Attach("a", p, answerAtOnce{}, v02)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pc, err := h.Attach("pc", p, answerAtOnce{tools: json.RawMessage(`{"tools":[{"name":"echo"}]}`),
+				result: json.RawMessage(`{"content":[{"type":"text","text":"hi"}],"isError":false}`)}, v02)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := agent.Join(&smcpv1.EnterOfficeReq{Role: smcp.RoleAgent, Name: "alice", OfficeId: "o"}); err != nil {
+				b.Fatal(err)
+			}
+			if err := pc.Join(&smcpv1.EnterOfficeReq{Role: smcp.RoleComputer, Name: "pc", OfficeId: "o"}); err != nil {
+				b.Fatal(err)
+			}
+			r, err := ParseRequest(smcp.EventToolCall,
+				[]byte(`{"agent":"alice","req_id":"r","computer":"pc","tool_name":"echo","params":{"message":"hi"},"timeout":5}`))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := agent.Route(context.Background(), r); err != nil { // the tools are listed once
+				b.Fatal(err)
+			}
+			var failed error
+			done := func(_ json.RawMessage, err error) { failed = err }
+			b.ReportAllocs()
+			for b.Loop() {
+				if !agent.TryGo(r, done) || failed != nil {
+					b.Fatalf("not routed: %v", failed)
+				}
+			}
+		})
 	}
 }

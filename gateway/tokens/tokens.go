@@ -235,7 +235,7 @@ func (v *Verifier) principal(sub string, claims map[string]any) (*core.Principal
 	if sub == "" {
 		return nil, "no subject (sub)"
 	}
-	p := &core.Principal{ID: IDPrefix + sub, Claims: claims}
+	p := &core.Principal{ID: IDPrefix + sub, Claims: claims, Issuer: v.cfg.Issuer}
 	if c := v.cfg.RulesClaim; c != "" {
 		values, _ := stringList(claimAt(claims, c))
 		for _, val := range values {
