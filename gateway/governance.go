@@ -177,8 +177,7 @@ func (g *governance) record(ctx context.Context, c *core.Call) *audit.Record {
 	r := &audit.Record{Time: time.Now(), Node: g.node, Front: front, Event: c.Event,
 		Principal: c.Principal.ID, Agent: c.Agent, Office: c.Office, Computer: c.Computer,
 		Tool: toolName(c), Resource: c.URI, RequestID: c.ReqID}
-	if c.Principal.Claims != nil {
-		r.Issuer, _ = c.Principal.Claims["iss"].(string)
+	if r.Issuer = c.Principal.Issuer; r.Issuer != "" {
 		r.Subject, _ = c.Principal.Claims["sub"].(string)
 	}
 	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
