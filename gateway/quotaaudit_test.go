@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	jose "github.com/go-jose/go-jose/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -28,6 +29,8 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/quota"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
+	"github.com/smcpgw/smcp-gateway/gateway/tokens"
+	"github.com/smcpgw/smcp-gateway/gateway/tokens/tokentest"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/internal/connecttest"
 	"github.com/smcpgw/smcp-gateway/internal/systest"
@@ -552,4 +555,54 @@ func TestAuditRecordsAuthRefusal(t *testing.T) {
 	if !found {
 		t.Fatalf("no auth_refused record:\n%s", b)
 	}
+}
+
+// A token's call is recorded with its issuer and subject.
+func TestAuditTokenPrincipal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	sink, err := audit.OpenFile(audit.FileOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := core.NewKeyRing(core.Key{Key: "full-key", ID: "full"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := tokentest.NewKey(t, "audit", jose.ES256)
+	iss := tokentest.New(t, tokenAudience, key)
+	v, err := tokens.NewVerifier(tokens.Config{Issuer: iss.URL, Audience: tokenAudience})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, gateway.Config{Auth: tokens.Authenticator{Keys: ring, Tokens: v},
+		Audit: gateway.AuditConfig{Sinks: []audit.Sink{sink}}, Logger: testLogger})
+	dialComputerWithKey(t, g.URL, "full-key", "pc", "o")
+	tok := tokentest.Sign(t, key, iss.Claims("alice", nil))
+	c := rpcClient(t, g.URL, false, connecttest.Headers("Authorization", "Bearer "+tok, rpc.AgentHeader, "bot"))
+	if _, err := c.CallTool(ctxT(t), &smcpv1.CallToolRequest{OfficeId: "o", Computer: "pc", ToolName: "echo", ReqId: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct {
+			Event, Principal, Issuer, Subject string
+			RequestID                         string `json:"request_id"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.RequestID == "r1" {
+			if r.Issuer != iss.URL || r.Subject != "alice" || r.Principal != tokens.IDPrefix+"alice" {
+				t.Fatalf("record of a token's call: %s", line)
+			}
+			return
+		}
+	}
+	t.Fatalf("no record of the call:\n%s", b)
 }
