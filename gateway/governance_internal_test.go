@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/smcpgw/smcp-gateway/gateway/audit"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/quota"
 	"github.com/smcpgw/smcp-gateway/smcp"
@@ -82,5 +83,37 @@ func TestRuleRefusalSpendsNoQuota(t *testing.T) {
 	}
 	if v := testutil.ToFloat64(g.refused.WithLabelValues(reasonQuotaRate, core.FrontRPC)); v != 1 {
 		t.Fatalf("refused{quota_calls_per_second,rpc} = %v, want 1", v)
+	}
+}
+
+// discardSink takes every batch.
+type discardSink struct{}
+
+func (discardSink) Write(context.Context, []audit.Record) error { return nil }
+func (discardSink) Close(context.Context) error                 { return nil }
+
+// BenchmarkGovernanceToolCall is the guard's cost per tool call, on the
+// caller's goroutine, with a quota (memory) and the audit on: admission,
+// the record, and its settling (the writer's encoding runs apart; see
+// gateway/audit BenchmarkWriteJSONLines).
+func BenchmarkGovernanceToolCall(b *testing.B) {
+	al, err := audit.New(audit.Options{Sinks: []audit.Sink{discardSink{}}, Queue: 1 << 16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = al.Close(context.Background()) }()
+	table := &quota.Table{Default: &quota.Limits{Bound: quota.Bound{CallsPerSecond: 1e9, Burst: 1 << 30, InFlight: 1 << 20}}}
+	g := newGovernance(nil, quota.New(quota.Options{}), table, al, false, "n1", 0)
+	p := &core.Principal{ID: "k"}
+	c := &core.Call{Principal: p, Front: core.FrontSocketIO, Office: "o", Agent: "a", Computer: "pc", Event: smcp.EventToolCall,
+		ReqID: "r", Tool: &core.ToolView{Name: "echo", Exposed: "echo"}, Payload: []byte(`{"tool_name":"echo"}`)}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		done, err := g.Admit(ctx, c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		done(core.Outcome{Duration: time.Millisecond, BytesIn: 20, BytesOut: 40})
 	}
 }

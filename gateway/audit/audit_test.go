@@ -464,3 +464,20 @@ func TestOTLPSink(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWriteJSONLines is the writer's cost per record: JSON lines to
+// a file's writer (io.Discard), in batches as the writer makes them.
+func BenchmarkWriteJSONLines(b *testing.B) {
+	sink := audit.NewJSONLines(io.Discard)
+	batch := make([]audit.Record, 256)
+	for i := range batch {
+		batch[i] = record(i)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := sink.Write(context.Background(), batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch)), "ns/record")
+}

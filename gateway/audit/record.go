@@ -14,7 +14,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"strconv"
 	"time"
@@ -53,7 +52,8 @@ type Record struct {
 	Outcome string `json:"outcome"`
 	// Reason names what refused a call (a rule, a quota bound), never
 	// another principal's rule.
-	Reason    string        `json:"reason,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Duration is written as duration_ms, a number of milliseconds.
 	Duration  time.Duration `json:"-"`
 	BytesIn   int64         `json:"bytes_in"`
 	BytesOut  int64         `json:"bytes_out"`
@@ -64,15 +64,6 @@ type Record struct {
 	// themselves are never recorded.
 	ArgsSHA256   string `json:"args_sha256,omitempty"`
 	ResultSHA256 string `json:"result_sha256,omitempty"`
-}
-
-// MarshalJSON writes Duration as duration_ms, a number of milliseconds.
-func (r Record) MarshalJSON() ([]byte, error) {
-	type plain Record
-	return json.Marshal(struct {
-		plain
-		DurationMS float64 `json:"duration_ms"`
-	}{plain(r), float64(r.Duration) / float64(time.Millisecond)})
 }
 
 // OutcomeOf names err's outcome: OutcomeOK for nil, OutcomeTimeout for a

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"gopkg.in/natefinch/lumberjack.v2"
 )
@@ -34,12 +35,21 @@ func NewJSONLines(w io.Writer) Sink {
 	return &jsonLines{w: w, close: func() error { return nil }}
 }
 
+// line is a record as a JSON line: its fields, and its duration in
+// milliseconds. Record has no MarshalJSON of its own: the encoder would
+// then check and compact each record's output again.
+type line struct {
+	Record
+	DurationMS float64 `json:"duration_ms"`
+}
+
 func (s *jsonLines) Write(_ context.Context, recs []Record) error {
 	s.buf.Reset()
 	enc := json.NewEncoder(&s.buf)
 	enc.SetEscapeHTML(false)
 	for i := range recs {
-		if err := enc.Encode(recs[i]); err != nil {
+		l := line{Record: recs[i], DurationMS: float64(recs[i].Duration) / float64(time.Millisecond)}
+		if err := enc.Encode(&l); err != nil {
 			return fmt.Errorf("encode audit record: %w", err)
 		}
 	}
