@@ -80,7 +80,7 @@ func startGovernance(t *testing.T, protocol string) *govEnv {
 		t.Fatal(err)
 	}
 	e.g = startGateway(t, gateway.Config{Auth: tokens.Authenticator{Keys: ring, Tokens: v},
-		Core: core.Config{Guard: policy.NewEngine(rules)}, Logger: testLogger})
+		Core: core.Config{Guard: policy.NewEngine(rules)}, Quotas: govQuotas(t), Logger: testLogger})
 	ctx, cancel := context.WithTimeout(context.Background(), testwait.Timeout)
 	defer cancel()
 	pc, err := smcpcomputer.New(smcpcomputer.Options{Name: govPC, Protocol: protocol, Confirm: tools.ConfirmAuto, Logger: testLogger,

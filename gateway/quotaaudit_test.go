@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/smcpgw/smcp-gateway/agent"
+	smcpcomputer "github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/audit"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
@@ -605,4 +606,100 @@ func TestAuditTokenPrincipal(t *testing.T) {
 		}
 	}
 	t.Fatalf("no record of the call:\n%s", b)
+}
+
+// govQuotas are the quotas of examples/governance's keys file.
+func govQuotas(t *testing.T) *quota.Table {
+	t.Helper()
+	tb, err := quota.LoadFile(govKeys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+// examples/governance's slow-key (5 calls/s, burst 5), with
+// server-everything behind a real computer: on Socket.IO, Connect, gRPC,
+// an MCP session and MCP 2026-07-28 its calls are refused once its
+// allowance is spent, with a hint of when to come back, and no refused
+// call reaches the computer.
+func TestGovernanceSlowKeyOnEveryFrontEnd(t *testing.T) {
+	e := startGovernance(t, smcpcomputer.Protocol02)
+	args := map[string]any{"message": "hi"}
+	params, err := structpb.NewStruct(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// callUntilRefused calls until the first refusal (at 5/s, fifty calls
+	// in a row cannot all be admitted), checking each admitted call and
+	// only those reached the computer.
+	callUntilRefused := func(t *testing.T, call func() error) error {
+		t.Helper()
+		before := e.calls()
+		admitted := 0
+		for range 50 {
+			if err := call(); err != nil {
+				if n := e.calls() - before; n != admitted {
+					t.Fatalf("the computer saw %d calls, %d were admitted", n, admitted)
+				}
+				return err
+			}
+			admitted++
+		}
+		t.Fatal("50 calls in a row admitted at 5/s")
+		return nil
+	}
+	t.Run("socket.io", func(t *testing.T) {
+		ag, err := agent.Dial(ctxT(t), sioclient.Options{URL: e.g.URL, APIKey: "slow-key", Logger: testLogger, Version: smcp.V02.Full()}, "bot")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ag.Close()
+		if err := ag.Join(ctxT(t), govOffice); err != nil {
+			t.Fatal(err)
+		}
+		checkQuotaRefusal(t, "sio", callUntilRefused(t, func() error {
+			_, err := ag.CallTool(ctxT(t), &smcpv1.ToolCallReq{Agent: "bot", ReqId: agent.NewReqID(), Computer: govPC,
+				ToolName: "echo", Params: params, Timeout: 20})
+			return err
+		}))
+	})
+	for _, grpc := range []bool{false, true} {
+		front := map[bool]string{false: "connect", true: "grpc"}[grpc]
+		t.Run(front, func(t *testing.T) {
+			c := rpcClient(t, e.g.URL, grpc, connecttest.Headers(rpc.DefaultAPIKeyHeader, "slow-key", rpc.AgentHeader, "bot"))
+			checkQuotaRefusal(t, front, callUntilRefused(t, func() error {
+				_, err := c.CallTool(ctxT(t), &smcpv1.CallToolRequest{OfficeId: govOffice, Computer: govPC, ToolName: "echo",
+					Params: params, Timeout: 20})
+				return err
+			}))
+		})
+	}
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run("mcp "+version, func(t *testing.T) {
+			mc := mcp.NewClient(&mcp.Implementation{Name: "quota-test", Version: "1"}, nil)
+			cs, err := mc.Connect(ctxT(t), &mcp.StreamableClientTransport{Endpoint: e.g.URL + "/mcp/" + govOffice, MaxRetries: -1,
+				HTTPClient: &http.Client{Transport: headerTransport{"x-api-key", "slow-key"}}}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = cs.Close() }()
+			checkQuotaRefusal(t, "mcp", callUntilRefused(t, func() error {
+				res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: govPC + "__echo", Arguments: args})
+				if err != nil {
+					t.Fatalf("tools/call: %v", err)
+				}
+				if !res.IsError {
+					return nil
+				}
+				text := ""
+				if len(res.Content) > 0 {
+					if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+						text = tc.Text
+					}
+				}
+				return mcpRefusal{text: text, meta: res.Meta}
+			}))
+		})
+	}
 }
