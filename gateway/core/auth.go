@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -73,6 +74,17 @@ func (p *Principal) Bound(ctx context.Context) (context.Context, context.CancelF
 		stop = context.AfterFunc(p.revoked, func() { cancel(ErrKeyRevoked) })
 	}
 	return ctx, func() { stop(); cancel(context.Canceled); cancelDeadline() }
+}
+
+// CredentialEnded is the cause of ctx's end when its credential ended it
+// (ErrKeyRevoked, ErrCredentialExpired; see Bound), else nil: what a
+// front end tells the client whose connection or stream ends with it.
+func CredentialEnded(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	if errors.Is(cause, ErrKeyRevoked) || errors.Is(cause, ErrCredentialExpired) {
+		return cause
+	}
+	return nil
 }
 
 // AllowsRole reports whether p may act in role.
