@@ -170,14 +170,15 @@ func (r *KeyRing) Watch(ctx context.Context, log *slog.Logger, reload <-chan os.
 	if r.path == "" {
 		return errors.New("key ring: not loaded from a keys file")
 	}
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		return fmt.Errorf("keys file: watch: %w", err)
-	}
-	defer func() { _ = w.Close() }()
-	dir := filepath.Dir(r.path)
-	if err := w.Add(dir); err != nil {
-		return fmt.Errorf("keys file: watch %s: %w", dir, err)
+	var events <-chan fsnotify.Event
+	var errs <-chan error
+	w, err := watchDir(filepath.Dir(r.path))
+	if err == nil {
+		defer func() { _ = w.Close() }()
+		events, errs = w.Events, w.Errors
+	} else {
+		// Out of inotify watches, say: the signal still reloads.
+		log.Warn("keys file: not watched; a reload needs SIGHUP", "path", r.path, "err", err)
 	}
 	debounce := time.NewTimer(keysDebounce)
 	debounce.Stop()
@@ -200,12 +201,12 @@ func (r *KeyRing) Watch(ctx context.Context, log *slog.Logger, reload <-chan os.
 			return nil
 		case sig := <-reload:
 			apply(sig.String(), false)
-		case _, ok := <-w.Events:
+		case _, ok := <-events:
 			if !ok {
 				return errors.New("keys file: watch ended")
 			}
 			debounce.Reset(keysDebounce)
-		case err, ok := <-w.Errors:
+		case err, ok := <-errs:
 			if !ok {
 				return errors.New("keys file: watch ended")
 			}
@@ -214,4 +215,17 @@ func (r *KeyRing) Watch(ctx context.Context, log *slog.Logger, reload <-chan os.
 			apply("file", true)
 		}
 	}
+}
+
+// watchDir watches the folder dir.
+func watchDir(dir string) (*fsnotify.Watcher, error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	if err := w.Add(dir); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("watch %s: %w", dir, err)
+	}
+	return w, nil
 }
