@@ -213,3 +213,42 @@ func TestKeysFileBadReloadKeepsTheKeys(t *testing.T) {
 		t.Fatal("a key of the refused file was admitted")
 	}
 }
+
+// expiringAuth admits every caller with a credential that expires at
+// expires, as a bearer token does at its exp.
+type expiringAuth struct{ expires time.Time }
+
+func (a expiringAuth) Authenticate(context.Context, string) (*core.Principal, error) {
+	return &core.Principal{ID: "token:alice", Expires: a.expires}, nil
+}
+
+// A Socket.IO connection ends when its credential expires, not only when
+// its key is revoked; the gateway logs why.
+func TestSocketIOConnectionEndsAtExpiry(t *testing.T) {
+	var logs testwait.Buffer
+	expires := time.Now().Add(500 * time.Millisecond)
+	g := startGateway(t, gateway.Config{Auth: expiringAuth{expires: expires}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx := ctxT(t)
+	c, err := sioclient.Dial(ctx, sioclient.Options{URL: g.URL, NoReconnect: true, Logger: testLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.JoinOffice(ctx, smcp.RoleAgent, "alice", "o"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "the connection ended at its expiry", func() bool {
+		select {
+		case <-c.Done():
+			return true
+		default:
+			return false
+		}
+	})
+	if time.Now().Before(expires) {
+		t.Fatal("the connection ended before its credential expired")
+	}
+	testwait.Until(t, "the reason logged", func() bool {
+		return strings.Contains(logs.String(), "its credential ended") && strings.Contains(logs.String(), "the token has expired")
+	})
+}
