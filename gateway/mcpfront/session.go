@@ -29,8 +29,11 @@ type session struct {
 	// own is the session's seat, held from its initialize to its end; nil
 	// for an office's shared view (stateless.go), whose calls each bring
 	// their own (session.seat).
-	own     *seat
-	shared  bool // an office's shared view: see officeView
+	own    *seat
+	shared bool // an office's shared view: see officeView
+	// viewKey is the key a shared view is counted against
+	// (Server.viewBound): the one whose request made it.
+	viewKey string
 	server  *mcp.Server
 	limiter *rate.Limiter // nil: no limit
 	log     *slog.Logger
@@ -41,6 +44,18 @@ type session struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 	closeOnce sync.Once
+	// credential ends when the session's key or token does (at its
+	// expiry, or when the key is revoked: core.Principal.Bound), which
+	// ends the session, its GET stream with it; nil for a shared view,
+	// which serves every key of its office (its listen streams are bound
+	// each to its own, in listen).
+	credential    context.Context
+	endCredential context.CancelFunc
+	// active counts the client's HTTP requests and streams being served
+	// and lastUsed is when the last began or ended, guarded by front.mu:
+	// a session with none is idle, and may be reclaimed (Server.open).
+	active   int
+	lastUsed time.Time
 	// bg counts the listings still running after the budget their request
 	// waited for (syncBudget); close awaits them. Added to under mu, only
 	// while not stopped.
@@ -109,6 +124,7 @@ func newSession(ctx context.Context, front *Server, id string, p *core.Principal
 	}
 	x := newView(front, id, p, office, agent, watch)
 	x.own = own
+	x.credential, x.endCredential = p.Bound(context.Background())
 	x.server = mcp.NewServer(implementation(office), x.serverOptions())
 	x.server.AddReceivingMiddleware(x.middleware)
 	if err := x.syncAll(ctx, syncBudget); err != nil {
@@ -259,11 +275,14 @@ func (x *session) pump() {
 	// A session's own seat: renewed while requests run, and watched for an
 	// eviction.
 	var renew <-chan time.Time
-	var evicted <-chan struct{}
+	var evicted, credentialEnded <-chan struct{}
 	if x.own != nil {
 		t := time.NewTicker(max(x.front.hub.Config().SeatLease/4, 10*time.Millisecond))
 		defer t.Stop()
 		renew, evicted = t.C, x.own.lease.Done()
+	}
+	if x.credential != nil {
+		credentialEnded = x.credential.Done()
 	}
 	for {
 		x.mu.Lock()
@@ -279,6 +298,15 @@ func (x *session) pump() {
 			if cause := x.own.lease.Cause(); cause != nil {
 				x.log.Warn("mcp session closed: its agent seat was evicted", "err", cause)
 			}
+			x.close()
+			return
+		case <-credentialEnded:
+			if x.ctx.Err() != nil {
+				return // closed: ended with it
+			}
+			// Its client's next request, with a valid credential, gets
+			// 404 and initializes anew (MCP's rule for an ended session).
+			x.log.Info("mcp session closed: its credential ended", "err", context.Cause(x.credential))
 			x.close()
 			return
 		case <-renew:
@@ -596,6 +624,9 @@ func (x *session) close() {
 		if x.own != nil {
 			x.own.release()
 		}
+		if x.endCredential != nil {
+			x.endCredential()
+		}
 		if x.shared {
 			x.front.forgetView(x)
 			x.log.Info("mcp office view closed")
@@ -652,6 +683,9 @@ func (x *session) serve(next mcp.MethodHandler) mcp.MethodHandler {
 			if x.front.calls.Draining() {
 				return nil, mcpError(smcp.Errorf(codeUnavailable, "the gateway is shutting down"), false)
 			}
+		}
+		if method == methodListen {
+			return x.listen(ctx, next, method, req)
 		}
 		if rr, ok := req.(*mcp.ReadResourceRequest); ok && method == "resources/read" && rr.Params != nil {
 			res, err := x.read(ctx, rr.Params.URI)
