@@ -347,7 +347,11 @@ func (x *session) pump() {
 // watch. It returns with x.mu held and the new watch installed, or false
 // (x.mu not held) when the watch cannot be made or the session closed.
 func (x *session) watchAgain() bool {
-	w, err := x.front.hub.Watch(x.principal, x.office)
+	buffer := 0 // the hub's
+	if x.shared {
+		buffer = viewWatchBuffer
+	}
+	w, err := x.front.hub.WatchBuffered(x.principal, x.office, buffer)
 	if err != nil {
 		x.log.Error("re-watch office", "err", err)
 		x.close()

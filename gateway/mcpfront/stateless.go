@@ -43,6 +43,11 @@ const (
 	// maxPending bounds the notifications a view keeps for its next
 	// request; beyond, the whole office is listed again.
 	maxPending = 256
+	// viewWatchBuffer is a shared view's watch buffer: its pump only notes
+	// what it reads, and an overflow lists the office anew, so a view of an
+	// office without computers holds a few notifications, not the hub's
+	// default buffer (most of what an idle view cost).
+	viewWatchBuffer = 16
 )
 
 // methodListen is MCP 2026-07-28's stream of notifications.
@@ -206,7 +211,7 @@ func (s *Server) idleViewLocked(h hit, key string) *session {
 // newViewLocked makes office's shared view, counted against p's key and in
 // use by one request.
 func (s *Server) newViewLocked(p *core.Principal, office string) (*session, error) {
-	watch, err := s.hub.Watch(p, office)
+	watch, err := s.hub.WatchBuffered(p, office, viewWatchBuffer)
 	if err != nil {
 		return nil, err
 	}
