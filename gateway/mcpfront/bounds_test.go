@@ -228,6 +228,24 @@ func TestExpiredTokenEndsListenStreamsAndSessions(t *testing.T) {
 	}
 }
 
+// A session whose client presents a newer token with each request (a
+// client that refreshes its token) goes on past the first token's expiry,
+// and ends with the last one it presented.
+func TestRefreshedTokenKeepsTheSession(t *testing.T) {
+	const ttl = 2 * time.Second
+	g := startGateway(t, gateway.Config{Auth: expiring{ttl: ttl}})
+	cs := mustDial(t, g, "A", nil, "Authorization", "Bearer t")
+	for past := time.Now().Add(2 * ttl); time.Now().Before(past); time.Sleep(ttl / 8) {
+		if _, err := cs.ListTools(ctxT(t), nil); err != nil {
+			t.Fatalf("a request with a fresh token: %v", err)
+		}
+	}
+	if n := g.MCP.Sessions(); n != 1 {
+		t.Fatalf("%d sessions after the first token's expiry, want the refreshed one", n)
+	}
+	testwait.Within(t, waitFor, "the session to end with its last token", func() bool { return g.MCP.Sessions() == 0 })
+}
+
 // postSession sends body in session sid (a 2025-11-25 session) with keyA.
 func postSession(t testing.TB, g *gateway.Running, sid, body string) (int, string) {
 	t.Helper()

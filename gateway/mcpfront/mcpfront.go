@@ -436,6 +436,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			defer s.idle(sess)
 		}
 		s.mu.Unlock()
+		if sess != nil && p != sess.principal {
+			sess.present(p) // a refreshed token
+		}
 		// A request is in flight until its answer is written, not only
 		// until its handler returns: counted here, the drain waits for the
 		// go-sdk to write the answer before Close ends the session.

@@ -48,9 +48,12 @@ type session struct {
 	// expiry, or when the key is revoked: core.Principal.Bound), which
 	// ends the session, its GET stream with it; nil for a shared view,
 	// which serves every key of its office (its listen streams are bound
-	// each to its own, in listen).
+	// each to its own, in listen). bearer is the principal it is bound to:
+	// a later request with a newer token of the same key moves it on
+	// (present). Guarded by mu.
 	credential    context.Context
 	endCredential context.CancelFunc
+	bearer        *core.Principal
 	// active counts the client's HTTP requests and streams being served
 	// and lastUsed is when the last began or ended, guarded by front.mu:
 	// a session with none is idle, and may be reclaimed (Server.open).
@@ -125,6 +128,7 @@ func newSession(ctx context.Context, front *Server, id string, p *core.Principal
 	x := newView(front, id, p, office, agent, watch)
 	x.own = own
 	x.credential, x.endCredential = p.Bound(context.Background())
+	x.bearer = p
 	x.server = mcp.NewServer(implementation(office), x.serverOptions())
 	x.server.AddReceivingMiddleware(x.middleware)
 	if err := x.syncAll(ctx, syncBudget); err != nil {
@@ -275,21 +279,22 @@ func (x *session) pump() {
 	// A session's own seat: renewed while requests run, and watched for an
 	// eviction.
 	var renew <-chan time.Time
-	var evicted, credentialEnded <-chan struct{}
+	var evicted <-chan struct{}
 	if x.own != nil {
 		t := time.NewTicker(max(x.front.hub.Config().SeatLease/4, 10*time.Millisecond))
 		defer t.Stop()
 		renew, evicted = t.C, x.own.lease.Done()
 	}
-	if x.credential != nil {
-		credentialEnded = x.credential.Done()
-	}
 	for {
 		x.mu.Lock()
-		w := x.watch
+		w, credential := x.watch, x.credential
 		x.mu.Unlock()
 		if w == nil {
 			return
+		}
+		var credentialEnded <-chan struct{}
+		if credential != nil {
+			credentialEnded = credential.Done()
 		}
 		select {
 		case <-x.ctx.Done():
@@ -304,9 +309,15 @@ func (x *session) pump() {
 			if x.ctx.Err() != nil {
 				return // closed: ended with it
 			}
+			x.mu.Lock()
+			moved := x.credential != credential
+			x.mu.Unlock()
+			if moved {
+				continue // bound to a newer token (present)
+			}
 			// Its client's next request, with a valid credential, gets
 			// 404 and initializes anew (MCP's rule for an ended session).
-			x.log.Info("mcp session closed: its credential ended", "err", context.Cause(x.credential))
+			x.log.Info("mcp session closed: its credential ended", "err", context.Cause(credential))
 			x.close()
 			return
 		case <-renew:
@@ -628,8 +639,11 @@ func (x *session) close() {
 		if x.own != nil {
 			x.own.release()
 		}
-		if x.endCredential != nil {
-			x.endCredential()
+		x.mu.Lock()
+		endCredential := x.endCredential
+		x.mu.Unlock()
+		if endCredential != nil {
+			endCredential()
 		}
 		if x.shared {
 			x.front.forgetView(x)
@@ -639,6 +653,26 @@ func (x *session) close() {
 		x.front.forget(x.id)
 		x.log.Info("mcp session ended")
 	})
+}
+
+// present binds the session to p, the principal of one of its requests,
+// when p is a newer token of its key (one that expires later): an MCP
+// client that refreshes its token goes on in its session rather than
+// lose it at the first token's expiry. p is of the session's key (ID), as
+// Server.ServeHTTP checked. A key without expiry binds for good: a revoked
+// key is not made valid by a request, which its revocation refuses anyway.
+func (x *session) present(p *core.Principal) {
+	x.mu.Lock()
+	cur := x.bearer
+	if cur == nil || p == cur || cur.Expires.IsZero() || (!p.Expires.IsZero() && !p.Expires.After(cur.Expires)) || x.stopped {
+		x.mu.Unlock()
+		return
+	}
+	old := x.endCredential
+	x.credential, x.endCredential = p.Bound(context.Background())
+	x.bearer = p
+	x.mu.Unlock()
+	old() // the pump sees the newer one
 }
 
 // allow applies the session's rate limit to one request.
