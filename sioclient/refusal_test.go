@@ -284,3 +284,74 @@ func TestCheckVersion(t *testing.T) {
 		t.Errorf("unreachable: %v", err)
 	}
 }
+
+// A key refused when the client reconnects (the gateway restarted with
+// other keys) is an error line with the gateway's refusal, and the client
+// keeps trying, paced by the backoff: once the gateway takes the key again
+// it reconnects and re-joins its office. It used to stay unconnected for
+// good and say nothing.
+func TestReconnectRefusedKeyIsRetried(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	start := func(key string) *gateway.Running {
+		t.Helper()
+		ring, err := core.NewKeyRing(core.Key{ID: "k", Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gw, err := gateway.Start(gateway.Config{Auth: ring}, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return gw
+	}
+	const key = "reconnect-key-0123456789"
+	gw := start(key)
+	logs := &logRecorder{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, Options{URL: "http://" + addr, APIKey: key, Logger: slog.New(logs), ReconnectDelay: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.JoinOffice(ctx, smcp.RoleComputer, "pc", "o"); err != nil {
+		t.Fatal(err)
+	}
+	_ = gw.Stop()
+	logs.waitFor(t, "WARN disconnected from the gateway, reconnecting")
+
+	gw = start("another-key-0123456789")
+	line := logs.waitFor(t, "ERROR the gateway refused the connection, retrying")
+	if !strings.Contains(line, "401") || strings.Contains(line, key) {
+		t.Errorf("the error line does not carry the gateway's refusal (or carries the key): %s", line)
+	}
+	// Retried, each refusal logged: the backoff paces them, nothing gives up.
+	testwait.Until(t, "a second refused attempt", func() bool {
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		n := 0
+		for _, l := range logs.lines {
+			if strings.HasPrefix(l, "ERROR the gateway refused the connection, retrying") {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	select {
+	case <-c.Done():
+		t.Fatalf("the client gave up: %v", c.Err())
+	default:
+	}
+	_ = gw.Stop()
+	gw = start(key)
+	defer func() { _ = gw.Stop() }()
+	logs.waitFor(t, "INFO re-joined after reconnect")
+	if !c.Connected() {
+		t.Error("not connected after the key was accepted again")
+	}
+}
