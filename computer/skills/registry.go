@@ -305,10 +305,11 @@ func (r *Registry) load(dir, source, bundleID string) (*Skill, error) {
 	if bundleID == "" && fm.Name != filepath.Base(dir) {
 		r.log.Warn("skill folder name differs from its front matter name; the front matter wins", "dir", dir, "name", fm.Name)
 	}
-	ref := &smcpv1.A2CSkillRef{Name: fm.Name, Source: source, Path: root, Description: fm.Description}
+	ref := &smcpv1.A2CSkillRef{Name: fm.Name, Source: source, Description: fm.Description}
 	if bundleID != "" {
 		ref.Name = Name{Kind: MCP, BundleID: bundleID, Skill: fm.Name}.String()
 	}
+	ref.Path = ServedPath(ref.Name)
 	if fm.License != "" {
 		ref.License = proto.String(fm.License)
 	}
@@ -332,6 +333,13 @@ func (r *Registry) load(dir, source, bundleID string) (*Skill, error) {
 	fp, secrets := fingerprint(root)
 	return &Skill{ref: ref, root: root, fp: fp, secrets: secrets}, nil
 }
+
+// ServedPath is a skill's path as agents see it: its folder among the
+// skills this computer serves, the name's segments as folders ("pdf-tools",
+// "mcp/<bundle_id>/<skill>"). Never the host's path: an agent reads a
+// skill's files by name and rel_path (get_skill), relative to this folder,
+// and learns nothing of where the computer keeps them.
+func ServedPath(name string) string { return strings.ReplaceAll(name, ":", "/") }
 
 // readHead reads the start of a SKILL.md, enough for its front matter. A
 // SKILL.md that is not a regular file is refused without blocking.
