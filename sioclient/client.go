@@ -55,10 +55,14 @@ type Options struct {
 	Fallbacks []string
 	// Path is the Engine.IO path (default "/socket.io/").
 	Path string
-	// APIKey is sent in the APIKeyHeader header, or in the auth object
-	// ({"api_key": ...}) when KeyInAuth is set.
+	// APIKey is sent in the APIKeyHeader header (default x-api-key) and,
+	// from protocol 0.3, in the Socket.IO auth object under AuthField
+	// (default "token", the field the SDKs send and their servers read:
+	// PROTOCOL-0.4.md H8). With KeyInAuth it goes in the auth object only,
+	// whatever the version.
 	APIKey       string
 	APIKeyHeader string
+	AuthField    string
 	KeyInAuth    bool
 	// ConnectTimeout bounds each connection attempt (default 2 s).
 	ConnectTimeout time.Duration
@@ -149,6 +153,9 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 	if o.APIKeyHeader == "" {
 		o.APIKeyHeader = "x-api-key"
 	}
+	if o.AuthField == "" {
+		o.AuthField = DefaultAuthField
+	}
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = 2 * time.Second
 	}
@@ -187,10 +194,11 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 	}
 	sopts := socket.DefaultSocketOptions()
 	if o.APIKey != "" {
-		if o.KeyInAuth {
-			sopts.SetAuth(map[string]any{"api_key": o.APIKey})
-		} else {
+		if !o.KeyInAuth {
 			mopts.SetExtraHeaders(http.Header{o.APIKeyHeader: {o.APIKey}})
+		}
+		if o.KeyInAuth || keyInAuthObject(o.Version) {
+			sopts.SetAuth(map[string]any{o.AuthField: o.APIKey})
 		}
 	}
 
@@ -210,7 +218,10 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 		if refusal := versionRefusal(err, o.Version); refusal != nil {
 			return nil, refusal
 		}
-		if _, refused := smcp.AsError(err); refused || ctx.Err() != nil {
+		// A server that answered the namespace connect with a refusal
+		// would answer the next attempt the same: say why now.
+		var re *RefusedError
+		if _, refused := smcp.AsError(err); refused || errors.As(err, &re) || ctx.Err() != nil {
 			return nil, err
 		}
 		if attempt%len(urls) != 0 {
@@ -455,8 +466,37 @@ func (c *Client) spawn(fn func()) {
 	c.retries.Go(fn)
 }
 
+// DefaultAuthField is the field of the Socket.IO auth object the key goes
+// in: the one the SDKs send (PROTOCOL-0.4.md H8).
+const DefaultAuthField = "token"
+
+// keyInAuthObject reports whether a client speaking version (a2c_version)
+// sends its key in the auth object too: from 0.3, whose SDKs' servers read
+// it there only. 0.2 peers know the header.
+func keyInAuthObject(version string) bool {
+	v, ok := majorMinor(version)
+	return ok && (v[0] > 0 || v[1] >= 3)
+}
+
+// RefusedError is a server refusing the namespace connect (connect_error)
+// with something other than a flat error: a python-socketio server's
+// ConnectionRefusedError, say. Message is the server's, word for word;
+// Code is data.code when the server sent one (0 otherwise).
+type RefusedError struct {
+	Message string
+	Code    int
+	Data    any
+}
+
+func (e *RefusedError) Error() string {
+	if e.Code != 0 {
+		return fmt.Sprintf("the server refused the connection (code %d): %s", e.Code, e.Message)
+	}
+	return "the server refused the connection: " + e.Message
+}
+
 // connectError turns a connect_error into an *smcp.Error when the gateway
-// sent a flat error as its data.
+// sent a flat error as its data, a *RefusedError for another refusal.
 func connectError(args []any) error {
 	if len(args) == 0 {
 		return errors.New("sioclient: connect failed")
@@ -469,7 +509,13 @@ func connectError(args []any) error {
 				return e
 			}
 		}
-		return fmt.Errorf("sioclient: connect refused: %s", ext.Message)
+		re := &RefusedError{Message: ext.Message, Data: ext.Data}
+		if m, ok := ext.Data.(map[string]any); ok {
+			if c, ok := m["code"].(float64); ok {
+				re.Code = int(c)
+			}
+		}
+		return re
 	}
 	if err != nil {
 		return fmt.Errorf("sioclient: connect failed: %w", err)

@@ -14,7 +14,11 @@ Like the reference server, server:join_office answers [true, null] or [false, re
 server forwards client: requests to the computer with a call (emit with ack). After a computer
 joins, it asks it client:get_tools and client:get_desktop itself, as an agent's request would.
 
-usage: python3 pysio_server.py aiohttp|asgi [--refuse-version]
+With --sdk-auth the namespace CONNECT is authenticated as the Python SDK's default provider does:
+the key from the auth object's "token" only, a refusal raised as ConnectionRefusedError with a
+plain message (no flat error); each refusal prints {"refused": {"auth": ...}}.
+
+usage: python3 pysio_server.py aiohttp|asgi [--refuse-version] [--sdk-auth]
 """
 
 import asyncio
@@ -27,6 +31,7 @@ import socketio
 NS = "/smcp"
 mode = sys.argv[1]
 refuse_version = "--refuse-version" in sys.argv[2:]
+sdk_auth = "--sdk-auth" in sys.argv[2:]
 
 
 def out(obj):
@@ -51,10 +56,16 @@ def transport(sid):
 
 @sio.on("connect", namespace=NS)
 async def connect(sid, environ, auth=None):
-    # The reference server reads the key from the header or the auth object.
-    key = environ.get("HTTP_X_API_KEY") or (auth or {}).get("api_key")
-    if key != "py-key":
-        raise socketio.exceptions.ConnectionRefusedError({"code": 401, "message": "invalid API key"})
+    if sdk_auth:
+        # The SDK's default provider: auth.token, nothing else.
+        if not isinstance(auth, dict) or auth.get("token") != "py-key":
+            out({"refused": {"auth": auth}})
+            raise socketio.exceptions.ConnectionRefusedError("Invalid connection request")
+    else:
+        # The reference server reads the key from the header or the auth object.
+        key = environ.get("HTTP_X_API_KEY") or (auth or {}).get("api_key")
+        if key != "py-key":
+            raise socketio.exceptions.ConnectionRefusedError({"code": 401, "message": "invalid API key"})
     # environ is the session's first request: what the client opened with.
     out({"connect": {"auth": auth, "query": environ.get("QUERY_STRING", ""), "method": environ.get("REQUEST_METHOD", "")}})
 
