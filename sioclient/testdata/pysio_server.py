@@ -22,6 +22,8 @@ usage: python3 pysio_server.py aiohttp|asgi [--refuse-version] [--sdk-auth]
 """
 
 import asyncio
+import base64
+import hashlib
 import json
 import socket
 import sys
@@ -92,6 +94,38 @@ async def ask(sid, data):
         except Exception as exc:  # the test reads the failure
             answer = {"error": repr(exc)}
         out({"answer": event, "data": answer, "transport": transport(sid)})
+    if sdk_auth:
+        await ask_more(sid, data)
+
+
+async def ask_more(sid, data):
+    """As an agent of the SDK would go on: a tool call, a skill, its file drained as a blob."""
+    base = {"agent": "py-agent", "computer": data["name"]}
+
+    async def call(event, req_id, **fields):
+        try:
+            return await sio.call(event, dict(base, req_id=req_id, **fields), to=sid, namespace=NS, timeout=10)
+        except Exception as exc:  # the test reads the failure
+            return {"error": repr(exc)}
+
+    tools = await call("client:get_tools", "r3")
+    names = [t.get("name", "") for t in tools.get("tools") or []]
+    name = next((n for n in names if n.endswith("__echo")), "")
+    answer = await call("client:tool_call", "r4", tool_name=name, params={"text": "hi"}, timeout=10)
+    out({"answer": "client:tool_call", "data": answer})
+    answer = await call("client:get_skill", "r5", name="report", rel_path="big.md")
+    out({"answer": "client:get_skill", "data": answer})
+    handle, got, n = answer.get("blob_handle"), bytearray(), 0
+    while handle:
+        n += 1
+        chunk = await call("client:get_blob", "r6-%d" % n, blob_handle=handle, chunk_offset=len(got))
+        if "blob" not in chunk or n > 1000:
+            out({"drained": {"error": chunk}})
+            return
+        got += base64.b64decode(chunk["blob"])
+        if chunk.get("eof"):
+            out({"drained": {"size": len(got), "sha256": hashlib.sha256(got).hexdigest(), "said": chunk.get("sha256")}})
+            return
 
 
 @sio.on("server:leave_office", namespace=NS)
