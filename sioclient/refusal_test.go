@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -354,4 +355,115 @@ func TestReconnectRefusedKeyIsRetried(t *testing.T) {
 	if !c.Connected() {
 		t.Error("not connected after the key was accepted again")
 	}
+}
+
+// tcpProxy forwards loopback connections to a target; paused, it closes
+// the connections it accepts at once, and cut closes those it carries: a
+// link that drops and stays down until the test says.
+type tcpProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	paused bool
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+func startProxy(t *testing.T, target string) *tcpProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tcpProxy{ln: ln, target: target}
+	p.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			paused := p.paused
+			p.mu.Unlock()
+			if paused {
+				c.Close()
+				continue
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			p.wg.Go(func() { _, _ = io.Copy(up, c); up.Close() })
+			p.wg.Go(func() { _, _ = io.Copy(c, up); c.Close() })
+		}
+	})
+	t.Cleanup(func() { ln.Close(); p.cut(); p.wg.Wait() })
+	return p
+}
+
+func (p *tcpProxy) URL() string { return "http://" + p.ln.Addr().String() }
+
+func (p *tcpProxy) setPaused(v bool) {
+	p.mu.Lock()
+	p.paused = v
+	p.mu.Unlock()
+}
+
+func (p *tcpProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// A re-join the office refuses after a reconnect (while the client was
+// away, a 0.3 agent took the office; the client speaks 0.4) is a warning
+// with the gateway's reason and is tried again, paced, until the office
+// takes it. It used to be tried once: the client stayed connected outside
+// its office, serving nobody.
+func TestRefusedRejoinIsRetried(t *testing.T) {
+	gw, err := gateway.Start(gateway.Config{Auth: core.AllowAll{}, SIO: sio.Config{Protocols: []smcp.Version{smcp.V03, smcp.V04}}}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = gw.Stop() }()
+	proxy := startProxy(t, strings.TrimPrefix(gw.URL, "http://"))
+	logs := &logRecorder{}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, Options{URL: proxy.URL(), Version: smcp.V04.Full(), Logger: slog.New(logs), ReconnectDelay: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.JoinOffice(ctx, smcp.RoleComputer, "pc", "o"); err != nil {
+		t.Fatal(err)
+	}
+	proxy.setPaused(true)
+	proxy.cut()
+	logs.waitFor(t, "WARN disconnected from the gateway, reconnecting")
+
+	// The office is the 0.3 agent's once the gateway saw the computer go.
+	ag, err := Dial(ctx, Options{URL: gw.URL, Version: smcp.V03.Full()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ag.Close()
+	testwait.Until(t, "the 0.3 agent in the office", func() bool { return ag.JoinOffice(ctx, smcp.RoleAgent, "bot", "o") == nil })
+
+	proxy.setPaused(false)
+	line := logs.waitFor(t, "WARN re-join after reconnect refused, retrying")
+	if !strings.Contains(line, "office o speaks 0.3") {
+		t.Errorf("the warning does not carry the gateway's reason: %s", line)
+	}
+	if err := ag.LeaveOffice(ctx, "o"); err != nil {
+		t.Fatal(err)
+	}
+	logs.waitFor(t, "INFO re-joined after reconnect")
 }
