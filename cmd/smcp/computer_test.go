@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -249,6 +253,53 @@ func TestComputerRetriesOfficeOfAnotherVersion(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("smcp computer did not stop")
+	}
+}
+
+// Against a server built like the Python SDK's (python-socketio, the key in
+// auth.token, a refusal raised as ConnectionRefusedError), a wrong key
+// makes `smcp computer` exit 1 at once with the server's refusal in one
+// line, word for word.
+func TestComputerCommandRefusedBySDKServer(t *testing.T) {
+	const python = "/usr/bin/python3" // Debian's python3-socketio is installed for it
+	if out, err := exec.Command(python, "-c", "import socketio, aiohttp").CombinedOutput(); err != nil {
+		msg := fmt.Sprintf("%s cannot import socketio, aiohttp (apt-get install python3-socketio python3-aiohttp): %v %s", python, err, out)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	srv := exec.Command(python, "../../sioclient/testdata/pysio_server.py", "aiohttp", "--sdk-auth")
+	stdout, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	var first struct{ Listening int }
+	if err := json.NewDecoder(stdout).Decode(&first); err != nil || first.Listening == 0 {
+		t.Fatalf("python server: %v %v", first, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	cfg := filepath.Join(t.TempDir(), "mcp.yaml")
+	if err := os.WriteFile(cfg, []byte("mcpServers: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "computer", "--config", cfg, "--gateway", fmt.Sprintf("http://127.0.0.1:%d", first.Listening),
+		"--office", "o", "--log-level", "error")
+	cmd.Env = append(withoutEnv(os.Environ(), "SMCP_API_KEY"), "SMCP_API_KEY=wrong-key")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitFailure {
+		t.Fatalf("exit: %v; want status 1\n%s", err, stderr.String())
+	}
+	out := strings.TrimSpace(stderr.String())
+	if strings.Count(out, "\n") != 0 || !strings.Contains(out, "the server refused the connection: Invalid connection request") {
+		t.Errorf("stderr is not the one refusal line:\n%s", out)
 	}
 }
 
