@@ -41,7 +41,7 @@ Acts as an agent of one office, from the terminal:
   skill NAME [REL_PATH]      a file of a skill, SKILL.md by default (0.3+); -o FILE to save it
   blob HANDLE -o FILE        download a blob handle (a skill's file, a tool result's item) to
                              FILE, 256 KiB a chunk, its sha256 checked; no file on a mismatch
-  put FILE                   upload FILE to --computer (0.4); prints where it landed
+  put FILE                   upload FILE to --computer (0.4); prints its name in the landing root
   evict                      free the office's agent seat, whoever holds it (an operator key
                              only: one with no roles, offices or name); prints who held it
 
