@@ -437,7 +437,11 @@ func TestRefusedRejoinIsRetried(t *testing.T) {
 	logs := &logRecorder{}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, Options{URL: proxy.URL(), Version: smcp.V04.Full(), Logger: slog.New(logs), ReconnectDelay: 50 * time.Millisecond})
+	// WebSocket only: the session then lives and dies with the TCP
+	// connection the proxy cuts (a polling session outlives it until the
+	// gateway's ping timeout).
+	c, err := Dial(ctx, Options{URL: proxy.URL(), Version: smcp.V04.Full(), Logger: slog.New(logs), ReconnectDelay: 50 * time.Millisecond,
+		Transports: TransportsWebSocketOnly})
 	if err != nil {
 		t.Fatal(err)
 	}
