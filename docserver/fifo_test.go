@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/smcpgw/smcp-gateway/internal/regfile"
+	"github.com/smcpgw/smcp-gateway/computer/regfile"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 )
 

@@ -18,9 +18,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/smcpgw/smcp-gateway/computer/regfile"
 	"github.com/smcpgw/smcp-gateway/docserver/dpe"
 	"github.com/smcpgw/smcp-gateway/docserver/formats"
-	"github.com/smcpgw/smcp-gateway/internal/regfile"
 )
 
 // library is the set of documents parsed from the files under one root.

@@ -21,8 +21,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/smcpgw/smcp-gateway/computer/regfile"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
-	"github.com/smcpgw/smcp-gateway/internal/regfile"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/smcpgw/smcp-gateway/internal/regfile"
+	"github.com/smcpgw/smcp-gateway/computer/regfile"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
