@@ -43,7 +43,8 @@ Acts as an agent of one office, from the terminal:
                              FILE, 256 KiB a chunk, its sha256 checked; no file on a mismatch
   put FILE                   upload FILE to --computer (0.4); prints its name in the landing root
   evict                      free the office's agent seat, whoever holds it (an operator key
-                             only: one with no roles, offices or name); prints who held it
+                             only: operator: true, or one with no roles, offices or name);
+                             prints who held it
 
 Output is for people; --json prints the gateway's answers as JSON (one line per answer, one per
 notification for watch), for scripts. --computer may be left out when the office holds one

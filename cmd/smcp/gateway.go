@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +25,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
+	"github.com/smcpgw/smcp-gateway/gateway/policy"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 	"github.com/smcpgw/smcp-gateway/gateway/tokens"
@@ -219,6 +222,8 @@ type gatewayConfig struct {
 	OIDCRoles       string        `yaml:"oidc_roles_claim"`
 	OIDCName        string        `yaml:"oidc_name_claim"`
 	OIDCScopes      string        `yaml:"oidc_scopes"`
+	OIDCRulesClaim  string        `yaml:"oidc_rules_claim"`
+	OIDCRuleSets    claimRuleSets `yaml:"oidc_rule_sets_by_claim"`
 	OIDCRefresh     time.Duration `yaml:"oidc_jwks_refresh"`
 	PublicURL       string        `yaml:"public_url"`
 
@@ -306,6 +311,8 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.OIDCOffices, "oidc-offices-claim", c.OIDCOffices, "token claim listing the offices it may enter (a dotted path reaches into objects); unset: every office")
 	fs.StringVar(&c.OIDCRoles, "oidc-roles-claim", c.OIDCRoles, "token claim listing its roles (agent, computer); unset: every role")
 	fs.StringVar(&c.OIDCName, "oidc-name-claim", c.OIDCName, "token claim holding the only agent or computer name it may use (e.g. preferred_username); unset: any name")
+	fs.StringVar(&c.OIDCRulesClaim, "oidc-rules-claim", c.OIDCRulesClaim, "token claim (e.g. groups) whose values --oidc-rule-sets-by-claim maps to rule sets of the keys file (docs/GOVERNANCE.md)")
+	fs.Var(&c.OIDCRuleSets, "oidc-rule-sets-by-claim", "rule sets of the keys file per value of --oidc-rules-claim: value=set[+set],... (e.g. echo-users=echo-only,interns=safe+read-only)")
 	fs.StringVar(&c.OIDCScopes, "oidc-scopes", c.OIDCScopes, "comma-separated scopes published as scopes_supported in the MCP endpoint's metadata (not checked in tokens)")
 	fs.DurationVar(&c.OIDCRefresh, "oidc-jwks-refresh", c.OIDCRefresh, "least time between two fetches of the issuer's keys prompted by tokens (a key id not held yet)")
 	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "the gateway's URL as clients reach it (behind a proxy), for the MCP endpoint's metadata; default: each request's own")
@@ -373,6 +380,10 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 	if ring, ok := auth.(*core.KeyRing); ok && ring.Path() != "" {
 		c.keyRing = ring
 	}
+	guard, err := c.rules(c.keyRing, log)
+	if err != nil {
+		return gateway.Config{}, err
+	}
 	mcpOpts := mcpfront.Options{MaxSessions: c.MCPSessions, MaxSessionsPerAddr: c.MCPSessionsAddr, PublicURL: c.PublicURL,
 		AllowedOrigins: splitList(c.MCPOrigins), MaxSessionsPerKey: c.MCPSessionsKey,
 		MaxListenStreams: c.MCPListen, MaxListenStreamsPerAddr: c.MCPListenAddr, MaxListenStreamsPerKey: c.MCPListenKey,
@@ -423,7 +434,8 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 	}
 	return gateway.Config{
 		Auth: auth,
-		Core: core.Config{RequestTimeout: c.CallTimeout, SeatLease: c.SeatLease, MaxPending: c.MaxPending, MaxAgentInFlight: c.MaxAgentCalls, MaxAnswerBytes: c.MaxAnswerBytes},
+		Core: core.Config{RequestTimeout: c.CallTimeout, SeatLease: c.SeatLease, MaxPending: c.MaxPending, MaxAgentInFlight: c.MaxAgentCalls, MaxAnswerBytes: c.MaxAnswerBytes,
+			Guard: guard},
 		SIO: sio.Config{
 			Path: c.SIOPath, APIKeyHeader: c.APIKeyHeader, MaxMessageBytes: c.MaxMessageBytes, RequireVersion: c.RequireVersion,
 			Protocols: protocols, EventsPerSecond: c.EventsPerSecond, EventBurst: c.EventBurst, MaxConnsPerAddr: c.MaxConnsPerAddr,
@@ -456,6 +468,7 @@ func (c *gatewayConfig) tokenVerifier(log *slog.Logger) (*tokens.Verifier, error
 	v, err := tokens.NewVerifier(tokens.Config{
 		Issuer: c.OIDCIssuer, Audience: c.OIDCAudience,
 		OfficesClaim: c.OIDCOffices, RolesClaim: c.OIDCRoles, NameClaim: c.OIDCName,
+		RulesClaim: c.OIDCRulesClaim, RuleSetsByClaim: c.OIDCRuleSets,
 		RefreshInterval: c.OIDCRefresh, Logger: log.With("component", "tokens"),
 	})
 	if err != nil {
@@ -464,6 +477,83 @@ func (c *gatewayConfig) tokenVerifier(log *slog.Logger) (*tokens.Verifier, error
 	log.Info("authentication: bearer tokens", "issuer", c.OIDCIssuer, "audience", c.OIDCAudience,
 		"offices_claim", c.OIDCOffices, "roles_claim", c.OIDCRoles, "name_claim", c.OIDCName)
 	return v, nil
+}
+
+// rules loads the rule sets of the keys file (docs/GOVERNANCE.md) and
+// checks the ones tokens are mapped to; nil when there are none to apply.
+func (c *gatewayConfig) rules(ring *core.KeyRing, log *slog.Logger) (core.Guard, error) {
+	var mapped []string
+	for _, sets := range c.OIDCRuleSets {
+		mapped = append(mapped, sets...)
+	}
+	switch {
+	case len(c.OIDCRuleSets) > 0 && c.OIDCRulesClaim == "":
+		return nil, errors.New("--oidc-rule-sets-by-claim needs --oidc-rules-claim (the claim whose values it maps)")
+	case len(c.OIDCRuleSets) > 0 && c.KeysFile == "":
+		return nil, errors.New("--oidc-rule-sets-by-claim names rule sets of the keys file: set --keys-file")
+	case c.KeysFile == "":
+		return nil, nil
+	}
+	parse := func(b []byte) (*policy.Rules, error) {
+		r, err := policy.Parse(c.KeysFile, b)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.Check(mapped); err != nil {
+			return nil, fmt.Errorf("--oidc-rule-sets-by-claim: %w", err)
+		}
+		return r, nil
+	}
+	b, err := os.ReadFile(c.KeysFile)
+	if err != nil {
+		return nil, fmt.Errorf("keys file: %w", err)
+	}
+	r, err := parse(b)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("rules: rule sets of the keys file apply", "rule_sets", r.Names())
+	engine := policy.NewEngine(r)
+	if ring != nil {
+		// The rule sets reload with the keys, both or neither; the engine is
+		// there even without rule sets, so that a reload can add the first.
+		ring.AlsoReload(func(b []byte) (func(), error) {
+			r, err := parse(b)
+			if err != nil {
+				return nil, err
+			}
+			return func() { engine.Set(r) }, nil
+		})
+	}
+	return engine, nil
+}
+
+// claimRuleSets maps values of a token claim to rule sets; as a flag,
+// value=set[+set],...
+type claimRuleSets map[string][]string
+
+func (m *claimRuleSets) String() string {
+	if m == nil {
+		return ""
+	}
+	var parts []string
+	for _, v := range slices.Sorted(maps.Keys(*m)) {
+		parts = append(parts, v+"="+strings.Join((*m)[v], "+"))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (m *claimRuleSets) Set(s string) error {
+	out := claimRuleSets{}
+	for _, part := range splitList(s) {
+		value, sets, ok := strings.Cut(part, "=")
+		if !ok || value == "" || sets == "" {
+			return fmt.Errorf("%q: want value=set[+set]", part)
+		}
+		out[value] = append(out[value], strings.Split(sets, "+")...)
+	}
+	*m = out
+	return nil
 }
 
 // gatewayAuth picks the authenticator of API keys: a keys file, else one key

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,13 +11,18 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/smcpgw/smcp-gateway/agent"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
+	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/tokens/tokentest"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/internal/connecttest"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 )
 
@@ -112,6 +118,19 @@ func TestGatewayExampleFilesLoad(t *testing.T) {
 	}
 	if err := a.Join(ctx, "office-1"); err != nil {
 		t.Errorf("example agent key in office-1: %v", err)
+	}
+	// The operator key evicts the agent holding office-1 (the console's
+	// eviction); the agent key may not.
+	evict := func(key string) error {
+		c := smcpv1connect.NewAgentServiceClient(http.DefaultClient, gw.URL, connecttest.Headers(rpc.DefaultAPIKeyHeader, key))
+		_, err := c.EvictAgent(ctx, &smcpv1.EvictAgentRequest{OfficeId: "office-1"})
+		return err
+	}
+	if err := evict("example-agent-key"); connect.CodeOf(err) != connect.CodePermissionDenied {
+		t.Errorf("the example agent key evicted: %v", err)
+	}
+	if err := evict("example-operator-key"); err != nil {
+		t.Errorf("the example operator key may not evict: %v", err)
 	}
 
 	// An explicit --api-key with a keys file is a contradiction.
@@ -343,5 +362,52 @@ func TestGatewayMCPOrigins(t *testing.T) {
 		if !slices.Equal(cfg.MCP.AllowedOrigins, tc.want) {
 			t.Errorf("%v (env %q): allowed origins %v, want %v", tc.args, tc.env, cfg.MCP.AllowedOrigins, tc.want)
 		}
+	}
+}
+
+// examples/governance/gateway.yaml loads as its README starts it: its keys
+// sign in and its rule sets become the core's guard.
+func TestGovernanceExampleLoads(t *testing.T) {
+	t.Chdir(filepath.Join("..", ".."))
+	c, err := parseGatewayConfig([]string{"--config", "examples/governance/gateway.yaml", "--listen", "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := c.gatewayConfig(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Core.Guard == nil {
+		t.Fatal("the example's rule sets are not applied")
+	}
+	for key, rules := range map[string][]string{"full-key": nil, "echo-only-key": {"echo-only"}, "slow-key": nil} {
+		p, err := cfg.Auth.Authenticate(context.Background(), key)
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		if !slices.Equal(p.RuleSets, rules) {
+			t.Errorf("%s: rule sets %v, want %v", key, p.RuleSets, rules)
+		}
+	}
+	// A token mapping to a rule set the keys file lacks stops the gateway.
+	c.OIDCIssuer, c.OIDCAudience, c.OIDCRulesClaim = "https://idp.example.com", "smcp", "groups"
+	c.OIDCRuleSets = claimRuleSets{"admins": {"no-such-set"}}
+	if _, err := c.gatewayConfig(slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), `"no-such-set"`) {
+		t.Fatalf("an unknown rule set was accepted: %v", err)
+	}
+}
+
+// --oidc-rule-sets-by-claim reads value=set[+set],... and writes it back
+// the same way (a flag given beside --config is set again over the file).
+func TestClaimRuleSetsFlag(t *testing.T) {
+	var m claimRuleSets
+	if err := m.Set("echo-users=echo-only, interns=safe+read-only"); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.String(); got != "echo-users=echo-only,interns=safe+read-only" {
+		t.Fatalf("String() = %q", got)
+	}
+	if err := m.Set("nothing"); err == nil {
+		t.Fatal("a value without sets was accepted")
 	}
 }

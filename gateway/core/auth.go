@@ -31,6 +31,15 @@ type Principal struct {
 	// gateway. Only an operator may evict an office's agent. A bearer
 	// token is never one.
 	Operator bool
+	// RuleSets name the rule sets (the keys file's rule_sets) that bound
+	// what the caller may call: a key's rules, or those a token's claims
+	// map to. The Guard applies them; none leaves the caller unbound.
+	RuleSets []string
+	// Claims are a token's verified claims (nil for an API key), for
+	// rules that read them; Issuer is its issuer ("" for a key), for the
+	// audit (ID holds its subject).
+	Claims map[string]any
+	Issuer string
 	// Expires is when the credential stops being valid (a token's exp);
 	// zero for an API key, which is valid until it is revoked.
 	Expires time.Time
@@ -159,6 +168,12 @@ type Key struct {
 	Roles   []string `yaml:"roles" json:"roles"`
 	Offices []string `yaml:"offices" json:"offices"`
 	Name    string   `yaml:"name" json:"name"`
+	// Operator marks the operator's key, which may evict an office's
+	// agent, whatever its roles and offices. A key without roles, offices
+	// or name is one too.
+	Operator bool `yaml:"operator" json:"operator"`
+	// Rules name the key's rule sets (see Principal.RuleSets).
+	Rules []string `yaml:"rules" json:"rules"`
 }
 
 // KeyRing authenticates API keys. Keys are kept as SHA-256 digests and
@@ -178,6 +193,8 @@ type KeyRing struct {
 	mu sync.Mutex
 	// read is the SHA-256 of the file's bytes last read (under mu).
 	read [sha256.Size]byte
+	// also reads the rest of the keys file on each reload (see AlsoReload).
+	also func(b []byte) (apply func(), err error)
 }
 
 // keySet is one version of a ring's keys; never modified once built.
@@ -261,8 +278,10 @@ func (r *KeyRing) build(keys []Key, old *keySet) (*keySet, KeyChanges, error) {
 		k := e.spec
 		e.principal = &Principal{
 			ID: k.ID, Roles: slices.Clone(k.Roles), Offices: slices.Clone(k.Offices), Name: k.Name,
-			Operator: len(k.Roles) == 0 && k.Name == "" && (len(k.Offices) == 0 || slices.Contains(k.Offices, "*")),
-			revoked:  revoked, ring: r,
+			RuleSets: slices.Clone(k.Rules),
+			Operator: k.Operator || len(k.Roles) == 0 && k.Name == "" && len(k.Rules) == 0 &&
+				(len(k.Offices) == 0 || slices.Contains(k.Offices, "*")),
+			revoked: revoked, ring: r,
 		}
 		e.revoke = revoke
 	}

@@ -88,6 +88,17 @@ func (r *KeyRing) replaceLocked(keys []Key) (KeyChanges, error) {
 	return ch, nil
 }
 
+// AlsoReload makes each reload of the keys file also read what another
+// package keeps in it (the rule sets of gateway/policy): f gets the file's
+// bytes once its keys check and returns how to put what it read in force,
+// which is done with the keys; an error from f refuses the whole file, so a
+// reload is never half applied. Call it before Watch.
+func (r *KeyRing) AlsoReload(f func(b []byte) (apply func(), err error)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.also = f
+}
+
 // Path is the keys file the ring was loaded from ("" for NewKeyRing's).
 func (r *KeyRing) Path() string { return r.path }
 
@@ -120,10 +131,17 @@ func (r *KeyRing) reload(ifChanged bool) (ch KeyChanges, skipped bool, err error
 	if err != nil {
 		return KeyChanges{}, false, err
 	}
+	apply := func() {}
+	if r.also != nil {
+		if apply, err = r.also(b); err != nil {
+			return KeyChanges{}, false, err
+		}
+	}
 	ch, err = r.replaceLocked(keys)
 	if err != nil {
 		return KeyChanges{}, false, fmt.Errorf("keys file %s: %w", r.path, err)
 	}
+	apply()
 	return ch, false, nil
 }
 

@@ -31,12 +31,13 @@ type session struct {
 	// their own (session.seat).
 	own    *seat
 	shared bool // an office's shared view: see officeView
-	// viewKey is the key a shared view is counted against
-	// (Server.viewBound): the one whose request made it.
-	viewKey string
-	server  *mcp.Server
-	limiter *rate.Limiter // nil: no limit
-	log     *slog.Logger
+	// viewKey is a shared view's key in Server.views (viewKeyOf);
+	// viewOwner the key it is counted against (Server.viewBound): the one
+	// whose request made it.
+	viewKey, viewOwner string
+	server             *mcp.Server
+	limiter            *rate.Limiter // nil: no limit
+	log                *slog.Logger
 
 	// ctx ends when the session closes, or its client's DELETE arrives: it
 	// stops the pump, the reads of a refresh in progress and the session's

@@ -168,7 +168,8 @@ func (s *Server) useView(p *core.Principal, office string) (*session, error) {
 		s.mu.Unlock()
 		return nil, smcp.Errorf(codeUnavailable, "the gateway is shutting down")
 	}
-	if v := s.views[office]; v != nil {
+	key := s.viewKeyOf(p, office)
+	if v := s.views[key]; v != nil {
 		s.viewUsers[v]++
 		s.mu.Unlock()
 		return v, nil
@@ -181,7 +182,7 @@ func (s *Server) useView(p *core.Principal, office string) (*session, error) {
 		}
 		s.dropViewLocked(reclaimed)
 	}
-	v, err := s.newViewLocked(p, office)
+	v, err := s.newViewLocked(p, office, key)
 	s.mu.Unlock()
 	if reclaimed != nil {
 		// After the lock: closing waits for the view's listings.
@@ -192,13 +193,13 @@ func (s *Server) useView(p *core.Principal, office string) (*session, error) {
 }
 
 // idleViewLocked is the least recently used view nobody uses whose end
-// makes room for a new view of key under the bounds h says it hit; nil when
+// makes room for a new view of owner (a key) under the bounds h says it hit; nil when
 // there is none. Unlike sessions, a view is the office's, not its maker's:
 // any idle one may make room under the gateway-wide bound.
-func (s *Server) idleViewLocked(h hit, key string) *session {
+func (s *Server) idleViewLocked(h hit, owner string) *session {
 	var lru *session
 	for _, v := range s.views {
-		if s.viewUsers[v] > 0 || (h.key && v.viewKey != key) {
+		if s.viewUsers[v] > 0 || (h.key && v.viewOwner != owner) {
 			continue
 		}
 		if lru == nil || s.viewUsed[v].Before(s.viewUsed[lru]) {
@@ -210,18 +211,18 @@ func (s *Server) idleViewLocked(h hit, key string) *session {
 
 // newViewLocked makes office's shared view, counted against p's key and in
 // use by one request.
-func (s *Server) newViewLocked(p *core.Principal, office string) (*session, error) {
+func (s *Server) newViewLocked(p *core.Principal, office, key string) (*session, error) {
 	watch, err := s.hub.WatchBuffered(p, office, viewWatchBuffer)
 	if err != nil {
 		return nil, err
 	}
 	v := newView(s, "office:"+office, p, office, "", watch)
-	v.shared, v.viewKey = true, p.ID
+	v.shared, v.viewKey, v.viewOwner = true, key, p.ID
 	s.viewBound.take("", p.ID)
 	v.vs.resync = true // listed by its first request
 	v.server = mcp.NewServer(implementation(office), v.serverOptions())
 	v.server.AddReceivingMiddleware(v.middleware)
-	s.views[office] = v
+	s.views[key] = v
 	s.viewUsers[v] = 1
 	s.viewUsed[v] = time.Now()
 	// Counted under the lock that Close takes before it waits.
@@ -231,6 +232,16 @@ func (s *Server) newViewLocked(p *core.Principal, office string) (*session, erro
 		v.pump()
 	}()
 	return v, nil
+}
+
+// viewKeyOf is the key of the view that serves p in office: one per
+// office, or, when the gateway's governance may show each caller other
+// tools (core.Config.Guard), one per office and key or token subject.
+func (s *Server) viewKeyOf(p *core.Principal, office string) string {
+	if s.hub.Config().Guard == nil {
+		return office
+	}
+	return office + "\x00" + p.ID
 }
 
 func (s *Server) doneWithView(v *session) {
@@ -265,9 +276,9 @@ func (s *Server) forgetView(v *session) {
 }
 
 func (s *Server) dropViewLocked(v *session) {
-	if s.views[v.office] == v {
-		delete(s.views, v.office)
-		s.viewBound.give("", v.viewKey)
+	if s.views[v.viewKey] == v {
+		delete(s.views, v.viewKey)
+		s.viewBound.give("", v.viewOwner)
 	}
 	delete(s.viewUsers, v)
 	delete(s.viewUsed, v)

@@ -36,7 +36,7 @@ func (s *service) WatchOffice(ctx context.Context, req *smcpv1.WatchOfficeReques
 	// A stream's seat is a lease renewed while the stream is open, so that
 	// a stream whose handler is stuck, or whose node lost the registry,
 	// does not keep the office forever.
-	sess, err := s.hub.TakeSeat(ctx, c.principal, req.GetOfficeId(), c.agent, core.Seat{Front: c.front, Lapses: true})
+	sess, err := s.hub.TakeSeat(ctx, c.principal, req.GetOfficeId(), c.agent, core.Seat{Front: c.front, Protocol: c.protocol, Lapses: true})
 	if err != nil {
 		return toConnect(err)
 	}

@@ -82,6 +82,12 @@ type Config struct {
 	OfficesClaim string
 	RolesClaim   string
 	NameClaim    string
+	// RulesClaim names the claim (one string or a list, e.g. "groups")
+	// whose values RuleSetsByClaim maps to rule sets of the keys file
+	// (core.Principal.RuleSets); values it does not map add none, and a
+	// token without the claim is bound by no rule set.
+	RulesClaim      string
+	RuleSetsByClaim map[string][]string
 	// Algorithms accepted; default DefaultAlgorithms.
 	Algorithms []string
 	// RefreshInterval, MaxKeyAge and FetchTimeout: see the defaults.
@@ -229,7 +235,17 @@ func (v *Verifier) principal(sub string, claims map[string]any) (*core.Principal
 	if sub == "" {
 		return nil, "no subject (sub)"
 	}
-	p := &core.Principal{ID: IDPrefix + sub}
+	p := &core.Principal{ID: IDPrefix + sub, Claims: claims, Issuer: v.cfg.Issuer}
+	if c := v.cfg.RulesClaim; c != "" {
+		values, _ := stringList(claimAt(claims, c))
+		for _, val := range values {
+			for _, set := range v.cfg.RuleSetsByClaim[val] {
+				if !slices.Contains(p.RuleSets, set) {
+					p.RuleSets = append(p.RuleSets, set)
+				}
+			}
+		}
+	}
 	if c := v.cfg.RolesClaim; c != "" {
 		roles, ok := stringList(claimAt(claims, c))
 		if !ok {
