@@ -187,6 +187,7 @@ type gatewayConfig struct {
 	OIDCName        string        `yaml:"oidc_name_claim"`
 	OIDCScopes      string        `yaml:"oidc_scopes"`
 	OIDCRefresh     time.Duration `yaml:"oidc_jwks_refresh"`
+	OIDCMaxLife     time.Duration `yaml:"oidc_max_token_lifetime"`
 	PublicURL       string        `yaml:"public_url"`
 
 	// apiKeyFromEnv: APIKey came from $SMCP_API_KEY, not the command line
@@ -209,7 +210,7 @@ func defaultGatewayConfig() *gatewayConfig {
 		IdleTimeout: gateway.DefaultIdleTimeout, BodyTimeout: gateway.DefaultBodyReadTimeout, HeaderTimeout: gateway.DefaultReadHeaderTimeout,
 		RPCAgent: rpc.DefaultAgent, Metrics: true, RedisTTL: cluster.DefaultHeartbeatTTL,
 		RedisTimeout: cluster.DefaultTimeout, RedisClaim: cluster.DefaultClaimTimeout, LogLevel: "info",
-		OIDCRefresh: tokens.DefaultRefreshInterval,
+		OIDCRefresh: tokens.DefaultRefreshInterval, OIDCMaxLife: tokens.DefaultMaxLifetime,
 	}
 }
 
@@ -263,6 +264,7 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.OIDCName, "oidc-name-claim", c.OIDCName, "token claim holding the only agent or computer name it may use (e.g. preferred_username); unset: any name")
 	fs.StringVar(&c.OIDCScopes, "oidc-scopes", c.OIDCScopes, "comma-separated scopes published as scopes_supported in the MCP endpoint's metadata (not checked in tokens)")
 	fs.DurationVar(&c.OIDCRefresh, "oidc-jwks-refresh", c.OIDCRefresh, "least time between two fetches of the issuer's keys prompted by tokens (a key id not held yet)")
+	fs.DurationVar(&c.OIDCMaxLife, "oidc-max-token-lifetime", c.OIDCMaxLife, "longest token lifetime accepted (exp - iat, or exp - now without iat); a longer-lived token is refused")
 	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "the gateway's URL as clients reach it (behind a proxy), for the MCP endpoint's metadata; default: each request's own")
 }
 
@@ -397,19 +399,19 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 
 // tokenVerifier is the verifier of --oidc-issuer's tokens.
 func (c *gatewayConfig) tokenVerifier(log *slog.Logger) (*tokens.Verifier, error) {
-	if c.OIDCRefresh <= 0 {
-		return nil, errors.New("--oidc-jwks-refresh must be positive")
+	if c.OIDCRefresh <= 0 || c.OIDCMaxLife <= 0 {
+		return nil, errors.New("--oidc-jwks-refresh and --oidc-max-token-lifetime must be positive")
 	}
 	v, err := tokens.NewVerifier(tokens.Config{
 		Issuer: c.OIDCIssuer, Audience: c.OIDCAudience,
 		OfficesClaim: c.OIDCOffices, RolesClaim: c.OIDCRoles, NameClaim: c.OIDCName,
-		RefreshInterval: c.OIDCRefresh, Logger: log.With("component", "tokens"),
+		RefreshInterval: c.OIDCRefresh, MaxLifetime: c.OIDCMaxLife, Logger: log.With("component", "tokens"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--oidc-issuer: %w", err)
 	}
 	log.Info("authentication: bearer tokens", "issuer", c.OIDCIssuer, "audience", c.OIDCAudience,
-		"offices_claim", c.OIDCOffices, "roles_claim", c.OIDCRoles, "name_claim", c.OIDCName)
+		"offices_claim", c.OIDCOffices, "roles_claim", c.OIDCRoles, "name_claim", c.OIDCName, "max_token_lifetime", c.OIDCMaxLife.String())
 	return v, nil
 }
 

@@ -221,7 +221,7 @@ func TestGatewayTokenFlags(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "gw.yaml")
 	if err := os.WriteFile(file, []byte("oidc_issuer: "+iss.URL+"\noidc_audience: gw-aud\noidc_offices_claim: smcp_offices\n"+
 		"oidc_roles_claim: smcp_roles\noidc_name_claim: preferred_username\noidc_scopes: smcp.agent, smcp.computer\n"+
-		"oidc_jwks_refresh: 1s\npublic_url: https://gw.example.com\napi_key: a-key\n"), 0o600); err != nil {
+		"oidc_jwks_refresh: 1s\noidc_max_token_lifetime: 2h\npublic_url: https://gw.example.com\napi_key: a-key\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c, err := parseGatewayConfig([]string{"--config", file})
@@ -246,6 +246,13 @@ func TestGatewayTokenFlags(t *testing.T) {
 	if p, err := cfg.Auth.Authenticate(ctx, "a-key"); err != nil || p.ID != "api-key" {
 		t.Fatalf("the API key beside tokens: %+v %v", p, err)
 	}
+	_, err = cfg.Auth.Authenticate(ctx, tokentest.Sign(t, key, iss.Claims("u1", map[string]any{
+		"smcp_offices": []string{"o1"}, "smcp_roles": "agent", "preferred_username": "alice",
+		"exp": time.Now().Add(3 * time.Hour).Unix(),
+	})))
+	if err == nil || !strings.Contains(err.Error(), "above the maximum of 2h0m0s") {
+		t.Fatalf("a 3 h token under oidc_max_token_lifetime 2h: %v", err)
+	}
 
 	// Tokens alone: no key needed to start.
 	c, err = parseGatewayConfig([]string{"--oidc-issuer", iss.URL, "--oidc-audience", "gw-aud"})
@@ -266,6 +273,7 @@ func TestGatewayTokenFlags(t *testing.T) {
 		{[]string{"--oidc-issuer", "http://id.example.com", "--oidc-audience", "a"}, "must be https"},
 		{[]string{"--oidc-issuer", iss.URL, "--oidc-audience", "a", "--insecure"}, "--insecure"},
 		{[]string{"--oidc-issuer", iss.URL, "--oidc-audience", "a", "--oidc-jwks-refresh", "0s"}, "--oidc-jwks-refresh"},
+		{[]string{"--oidc-issuer", iss.URL, "--oidc-audience", "a", "--oidc-max-token-lifetime", "0s"}, "--oidc-max-token-lifetime"},
 	} {
 		c, err := parseGatewayConfig(tc.args)
 		if err != nil {

@@ -149,6 +149,24 @@ type Key struct {
 // length of a guess reveals anything.
 type KeyRing struct {
 	entries []keyEntry
+	// reserved: the keys' fixed names (see Principal.reserved).
+	reserved map[string]struct{}
+}
+
+// NameReserver is an Authenticator whose keys hold names (a KeyRing).
+// ReserveNames makes p, a principal another authenticator made (a bearer
+// token's, freshly made for the call), subject to those names as the
+// reserver's own keys without a name are: without a fixed Name, p may not
+// act under them.
+type NameReserver interface {
+	ReserveNames(p *Principal)
+}
+
+// ReserveNames implements NameReserver.
+func (r *KeyRing) ReserveNames(p *Principal) {
+	if p.Name == "" && len(r.reserved) > 0 {
+		p.reserved = r.reserved
+	}
 }
 
 type keyEntry struct {
@@ -198,10 +216,9 @@ func NewKeyRing(keys ...Key) (*KeyRing, error) {
 			Operator: len(k.Roles) == 0 && k.Name == "" && (len(k.Offices) == 0 || slices.Contains(k.Offices, "*")),
 		}})
 	}
+	r.reserved = reserved
 	for i := range r.entries {
-		if r.entries[i].principal.Name == "" && len(reserved) > 0 {
-			r.entries[i].principal.reserved = reserved
-		}
+		r.ReserveNames(&r.entries[i].principal)
 	}
 	return r, nil
 }
