@@ -107,6 +107,10 @@ type Config struct {
 	RedisRegistry cluster.RegistryOptions
 	// NoConsole turns off the web console at /console/ (gateway/console).
 	NoConsole bool
+	// AllowedHosts are the host names a loopback listener answers besides
+	// loopback ones, on every front end (httpauth.Rebound: against DNS
+	// rebinding, a request to 127.0.0.1 under another name gets 403).
+	AllowedHosts []string
 	// MaxUnauthenticatedPerAddr bounds, per client address, the HTTP
 	// connections that have not carried an authenticated request yet (more
 	// are closed when accepted) and, on its own count, the Socket.IO
@@ -176,6 +180,16 @@ func New(cfg Config) (*Gateway, error) {
 	// may open Socket.IO connections too.
 	if cfg.SIO.AllowedOrigins == nil {
 		cfg.SIO.AllowedOrigins = cfg.RPC.CORSOrigins
+	}
+	// One rule of host names for every front end.
+	if cfg.SIO.AllowedHosts == nil {
+		cfg.SIO.AllowedHosts = cfg.AllowedHosts
+	}
+	if cfg.RPC.AllowedHosts == nil {
+		cfg.RPC.AllowedHosts = cfg.AllowedHosts
+	}
+	if cfg.MCP.AllowedHosts == nil {
+		cfg.MCP.AllowedHosts = cfg.AllowedHosts
 	}
 	// Every front end authenticates through it, so that a connection that
 	// carried an authenticated request leaves the bounds of unauthConns.
@@ -308,7 +322,7 @@ func New(cfg Config) (*Gateway, error) {
 	if !cfg.NoConsole {
 		// Public files only: every call the page makes goes through the
 		// Connect API with the key the user types in.
-		g.mux.Handle("GET "+console.Path, console.Handler(console.Options{APIKeyHeader: cfg.RPC.APIKeyHeader}))
+		g.mux.Handle("GET "+console.Path, console.Handler(console.Options{APIKeyHeader: cfg.RPC.APIKeyHeader, AllowedHosts: cfg.AllowedHosts}))
 		g.mux.Handle("GET /{$}", http.RedirectHandler(console.Path, http.StatusFound))
 	}
 	if m != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/httpauth"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
@@ -169,6 +170,7 @@ type gatewayConfig struct {
 	BodyTimeout     time.Duration `yaml:"body_read_timeout"`
 	HeaderTimeout   time.Duration `yaml:"read_header_timeout"`
 	CORSOrigins     string        `yaml:"cors_origins"`
+	AllowedHosts    string        `yaml:"allowed_hosts"`
 	RPCAgent        string        `yaml:"rpc_agent"`
 	Metrics         bool          `yaml:"metrics"`
 	Redis           string        `yaml:"redis"`
@@ -246,6 +248,7 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.BodyTimeout, "body-read-timeout", c.BodyTimeout, "a request's body must arrive within this (streams' and long-polls' answers are not bounded)")
 	fs.DurationVar(&c.HeaderTimeout, "read-header-timeout", c.HeaderTimeout, "a request's headers must arrive within this")
 	fs.StringVar(&c.CORSOrigins, "cors-origins", c.CORSOrigins, "comma-separated browser origins allowed to call the Connect/gRPC-Web API and to open Socket.IO connections (\"*\" for any; the gateway's own origin always may)")
+	fs.StringVar(&c.AllowedHosts, "allowed-hosts", c.AllowedHosts, "comma-separated host names a gateway listening on loopback answers besides loopback ones (against DNS rebinding, other Host names get 403 on every front end): names in /etc/hosts, a proxy on this machine that keeps the client's Host")
 	fs.StringVar(&c.RPCAgent, "rpc-agent", c.RPCAgent, "agent name of RPC callers whose key has no fixed name and who send no x-smcp-agent")
 	fs.BoolVar(&c.Metrics, "metrics", c.Metrics, "serve Prometheus metrics at /metrics")
 	fs.StringVar(&c.Redis, "redis", c.Redis, "Redis URL (redis://host:6379/0): run as one node of a cluster sharing offices through Redis")
@@ -327,6 +330,11 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 	if err != nil {
 		return gateway.Config{}, err
 	}
+	for flag, list := range map[string]string{"--cors-origins": c.CORSOrigins, "--mcp-allowed-origins": c.MCPOrigins} {
+		if _, err := httpauth.ParseOrigins(splitList(list)); err != nil {
+			return gateway.Config{}, fmt.Errorf("%s: %w", flag, err)
+		}
+	}
 	mcpOpts := mcpfront.Options{MaxSessions: c.MCPSessions, MaxSessionsPerAddr: c.MCPSessionsAddr, PublicURL: c.PublicURL,
 		AllowedOrigins: splitList(c.MCPOrigins)}
 	if c.OIDCIssuer != "" {
@@ -386,6 +394,7 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		ReadHeaderTimeout:         c.HeaderTimeout,
 		MaxUnauthenticatedPerAddr: c.MaxUnauthAddr,
 		AuthTimeout:               c.AuthTimeout,
+		AllowedHosts:              splitList(c.AllowedHosts),
 		TLS:                       tlsConfig,
 		Metrics:                   c.Metrics,
 		Logger:                    log,

@@ -316,3 +316,46 @@ func TestGatewayMCPOrigins(t *testing.T) {
 		}
 	}
 }
+
+// --allowed-hosts (allowed_hosts, $SMCP_ALLOWED_HOSTS) reaches the gateway;
+// an origin list entry that is not an origin stops the start, naming its
+// flag.
+func TestGatewayAllowedHostsAndOrigins(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	file := filepath.Join(t.TempDir(), "gw.yaml")
+	if err := os.WriteFile(file, []byte("api_key: a-key\nallowed_hosts: gw.internal, gw2.internal\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want []string
+	}{
+		{[]string{"--config", file}, "", []string{"gw.internal", "gw2.internal"}},
+		{[]string{"--config", file, "--allowed-hosts", "gw3.internal"}, "", []string{"gw3.internal"}},
+		{[]string{"--api-key", "a-key"}, "gw4.internal", []string{"gw4.internal"}},
+	} {
+		t.Setenv("SMCP_ALLOWED_HOSTS", tc.env)
+		c, err := parseGatewayConfig(tc.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := c.gatewayConfig(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(cfg.AllowedHosts, tc.want) {
+			t.Errorf("%v (env %q): allowed hosts %v, want %v", tc.args, tc.env, cfg.AllowedHosts, tc.want)
+		}
+	}
+	t.Setenv("SMCP_ALLOWED_HOSTS", "")
+	for _, flag := range []string{"--cors-origins", "--mcp-allowed-origins"} {
+		c, err := parseGatewayConfig([]string{"--api-key", "a-key", flag, "https://ok.example, https://a*b.example"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.gatewayConfig(log); err == nil || !strings.Contains(err.Error(), flag) || !strings.Contains(err.Error(), "a*b.example") {
+			t.Errorf("%s with a bad entry: %v", flag, err)
+		}
+	}
+}
