@@ -60,6 +60,17 @@ func runGateway(ctx context.Context, args []string) error {
 		}()
 		cfg.TracerProvider = tp
 	}
+	if c.MetricsListen != "" {
+		if !c.Metrics {
+			return errors.New("--metrics-listen needs --metrics")
+		}
+		mln, err := net.Listen("tcp", c.MetricsListen)
+		if err != nil {
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+		defer func() { _ = mln.Close() }() // if Serve is not reached
+		cfg.MetricsListener = mln
+	}
 	g, err := gateway.New(cfg)
 	if err != nil {
 		return err
@@ -173,6 +184,7 @@ type gatewayConfig struct {
 	AllowedHosts    string        `yaml:"allowed_hosts"`
 	RPCAgent        string        `yaml:"rpc_agent"`
 	Metrics         bool          `yaml:"metrics"`
+	MetricsListen   string        `yaml:"metrics_listen"`
 	Redis           string        `yaml:"redis"`
 	NodeID          string        `yaml:"node_id"`
 	AdvertiseURL    string        `yaml:"advertise_url"`
@@ -250,7 +262,8 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.CORSOrigins, "cors-origins", c.CORSOrigins, "comma-separated browser origins allowed to call the Connect/gRPC-Web API and to open Socket.IO connections (\"*\" for any; the gateway's own origin always may)")
 	fs.StringVar(&c.AllowedHosts, "allowed-hosts", c.AllowedHosts, "comma-separated host names a gateway listening on loopback answers besides loopback ones (against DNS rebinding, other Host names get 403 on every front end): names in /etc/hosts, a proxy on this machine that keeps the client's Host")
 	fs.StringVar(&c.RPCAgent, "rpc-agent", c.RPCAgent, "agent name of RPC callers whose key has no fixed name and who send no x-smcp-agent")
-	fs.BoolVar(&c.Metrics, "metrics", c.Metrics, "serve Prometheus metrics at /metrics")
+	fs.BoolVar(&c.Metrics, "metrics", c.Metrics, "serve Prometheus metrics at /metrics (on --listen to operator keys only: a key without roles, offices or name)")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "also serve /metrics on this address, without authentication, for scrapers (keep it private: 127.0.0.1:9090, or a network only the scraper reaches)")
 	fs.StringVar(&c.Redis, "redis", c.Redis, "Redis URL (redis://host:6379/0): run as one node of a cluster sharing offices through Redis")
 	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "this node's id in the cluster (default: random)")
 	fs.StringVar(&c.AdvertiseURL, "advertise-url", c.AdvertiseURL, "cluster: where the other nodes reach this node's HTTP port (http://10.0.0.5:8080), to forward its MCP sessions' requests; default: --listen's address, or the host's one private IPv4 address when --listen is 0.0.0.0 or [::]")

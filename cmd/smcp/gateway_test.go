@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -357,5 +358,36 @@ func TestGatewayAllowedHostsAndOrigins(t *testing.T) {
 		if _, err := c.gatewayConfig(log); err == nil || !strings.Contains(err.Error(), flag) || !strings.Contains(err.Error(), "a*b.example") {
 			t.Errorf("%s with a bad entry: %v", flag, err)
 		}
+	}
+}
+
+// --metrics-listen serves /metrics to scrapers without a key on its own
+// address; the gateway's port serves it to operator keys only.
+func TestGatewayMetricsListen(t *testing.T) {
+	metricsAddr := freeAddr(t)
+	base, _ := startGatewayProcess(t, []string{"SMCP_API_KEY=metrics-listen-test-key"}, "--metrics-listen", metricsAddr)
+	get := func(url, key string) int {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if key != "" {
+			req.Header.Set("x-api-key", key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := get("http://"+metricsAddr+"/metrics", ""); s != http.StatusOK {
+		t.Errorf("--metrics-listen /metrics without a key: %d", s)
+	}
+	if s := get(base+"/metrics", ""); s != http.StatusUnauthorized {
+		t.Errorf("public /metrics without a key: %d, want 401", s)
+	}
+	if s := get(base+"/metrics", "metrics-listen-test-key"); s != http.StatusOK {
+		t.Errorf("public /metrics with the gateway's one key (an operator's): %d", s)
 	}
 }
