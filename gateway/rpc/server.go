@@ -243,7 +243,7 @@ func (s *Server) hostCheck(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		err := connect.NewError(connect.CodePermissionDenied, httpauth.ReboundError(r))
+		err := connect.NewError(connect.CodePermissionDenied, errors.New(httpauth.ReboundError(r).Message))
 		if !ew.IsSupported(r) {
 			http.Error(w, err.Message(), http.StatusForbidden)
 			return
