@@ -13,6 +13,7 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/config"
+	"github.com/smcpgw/smcp-gateway/internal/testdeps"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
@@ -30,8 +31,7 @@ type pyServer struct {
 }
 
 // startPyServer starts the server in mode "aiohttp" or "asgi". Without
-// python3-socketio (and uvicorn for asgi) the test is skipped, except in CI
-// (CI=true), where .ci/run installs them and their absence is a failure.
+// python3-socketio (and uvicorn for asgi) the test is skipped (testdeps).
 func startPyServer(t *testing.T, mode string, extra ...string) *pyServer {
 	t.Helper()
 	modules := "socketio, aiohttp"
@@ -39,13 +39,7 @@ func startPyServer(t *testing.T, mode string, extra ...string) *pyServer {
 	if mode == "asgi" {
 		modules, pkgs = "socketio, uvicorn", "python3-socketio python3-uvicorn"
 	}
-	if out, err := exec.Command(debianPython, "-c", "import "+modules).CombinedOutput(); err != nil {
-		msg := fmt.Sprintf("%s cannot import %s (apt-get install %s): %v %s", debianPython, modules, pkgs, err, out)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	testdeps.Python(t, modules, pkgs)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, debianPython, append([]string{"testdata/pysio_server.py", mode}, extra...)...)
 	cmd.Stderr = os.Stderr

@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -89,7 +91,32 @@ func runGateway(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	if c.keyRing != nil {
+		stop := watchKeys(ctx, c.keyRing, log)
+		defer stop()
+	}
 	return g.Serve(ctx, ln)
+}
+
+// watchKeys reloads the keys file on SIGHUP and when it changes, until
+// stop is called (which waits for the watch to end). Without a keys file
+// SIGHUP keeps its default (the process ends).
+func watchKeys(ctx context.Context, ring *core.KeyRing, log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := ring.Watch(ctx, log, hup); err != nil {
+			log.Error("keys file: reloads stopped", "path", ring.Path(), "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		signal.Stop(hup)
+	}
 }
 
 const gatewayUsage = `usage: smcp gateway [--config FILE] [flags]
@@ -209,6 +236,9 @@ type gatewayConfig struct {
 	apiKeyFromEnv bool
 	// apiKeyOnArgv: APIKey came from the command line, where ps shows it.
 	apiKeyOnArgv bool
+	// keyRing is the ring of KeysFile, which SIGHUP and changes of the
+	// file reload.
+	keyRing *core.KeyRing
 }
 
 func defaultGatewayConfig() *gatewayConfig {
@@ -348,6 +378,9 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 			return gateway.Config{}, fmt.Errorf("%s: %w", flag, err)
 		}
 	}
+	if ring, ok := auth.(*core.KeyRing); ok && ring.Path() != "" {
+		c.keyRing = ring
+	}
 	mcpOpts := mcpfront.Options{MaxSessions: c.MCPSessions, MaxSessionsPerAddr: c.MCPSessionsAddr, PublicURL: c.PublicURL,
 		AllowedOrigins: splitList(c.MCPOrigins)}
 	if c.OIDCIssuer != "" {
@@ -452,7 +485,7 @@ func gatewayAuth(apiKey, keysFile string, insecure, withTokens bool, log *slog.L
 		if err != nil {
 			return nil, err
 		}
-		log.Info("authentication: keys file", "path", keysFile)
+		log.Info("authentication: keys file (reloaded on SIGHUP and when it changes)", "path", keysFile)
 		return ring, nil
 	case apiKey != "":
 		log.Info("authentication: one API key")

@@ -188,11 +188,17 @@ func (s *Server) track(h http.Handler) http.Handler {
 		if s.calls.Begin() {
 			defer s.calls.End()
 		}
-		if r.ProtoMajor >= 2 && !streams[r.URL.Path] {
-			s.workers.serve(h, w, r)
+		if !streams[r.URL.Path] {
+			if r.ProtoMajor >= 2 {
+				s.workers.serve(h, w, r)
+				return
+			}
+			h.ServeHTTP(w, r)
 			return
 		}
-		h.ServeHTTP(w, r)
+		cut := &streamCut{rc: http.NewResponseController(w)}
+		defer cut.finish()
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), streamCutKey{}, cut)))
 	})
 }
 
