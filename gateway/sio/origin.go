@@ -23,7 +23,7 @@ func originCheck(allowed, hosts []string, next http.Handler) http.Handler {
 			refuseHTTP(w, http.StatusForbidden, httpauth.ReboundError(r))
 			return
 		}
-		if origin := r.Header.Get("Origin"); origin != "" && !httpauth.SameOrigin(origin, r.Host) && !origins.Allows(origin) {
+		if origin := r.Header.Get("Origin"); origin != "" && !origins.Allows(origin) && !httpauth.SameOrigin(origin, r.Host) {
 			refuseHTTP(w, http.StatusForbidden, smcp.Errorf(smcp.CodeForbidden, "origin %q not allowed", origin))
 			return
 		}
