@@ -198,6 +198,8 @@ func (k *keySet) run(ctx context.Context, f *flight) {
 	close(f.done)
 }
 
+// prefetch fetches now, whatever the interval (Verifier.Prefetch, at
+// start), or waits for the fetch in flight, and returns its error.
 func (k *keySet) prefetch(ctx context.Context) error {
 	f, run := k.join(nil, true)
 	if run {
