@@ -202,6 +202,12 @@ type gatewayConfig struct {
 	MaxQueued       int           `yaml:"max_queued_events"`
 	MCPSessions     int           `yaml:"max_mcp_sessions"`
 	MCPSessionsAddr int           `yaml:"max_mcp_sessions_per_addr"`
+	MCPSessionsKey  int           `yaml:"max_mcp_sessions_per_key"`
+	MCPListen       int           `yaml:"max_mcp_listen_streams"`
+	MCPListenAddr   int           `yaml:"max_mcp_listen_streams_per_addr"`
+	MCPListenKey    int           `yaml:"max_mcp_listen_streams_per_key"`
+	MCPViews        int           `yaml:"max_mcp_office_views"`
+	MCPViewsKey     int           `yaml:"max_mcp_office_views_per_key"`
 	MCPOrigins      string        `yaml:"mcp_allowed_origins"`
 	ShutdownGrace   time.Duration `yaml:"shutdown_grace"`
 	IdleTimeout     time.Duration `yaml:"idle_timeout"`
@@ -251,6 +257,9 @@ func defaultGatewayConfig() *gatewayConfig {
 		MaxConnsPerAddr: sio.DefaultMaxConnsPerAddr, MaxUnauthAddr: sio.DefaultMaxUnauthenticatedPerAddr, AuthTimeout: sio.DefaultAuthTimeout,
 		MaxQueued: sio.DefaultMaxQueuedEvents, ShutdownGrace: gateway.DefaultShutdownGrace,
 		MCPSessions: mcpfront.DefaultMaxSessions, MCPSessionsAddr: mcpfront.DefaultMaxSessionsPerAddr,
+		MCPSessionsKey: mcpfront.DefaultMaxSessionsPerKey, MCPListen: mcpfront.DefaultMaxListenStreams,
+		MCPListenAddr: mcpfront.DefaultMaxListenStreamsPerAddr, MCPListenKey: mcpfront.DefaultMaxListenStreamsPerKey,
+		MCPViews: mcpfront.DefaultMaxOfficeViews, MCPViewsKey: mcpfront.DefaultMaxOfficeViewsPerKey,
 		IdleTimeout: gateway.DefaultIdleTimeout, BodyTimeout: gateway.DefaultBodyReadTimeout, HeaderTimeout: gateway.DefaultReadHeaderTimeout,
 		RPCAgent: rpc.DefaultAgent, Metrics: true, RedisTTL: cluster.DefaultHeartbeatTTL,
 		RedisTimeout: cluster.DefaultTimeout, RedisClaim: cluster.DefaultClaimTimeout, LogLevel: "info",
@@ -284,6 +293,12 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxQueued, "max-queued-events", c.MaxQueued, "Socket.IO events of one connection waiting behind its joins, leaves and list_room (which wait on the office registry); more get 429")
 	fs.IntVar(&c.MCPSessions, "max-mcp-sessions", c.MCPSessions, "open MCP sessions (/mcp/{office_id}) of the gateway; more get 429")
 	fs.IntVar(&c.MCPSessionsAddr, "max-mcp-sessions-per-addr", c.MCPSessionsAddr, "open MCP sessions per client IP address; more get 429 (-1: no limit)")
+	fs.IntVar(&c.MCPSessionsKey, "max-mcp-sessions-per-key", c.MCPSessionsKey, "open MCP sessions per key or token subject, from any address (-1: no limit); at this or the per-address bound, the least recently used idle session of that address or key is closed for the new one, else 429")
+	fs.IntVar(&c.MCPListen, "max-mcp-listen-streams", c.MCPListen, "open MCP 2026-07-28 subscriptions/listen streams of the gateway; more get 429")
+	fs.IntVar(&c.MCPListenAddr, "max-mcp-listen-streams-per-addr", c.MCPListenAddr, "open subscriptions/listen streams per client IP address; more get 429 (-1: no limit)")
+	fs.IntVar(&c.MCPListenKey, "max-mcp-listen-streams-per-key", c.MCPListenKey, "open subscriptions/listen streams per key or token subject; more get 429 (-1: no limit)")
+	fs.IntVar(&c.MCPViews, "max-mcp-office-views", c.MCPViews, "offices with a shared view for MCP 2026-07-28 requests; at the bound the least recently used idle view is closed, else 429")
+	fs.IntVar(&c.MCPViewsKey, "max-mcp-office-views-per-key", c.MCPViewsKey, "shared office views made by one key or token subject (-1: no limit); at the bound its least recently used idle one is closed, else 429")
 	fs.StringVar(&c.MCPOrigins, "mcp-allowed-origins", c.MCPOrigins, "comma-separated web origins (https://app.example.com, or *) whose pages may call /mcp/{office_id}; a request from another Origin gets 403. Always allowed: no Origin, the gateway's own host, loopback")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "how long in-flight calls may finish on shutdown")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a keep-alive HTTP connection without a request after this")
@@ -382,7 +397,12 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		c.keyRing = ring
 	}
 	mcpOpts := mcpfront.Options{MaxSessions: c.MCPSessions, MaxSessionsPerAddr: c.MCPSessionsAddr, PublicURL: c.PublicURL,
-		AllowedOrigins: splitList(c.MCPOrigins)}
+		AllowedOrigins: splitList(c.MCPOrigins), MaxSessionsPerKey: c.MCPSessionsKey,
+		MaxListenStreams: c.MCPListen, MaxListenStreamsPerAddr: c.MCPListenAddr, MaxListenStreamsPerKey: c.MCPListenKey,
+		MaxOfficeViews: c.MCPViews, MaxOfficeViewsPerKey: c.MCPViewsKey}
+	if c.MCPListen <= 0 || c.MCPViews <= 0 || c.MCPSessionsKey == 0 || c.MCPListenAddr == 0 || c.MCPListenKey == 0 || c.MCPViewsKey == 0 {
+		return gateway.Config{}, errors.New("--max-mcp-listen-streams and --max-mcp-office-views must be positive, --max-mcp-sessions-per-key, --max-mcp-listen-streams-per-addr, --max-mcp-listen-streams-per-key and --max-mcp-office-views-per-key positive or -1 (no limit)")
+	}
 	if c.OIDCIssuer != "" {
 		v, err := c.tokenVerifier(log)
 		if err != nil {

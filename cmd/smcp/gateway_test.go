@@ -165,6 +165,43 @@ func TestMCPSessionLimitFlags(t *testing.T) {
 	}
 }
 
+// The bounds of MCP sessions per key, listen streams and office views
+// reach the front end from flags and the file, with their defaults; -1
+// lifts the per-address and per-key ones, 0 is refused naming the flag.
+func TestMCPStreamAndViewBoundFlags(t *testing.T) {
+	// Per key sessions; listen streams: total, per address, per key; views:
+	// total, per key.
+	got := func(o mcpfront.Options) [6]int {
+		return [6]int{o.MaxSessionsPerKey, o.MaxListenStreams, o.MaxListenStreamsPerAddr, o.MaxListenStreamsPerKey,
+			o.MaxOfficeViews, o.MaxOfficeViewsPerKey}
+	}
+	cfg, err := buildGatewayConfig(t)
+	want := [6]int{mcpfront.DefaultMaxSessionsPerKey, mcpfront.DefaultMaxListenStreams, mcpfront.DefaultMaxListenStreamsPerAddr,
+		mcpfront.DefaultMaxListenStreamsPerKey, mcpfront.DefaultMaxOfficeViews, mcpfront.DefaultMaxOfficeViewsPerKey}
+	if err != nil || got(cfg.MCP) != want {
+		t.Errorf("defaults: %v, %v", got(cfg.MCP), err)
+	}
+	cfg, err = buildGatewayConfig(t, "--max-mcp-sessions-per-key", "-1", "--max-mcp-listen-streams", "9",
+		"--max-mcp-listen-streams-per-addr", "-1", "--max-mcp-listen-streams-per-key", "4",
+		"--max-mcp-office-views", "7", "--max-mcp-office-views-per-key", "-1")
+	if want := [6]int{-1, 9, -1, 4, 7, -1}; err != nil || got(cfg.MCP) != want {
+		t.Errorf("flags: %v, %v", got(cfg.MCP), err)
+	}
+	file := filepath.Join(t.TempDir(), "gw.yaml")
+	if err := os.WriteFile(file, []byte("max_mcp_listen_streams_per_key: 3\nmax_mcp_office_views: 5\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = buildGatewayConfig(t, "--config", file); err != nil || cfg.MCP.MaxListenStreamsPerKey != 3 || cfg.MCP.MaxOfficeViews != 5 {
+		t.Errorf("file: %+v, %v", got(cfg.MCP), err)
+	}
+	for _, flag := range []string{"--max-mcp-sessions-per-key", "--max-mcp-listen-streams", "--max-mcp-listen-streams-per-addr",
+		"--max-mcp-listen-streams-per-key", "--max-mcp-office-views", "--max-mcp-office-views-per-key"} {
+		if _, err := buildGatewayConfig(t, flag, "0"); err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("%s 0: %v, want an error naming the flag", flag, err)
+		}
+	}
+}
+
 // The Redis registry's bounds come from flags or the file; a claim bound
 // not above the heartbeat TTL is refused (a claim may wait a TTL for a dead
 // node's heartbeat to lapse).
