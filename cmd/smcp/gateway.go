@@ -24,6 +24,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/httpauth"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/gateway/policy"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
@@ -63,6 +64,17 @@ func runGateway(ctx context.Context, args []string) error {
 			}
 		}()
 		cfg.TracerProvider = tp
+	}
+	if c.MetricsListen != "" {
+		if !c.Metrics {
+			return errors.New("--metrics-listen needs --metrics")
+		}
+		mln, err := net.Listen("tcp", c.MetricsListen)
+		if err != nil {
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+		defer func() { _ = mln.Close() }() // if Serve is not reached
+		cfg.MetricsListener = mln
 	}
 	g, err := gateway.New(cfg)
 	if err != nil {
@@ -205,8 +217,10 @@ type gatewayConfig struct {
 	BodyTimeout     time.Duration `yaml:"body_read_timeout"`
 	HeaderTimeout   time.Duration `yaml:"read_header_timeout"`
 	CORSOrigins     string        `yaml:"cors_origins"`
+	AllowedHosts    string        `yaml:"allowed_hosts"`
 	RPCAgent        string        `yaml:"rpc_agent"`
 	Metrics         bool          `yaml:"metrics"`
+	MetricsListen   string        `yaml:"metrics_listen"`
 	Redis           string        `yaml:"redis"`
 	NodeID          string        `yaml:"node_id"`
 	AdvertiseURL    string        `yaml:"advertise_url"`
@@ -225,6 +239,7 @@ type gatewayConfig struct {
 	OIDCRulesClaim  string        `yaml:"oidc_rules_claim"`
 	OIDCRuleSets    claimRuleSets `yaml:"oidc_rule_sets_by_claim"`
 	OIDCRefresh     time.Duration `yaml:"oidc_jwks_refresh"`
+	OIDCMaxLife     time.Duration `yaml:"oidc_max_token_lifetime"`
 	PublicURL       string        `yaml:"public_url"`
 
 	// apiKeyFromEnv: APIKey came from $SMCP_API_KEY, not the command line
@@ -253,7 +268,7 @@ func defaultGatewayConfig() *gatewayConfig {
 		IdleTimeout: gateway.DefaultIdleTimeout, BodyTimeout: gateway.DefaultBodyReadTimeout, HeaderTimeout: gateway.DefaultReadHeaderTimeout,
 		RPCAgent: rpc.DefaultAgent, Metrics: true, RedisTTL: cluster.DefaultHeartbeatTTL,
 		RedisTimeout: cluster.DefaultTimeout, RedisClaim: cluster.DefaultClaimTimeout, LogLevel: "info",
-		OIDCRefresh: tokens.DefaultRefreshInterval,
+		OIDCRefresh: tokens.DefaultRefreshInterval, OIDCMaxLife: tokens.DefaultMaxLifetime,
 	}
 }
 
@@ -295,8 +310,10 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.BodyTimeout, "body-read-timeout", c.BodyTimeout, "a request's body must arrive within this (streams' and long-polls' answers are not bounded)")
 	fs.DurationVar(&c.HeaderTimeout, "read-header-timeout", c.HeaderTimeout, "a request's headers must arrive within this")
 	fs.StringVar(&c.CORSOrigins, "cors-origins", c.CORSOrigins, "comma-separated browser origins allowed to call the Connect/gRPC-Web API and to open Socket.IO connections (\"*\" for any; the gateway's own origin always may)")
+	fs.StringVar(&c.AllowedHosts, "allowed-hosts", c.AllowedHosts, "comma-separated host names a gateway listening on loopback answers besides loopback ones (against DNS rebinding, other Host names get 403 on every front end): names in /etc/hosts, a proxy on this machine that keeps the client's Host")
 	fs.StringVar(&c.RPCAgent, "rpc-agent", c.RPCAgent, "agent name of RPC callers whose key has no fixed name and who send no x-smcp-agent")
-	fs.BoolVar(&c.Metrics, "metrics", c.Metrics, "serve Prometheus metrics at /metrics")
+	fs.BoolVar(&c.Metrics, "metrics", c.Metrics, "serve Prometheus metrics at /metrics (on --listen to operator keys only: a key without roles, offices or name)")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "also serve /metrics on this address, without authentication, for scrapers (keep it private: 127.0.0.1:9090, or a network only the scraper reaches)")
 	fs.StringVar(&c.Redis, "redis", c.Redis, "Redis URL (redis://host:6379/0): run as one node of a cluster sharing offices through Redis")
 	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "this node's id in the cluster (default: random)")
 	fs.StringVar(&c.AdvertiseURL, "advertise-url", c.AdvertiseURL, "cluster: where the other nodes reach this node's HTTP port (http://10.0.0.5:8080), to forward its MCP sessions' requests; default: --listen's address, or the host's one private IPv4 address when --listen is 0.0.0.0 or [::]")
@@ -315,6 +332,7 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.Var(&c.OIDCRuleSets, "oidc-rule-sets-by-claim", "rule sets of the keys file per value of --oidc-rules-claim: value=set[+set],... (e.g. echo-users=echo-only,interns=safe+read-only)")
 	fs.StringVar(&c.OIDCScopes, "oidc-scopes", c.OIDCScopes, "comma-separated scopes published as scopes_supported in the MCP endpoint's metadata (not checked in tokens)")
 	fs.DurationVar(&c.OIDCRefresh, "oidc-jwks-refresh", c.OIDCRefresh, "least time between two fetches of the issuer's keys prompted by tokens (a key id not held yet)")
+	fs.DurationVar(&c.OIDCMaxLife, "oidc-max-token-lifetime", c.OIDCMaxLife, "longest token lifetime accepted (exp - iat, or exp - now without iat); a longer-lived token is refused")
 	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "the gateway's URL as clients reach it (behind a proxy), for the MCP endpoint's metadata; default: each request's own")
 }
 
@@ -376,6 +394,11 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 	auth, err := gatewayAuth(apiKey, c.KeysFile, c.Insecure, c.OIDCIssuer != "", log)
 	if err != nil {
 		return gateway.Config{}, err
+	}
+	for flag, list := range map[string]string{"--cors-origins": c.CORSOrigins, "--mcp-allowed-origins": c.MCPOrigins} {
+		if _, err := httpauth.ParseOrigins(splitList(list)); err != nil {
+			return gateway.Config{}, fmt.Errorf("%s: %w", flag, err)
+		}
 	}
 	if ring, ok := auth.(*core.KeyRing); ok && ring.Path() != "" {
 		c.keyRing = ring
@@ -449,6 +472,7 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		ReadHeaderTimeout:         c.HeaderTimeout,
 		MaxUnauthenticatedPerAddr: c.MaxUnauthAddr,
 		AuthTimeout:               c.AuthTimeout,
+		AllowedHosts:              splitList(c.AllowedHosts),
 		TLS:                       tlsConfig,
 		Metrics:                   c.Metrics,
 		Logger:                    log,
@@ -462,20 +486,20 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 
 // tokenVerifier is the verifier of --oidc-issuer's tokens.
 func (c *gatewayConfig) tokenVerifier(log *slog.Logger) (*tokens.Verifier, error) {
-	if c.OIDCRefresh <= 0 {
-		return nil, errors.New("--oidc-jwks-refresh must be positive")
+	if c.OIDCRefresh <= 0 || c.OIDCMaxLife <= 0 {
+		return nil, errors.New("--oidc-jwks-refresh and --oidc-max-token-lifetime must be positive")
 	}
 	v, err := tokens.NewVerifier(tokens.Config{
 		Issuer: c.OIDCIssuer, Audience: c.OIDCAudience,
 		OfficesClaim: c.OIDCOffices, RolesClaim: c.OIDCRoles, NameClaim: c.OIDCName,
 		RulesClaim: c.OIDCRulesClaim, RuleSetsByClaim: c.OIDCRuleSets,
-		RefreshInterval: c.OIDCRefresh, Logger: log.With("component", "tokens"),
+		RefreshInterval: c.OIDCRefresh, MaxLifetime: c.OIDCMaxLife, Logger: log.With("component", "tokens"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--oidc-issuer: %w", err)
 	}
 	log.Info("authentication: bearer tokens", "issuer", c.OIDCIssuer, "audience", c.OIDCAudience,
-		"offices_claim", c.OIDCOffices, "roles_claim", c.OIDCRoles, "name_claim", c.OIDCName)
+		"offices_claim", c.OIDCOffices, "roles_claim", c.OIDCRoles, "name_claim", c.OIDCName, "max_token_lifetime", c.OIDCMaxLife.String())
 	return v, nil
 }
 

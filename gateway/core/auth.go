@@ -204,6 +204,22 @@ type keySet struct {
 	reserved map[string]struct{}
 }
 
+// NameReserver is an Authenticator whose keys hold names (a KeyRing).
+// ReserveNames makes p, a principal another authenticator made (a bearer
+// token's, freshly made for the call), subject to those names as the
+// reserver's own keys without a name are: without a fixed Name, p may not
+// act under them (the names in force at each check: a reload counts).
+type NameReserver interface {
+	ReserveNames(p *Principal)
+}
+
+// ReserveNames implements NameReserver.
+func (r *KeyRing) ReserveNames(p *Principal) {
+	if p.Name == "" {
+		p.ring = r
+	}
+}
+
 type keyEntry struct {
 	digest [sha256.Size]byte
 	// spec is the entry as written, its id resolved and without the key

@@ -49,9 +49,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -180,11 +178,15 @@ type Options struct {
 	AuthorizationServers []string
 	// Scopes are published in the metadata as scopes_supported.
 	Scopes []string
-	// AllowedOrigins are the web origins ("https://app.example.com", or
-	// "*" for any) whose pages may call the endpoint, beside the request's
-	// own host and loopback; a request with another Origin gets 403.
-	// Requests without Origin (clients that are not browsers) are allowed.
+	// AllowedOrigins are the web origins (httpauth.Origins: an origin,
+	// "https://*.example.com", or "*" for any) whose pages may call the
+	// endpoint, beside the request's own host and loopback; a request with
+	// another Origin gets 403. Requests without Origin (clients that are
+	// not browsers) are allowed.
 	AllowedOrigins []string
+	// AllowedHosts are host names a loopback listener answers besides
+	// loopback ones (httpauth.Rebound).
+	AllowedHosts []string
 	// PublicURL is the gateway's URL as clients reach it (behind a proxy:
 	// https://gateway.example.com), for the metadata's resource; default:
 	// the scheme and host each request was sent to.
@@ -258,6 +260,7 @@ type Server struct {
 	hub     *core.Hub
 	auth    core.Authenticator
 	opts    Options
+	origins httpauth.Origins
 	log     *slog.Logger
 	handler *mcp.StreamableHTTPHandler
 	// stateless serves MCP 2026-07-28 requests (stateless.go).
@@ -326,6 +329,9 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 		Stateless:           true,
 		MaxRequestBodyBytes: opts.MaxRequestBytes,
 		JSONResponse:        true,
+		// Rebound requests are refused before (ServeHTTP), with the
+		// configured hosts allowed, which the go-sdk's own check knows not.
+		DisableLocalhostProtection: len(opts.AllowedHosts) > 0,
 		// The POST is the request's whole life: a client gone cancels its
 		// call (and the computer's) as a cancellation would.
 		PropagateRequestCancellation: true,
@@ -338,8 +344,10 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 		// spec lets the server choose (the client accepts both), nothing of
 		// ours is sent during a request (no progress over SMCP), and the
 		// stream framing costs the gateway per call.
-		JSONResponse: true,
+		JSONResponse:               true,
+		DisableLocalhostProtection: len(opts.AllowedHosts) > 0, // as above
 	})
+	s.origins, _ = httpauth.ParseOrigins(opts.AllowedOrigins) // checked where configured
 	return s
 }
 
@@ -388,9 +396,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, smcp.Errorf(smcp.CodeNotFound, "no office in the path: use /mcp/{office_id}"))
 		return
 	}
-	if rebound(r) {
-		// The go-sdk refuses it too; refusing first takes no lease.
-		httpError(w, smcp.Errorf(smcp.CodeForbidden, "a loopback gateway answers only loopback host names"))
+	if httpauth.Rebound(r, s.opts.AllowedHosts) {
+		// The go-sdk refuses it too (unless AllowedHosts turned its own
+		// check off); refusing first takes no lease.
+		httpError(w, httpauth.ReboundError(r))
 		return
 	}
 	// Authenticated here even when the session is another node's: an
@@ -544,65 +553,6 @@ func readBody(body io.Reader, contentLength, limit int64) ([]byte, error) {
 			buf = append(buf, 0)[:len(buf)]
 		}
 	}
-}
-
-// rebound reports a request that reached a loopback listener under another
-// host name: a web page using DNS rebinding to reach a local gateway.
-func rebound(r *http.Request) bool {
-	if isLoopback(r.Host) {
-		return false
-	}
-	switch local := r.Context().Value(http.LocalAddrContextKey).(type) {
-	case *net.TCPAddr:
-		// Asked of the address itself, not of its text made anew per request.
-		return local != nil && local.IP.IsLoopback()
-	case net.Addr:
-		return local != nil && isLoopback(local.String())
-	}
-	return false
-}
-
-func isLoopback(hostport string) bool {
-	host := hostOf(hostport)
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	// netip: no allocation per request (net.ParseIP made one). A zone is
-	// refused as net.ParseIP refused it. Only what may be an address is
-	// parsed (IPv4 begins with a digit, IPv6 has colons): ParseAddr's error
-	// for a name is an allocation.
-	host = strings.Trim(host, "[]")
-	if host == "" || (host[0] < '0' || host[0] > '9') && strings.IndexByte(host, ':') < 0 {
-		return false
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Zone() == "" && ip.IsLoopback()
-}
-
-// hostOf is the host of hostport, or hostport itself when it has no port
-// ("example.com", "::1", "[::1]"): net.SplitHostPort's host, or its input
-// when SplitHostPort fails (the same rules), without the error
-// SplitHostPort allocates for a Host header without a port, on every
-// request.
-func hostOf(hostport string) string {
-	i := strings.LastIndexByte(hostport, ':')
-	if i < 0 {
-		return hostport
-	}
-	host, j, k := hostport[:i], 0, 0
-	if hostport[0] == '[' {
-		// The first ']' just before the last ':'.
-		if end := strings.IndexByte(hostport, ']'); end+1 != i {
-			return hostport
-		}
-		host, j, k = hostport[1:i-1], 1, i
-	} else if strings.IndexByte(host, ':') >= 0 {
-		return hostport
-	}
-	if strings.IndexByte(hostport[j:], '[') >= 0 || strings.IndexByte(hostport[k:], ']') >= 0 {
-		return hostport
-	}
-	return host
 }
 
 // caller authenticates the request and decides the agent name it acts as.

@@ -95,10 +95,14 @@ type Config struct {
 	MaxUnauthenticatedPerAddr int
 	AuthTimeout               time.Duration
 	// AllowedOrigins are the browser origins, besides the gateway's own,
-	// whose pages may connect ("*" for any); requests with another Origin
-	// get 403. Clients that send no Origin (every non-browser client) are
-	// not affected.
+	// whose pages may connect (httpauth.Origins: an origin,
+	// "https://*.example.com", or "*" for any); requests with another
+	// Origin get 403. Clients that send no Origin (every non-browser
+	// client) are not affected.
 	AllowedOrigins []string
+	// AllowedHosts are host names a loopback listener answers besides
+	// loopback ones (httpauth.Rebound); other Host names get 403.
+	AllowedHosts []string
 	// Metrics, when set, records connections, calls and refusals.
 	Metrics *metrics.Metrics
 	// Tracer, when set, traces each routed client: event. Unset, no span
@@ -203,7 +207,7 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	s.io = socket.NewServer(nil, opts)
 	engine := s.io.ServeHandler(opts)
 	_ = s.io.Engine().On("connection", s.pre.opened)
-	s.handler = originCheck(cfg.AllowedOrigins, s.vers.check(s.pre.handshakes(engine)))
+	s.handler = originCheck(cfg.AllowedOrigins, cfg.AllowedHosts, s.vers.check(s.pre.handshakes(engine)))
 
 	nsp := s.io.Of(smcp.Namespace, nil)
 	s.nsp = nsp
