@@ -6,7 +6,7 @@ BUF := tools/buf
 GORELEASER := tools/run goreleaser
 GOTEST_FLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: run build test generate lint check-generated breaking unit bench deps-node interop bench-gateway bench-load \
+.PHONY: run build test test-deps generate lint check-generated breaking unit bench deps-node interop bench-gateway bench-load \
 	release-snapshot release-check release-cross image
 
 # `go build -v` names each package as it compiles: a cold build takes minutes and shows it.
@@ -22,7 +22,12 @@ build:
 	@echo "go build -o bin/smcp ./cmd/smcp (packages are listed as they compile; none when cached)"
 	$(GO) build -v -ldflags "$(STAMP_LDFLAGS)" -o bin/smcp ./cmd/smcp
 
-test: lint check-generated breaking unit
+test: test-deps lint check-generated breaking unit
+
+# The Debian packages the tests use: installed when run as root, else named
+# (the tests that need a missing one skip, each saying so: internal/testdeps).
+test-deps:
+	@tools/test-deps
 
 # gen/ (Go), docs/API.md (from the proto comments), the tables of docs/PROTOCOL.md (from
 # the protocol table, smcp/protocol.go) and the descriptor set the Python example loads
@@ -57,7 +62,7 @@ unit:
 
 # Release builds (docs/INSTALL.md). The ldflags are those of .goreleaser.yaml
 # (test/release checks that they agree): stripped, and stamped for `smcp version`.
-BUILDINFO := github.com/smcpgw/smcp-gateway/internal/buildinfo
+BUILDINFO := github.com/smcpgw/smcp-gateway/buildinfo
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo "(devel)")
 REVISION ?= $(shell r=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD 2>/dev/null && echo $$r || echo $$r-dirty; })
 STAMP_LDFLAGS = -X $(BUILDINFO).version=$(VERSION) -X $(BUILDINFO).revision=$(REVISION)

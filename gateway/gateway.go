@@ -34,12 +34,14 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/console"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/httpauth"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/gateway/metrics"
 	"github.com/smcpgw/smcp-gateway/gateway/quota"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 	"github.com/smcpgw/smcp-gateway/gateway/tokens"
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 // maxHeaderBytes bounds a request's headers (HTTP/1 and HTTP/2).
@@ -81,8 +83,14 @@ type Config struct {
 	BodyReadTimeout   time.Duration
 	// TLS, when set, makes Serve speak HTTPS.
 	TLS *tls.Config
-	// Metrics serves Prometheus metrics at /metrics.
+	// Metrics serves Prometheus metrics at /metrics: on the gateway's port
+	// to operator keys only (core.Principal.Operator; the metrics name
+	// offices and keys), and, when MetricsListener is set, on that listener
+	// to anyone who reaches it (a scraper on a private network).
 	Metrics bool
+	// MetricsListener, with Metrics, serves /metrics there without
+	// authentication (--metrics-listen); Serve closes it.
+	MetricsListener net.Listener
 	// TracerProvider, when set, traces every RPC (otelconnect), every
 	// routed Socket.IO client: event and every MCP request.
 	TracerProvider trace.TracerProvider
@@ -109,6 +117,10 @@ type Config struct {
 	RedisRegistry cluster.RegistryOptions
 	// NoConsole turns off the web console at /console/ (gateway/console).
 	NoConsole bool
+	// AllowedHosts are the host names a loopback listener answers besides
+	// loopback ones, on every front end (httpauth.Rebound: against DNS
+	// rebinding, a request to 127.0.0.1 under another name gets 403).
+	AllowedHosts []string
 	// MaxUnauthenticatedPerAddr bounds, per client address, the HTTP
 	// connections that have not carried an authenticated request yet (more
 	// are closed when accepted) and, on its own count, the Socket.IO
@@ -161,6 +173,9 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Auth == nil {
 		return nil, errors.New("gateway: an authenticator is required (core.AllowAll{} for --insecure)")
 	}
+	if cfg.MetricsListener != nil && !cfg.Metrics {
+		return nil, errors.New("gateway: a metrics listener needs metrics on (--metrics-listen without --metrics=false)")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -192,6 +207,16 @@ func New(cfg Config) (*Gateway, error) {
 	// may open Socket.IO connections too.
 	if cfg.SIO.AllowedOrigins == nil {
 		cfg.SIO.AllowedOrigins = cfg.RPC.CORSOrigins
+	}
+	// One rule of host names for every front end.
+	if cfg.SIO.AllowedHosts == nil {
+		cfg.SIO.AllowedHosts = cfg.AllowedHosts
+	}
+	if cfg.RPC.AllowedHosts == nil {
+		cfg.RPC.AllowedHosts = cfg.AllowedHosts
+	}
+	if cfg.MCP.AllowedHosts == nil {
+		cfg.MCP.AllowedHosts = cfg.AllowedHosts
 	}
 	// Every front end authenticates through it, so that a connection that
 	// carried an authenticated request leaves the bounds of unauthConns.
@@ -330,7 +355,7 @@ func New(cfg Config) (*Gateway, error) {
 	if !cfg.NoConsole {
 		// Public files only: every call the page makes goes through the
 		// Connect API with the key the user types in.
-		g.mux.Handle("GET "+console.Path, console.Handler(console.Options{APIKeyHeader: cfg.RPC.APIKeyHeader}))
+		g.mux.Handle("GET "+console.Path, console.Handler(console.Options{APIKeyHeader: cfg.RPC.APIKeyHeader, AllowedHosts: cfg.AllowedHosts}))
 		g.mux.Handle("GET /{$}", http.RedirectHandler(console.Path, http.StatusFound))
 	}
 	if m != nil {
@@ -338,7 +363,7 @@ func New(cfg Config) (*Gateway, error) {
 			Name: "smcp_mcp_sessions",
 			Help: "Open MCP sessions at /mcp/{office_id}, each an agent of its office.",
 		}, func() float64 { return float64(g.MCP.Sessions()) }))
-		g.mux.Handle("GET /metrics", m.Handler())
+		g.mux.Handle("GET /metrics", operatorsOnly(cfg.Auth, cfg.RPC.APIKeyHeader, cfg.AllowedHosts, m.Handler()))
 	}
 	// Last: nothing after it fails, and Serve closes it.
 	al, err := startAudit(cfg, gov)
@@ -351,6 +376,41 @@ func New(cfg Config) (*Gateway, error) {
 		m.Registry().MustRegister(gov.collectors()...)
 	}
 	return g, nil
+}
+
+// operatorsOnly serves h to callers with an operator key: the metrics name
+// offices and key ids, which no agent or computer key, nor a token, may
+// read. Scrapers that cannot send a key get a listener of their own
+// (Config.MetricsListener).
+func operatorsOnly(auth core.Authenticator, keyHeader string, hosts []string, h http.Handler) http.Handler {
+	if keyHeader == "" {
+		keyHeader = sio.DefaultAPIKeyHeader
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if httpauth.Rebound(r, hosts) {
+			plain(w, http.StatusForbidden, httpauth.ReboundError(r).Message)
+			return
+		}
+		cred, err := httpauth.Credential(r.Header, keyHeader)
+		var p *core.Principal
+		if err == nil {
+			p, err = auth.Authenticate(r.Context(), cred)
+		}
+		if err != nil {
+			msg := err.Error()
+			if e, ok := smcp.AsError(err); ok {
+				msg = e.Message
+			}
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			plain(w, http.StatusUnauthorized, "/metrics: "+msg+" (an operator key, or --metrics-listen for scrapers)")
+			return
+		}
+		if !p.Operator {
+			plain(w, http.StatusForbidden, "/metrics on this port is for operator keys (a key without roles, offices or name); scrapers: --metrics-listen")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // mcpOptions fills the MCP front end's identity and limits from the other
@@ -445,6 +505,10 @@ func (g *Gateway) Handler() http.Handler { return g.mux }
 // Serve serves on ln until ctx ends, then shuts down gracefully (see
 // shutdown). Every goroutine it starts has ended when it returns.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+	if mln := g.cfg.MetricsListener; mln != nil {
+		// Closed however Serve returns (its server's Shutdown closes it too).
+		defer func() { _ = mln.Close() }()
+	}
 	srv := &http.Server{
 		Handler:           boundBodyReads(g.mux, g.cfg.BodyReadTimeout),
 		ReadHeaderTimeout: g.cfg.ReadHeaderTimeout,
@@ -493,6 +557,20 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	var eg errgroup.Group
+	var metricsSrv *http.Server
+	if mln := g.cfg.MetricsListener; mln != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", g.Metrics.Handler())
+		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: g.cfg.ReadHeaderTimeout, IdleTimeout: g.cfg.IdleTimeout,
+			MaxHeaderBytes: maxHeaderBytes, ErrorLog: log.New(serverLog{g.log}, "", 0)}
+		eg.Go(func() error {
+			if err := metricsSrv.Serve(mln); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("gateway: serve metrics: %w", err)
+			}
+			return nil
+		})
+		g.log.Info("metrics listening", "addr", mln.Addr().String())
+	}
 	served := make(chan struct{})
 	eg.Go(func() error {
 		defer close(served)
@@ -515,6 +593,14 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	g.shutdown(srv)
+	if metricsSrv != nil {
+		// After the drain: scrapes go on while it lasts. A scrape is short.
+		ctx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownGrace)
+		if err := metricsSrv.Shutdown(ctx); err != nil {
+			_ = metricsSrv.Close()
+		}
+		cancel()
+	}
 	stopBeat()
 	err := eg.Wait()
 	// Every call has been answered (shutdown waited for the hub): the

@@ -11,10 +11,10 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
+	"github.com/smcpgw/smcp-gateway/buildinfo"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/audit"
 	"github.com/smcpgw/smcp-gateway/gateway/quota"
-	"github.com/smcpgw/smcp-gateway/internal/buildinfo"
 )
 
 // auditConfig is the audit trail --audit-file and --audit ask for: JSON

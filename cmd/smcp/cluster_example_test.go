@@ -27,6 +27,7 @@ import (
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 	"github.com/smcpgw/smcp-gateway/internal/connecttest"
+	"github.com/smcpgw/smcp-gateway/internal/testdeps"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
@@ -360,21 +361,10 @@ func pollingSession(base, key string) error {
 	return nil
 }
 
-// clusterBinary finds a program the cluster example needs: a skip where
-// it is not installed, a failure under CI (.ci/run installs it).
+// clusterBinary finds a program the cluster example needs (testdeps).
 func clusterBinary(t *testing.T, name, usual string) string {
 	t.Helper()
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	if _, err := os.Stat(usual); err == nil {
-		return usual
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s is not installed (.ci/run installs it); CI=true makes this a failure", name)
-	}
-	t.Skipf("%s is not installed (apt-get install %s): the cluster example cannot run", name, name)
-	return ""
+	return testdeps.Program(t, name, name, usual)
 }
 
 // tail is the last n lines of s.

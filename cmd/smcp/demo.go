@@ -407,7 +407,7 @@ func (t *tour) write(w io.Writer) {
 	p("  agent     %s: RPC calls act as this agent; an office holds one agent, and Socket.IO clients", demoAgent)
 	p("            that join under the same name share it with them")
 	p("")
-	p("Try it from the repository root (tools/buf builds buf into bin/ on first use, saying so: minutes, once):")
+	p("Try it from the repository root (tools/buf installs buf from npm on first use, saying so: seconds, once):")
 	p("")
 	p("# The Finder: the documents of the computer")
 	p("%s", t.bufCurl("GetFinder", pc))

@@ -30,6 +30,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 	"github.com/smcpgw/smcp-gateway/internal/connecttest"
 	"github.com/smcpgw/smcp-gateway/internal/nodetest"
+	"github.com/smcpgw/smcp-gateway/internal/testdeps"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -278,13 +279,7 @@ func TestDemo(t *testing.T) {
 		if m == nil || u == nil || j == nil || j[1] != m[2] || j[2] != m[1] {
 			t.Fatalf("python snippet:\n%s", script)
 		}
-		if out, err := exec.Command("/usr/bin/python3", "-c", "import socketio, aiohttp").CombinedOutput(); err != nil {
-			msg := fmt.Sprintf("python3-socketio and python3-aiohttp are needed: %v %s", err, out)
-			if os.Getenv("CI") == "true" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
+		testdeps.Python(t, "socketio, aiohttp", "python3-socketio python3-aiohttp")
 		pctx, pcancel := context.WithTimeout(ctx, time.Minute)
 		defer pcancel()
 		py := exec.CommandContext(pctx, "/usr/bin/python3", "-c", pySnippetClient, u[1], u[2], m[3], m[1], m[2])

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/smcpgw/smcp-gateway/internal/nodetest"
+	"github.com/smcpgw/smcp-gateway/internal/testdeps"
 )
 
 // startDemo runs `smcp demo` as a child process (this test binary playing
@@ -117,13 +118,7 @@ func TestExampleAgents(t *testing.T) {
 	})
 
 	t.Run("python-agent", func(t *testing.T) {
-		python := "/usr/bin/python3"
-		if out, err := exec.Command(python, "-c", "import grpc, google.protobuf").CombinedOutput(); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("python3-grpcio and python3-protobuf are required under CI (.ci/run installs them): %v\n%s", err, out)
-			}
-			t.Skipf("Debian's python3-grpcio or python3-protobuf is not installed: %s", out)
-		}
+		python := testdeps.Python(t, "grpc, google.protobuf", "python3-grpcio python3-protobuf")
 		addr := strings.TrimPrefix(base, "http://")
 		run := func(key string) (string, error) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/smcpgw/smcp-gateway/internal/testdeps"
 )
 
 // `make run` in a terminal, stopped with Ctrl-C: make runs the demo under a
@@ -24,13 +26,7 @@ import (
 // demo having stopped in order. Without takeForeground the terminal's
 // SIGINT reaches make too, which then exits 130 with "*** [...] Interrupt".
 func TestMakeRunCtrlC(t *testing.T) {
-	makePath, err := exec.LookPath("make")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("make not found")
-		}
-		t.Skip("make not found")
-	}
+	makePath := testdeps.Program(t, "make", "make")
 	root := copyExamples(t)
 	dir := t.TempDir()
 	makefile := fmt.Sprintf("run:\n\t%q demo --listen 127.0.0.1:0 --root %q --log-level warn\n", os.Args[0], root)

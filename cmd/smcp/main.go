@@ -20,7 +20,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/smcpgw/smcp-gateway/internal/buildinfo"
+	"github.com/smcpgw/smcp-gateway/buildinfo"
 )
 
 type command struct {

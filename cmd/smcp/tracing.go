@@ -14,7 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
-	"github.com/smcpgw/smcp-gateway/internal/buildinfo"
+	"github.com/smcpgw/smcp-gateway/buildinfo"
 )
 
 // defaultServiceName is service.name unless OTEL_SERVICE_NAME or

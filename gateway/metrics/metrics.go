@@ -18,8 +18,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/smcpgw/smcp-gateway/buildinfo"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
-	"github.com/smcpgw/smcp-gateway/internal/buildinfo"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 

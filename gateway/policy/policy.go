@@ -94,6 +94,11 @@ func LoadFile(path string) (*Rules, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keys file: %w", err)
 	}
+	return Parse(path, b)
+}
+
+// Parse is LoadFile of the bytes b read from path (a reload has them).
+func Parse(path string, b []byte) (*Rules, error) {
 	var f File
 	if err := yaml.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("keys file %s: %w", path, err)

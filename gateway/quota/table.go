@@ -87,6 +87,11 @@ func LoadFile(path string) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keys file: %w", err)
 	}
+	return Parse(path, b)
+}
+
+// Parse is LoadFile of the bytes b read from path (a reload has them).
+func Parse(path string, b []byte) (*Table, error) {
 	var f struct {
 		Quota        *Limits `yaml:"quota"`
 		QuotaByClaim struct {

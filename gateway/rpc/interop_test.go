@@ -29,13 +29,13 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// bufCurl runs `buf curl` (pinned in tools/go.mod) with reflection, no schema
+// bufCurl runs `buf curl` (tools/buf, at the version tools/bufnpm pins) with reflection, no schema
 // files, and returns its stdout; a failure returns stderr as the error text.
 func bufCurl(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", append([]string{"tool", "-modfile=tools/go.mod", "buf", "curl"}, args...)...)
+	cmd := exec.CommandContext(ctx, "tools/buf", append([]string{"curl"}, args...)...)
 	cmd.Dir = repoRoot(t)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -169,7 +169,7 @@ func TestNodeClientGenerated(t *testing.T) {
 	template := `{"version":"v2","plugins":[{"local":"test/connect-node/node_modules/.bin/protoc-gen-es","out":"` + out + `","opt":"target=ts"}]}`
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "tool", "-modfile=tools/go.mod", "buf", "generate", "--template", template)
+	cmd := exec.CommandContext(ctx, "tools/buf", "generate", "--template", template)
 	cmd.Dir = repoRoot(t)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("buf generate: %v\n%s", err, b)

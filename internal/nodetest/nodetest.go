@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/smcpgw/smcp-gateway/internal/testdeps"
 )
 
 // installs serialises npm ci per directory: several tests of one binary may
@@ -27,14 +29,8 @@ func Require(t testing.TB, dir string) string {
 	if err != nil {
 		t.Fatalf("nodetest: %v", err)
 	}
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("nodetest: %s is required under CI: %v", tool, err)
-			}
-			t.Skipf("nodetest: %s is not installed", tool)
-		}
-	}
+	testdeps.Program(t, "node", "nodejs")
+	testdeps.Program(t, "npm", "npm")
 	once, _ := installs.LoadOrStore(abs, new(sync.Once))
 	var installErr error
 	var out []byte

@@ -10,8 +10,6 @@ import (
 	"net"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
 	"sync"
 	"syscall"
 	"testing"
@@ -23,6 +21,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/docserver"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/internal/loadtest"
+	"github.com/smcpgw/smcp-gateway/internal/testdeps"
 )
 
 // Gateway starts a gateway on 127.0.0.1 with cfg; a failed stop fails the
@@ -126,12 +125,7 @@ type Redis struct {
 // later.
 func RedisProcess(t testing.TB) *Redis {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-server is not installed (.ci/run installs it); CI=true makes this a failure")
-		}
-		t.Skip("redis-server is not installed (apt-get install redis-server)")
-	}
+	testdeps.Program(t, "redis-server", "redis-server")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv, err := loadtest.StartRedis(ctx)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smcpgw/smcp-gateway/internal/testdeps"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 )
 
@@ -28,8 +29,10 @@ import (
 // without CAP_SYS_RESOURCE may not (fixed, modest limits are passed instead),
 // and crun refuses a hybrid cgroup v1/v2 host (runc is used where installed).
 func TestImage(t *testing.T) {
-	podman := need(t, "podman")
-	need(t, "make")
+	podman := testdeps.Program(t, "podman", "podman")
+	// runc, not crun (podman's default), which refuses a hybrid cgroup host.
+	runc := testdeps.Program(t, "runc", "runc")
+	testdeps.Program(t, "make", "make")
 	root := repoRoot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -44,10 +47,7 @@ func TestImage(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = exec.Command(podman, "rmi", "-f", tag).Run() })
 
-	runFlags := []string{"--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096"}
-	if _, err := exec.LookPath("runc"); err == nil {
-		runFlags = append(runFlags, "--runtime", "runc")
-	}
+	runFlags := []string{"--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096", "--runtime", runc}
 	podmanRun := func(args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, podman, append(append([]string{"run"}, runFlags...), args...)...)
 		out, err := cmd.CombinedOutput()

@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/smcpgw/smcp-gateway/internal/testdeps"
 )
 
 // repoRoot is the repository root, two levels above this package.
@@ -27,22 +29,7 @@ func repoRoot(t testing.TB) string {
 	return root
 }
 
-// need returns the path of a program the test cannot do without. It is
-// skipped without it, except under CI (CI=true), where .ci/run installs it:
-// there a missing program is a failure, not a pass by not running.
-func need(t *testing.T, program string) string {
-	t.Helper()
-	path, err := exec.LookPath(program)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is required under CI (.ci/run installs it): %v", program, err)
-		}
-		t.Skipf("%s is not installed", program)
-	}
-	return path
-}
-
-const buildinfoPkg = "github.com/smcpgw/smcp-gateway/internal/buildinfo"
+const buildinfoPkg = "github.com/smcpgw/smcp-gateway/buildinfo"
 
 type goreleaserConfig struct {
 	Version int `yaml:"version"`
@@ -160,12 +147,12 @@ func TestGoreleaserConfig(t *testing.T) {
 	}
 }
 
-// buildPrintinfo builds internal/buildinfo's printinfo program with the
+// buildPrintinfo builds buildinfo's printinfo program with the
 // given ldflags, without VCS stamping, and returns what it prints.
 func buildPrintinfo(t *testing.T, root string, ldflags []string) map[string]string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "printinfo")
-	cmd := exec.Command("go", "build", "-buildvcs=false", "-ldflags", strings.Join(ldflags, " "), "-o", bin, "./internal/buildinfo/testdata/printinfo")
+	cmd := exec.Command("go", "build", "-buildvcs=false", "-ldflags", strings.Join(ldflags, " "), "-o", bin, "./buildinfo/testdata/printinfo")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -204,7 +191,7 @@ func TestGoreleaserCheck(t *testing.T) {
 // verify insists that ExecStart's program exists: the copy checked names an
 // existing executable instead of /usr/local/bin/smcp, nothing else changed.
 func TestSystemdUnit(t *testing.T) {
-	analyze := need(t, "systemd-analyze")
+	analyze := testdeps.Program(t, "systemd-analyze", "systemd")
 	root := repoRoot(t)
 	const name = "smcp-gateway.service"
 	unit, err := os.ReadFile(filepath.Join(root, "examples", "systemd", name))

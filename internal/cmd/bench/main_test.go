@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/smcpgw/smcp-gateway/internal/loadtest"
+	"github.com/smcpgw/smcp-gateway/internal/testdeps"
 )
 
 // TestMain lets the test binary play the bench command when it re-executes
@@ -74,12 +74,7 @@ func TestBenchSmoke(t *testing.T) {
 // redis-server and two gateway nodes spawned by the bench, the agent on one
 // node and the computer on the other, and checks that calls crossed nodes.
 func TestBenchCluster(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("redis-server is not installed")
-		}
-		t.Skip("redis-server is not installed")
-	}
+	testdeps.Program(t, "redis-server", "redis-server")
 	rep, out := benchJSON(t, "-mode", "sio", "-offices", "1", "-compare", "cluster", "-warmup", "1s", "-duration", "1s", "-json")
 	servers := map[string]*benchRow{}
 	for i, row := range rep.Rows {
@@ -107,12 +102,7 @@ func TestBenchCluster(t *testing.T) {
 // and the floor's MCP server each answer every call, and the report prints
 // the gateway's ratios to both and the scaling line of its two office counts.
 func TestBenchNodeAndMCPFloor(t *testing.T) {
-	if _, err := exec.LookPath("node"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("node is not installed")
-		}
-		t.Skip("node is not installed")
-	}
+	testdeps.Program(t, "node", "nodejs")
 	rep, out := benchJSON(t, "-mode", "sio,mcp-raw", "-offices", "1,2", "-compare", "floor,node",
 		"-warmup", "200ms", "-duration", "600ms", "-json")
 	seen := map[string]bool{}

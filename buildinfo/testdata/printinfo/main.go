@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"os"
 
-	"github.com/smcpgw/smcp-gateway/internal/buildinfo"
+	"github.com/smcpgw/smcp-gateway/buildinfo"
 )
 
 func main() {

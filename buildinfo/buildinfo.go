@@ -6,9 +6,9 @@
 //
 // A release build sets the stamp (goreleaser and `make build` do):
 //
-//	go build -ldflags "-X github.com/smcpgw/smcp-gateway/internal/buildinfo.version=v1.2.3 \
-//	  -X github.com/smcpgw/smcp-gateway/internal/buildinfo.revision=<commit> \
-//	  -X github.com/smcpgw/smcp-gateway/internal/buildinfo.date=<RFC 3339>" ./cmd/smcp
+//	go build -ldflags "-X github.com/smcpgw/smcp-gateway/buildinfo.version=v1.2.3 \
+//	  -X github.com/smcpgw/smcp-gateway/buildinfo.revision=<commit> \
+//	  -X github.com/smcpgw/smcp-gateway/buildinfo.date=<RFC 3339>" ./cmd/smcp
 //
 // so the binary knows its version wherever it was built: from a source
 // archive, in a container, with -buildvcs=false.

@@ -47,7 +47,7 @@ func TestLinkerStamp(t *testing.T) {
 		t.Skip("builds a binary")
 	}
 	dir := t.TempDir()
-	const pkg = "github.com/smcpgw/smcp-gateway/internal/buildinfo"
+	const pkg = "github.com/smcpgw/smcp-gateway/buildinfo"
 	build := func(name string, ldflags string) Info {
 		t.Helper()
 		bin := filepath.Join(dir, name)
