@@ -12,6 +12,8 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/smcpgw/smcp-gateway/agent"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
@@ -58,8 +60,8 @@ func putBlobStream(t *testing.T, ctx context.Context, base string, grpc bool, ke
 // and streams end within a second of the keys file's change.
 const revocationBound = time.Second
 
-// A key removed from the keys file while it holds a Socket.IO connection
-// and upload streams (gRPC over h2c, Connect over HTTP/1.1) that wait for
+// A key removed from the keys file while it holds a Socket.IO connection,
+// an MCP session and upload streams (gRPC over h2c, Connect over HTTP/1.1) that wait for
 // their client's next message: all of them end within a second, the
 // streams with Unauthenticated; its next request is refused with 401 on
 // both front ends. A key left unchanged keeps its connection, without a
@@ -95,6 +97,24 @@ func TestKeysFileRevocationEndsConnectionsAndStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	keptSID := kept.Conn().ID()
+
+	// An MCP session of each key (2025-11-25), with the go-sdk client.
+	mcpSession := func(key, office string) *mcp.ClientSession {
+		c := mcp.NewClient(&mcp.Implementation{Name: "reload-test", Version: "1"}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.URL + "/mcp/" + office, MaxRetries: -1,
+			HTTPClient: &http.Client{Transport: headerTransport{"x-api-key", key}}},
+			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	mcpSession("doomed-key", "o3")
+	keptMCP := mcpSession("kept-key", "o4")
+	if n := g.MCP.Sessions(); n != 2 {
+		t.Fatalf("%d MCP sessions, want 2", n)
+	}
 
 	// Each upload holds an office's agent seat once its header is read,
 	// then waits for data that never comes.
@@ -145,6 +165,11 @@ func TestKeysFileRevocationEndsConnectionsAndStreams(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("%s: the revoked key's upload outlived the reload by a second", office)
 		}
+	}
+
+	testwait.Within(t, revocationBound, "the revoked key's MCP session to end", func() bool { return g.MCP.Sessions() == 1 })
+	if _, err := keptMCP.ListTools(ctx, nil); err != nil {
+		t.Errorf("the unchanged key's MCP session: %v", err)
 	}
 
 	_, err = sioclient.Dial(ctx, sioclient.Options{URL: g.URL, APIKey: "doomed-key", NoReconnect: true, Logger: testLogger})

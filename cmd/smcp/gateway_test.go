@@ -17,6 +17,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/agent"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
+	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/tokens/tokentest"
@@ -24,6 +25,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 	"github.com/smcpgw/smcp-gateway/internal/connecttest"
 	"github.com/smcpgw/smcp-gateway/sioclient"
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 // The example configuration file is complete and valid, the file is read
@@ -491,5 +493,52 @@ func TestGatewayMetricsListen(t *testing.T) {
 	}
 	if s := get(base+"/metrics", "metrics-listen-test-key"); s != http.StatusOK {
 		t.Errorf("public /metrics with the gateway's one key (an operator's): %d", s)
+	}
+}
+
+// The rule sets reload with the keys file, both or neither: a rule set
+// changed under an unchanged key applies from the next call; a bad rule
+// keeps the keys and rules in force.
+func TestRulesReloadWithTheKeys(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.yaml")
+	write := func(s string) {
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const keys = "keys:\n  - {key: k-1, id: one, rules: [no-shell]}\n"
+	write("rule_sets:\n  no-shell:\n    - deny: {tool: other}\n" + keys)
+	c, err := parseGatewayConfig([]string{"--keys-file", path, "--listen", "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := c.gatewayConfig(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	visible := func(key string) bool {
+		p, err := cfg.Auth.Authenticate(context.Background(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg.Core.Guard.Visible(&core.Call{Principal: p, Event: smcp.EventToolCall,
+			Office: "o", Computer: "pc", Tool: &core.ToolView{Name: "shell", Exposed: "shell"}})
+	}
+	if !visible("k-1") {
+		t.Fatal("a rule denying another tool hides shell")
+	}
+	write("rule_sets:\n  no-shell:\n    - deny: {tool: shell}\n" + keys)
+	if _, err := c.keyRing.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if visible("k-1") {
+		t.Fatal("the reloaded rule set does not apply")
+	}
+	write("rule_sets:\n  no-shell:\n    - deny: {cel: 'tool.name ==='}\nkeys:\n  - {key: k-2, id: one, rules: [no-shell]}\n")
+	if _, err := c.keyRing.Reload(); err == nil || !strings.Contains(err.Error(), "no-shell") {
+		t.Fatalf("a bad rule was reloaded: %v", err)
+	}
+	if visible("k-1") {
+		t.Fatal("a refused reload changed the rules or the keys")
 	}
 }
