@@ -57,7 +57,34 @@ func TestWithDocumentServer(t *testing.T) {
 			t.Errorf("%s: %v, want %v", u, got, code)
 		}
 	}
-	if d := desktops(t, h.call(smcp.EventGetDesktop, map[string]any{})); len(d) != 1 || !strings.HasPrefix(d[0], ds.StatusURI()) {
+	desk := h.call(smcp.EventGetDesktop, map[string]any{})
+	if d := desktops(t, desk); len(d) != 1 || !strings.HasPrefix(d[0], ds.StatusURI()) {
 		t.Fatalf("desktop: %q", d)
+	}
+	// The Finder's file_uri is the file's place in the library, and
+	// nothing an agent reads names the host's folders.
+	if page[0]["file_uri"] != "notes.md" {
+		t.Errorf("file_uri %v, want notes.md", page[0]["file_uri"])
+	}
+	noHostPath(t, "get_finder", h.call(smcp.EventGetFinder, map[string]any{}), root)
+	noHostPath(t, "get_desktop", desk, root)
+	noHostPath(t, "read_resource", h.call(smcp.EventReadResource, map[string]any{"uri": uri}), root)
+}
+
+// noHostPath fails t if the JSON of an answer names one of the host paths
+// (as given, or with symlinks resolved).
+func noHostPath(t *testing.T, what string, answer any, paths ...string) {
+	t.Helper()
+	b, err := json.Marshal(answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		real, _ := filepath.EvalSymlinks(p)
+		for _, q := range []string{p, real} {
+			if q != "" && strings.Contains(string(b), q) {
+				t.Errorf("%s names the host path %s: %.500s", what, q, b)
+			}
+		}
 	}
 }

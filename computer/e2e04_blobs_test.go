@@ -181,6 +181,11 @@ func TestE2ESkillsAndBlobs04(t *testing.T) {
 	if len(skills) != 1 || skills[0].(map[string]any)["name"] != "report" || skills[0].(map[string]any)["description"] != "Write reports." {
 		t.Fatalf("get_skills = %v", list)
 	}
+	// A skill's path is its folder among the skills served, not the host's.
+	if p := skills[0].(map[string]any)["path"]; p != "report" {
+		t.Errorf("skill path %v, want report", p)
+	}
+	noHostPath(t, "get_skills", list, dir)
 
 	ans := ag.ask(smcp.EventGetSkill, map[string]any{"name": "report"})
 	if body := "# Report\n"; ans["body"] != body || ans["sha256"] != sum([]byte(body)) || ans["blob_handle"] != nil {
@@ -229,15 +234,13 @@ func TestE2ESkillsAndBlobs04(t *testing.T) {
 			t.Fatalf("put_blob at %d: %v", off, ans)
 		}
 	}
-	realRoot, err := filepath.EvalSymlinks(landing)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// landing_path is the file's name in the landing root, not a host path.
 	path, _ := ans["landing_path"].(string)
-	if filepath.Dir(path) != realRoot || !strings.HasSuffix(path, "upload.bin") || ans["sha256"] != sum(data) || ans["total_size"] != float64(len(data)) {
+	if filepath.IsAbs(path) || strings.Contains(path, "/") || !strings.HasSuffix(path, "upload.bin") || ans["sha256"] != sum(data) || ans["total_size"] != float64(len(data)) {
 		t.Fatalf("put_blob eof answer = %v", ans)
 	}
-	if landed, err := os.ReadFile(path); err != nil || sum(landed) != sum(data) {
+	noHostPath(t, "put_blob", ans, dir)
+	if landed, err := os.ReadFile(filepath.Join(landing, path)); err != nil || sum(landed) != sum(data) {
 		t.Fatalf("landed file differs (%v)", err)
 	}
 	if parts, _ := filepath.Glob(filepath.Join(landing, "*.part")); len(parts) != 0 {

@@ -93,7 +93,7 @@ func (c *Computer) Connect(ctx context.Context, gw Gateway) (*Link, error) {
 		// the next node when a connection is over.
 		o.NoReconnect = true
 	}
-	conn, err := c.join(ctx, o, gw.Office)
+	conn, err := c.joinRetrying(ctx, o, gw.Office)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +111,36 @@ func (c *Computer) Connect(ctx context.Context, gw Gateway) (*Link, error) {
 		})
 	}
 	return l, nil
+}
+
+// joinError is the office refusing a join on a connection the gateway took
+// (its key accepted, its protocol served): what the office's state decides,
+// which can change.
+type joinError struct{ error }
+
+func (e joinError) Unwrap() error { return e.error }
+
+// joinRetrying is join, tried again while the office refuses it (another
+// protocol version spoken there, a name held by a node that died): each
+// refusal a warning with the gateway's reason, paced by a backoff, until
+// ctx ends. A connection refused (a key, a protocol the gateway does not
+// serve) is returned: that is the caller's to report.
+func (c *Computer) joinRetrying(ctx context.Context, o sioclient.Options, office string) (*sioclient.Client, error) {
+	delay := failoverDelay
+	for {
+		conn, err := c.join(ctx, o, office)
+		var je joinError
+		if err == nil || !errors.As(err, &je) || ctx.Err() != nil {
+			return conn, err
+		}
+		c.log.Warn("joining the office was refused, retrying", "office", office, "retry_in", delay, "err", err)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("computer: join office %q: %w (last refusal: %w)", office, ctx.Err(), err)
+		}
+		delay = min(2*delay, maxJoinDelay)
+	}
 }
 
 // join dials o (its URL, then its fallbacks), registers the handlers and
@@ -147,7 +177,11 @@ func (c *Computer) join(ctx context.Context, o sioclient.Options, office string)
 	})
 	if err := conn.JoinOffice(ctx, smcp.RoleComputer, c.name, office); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("computer: join office %q as %q at %s: %w", office, c.name, conn.URL(), err)
+		err = fmt.Errorf("computer: join office %q as %q at %s: %w", office, c.name, conn.URL(), err)
+		if e, refused := smcp.AsError(err); refused && e.Code != smcp.CodeBadRequest {
+			return nil, joinError{err}
+		}
+		return nil, err
 	}
 	c.SetLink(conn)
 	c.log.Info("joined office", "gateway", conn.URL(), "office", office)
@@ -160,6 +194,9 @@ func (c *Computer) join(ctx context.Context, o sioclient.Options, office string)
 const (
 	failoverDelay    = 500 * time.Millisecond
 	maxFailoverDelay = 5 * time.Second
+	// maxJoinDelay caps the pause between two refused joins at start: an
+	// office another version holds may stay so for a while.
+	maxJoinDelay = 30 * time.Second
 )
 
 // failover waits for the current connection to be over and joins the

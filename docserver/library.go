@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/smcpgw/smcp-gateway/computer/regfile"
 	"github.com/smcpgw/smcp-gateway/docserver/dpe"
 	"github.com/smcpgw/smcp-gateway/docserver/formats"
 )
@@ -67,7 +68,7 @@ func newLibrary(dir string, opts Options, log *slog.Logger) (*library, error) {
 	if err != nil {
 		return nil, fmt.Errorf("document root %s: %w", dir, err)
 	}
-	// Resolve the root itself once, so that file URIs name real paths.
+	// Resolve the root itself once: the watcher's events name real paths.
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		abs = real
 	}
@@ -261,7 +262,9 @@ func (l *library) load(rel string, old *fileEntry, dirty bool) *fileEntry {
 		return e
 	}
 	doc.DocRef = docRef(rel)
-	doc.FileURI = (&url.URL{Scheme: "file", Path: filepath.ToSlash(filepath.Join(l.rootAbs, filepath.FromSlash(rel)))}).String()
+	// Relative to the library (a URI reference): agents learn where a file
+	// sits among the documents served, never the host's folders.
+	doc.FileURI = (&url.URL{Path: rel}).String()
 	doc.LastModified = info.ModTime()
 	e.doc = doc
 	return e
@@ -270,7 +273,9 @@ func (l *library) load(rel string, old *fileEntry, dirty bool) *fileEntry {
 // read reads a file through the root (so it cannot escape it), refusing to
 // read past the size limit even if the file grew since it was stat'ed.
 func (l *library) read(rel string) ([]byte, error) {
-	f, err := l.root.Open(filepath.FromSlash(rel))
+	// Without blocking: a FIFO swapped in since the scan looked would hold
+	// the reader until a writer came.
+	f, _, err := regfile.OpenIn(l.root, filepath.FromSlash(rel))
 	if err != nil {
 		return nil, fmt.Errorf("open: %w", err)
 	}

@@ -163,7 +163,7 @@ func New(opts Options) (*Server, error) {
 		subs:      subscriptions{uris: map[string]map[*mcp.ServerSession]bool{}},
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
-		Instructions: "Documents under " + lib.rootAbs + " as dpe://" + opts.Host + " resources. " +
+		Instructions: "Documents of a folder as dpe://" + opts.Host + " resources. " +
 			"Read dpe://" + opts.Host + " for the catalog, then a document URI (?depth=pages for its page index), " +
 			"then /pages/{N}, then /elements/{ID}. Add ?format=markdown or ?format=text for prose. " +
 			"The search_documents tool finds words across all documents and returns the URIs to read.",

@@ -78,7 +78,7 @@ func (s *Server) statusText() string {
 	for _, t := range slices.Sorted(maps.Keys(byType)) {
 		counts = append(counts, fmt.Sprintf("%s %d", t, byType[t]))
 	}
-	fmt.Fprintf(&b, "Serving %d documents from %s", len(docs), s.lib.rootAbs)
+	fmt.Fprintf(&b, "Serving %d documents", len(docs))
 	if len(counts) > 0 {
 		fmt.Fprintf(&b, " (%s)", strings.Join(counts, ", "))
 	}

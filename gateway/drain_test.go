@@ -184,14 +184,14 @@ func TestSilentConnectionsAreClosed(t *testing.T) {
 	const body = `{"officeId":"o","computer":"pc","toolName":"echo"}`
 	kinds := []string{
 		// a whole keyless request, then silence on a keep-alive connection
-		"POST /smcp.v1.AgentService/CallTool HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+		"POST /smcp.v1.AgentService/CallTool HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: " +
 			strconv.Itoa(len(body)) + "\r\n\r\n" + body,
 		// half a body
-		"POST /smcp.v1.AgentService/CallTool HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"office",
+		"POST /smcp.v1.AgentService/CallTool HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"office",
 		// half a body to another path
-		"POST /socket.io/?EIO=4&transport=polling HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n40",
+		"POST /socket.io/?EIO=4&transport=polling HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n40",
 		// half a header
-		"POST /smcp.v1.AgentService/CallTool HTTP/1.1\r\nHost: x\r\nContent-Ty",
+		"POST /smcp.v1.AgentService/CallTool HTTP/1.1\r\nHost: localhost\r\nContent-Ty",
 	}
 	const n = 60
 	var wg sync.WaitGroup

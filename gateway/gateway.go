@@ -28,16 +28,20 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/smcpgw/smcp-gateway/gateway/audit"
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/console"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/httpauth"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/gateway/metrics"
+	"github.com/smcpgw/smcp-gateway/gateway/quota"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 	"github.com/smcpgw/smcp-gateway/gateway/tokens"
 	redisv3 "github.com/smcpgw/smcp-gateway/internal/fork/socketio/adapters/redis"
 	redisadapter "github.com/smcpgw/smcp-gateway/internal/fork/socketio/adapters/redis/adapter"
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 // maxHeaderBytes bounds a request's headers (HTTP/1 and HTTP/2).
@@ -79,8 +83,14 @@ type Config struct {
 	BodyReadTimeout   time.Duration
 	// TLS, when set, makes Serve speak HTTPS.
 	TLS *tls.Config
-	// Metrics serves Prometheus metrics at /metrics.
+	// Metrics serves Prometheus metrics at /metrics: on the gateway's port
+	// to operator keys only (core.Principal.Operator; the metrics name
+	// offices and keys), and, when MetricsListener is set, on that listener
+	// to anyone who reaches it (a scraper on a private network).
 	Metrics bool
+	// MetricsListener, with Metrics, serves /metrics there without
+	// authentication (--metrics-listen); Serve closes it.
+	MetricsListener net.Listener
 	// TracerProvider, when set, traces every RPC (otelconnect), every
 	// routed Socket.IO client: event and every MCP request.
 	TracerProvider trace.TracerProvider
@@ -107,6 +117,10 @@ type Config struct {
 	RedisRegistry cluster.RegistryOptions
 	// NoConsole turns off the web console at /console/ (gateway/console).
 	NoConsole bool
+	// AllowedHosts are the host names a loopback listener answers besides
+	// loopback ones, on every front end (httpauth.Rebound: against DNS
+	// rebinding, a request to 127.0.0.1 under another name gets 403).
+	AllowedHosts []string
 	// MaxUnauthenticatedPerAddr bounds, per client address, the HTTP
 	// connections that have not carried an authenticated request yet (more
 	// are closed when accepted) and, on its own count, the Socket.IO
@@ -117,6 +131,16 @@ type Config struct {
 	// and sio.DefaultAuthTimeout, unless SIO sets its own.
 	MaxUnauthenticatedPerAddr int
 	AuthTimeout               time.Duration
+	// Quotas bound calls per principal and tool (gateway/quota), shared
+	// through Redis in a cluster; nil: none. SetQuotas replaces them.
+	Quotas *quota.Table
+	// Audit records every routed request (gateway/audit); Serve writes
+	// what is queued before it returns.
+	Audit AuditConfig
+	// MetricsPerTool, with Metrics, counts tool calls, errors and latency
+	// per office and tool, for at most this many offices and tools each
+	// (the rest are "other"); 0: off.
+	MetricsPerTool int
 }
 
 // Gateway is an assembled gateway, not yet serving.
@@ -134,6 +158,10 @@ type Gateway struct {
 	drainers []Drainer
 	cfg      Config
 	log      *slog.Logger
+	// gov is the Guard of quotas, audit and per-tool metrics (nil: none);
+	// auditLog its audit log, closed by Serve.
+	gov      *governance
+	auditLog *audit.Logger
 	// Cluster only.
 	rdb   *goredis.Client
 	node  *cluster.Node
@@ -144,6 +172,9 @@ type Gateway struct {
 func New(cfg Config) (*Gateway, error) {
 	if cfg.Auth == nil {
 		return nil, errors.New("gateway: an authenticator is required (core.AllowAll{} for --insecure)")
+	}
+	if cfg.MetricsListener != nil && !cfg.Metrics {
+		return nil, errors.New("gateway: a metrics listener needs metrics on (--metrics-listen without --metrics=false)")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -177,9 +208,20 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.SIO.AllowedOrigins == nil {
 		cfg.SIO.AllowedOrigins = cfg.RPC.CORSOrigins
 	}
+	// One rule of host names for every front end.
+	if cfg.SIO.AllowedHosts == nil {
+		cfg.SIO.AllowedHosts = cfg.AllowedHosts
+	}
+	if cfg.RPC.AllowedHosts == nil {
+		cfg.RPC.AllowedHosts = cfg.AllowedHosts
+	}
+	if cfg.MCP.AllowedHosts == nil {
+		cfg.MCP.AllowedHosts = cfg.AllowedHosts
+	}
 	// Every front end authenticates through it, so that a connection that
 	// carried an authenticated request leaves the bounds of unauthConns.
-	cfg.Auth = markingAuth{cfg.Auth}
+	authLog := &authAudit{}
+	cfg.Auth = markingAuth{Authenticator: cfg.Auth, audit: authLog}
 	if cfg.Core.Logger == nil {
 		cfg.Core.Logger = cfg.Logger.With("component", "core")
 	}
@@ -204,6 +246,10 @@ func New(cfg Config) (*Gateway, error) {
 		aopts := redisadapter.DefaultRedisAdapterOptions()
 		aopts.SetParser(cluster.Wire{}) // payloads cross nodes as their bytes
 		cfg.SIO.Adapter = &redisadapter.RedisAdapterBuilder{Redis: rc, Opts: aopts}
+	}
+	gov := governanceOf(cfg, rdb)
+	if gov != nil {
+		cfg.Core.Guard = gov
 	}
 	hub := core.New(cfg.Core)
 	var node *cluster.Node
@@ -242,7 +288,8 @@ func New(cfg Config) (*Gateway, error) {
 		calls = cluster.NewCalls(rdb, hub, node.Health(), cfg.Logger.With("component", "cluster"))
 		hub.SetPeers(clusterPeers{Calls: calls, Server: s})
 	}
-	g := &Gateway{Hub: hub, SIO: s, Metrics: m, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger, rdb: rdb, node: node, calls: calls}
+	g := &Gateway{Hub: hub, SIO: s, Metrics: m, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger, rdb: rdb, node: node, calls: calls,
+		gov: gov}
 	if rdb != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -308,7 +355,7 @@ func New(cfg Config) (*Gateway, error) {
 	if !cfg.NoConsole {
 		// Public files only: every call the page makes goes through the
 		// Connect API with the key the user types in.
-		g.mux.Handle("GET "+console.Path, console.Handler(console.Options{APIKeyHeader: cfg.RPC.APIKeyHeader}))
+		g.mux.Handle("GET "+console.Path, console.Handler(console.Options{APIKeyHeader: cfg.RPC.APIKeyHeader, AllowedHosts: cfg.AllowedHosts}))
 		g.mux.Handle("GET /{$}", http.RedirectHandler(console.Path, http.StatusFound))
 	}
 	if m != nil {
@@ -316,9 +363,54 @@ func New(cfg Config) (*Gateway, error) {
 			Name: "smcp_mcp_sessions",
 			Help: "Open MCP sessions at /mcp/{office_id}, each an agent of its office.",
 		}, func() float64 { return float64(g.MCP.Sessions()) }))
-		g.mux.Handle("GET /metrics", m.Handler())
+		g.mux.Handle("GET /metrics", operatorsOnly(cfg.Auth, cfg.RPC.APIKeyHeader, cfg.AllowedHosts, m.Handler()))
+	}
+	// Last: nothing after it fails, and Serve closes it.
+	al, err := startAudit(cfg, gov)
+	if err != nil {
+		return nil, err
+	}
+	g.auditLog = al
+	authLog.log, authLog.node = al, cfg.NodeID
+	if m != nil && gov != nil {
+		m.Registry().MustRegister(gov.collectors()...)
 	}
 	return g, nil
+}
+
+// operatorsOnly serves h to callers with an operator key: the metrics name
+// offices and key ids, which no agent or computer key, nor a token, may
+// read. Scrapers that cannot send a key get a listener of their own
+// (Config.MetricsListener).
+func operatorsOnly(auth core.Authenticator, keyHeader string, hosts []string, h http.Handler) http.Handler {
+	if keyHeader == "" {
+		keyHeader = sio.DefaultAPIKeyHeader
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if httpauth.Rebound(r, hosts) {
+			plain(w, http.StatusForbidden, httpauth.ReboundError(r).Message)
+			return
+		}
+		cred, err := httpauth.Credential(r.Header, keyHeader)
+		var p *core.Principal
+		if err == nil {
+			p, err = auth.Authenticate(r.Context(), cred)
+		}
+		if err != nil {
+			msg := err.Error()
+			if e, ok := smcp.AsError(err); ok {
+				msg = e.Message
+			}
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			plain(w, http.StatusUnauthorized, "/metrics: "+msg+" (an operator key, or --metrics-listen for scrapers)")
+			return
+		}
+		if !p.Operator {
+			plain(w, http.StatusForbidden, "/metrics on this port is for operator keys (a key without roles, offices or name); scrapers: --metrics-listen")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // mcpOptions fills the MCP front end's identity and limits from the other
@@ -413,6 +505,10 @@ func (g *Gateway) Handler() http.Handler { return g.mux }
 // Serve serves on ln until ctx ends, then shuts down gracefully (see
 // shutdown). Every goroutine it starts has ended when it returns.
 func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+	if mln := g.cfg.MetricsListener; mln != nil {
+		// Closed however Serve returns (its server's Shutdown closes it too).
+		defer func() { _ = mln.Close() }()
+	}
 	srv := &http.Server{
 		Handler:           boundBodyReads(g.mux, g.cfg.BodyReadTimeout),
 		ReadHeaderTimeout: g.cfg.ReadHeaderTimeout,
@@ -461,6 +557,20 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}
 	var eg errgroup.Group
+	var metricsSrv *http.Server
+	if mln := g.cfg.MetricsListener; mln != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", g.Metrics.Handler())
+		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: g.cfg.ReadHeaderTimeout, IdleTimeout: g.cfg.IdleTimeout,
+			MaxHeaderBytes: maxHeaderBytes, ErrorLog: log.New(serverLog{g.log}, "", 0)}
+		eg.Go(func() error {
+			if err := metricsSrv.Serve(mln); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("gateway: serve metrics: %w", err)
+			}
+			return nil
+		})
+		g.log.Info("metrics listening", "addr", mln.Addr().String())
+	}
 	served := make(chan struct{})
 	eg.Go(func() error {
 		defer close(served)
@@ -483,8 +593,25 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	g.shutdown(srv)
+	if metricsSrv != nil {
+		// After the drain: scrapes go on while it lasts. A scrape is short.
+		ctx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownGrace)
+		if err := metricsSrv.Shutdown(ctx); err != nil {
+			_ = metricsSrv.Close()
+		}
+		cancel()
+	}
 	stopBeat()
 	err := eg.Wait()
+	// Every call has been answered (shutdown waited for the hub): the
+	// records of all of them are queued, and written now.
+	if g.auditLog != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), auditDrain)
+		if err := g.auditLog.Close(ctx); err != nil {
+			g.log.Warn("audit", "err", err)
+		}
+		cancel()
+	}
 	if g.calls != nil {
 		g.calls.Stop()
 	}

@@ -253,8 +253,8 @@ func httpExchange(c net.Conn, br *bufio.Reader, req string) string {
 }
 
 const (
-	healthz  = "GET /healthz HTTP/1.1\r\nHost: gw\r\n\r\n"
-	keyedRPC = "POST /smcp.v1.AgentService/ListRoom HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nx-api-key: " +
+	healthz  = "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n"
+	keyedRPC = "POST /smcp.v1.AgentService/ListRoom HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nx-api-key: " +
 		preauthKey + "\r\nContent-Length: 2\r\n\r\n{}"
 )
 
@@ -382,7 +382,7 @@ func TestAuthenticatedBodyKeepsItsDeadline(t *testing.T) {
 	}
 	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
-	head := "POST /smcp.v1.AgentService/ListRoom HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\nx-api-key: " +
+	head := "POST /smcp.v1.AgentService/ListRoom HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nx-api-key: " +
 		preauthKey + "\r\nContent-Length: 3\r\n\r\n{"
 	if _, err := io.WriteString(c, head); err != nil {
 		t.Fatal(err)

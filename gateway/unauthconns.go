@@ -176,8 +176,12 @@ func trackState(c net.Conn, state http.ConnState) {
 }
 
 // markingAuth is the authenticator every front end is given: a request that
-// authenticates marks its connection as authenticated.
-type markingAuth struct{ core.Authenticator }
+// authenticates marks its connection as authenticated; one refused is
+// recorded in the audit trail, if there is one.
+type markingAuth struct {
+	core.Authenticator
+	audit *authAudit
+}
 
 func (a markingAuth) Authenticate(ctx context.Context, credential string) (*core.Principal, error) {
 	p, err := a.Authenticator.Authenticate(ctx, credential)
@@ -185,6 +189,8 @@ func (a markingAuth) Authenticate(ctx context.Context, credential string) (*core
 		if w, ok := ctx.Value(watchedConnKey{}).(*watchedConn); ok {
 			w.trust()
 		}
+	} else {
+		a.audit.refused(err)
 	}
 	return p, err
 }

@@ -56,10 +56,14 @@ type Options struct {
 	Fallbacks []string
 	// Path is the Engine.IO path (default "/socket.io/").
 	Path string
-	// APIKey is sent in the APIKeyHeader header, or in the auth object
-	// ({"api_key": ...}) when KeyInAuth is set.
+	// APIKey is sent in the APIKeyHeader header (default x-api-key) and,
+	// from protocol 0.3, in the Socket.IO auth object under AuthField
+	// (default "token", the field the SDKs send and their servers read:
+	// PROTOCOL-0.4.md H8). With KeyInAuth it goes in the auth object only,
+	// whatever the version.
 	APIKey       string
 	APIKeyHeader string
+	AuthField    string
 	KeyInAuth    bool
 	// ConnectTimeout bounds each connection attempt (default 2 s).
 	ConnectTimeout time.Duration
@@ -112,7 +116,16 @@ type Client struct {
 	doneOnce sync.Once
 	err      error // why it is over, under mu
 
+	// retries are the goroutines that re-join the office after a
+	// reconnect and connect the namespace again after the gateway refused
+	// it (awaited by Close).
+	retries sync.WaitGroup
+
 	mu sync.Mutex
+	// refusedDelay is the pause before the next namespace connect after a
+	// refused reconnect: ReconnectDelay, doubling up to maxReconnectDelay,
+	// back to ReconnectDelay once a connect succeeds.
+	refusedDelay time.Duration
 	// link ends when the current connection drops (and at Close): the
 	// context of the requests it delivered, whose answers can only go back
 	// on it (an ack's id means nothing on the next connection).
@@ -140,6 +153,9 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 	}
 	if o.APIKeyHeader == "" {
 		o.APIKeyHeader = "x-api-key"
+	}
+	if o.AuthField == "" {
+		o.AuthField = DefaultAuthField
 	}
 	if o.ConnectTimeout <= 0 {
 		o.ConnectTimeout = 2 * time.Second
@@ -179,10 +195,11 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 	}
 	sopts := socket.DefaultSocketOptions()
 	if o.APIKey != "" {
-		if o.KeyInAuth {
-			sopts.SetAuth(map[string]any{"api_key": o.APIKey})
-		} else {
+		if !o.KeyInAuth {
 			mopts.SetExtraHeaders(http.Header{o.APIKeyHeader: {o.APIKey}})
+		}
+		if o.KeyInAuth || keyInAuthObject(o.Version) {
+			sopts.SetAuth(map[string]any{o.AuthField: o.APIKey})
 		}
 	}
 
@@ -202,7 +219,10 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 		if refusal := versionRefusal(err, o.Version); refusal != nil {
 			return nil, refusal
 		}
-		if _, refused := smcp.AsError(err); refused || ctx.Err() != nil {
+		// A server that answered the namespace connect with a refusal
+		// would answer the next attempt the same: say why now.
+		var re *RefusedError
+		if _, refused := smcp.AsError(err); refused || errors.As(err, &re) || ctx.Err() != nil {
 			return nil, err
 		}
 		if attempt%len(urls) != 0 {
@@ -306,6 +326,7 @@ func dialOnce(ctx context.Context, o Options, mopts *socket.ManagerOptions, sopt
 	_ = c.sock.On("connect", func(...any) {
 		c.mu.Lock()
 		c.connects++
+		c.refusedDelay = 0
 		reconnect := c.connects > 1
 		if reconnect {
 			c.link, c.unlink = context.WithCancel(c.ctx)
@@ -321,7 +342,7 @@ func dialOnce(ctx context.Context, o Options, mopts *socket.ManagerOptions, sopt
 		}
 		if reconnect {
 			c.log.Info("reconnected to the gateway", "url", o.URL)
-			go c.rejoin()
+			c.spawn(c.rejoin)
 		}
 	})
 	_ = c.sock.On("disconnect", func(args ...any) {
@@ -370,6 +391,13 @@ func dialOnce(ctx context.Context, o Options, mopts *socket.ManagerOptions, sopt
 	_ = c.sock.On("connect_error", func(args ...any) {
 		err := connectError(args)
 		c.log.Debug("connect error", "err", err)
+		c.mu.Lock()
+		reconnect := c.connects > 0
+		c.mu.Unlock()
+		if reconnect && refusedByServer(args) {
+			c.retryRefused(err)
+			return
+		}
 		select {
 		case connected <- err:
 		default:
@@ -389,8 +417,87 @@ func dialOnce(ctx context.Context, o Options, mopts *socket.ManagerOptions, sopt
 	}
 }
 
+// refusedByServer reports whether a connect_error is the server refusing
+// the namespace connect (a CONNECT_ERROR packet), rather than the engine
+// failing to open, which the library's reconnection retries by itself.
+func refusedByServer(args []any) bool {
+	if len(args) == 0 {
+		return false
+	}
+	err, _ := args[0].(error)
+	var ext *types.ExtendedError
+	return errors.As(err, &ext)
+}
+
+// retryRefused answers a namespace connect the gateway refused after a
+// reconnect (a key it no longer takes, say after a restart with other
+// keys). The library gives such a socket up for good and says nothing;
+// here it is an error line with the gateway's reason, and another connect
+// after a backoff, since the gateway's side can be fixed while we wait.
+func (c *Client) retryRefused(err error) {
+	c.mu.Lock()
+	delay := c.refusedDelay
+	if delay == 0 {
+		delay = c.opts.ReconnectDelay
+	}
+	c.refusedDelay = min(2*delay, maxReconnectDelay)
+	c.mu.Unlock()
+	if c.ctx.Err() != nil {
+		return
+	}
+	c.log.Error("the gateway refused the connection, retrying", "url", c.opts.URL, "retry_in", delay, "err", err)
+	c.spawn(func() {
+		select {
+		case <-time.After(delay):
+			c.sock.Connect()
+		case <-c.ctx.Done():
+		}
+	})
+}
+
+// spawn runs fn in a goroutine that Close waits for; not after Close.
+func (c *Client) spawn(fn func()) {
+	// Checked and counted under mu, which Close holds to cancel: nothing
+	// starts after Close began waiting.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx.Err() != nil {
+		return
+	}
+	c.retries.Go(fn)
+}
+
+// DefaultAuthField is the field of the Socket.IO auth object the key goes
+// in: the one the SDKs send (PROTOCOL-0.4.md H8).
+const DefaultAuthField = "token"
+
+// keyInAuthObject reports whether a client speaking version (a2c_version)
+// sends its key in the auth object too: from 0.3, whose SDKs' servers read
+// it there only. 0.2 peers know the header.
+func keyInAuthObject(version string) bool {
+	v, ok := majorMinor(version)
+	return ok && (v[0] > 0 || v[1] >= 3)
+}
+
+// RefusedError is a server refusing the namespace connect (connect_error)
+// with something other than a flat error: a python-socketio server's
+// ConnectionRefusedError, say. Message is the server's, word for word;
+// Code is data.code when the server sent one (0 otherwise).
+type RefusedError struct {
+	Message string
+	Code    int
+	Data    any
+}
+
+func (e *RefusedError) Error() string {
+	if e.Code != 0 {
+		return fmt.Sprintf("the server refused the connection (code %d): %s", e.Code, e.Message)
+	}
+	return "the server refused the connection: " + e.Message
+}
+
 // connectError turns a connect_error into an *smcp.Error when the gateway
-// sent a flat error as its data.
+// sent a flat error as its data, a *RefusedError for another refusal.
 func connectError(args []any) error {
 	if len(args) == 0 {
 		return errors.New("sioclient: connect failed")
@@ -403,7 +510,13 @@ func connectError(args []any) error {
 				return e
 			}
 		}
-		return fmt.Errorf("sioclient: connect refused: %s", ext.Message)
+		re := &RefusedError{Message: ext.Message, Data: ext.Data}
+		if m, ok := ext.Data.(map[string]any); ok {
+			if c, ok := m["code"].(float64); ok {
+				re.Code = int(c)
+			}
+		}
+		return re
 	}
 	if err != nil {
 		return fmt.Errorf("sioclient: connect failed: %w", err)
@@ -437,7 +550,10 @@ func (c *Client) Connected() bool { return c.sock.Connected() }
 
 // Close disconnects for good.
 func (c *Client) Close() {
+	c.mu.Lock()
 	c.cancel()
+	c.mu.Unlock()
+	c.retries.Wait()
 	c.sock.Disconnect()
 	c.finish(errClosed)
 }
@@ -640,7 +756,9 @@ func (c *Client) OnConnect(fn func()) {
 }
 
 // OnRejoin registers fn to learn how the automatic re-join after a reconnect
-// went (nil on success).
+// went: nil once it succeeded (a refusal is retried, paced, while the
+// connection lives), else the last refusal when the connection dropped or
+// the office was left before it did.
 func (c *Client) OnRejoin(fn func(error)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -872,20 +990,44 @@ func (c *Client) officeRequest(ctx context.Context, event string, req proto.Mess
 
 func (c *Client) rejoin() {
 	c.mu.Lock()
-	req, hook := c.joined, c.onRejoin
+	req, hook, link := c.joined, c.onRejoin, c.link
 	c.mu.Unlock()
 	if req == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
-	defer cancel()
-	err := c.officeRequest(ctx, smcp.EventJoinOffice, req)
-	if err != nil {
-		c.log.Warn("re-join after reconnect failed", "office", req.GetOfficeId(), "err", err)
-	} else {
-		c.log.Info("re-joined after reconnect", "office", req.GetOfficeId())
-	}
-	if hook != nil {
-		hook(err)
+	// A refused re-join is tried again, paced, for as long as this
+	// connection lives: the refusal (the office now speaking another
+	// version, the name still held by a node that died) can clear, and a
+	// client left connected outside its office serves nobody.
+	delay := c.opts.ReconnectDelay
+	for {
+		ctx, cancel := context.WithTimeout(link, 10*time.Second)
+		err := c.officeRequest(ctx, smcp.EventJoinOffice, req)
+		cancel()
+		if err == nil {
+			c.log.Info("re-joined after reconnect", "office", req.GetOfficeId())
+			if hook != nil {
+				hook(nil)
+			}
+			return
+		}
+		c.mu.Lock()
+		left := c.joined != req
+		c.mu.Unlock()
+		if left || link.Err() != nil {
+			// Left meanwhile, or the connection is over (the next one
+			// re-joins anew).
+			c.log.Warn("re-join after reconnect failed", "office", req.GetOfficeId(), "err", err)
+			if hook != nil && c.ctx.Err() == nil {
+				hook(err)
+			}
+			return
+		}
+		c.log.Warn("re-join after reconnect refused, retrying", "office", req.GetOfficeId(), "retry_in", delay, "err", err)
+		select {
+		case <-time.After(delay):
+		case <-link.Done():
+		}
+		delay = min(2*delay, maxReconnectDelay)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -283,4 +284,190 @@ func TestCheckVersion(t *testing.T) {
 	if err := CheckVersion(ctx, Options{URL: "http://" + addr, Version: "0.4.0"}); err != nil {
 		t.Errorf("unreachable: %v", err)
 	}
+}
+
+// A key refused when the client reconnects (the gateway restarted with
+// other keys) is an error line with the gateway's refusal, and the client
+// keeps trying, paced by the backoff: once the gateway takes the key again
+// it reconnects and re-joins its office. It used to stay unconnected for
+// good and say nothing.
+func TestReconnectRefusedKeyIsRetried(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	start := func(key string) *gateway.Running {
+		t.Helper()
+		ring, err := core.NewKeyRing(core.Key{ID: "k", Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gw, err := gateway.Start(gateway.Config{Auth: ring}, addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return gw
+	}
+	const key = "reconnect-key-0123456789"
+	gw := start(key)
+	logs := &logRecorder{}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, Options{URL: "http://" + addr, APIKey: key, Logger: slog.New(logs), ReconnectDelay: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.JoinOffice(ctx, smcp.RoleComputer, "pc", "o"); err != nil {
+		t.Fatal(err)
+	}
+	_ = gw.Stop()
+	logs.waitFor(t, "WARN disconnected from the gateway, reconnecting")
+
+	gw = start("another-key-0123456789")
+	line := logs.waitFor(t, "ERROR the gateway refused the connection, retrying")
+	if !strings.Contains(line, "401") || strings.Contains(line, key) {
+		t.Errorf("the error line does not carry the gateway's refusal (or carries the key): %s", line)
+	}
+	// Retried, each refusal logged: the backoff paces them, nothing gives up.
+	testwait.Until(t, "a second refused attempt", func() bool {
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		n := 0
+		for _, l := range logs.lines {
+			if strings.HasPrefix(l, "ERROR the gateway refused the connection, retrying") {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	select {
+	case <-c.Done():
+		t.Fatalf("the client gave up: %v", c.Err())
+	default:
+	}
+	_ = gw.Stop()
+	gw = start(key)
+	defer func() { _ = gw.Stop() }()
+	logs.waitFor(t, "INFO re-joined after reconnect")
+	if !c.Connected() {
+		t.Error("not connected after the key was accepted again")
+	}
+}
+
+// tcpProxy forwards loopback connections to a target; paused, it closes
+// the connections it accepts at once, and cut closes those it carries: a
+// link that drops and stays down until the test says.
+type tcpProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	paused bool
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+func startProxy(t *testing.T, target string) *tcpProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tcpProxy{ln: ln, target: target}
+	p.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			paused := p.paused
+			p.mu.Unlock()
+			if paused {
+				c.Close()
+				continue
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			p.wg.Go(func() { _, _ = io.Copy(up, c); up.Close() })
+			p.wg.Go(func() { _, _ = io.Copy(c, up); c.Close() })
+		}
+	})
+	t.Cleanup(func() { ln.Close(); p.cut(); p.wg.Wait() })
+	return p
+}
+
+func (p *tcpProxy) URL() string { return "http://" + p.ln.Addr().String() }
+
+func (p *tcpProxy) setPaused(v bool) {
+	p.mu.Lock()
+	p.paused = v
+	p.mu.Unlock()
+}
+
+func (p *tcpProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// A re-join the office refuses after a reconnect (while the client was
+// away, a 0.3 agent took the office; the client speaks 0.4) is a warning
+// with the gateway's reason and is tried again, paced, until the office
+// takes it. It used to be tried once: the client stayed connected outside
+// its office, serving nobody.
+func TestRefusedRejoinIsRetried(t *testing.T) {
+	gw, err := gateway.Start(gateway.Config{Auth: core.AllowAll{}, SIO: sio.Config{Protocols: []smcp.Version{smcp.V03, smcp.V04}}}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = gw.Stop() }()
+	proxy := startProxy(t, strings.TrimPrefix(gw.URL, "http://"))
+	logs := &logRecorder{}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// WebSocket only: the session then lives and dies with the TCP
+	// connection the proxy cuts (a polling session outlives it until the
+	// gateway's ping timeout).
+	c, err := Dial(ctx, Options{URL: proxy.URL(), Version: smcp.V04.Full(), Logger: slog.New(logs), ReconnectDelay: 50 * time.Millisecond,
+		Transports: TransportsWebSocketOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.JoinOffice(ctx, smcp.RoleComputer, "pc", "o"); err != nil {
+		t.Fatal(err)
+	}
+	proxy.setPaused(true)
+	proxy.cut()
+	logs.waitFor(t, "WARN disconnected from the gateway, reconnecting")
+
+	// The office is the 0.3 agent's once the gateway saw the computer go.
+	ag, err := Dial(ctx, Options{URL: gw.URL, Version: smcp.V03.Full()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ag.Close()
+	testwait.Until(t, "the 0.3 agent in the office", func() bool { return ag.JoinOffice(ctx, smcp.RoleAgent, "bot", "o") == nil })
+
+	proxy.setPaused(false)
+	line := logs.waitFor(t, "WARN re-join after reconnect refused, retrying")
+	if !strings.Contains(line, "office o speaks 0.3") {
+		t.Errorf("the warning does not carry the gateway's reason: %s", line)
+	}
+	if err := ag.LeaveOffice(ctx, "o"); err != nil {
+		t.Fatal(err)
+	}
+	logs.waitFor(t, "INFO re-joined after reconnect")
 }

@@ -41,9 +41,10 @@ Acts as an agent of one office, from the terminal:
   skill NAME [REL_PATH]      a file of a skill, SKILL.md by default (0.3+); -o FILE to save it
   blob HANDLE -o FILE        download a blob handle (a skill's file, a tool result's item) to
                              FILE, 256 KiB a chunk, its sha256 checked; no file on a mismatch
-  put FILE                   upload FILE to --computer (0.4); prints where it landed
+  put FILE                   upload FILE to --computer (0.4); prints its name in the landing root
   evict                      free the office's agent seat, whoever holds it (an operator key
-                             only: one with no roles, offices or name); prints who held it
+                             only: operator: true, or one with no roles, offices or name);
+                             prints who held it
 
 Output is for people; --json prints the gateway's answers as JSON (one line per answer, one per
 notification for watch), for scripts. --computer may be left out when the office holds one
@@ -62,11 +63,14 @@ opaque exposed names: call passes them as get_tools listed them.`
 
 // agentCLI is one invocation of `smcp agent`.
 type agentCLI struct {
-	api      smcpv1connect.AgentServiceClient
-	url      string
-	apiKey   string
-	name     string
-	protocol smcp.Version
+	api    smcpv1connect.AgentServiceClient
+	url    string
+	apiKey string
+	// authField is the Socket.IO auth object's field the key is also sent
+	// in (from 0.3).
+	authField string
+	name      string
+	protocol  smcp.Version
 	// needs is the oldest profile with the subcommand's events.
 	needs    smcp.Version
 	log      *slog.Logger
@@ -83,6 +87,8 @@ func runAgent(ctx context.Context, args []string) error {
 	office := fs.String("office", "", "office to act in (required)")
 	name := fs.String("name", "smcp-agent", "agent name (a key bound to a name uses its own)")
 	apiKeyArg, apiKeyFile := fs.addAPIKey("API key for the gateway")
+	authField := fs.String("auth-field", sioclient.DefaultAuthField,
+		"skills, skill, blob, put: field of the Socket.IO auth object the API key is also sent in, from protocol 0.3 (beside the x-api-key header)")
 	computerName := fs.String("computer", "", "computer to ask (default: the office's only computer)")
 	timeout := fs.Duration("timeout", 30*time.Second, "deadline of each request; a tool call's timeout too")
 	asJSON := fs.Bool("json", false, "print the answers as JSON, for scripts")
@@ -126,7 +132,7 @@ func runAgent(ctx context.Context, args []string) error {
 	a := &agentCLI{
 		api: smcpv1connect.NewAgentServiceClient(
 			&http.Client{Transport: headerTransport{key: apiKey, agent: *name}}, strings.TrimRight(*url, "/")),
-		url: strings.TrimRight(*url, "/"), apiKey: apiKey, name: *name, protocol: version, log: log,
+		url: strings.TrimRight(*url, "/"), apiKey: apiKey, authField: *authField, name: *name, protocol: version, log: log,
 		office: *office, computer: *computerName, timeout: *timeout, asJSON: *asJSON, out: os.Stdout,
 	}
 

@@ -28,7 +28,7 @@ import (
 func (a *agentCLI) sioSession(ctx context.Context) (*agent.Client, error) {
 	dctx, cancel := a.ctx(ctx)
 	defer cancel()
-	c, err := agent.Dial(dctx, sioclient.Options{URL: a.url, APIKey: a.apiKey, NoReconnect: true,
+	c, err := agent.Dial(dctx, sioclient.Options{URL: a.url, APIKey: a.apiKey, AuthField: a.authField, NoReconnect: true,
 		Version: a.protocol.Full(), Logger: a.log}, a.name)
 	if err != nil {
 		var refused *sioclient.VersionError

@@ -47,6 +47,8 @@ func runComputer(ctx context.Context, args []string) error {
 	fs.Var(&skillDirs, "skills", "folder of skill folders (each with a SKILL.md), served to agents from 0.3; repeatable, "+
 		"or several separated by '"+string(os.PathListSeparator)+"'")
 	landingRoot := fs.String("landing-root", "", "folder where agents' uploads (client:put_blob, 0.4) land; unset refuses uploads")
+	authField := fs.String("auth-field", sioclient.DefaultAuthField,
+		"field of the Socket.IO auth object the API key is also sent in, from protocol 0.3 (beside the x-api-key header)")
 	fs.addLogFlags("info")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -104,7 +106,8 @@ func runComputer(ctx context.Context, args []string) error {
 		}
 	}()
 	log.Info("computer starting", "name", *name, "servers", len(cfg.Servers), "gateway", gateways.String(), "office", *office, "protocol", *protocol)
-	err = c.Run(ctx, computer.Gateway{URL: gateways.urls[0], Fallbacks: gateways.urls[1:], Path: *sioPath, Office: *office, APIKey: apiKey})
+	err = c.Run(ctx, computer.Gateway{URL: gateways.urls[0], Fallbacks: gateways.urls[1:], Path: *sioPath, Office: *office, APIKey: apiKey,
+		Dial: sioclient.Options{AuthField: *authField}})
 	var ve *sioclient.VersionError
 	if errors.As(err, &ve) {
 		// One line that says what to do; retrying would only repeat it.

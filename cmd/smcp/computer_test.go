@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,6 +181,125 @@ func TestComputerCommandVersionRefused(t *testing.T) {
 	t.Setenv("SMCP_PROTOCOL", "0.9")
 	if err := runComputer(context.Background(), []string{"--config", cfg, "--office", "o"}); err == nil || !strings.Contains(err.Error(), "0.9") {
 		t.Errorf("$SMCP_PROTOCOL=0.9: %v", err)
+	}
+}
+
+// A computer whose office already speaks another protocol version (a 0.3
+// agent is in it; the computer speaks 0.4) keeps trying, one warning with
+// the gateway's reason per refusal, and joins once the office is free; it
+// used to exit with status 1. Stopping it meanwhile returns nil.
+func TestComputerRetriesOfficeOfAnotherVersion(t *testing.T) {
+	gw, err := gateway.Start(gateway.Config{Auth: core.AllowAll{}, SIO: sio.Config{Protocols: []smcp.Version{smcp.V03, smcp.V04}}}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gw.Stop() })
+	ag, err := agent.Dial(context.Background(), sioclient.Options{URL: gw.URL, Version: smcp.V03.Full()}, "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ag.Close()
+	if err := ag.Join(context.Background(), "o"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "mcp.yaml")
+	if err := os.WriteFile(cfg, []byte("mcpServers: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The test binary plays smcp (TestMain): its logs are its stderr.
+	cmd := exec.Command(os.Args[0], "computer", "--config", cfg, "--gateway", gw.URL, "--office", "o", "--name", "pc", "--protocol", "0.4")
+	cmd.Env = withoutEnv(os.Environ(), "SMCP_API_KEY")
+	var stderr testwait.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	exited := func() bool {
+		select {
+		case err := <-done:
+			done <- err
+			return true
+		default:
+			return false
+		}
+	}
+	testwait.Within(t, 30*time.Second, "two refusals logged", func() bool {
+		return exited() || strings.Count(stderr.String(), "joining the office was refused, retrying") >= 2
+	})
+	if exited() {
+		t.Fatalf("smcp computer exited while the office spoke another version:\n%s", stderr.String())
+	}
+	if out := stderr.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "office o speaks 0.3") {
+		t.Errorf("the refusal lines do not carry the gateway's reason:\n%s", out)
+	}
+	if err := ag.Leave(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Within(t, 60*time.Second, "the computer joined", func() bool { return strings.Contains(stderr.String(), "joined office") })
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		done <- err
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("smcp computer did not stop")
+	}
+}
+
+// Against a server built like the Python SDK's (python-socketio, the key in
+// auth.token, a refusal raised as ConnectionRefusedError), a wrong key
+// makes `smcp computer` exit 1 at once with the server's refusal in one
+// line, word for word.
+func TestComputerCommandRefusedBySDKServer(t *testing.T) {
+	const python = "/usr/bin/python3" // Debian's python3-socketio is installed for it
+	if out, err := exec.Command(python, "-c", "import socketio, aiohttp").CombinedOutput(); err != nil {
+		msg := fmt.Sprintf("%s cannot import socketio, aiohttp (apt-get install python3-socketio python3-aiohttp): %v %s", python, err, out)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	srv := exec.Command(python, "../../sioclient/testdata/pysio_server.py", "aiohttp", "--sdk-auth")
+	stdout, err := srv.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	var first struct{ Listening int }
+	if err := json.NewDecoder(stdout).Decode(&first); err != nil || first.Listening == 0 {
+		t.Fatalf("python server: %v %v", first, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	cfg := filepath.Join(t.TempDir(), "mcp.yaml")
+	if err := os.WriteFile(cfg, []byte("mcpServers: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "computer", "--config", cfg, "--gateway", fmt.Sprintf("http://127.0.0.1:%d", first.Listening),
+		"--office", "o", "--log-level", "error")
+	cmd.Env = append(withoutEnv(os.Environ(), "SMCP_API_KEY"), "SMCP_API_KEY=wrong-key")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != exitFailure {
+		t.Fatalf("exit: %v; want status 1\n%s", err, stderr.String())
+	}
+	out := strings.TrimSpace(stderr.String())
+	if strings.Count(out, "\n") != 0 || !strings.Contains(out, "the server refused the connection: Invalid connection request") {
+		t.Errorf("stderr is not the one refusal line:\n%s", out)
 	}
 }
 

@@ -8,10 +8,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -20,7 +24,10 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/httpauth"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
+	"github.com/smcpgw/smcp-gateway/gateway/policy"
+	"github.com/smcpgw/smcp-gateway/gateway/quota"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 	"github.com/smcpgw/smcp-gateway/gateway/tokens"
@@ -58,10 +65,40 @@ func runGateway(ctx context.Context, args []string) error {
 			}
 		}()
 		cfg.TracerProvider = tp
+		if len(cfg.Audit.Sinks) > 0 {
+			sink, err := otlpAuditSink(ctx, log)
+			if err != nil {
+				return err
+			}
+			if sink != nil {
+				cfg.Audit.Sinks = append(cfg.Audit.Sinks, sink)
+			}
+		}
+	}
+	if c.MetricsListen != "" {
+		if !c.Metrics {
+			return errors.New("--metrics-listen needs --metrics")
+		}
+		mln, err := net.Listen("tcp", c.MetricsListen)
+		if err != nil {
+			return fmt.Errorf("--metrics-listen: %w", err)
+		}
+		defer func() { _ = mln.Close() }() // if Serve is not reached
+		cfg.MetricsListener = mln
 	}
 	g, err := gateway.New(cfg)
 	if err != nil {
 		return err
+	}
+	if c.keyRing != nil {
+		// Quotas reload with the keys and the rules, all or none.
+		c.keyRing.AlsoReload(func(b []byte) (func(), error) {
+			t, err := quota.Parse(c.KeysFile, b)
+			if err != nil {
+				return nil, err
+			}
+			return func() { g.SetQuotas(t) }, nil
+		})
 	}
 	if ta, ok := cfg.Auth.(tokens.Authenticator); ok && ta.Tokens != nil {
 		// A wrong issuer URL shows now rather than at the first token; the
@@ -77,7 +114,32 @@ func runGateway(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	if c.keyRing != nil {
+		stop := watchKeys(ctx, c.keyRing, log)
+		defer stop()
+	}
 	return g.Serve(ctx, ln)
+}
+
+// watchKeys reloads the keys file on SIGHUP and when it changes, until
+// stop is called (which waits for the watch to end). Without a keys file
+// SIGHUP keeps its default (the process ends).
+func watchKeys(ctx context.Context, ring *core.KeyRing, log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := ring.Watch(ctx, log, hup); err != nil {
+			log.Error("keys file: reloads stopped", "path", ring.Path(), "err", err)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		signal.Stop(hup)
+	}
 }
 
 const gatewayUsage = `usage: smcp gateway [--config FILE] [flags]
@@ -163,14 +225,22 @@ type gatewayConfig struct {
 	MaxQueued       int           `yaml:"max_queued_events"`
 	MCPSessions     int           `yaml:"max_mcp_sessions"`
 	MCPSessionsAddr int           `yaml:"max_mcp_sessions_per_addr"`
+	MCPSessionsKey  int           `yaml:"max_mcp_sessions_per_key"`
+	MCPListen       int           `yaml:"max_mcp_listen_streams"`
+	MCPListenAddr   int           `yaml:"max_mcp_listen_streams_per_addr"`
+	MCPListenKey    int           `yaml:"max_mcp_listen_streams_per_key"`
+	MCPViews        int           `yaml:"max_mcp_office_views"`
+	MCPViewsKey     int           `yaml:"max_mcp_office_views_per_key"`
 	MCPOrigins      string        `yaml:"mcp_allowed_origins"`
 	ShutdownGrace   time.Duration `yaml:"shutdown_grace"`
 	IdleTimeout     time.Duration `yaml:"idle_timeout"`
 	BodyTimeout     time.Duration `yaml:"body_read_timeout"`
 	HeaderTimeout   time.Duration `yaml:"read_header_timeout"`
 	CORSOrigins     string        `yaml:"cors_origins"`
+	AllowedHosts    string        `yaml:"allowed_hosts"`
 	RPCAgent        string        `yaml:"rpc_agent"`
 	Metrics         bool          `yaml:"metrics"`
+	MetricsListen   string        `yaml:"metrics_listen"`
 	Redis           string        `yaml:"redis"`
 	NodeID          string        `yaml:"node_id"`
 	AdvertiseURL    string        `yaml:"advertise_url"`
@@ -186,14 +256,26 @@ type gatewayConfig struct {
 	OIDCRoles       string        `yaml:"oidc_roles_claim"`
 	OIDCName        string        `yaml:"oidc_name_claim"`
 	OIDCScopes      string        `yaml:"oidc_scopes"`
+	OIDCRulesClaim  string        `yaml:"oidc_rules_claim"`
+	OIDCRuleSets    claimRuleSets `yaml:"oidc_rule_sets_by_claim"`
 	OIDCRefresh     time.Duration `yaml:"oidc_jwks_refresh"`
+	OIDCMaxLife     time.Duration `yaml:"oidc_max_token_lifetime"`
 	PublicURL       string        `yaml:"public_url"`
+	AuditFile       string        `yaml:"audit_file"`
+	Audit           string        `yaml:"audit"`
+	AuditHashArgs   bool          `yaml:"audit_hash_args"`
+	AuditMaxSizeMB  int           `yaml:"audit_max_size_mb"`
+	AuditMaxBackups int           `yaml:"audit_max_backups"`
+	MetricsPerTool  int           `yaml:"metrics_per_tool"`
 
 	// apiKeyFromEnv: APIKey came from $SMCP_API_KEY, not the command line
 	// or the file; a keys file then takes precedence over it.
 	apiKeyFromEnv bool
 	// apiKeyOnArgv: APIKey came from the command line, where ps shows it.
 	apiKeyOnArgv bool
+	// keyRing is the ring of KeysFile, which SIGHUP and changes of the
+	// file reload.
+	keyRing *core.KeyRing
 }
 
 func defaultGatewayConfig() *gatewayConfig {
@@ -206,10 +288,13 @@ func defaultGatewayConfig() *gatewayConfig {
 		MaxConnsPerAddr: sio.DefaultMaxConnsPerAddr, MaxUnauthAddr: sio.DefaultMaxUnauthenticatedPerAddr, AuthTimeout: sio.DefaultAuthTimeout,
 		MaxQueued: sio.DefaultMaxQueuedEvents, ShutdownGrace: gateway.DefaultShutdownGrace,
 		MCPSessions: mcpfront.DefaultMaxSessions, MCPSessionsAddr: mcpfront.DefaultMaxSessionsPerAddr,
+		MCPSessionsKey: mcpfront.DefaultMaxSessionsPerKey, MCPListen: mcpfront.DefaultMaxListenStreams,
+		MCPListenAddr: mcpfront.DefaultMaxListenStreamsPerAddr, MCPListenKey: mcpfront.DefaultMaxListenStreamsPerKey,
+		MCPViews: mcpfront.DefaultMaxOfficeViews, MCPViewsKey: mcpfront.DefaultMaxOfficeViewsPerKey,
 		IdleTimeout: gateway.DefaultIdleTimeout, BodyTimeout: gateway.DefaultBodyReadTimeout, HeaderTimeout: gateway.DefaultReadHeaderTimeout,
 		RPCAgent: rpc.DefaultAgent, Metrics: true, RedisTTL: cluster.DefaultHeartbeatTTL,
 		RedisTimeout: cluster.DefaultTimeout, RedisClaim: cluster.DefaultClaimTimeout, LogLevel: "info",
-		OIDCRefresh: tokens.DefaultRefreshInterval,
+		OIDCRefresh: tokens.DefaultRefreshInterval, OIDCMaxLife: tokens.DefaultMaxLifetime, AuditMaxSizeMB: 100,
 	}
 }
 
@@ -239,14 +324,22 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxQueued, "max-queued-events", c.MaxQueued, "Socket.IO events of one connection waiting behind its joins, leaves and list_room (which wait on the office registry); more get 429")
 	fs.IntVar(&c.MCPSessions, "max-mcp-sessions", c.MCPSessions, "open MCP sessions (/mcp/{office_id}) of the gateway; more get 429")
 	fs.IntVar(&c.MCPSessionsAddr, "max-mcp-sessions-per-addr", c.MCPSessionsAddr, "open MCP sessions per client IP address; more get 429 (-1: no limit)")
+	fs.IntVar(&c.MCPSessionsKey, "max-mcp-sessions-per-key", c.MCPSessionsKey, "open MCP sessions per key or token subject, from any address (-1: no limit); at this or the per-address bound, the least recently used idle session of that address or key is closed for the new one, else 429")
+	fs.IntVar(&c.MCPListen, "max-mcp-listen-streams", c.MCPListen, "open MCP 2026-07-28 subscriptions/listen streams of the gateway; more get 429")
+	fs.IntVar(&c.MCPListenAddr, "max-mcp-listen-streams-per-addr", c.MCPListenAddr, "open subscriptions/listen streams per client IP address; more get 429 (-1: no limit)")
+	fs.IntVar(&c.MCPListenKey, "max-mcp-listen-streams-per-key", c.MCPListenKey, "open subscriptions/listen streams per key or token subject; more get 429 (-1: no limit)")
+	fs.IntVar(&c.MCPViews, "max-mcp-office-views", c.MCPViews, "offices with a shared view for MCP 2026-07-28 requests; at the bound the least recently used idle view is closed, else 429")
+	fs.IntVar(&c.MCPViewsKey, "max-mcp-office-views-per-key", c.MCPViewsKey, "shared office views made by one key or token subject (-1: no limit); at the bound its least recently used idle one is closed, else 429")
 	fs.StringVar(&c.MCPOrigins, "mcp-allowed-origins", c.MCPOrigins, "comma-separated web origins (https://app.example.com, or *) whose pages may call /mcp/{office_id}; a request from another Origin gets 403. Always allowed: no Origin, the gateway's own host, loopback")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "how long in-flight calls may finish on shutdown")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a keep-alive HTTP connection without a request after this")
 	fs.DurationVar(&c.BodyTimeout, "body-read-timeout", c.BodyTimeout, "a request's body must arrive within this (streams' and long-polls' answers are not bounded)")
 	fs.DurationVar(&c.HeaderTimeout, "read-header-timeout", c.HeaderTimeout, "a request's headers must arrive within this")
 	fs.StringVar(&c.CORSOrigins, "cors-origins", c.CORSOrigins, "comma-separated browser origins allowed to call the Connect/gRPC-Web API and to open Socket.IO connections (\"*\" for any; the gateway's own origin always may)")
+	fs.StringVar(&c.AllowedHosts, "allowed-hosts", c.AllowedHosts, "comma-separated host names a gateway listening on loopback answers besides loopback ones (against DNS rebinding, other Host names get 403 on every front end): names in /etc/hosts, a proxy on this machine that keeps the client's Host")
 	fs.StringVar(&c.RPCAgent, "rpc-agent", c.RPCAgent, "agent name of RPC callers whose key has no fixed name and who send no x-smcp-agent")
-	fs.BoolVar(&c.Metrics, "metrics", c.Metrics, "serve Prometheus metrics at /metrics")
+	fs.BoolVar(&c.Metrics, "metrics", c.Metrics, "serve Prometheus metrics at /metrics (on --listen to operator keys only: a key without roles, offices or name)")
+	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "also serve /metrics on this address, without authentication, for scrapers (keep it private: 127.0.0.1:9090, or a network only the scraper reaches)")
 	fs.StringVar(&c.Redis, "redis", c.Redis, "Redis URL (redis://host:6379/0): run as one node of a cluster sharing offices through Redis")
 	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "this node's id in the cluster (default: random)")
 	fs.StringVar(&c.AdvertiseURL, "advertise-url", c.AdvertiseURL, "cluster: where the other nodes reach this node's HTTP port (http://10.0.0.5:8080), to forward its MCP sessions' requests; default: --listen's address, or the host's one private IPv4 address when --listen is 0.0.0.0 or [::]")
@@ -261,9 +354,18 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.OIDCOffices, "oidc-offices-claim", c.OIDCOffices, "token claim listing the offices it may enter (a dotted path reaches into objects); unset: every office")
 	fs.StringVar(&c.OIDCRoles, "oidc-roles-claim", c.OIDCRoles, "token claim listing its roles (agent, computer); unset: every role")
 	fs.StringVar(&c.OIDCName, "oidc-name-claim", c.OIDCName, "token claim holding the only agent or computer name it may use (e.g. preferred_username); unset: any name")
+	fs.StringVar(&c.OIDCRulesClaim, "oidc-rules-claim", c.OIDCRulesClaim, "token claim (e.g. groups) whose values --oidc-rule-sets-by-claim maps to rule sets of the keys file (docs/GOVERNANCE.md)")
+	fs.Var(&c.OIDCRuleSets, "oidc-rule-sets-by-claim", "rule sets of the keys file per value of --oidc-rules-claim: value=set[+set],... (e.g. echo-users=echo-only,interns=safe+read-only)")
 	fs.StringVar(&c.OIDCScopes, "oidc-scopes", c.OIDCScopes, "comma-separated scopes published as scopes_supported in the MCP endpoint's metadata (not checked in tokens)")
 	fs.DurationVar(&c.OIDCRefresh, "oidc-jwks-refresh", c.OIDCRefresh, "least time between two fetches of the issuer's keys prompted by tokens (a key id not held yet)")
+	fs.DurationVar(&c.OIDCMaxLife, "oidc-max-token-lifetime", c.OIDCMaxLife, "longest token lifetime accepted (exp - iat, or exp - now without iat); a longer-lived token is refused")
 	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "the gateway's URL as clients reach it (behind a proxy), for the MCP endpoint's metadata; default: each request's own")
+	fs.StringVar(&c.AuditFile, "audit-file", c.AuditFile, "write the audit trail (a JSON line per routed request, docs/GOVERNANCE.md) to this file, rotated by size, or - for stdout; also to OTLP logs when tracing exports OTLP")
+	fs.StringVar(&c.Audit, "audit", c.Audit, "best-effort (records dropped and counted when the queue is full) or required (calls refused with 503 while the audit cannot be written)")
+	fs.BoolVar(&c.AuditHashArgs, "audit-hash-args", c.AuditHashArgs, "record the SHA-256 of each tool call's arguments (never the arguments)")
+	fs.IntVar(&c.AuditMaxSizeMB, "audit-max-size-mb", c.AuditMaxSizeMB, "size at which the audit file is rotated")
+	fs.IntVar(&c.AuditMaxBackups, "audit-max-backups", c.AuditMaxBackups, "rotated audit files kept (0: all)")
+	fs.IntVar(&c.MetricsPerTool, "metrics-per-tool", c.MetricsPerTool, "count tool calls, errors and latency per office and tool in /metrics, for at most this many offices and tools each (the rest are \"other\"); 0: off")
 }
 
 // load reads a YAML file over c; unknown keys are refused so that a typo is
@@ -287,7 +389,11 @@ func (c *gatewayConfig) load(path string) error {
 		was string
 	}{
 		{&c.KeysFile, before.KeysFile}, {&c.TLSCert, before.TLSCert}, {&c.TLSKey, before.TLSKey}, {&c.APIKeyFile, before.APIKeyFile},
+		{&c.AuditFile, before.AuditFile},
 	} {
+		if p.now == &c.AuditFile && *p.now == "-" {
+			continue // stdout
+		}
 		if *p.now != p.was && *p.now != "" && !filepath.IsAbs(*p.now) {
 			*p.now = filepath.Join(dir, *p.now)
 		}
@@ -325,8 +431,33 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 	if err != nil {
 		return gateway.Config{}, err
 	}
+	for flag, list := range map[string]string{"--cors-origins": c.CORSOrigins, "--mcp-allowed-origins": c.MCPOrigins} {
+		if _, err := httpauth.ParseOrigins(splitList(list)); err != nil {
+			return gateway.Config{}, fmt.Errorf("%s: %w", flag, err)
+		}
+	}
+	if ring, ok := auth.(*core.KeyRing); ok && ring.Path() != "" {
+		c.keyRing = ring
+	}
+	guard, err := c.rules(c.keyRing, log)
+	if err != nil {
+		return gateway.Config{}, err
+	}
+	quotas, err := c.quotas()
+	if err != nil {
+		return gateway.Config{}, err
+	}
+	auditCfg, err := c.auditConfig()
+	if err != nil {
+		return gateway.Config{}, err
+	}
 	mcpOpts := mcpfront.Options{MaxSessions: c.MCPSessions, MaxSessionsPerAddr: c.MCPSessionsAddr, PublicURL: c.PublicURL,
-		AllowedOrigins: splitList(c.MCPOrigins)}
+		AllowedOrigins: splitList(c.MCPOrigins), MaxSessionsPerKey: c.MCPSessionsKey,
+		MaxListenStreams: c.MCPListen, MaxListenStreamsPerAddr: c.MCPListenAddr, MaxListenStreamsPerKey: c.MCPListenKey,
+		MaxOfficeViews: c.MCPViews, MaxOfficeViewsPerKey: c.MCPViewsKey}
+	if c.MCPListen <= 0 || c.MCPViews <= 0 || c.MCPSessionsKey == 0 || c.MCPListenAddr == 0 || c.MCPListenKey == 0 || c.MCPViewsKey == 0 {
+		return gateway.Config{}, errors.New("--max-mcp-listen-streams and --max-mcp-office-views must be positive, --max-mcp-sessions-per-key, --max-mcp-listen-streams-per-addr, --max-mcp-listen-streams-per-key and --max-mcp-office-views-per-key positive or -1 (no limit)")
+	}
 	if c.OIDCIssuer != "" {
 		v, err := c.tokenVerifier(log)
 		if err != nil {
@@ -370,7 +501,8 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 	}
 	return gateway.Config{
 		Auth: auth,
-		Core: core.Config{RequestTimeout: c.CallTimeout, SeatLease: c.SeatLease, MaxPending: c.MaxPending, MaxAgentInFlight: c.MaxAgentCalls, MaxAnswerBytes: c.MaxAnswerBytes},
+		Core: core.Config{RequestTimeout: c.CallTimeout, SeatLease: c.SeatLease, MaxPending: c.MaxPending, MaxAgentInFlight: c.MaxAgentCalls, MaxAnswerBytes: c.MaxAnswerBytes,
+			Guard: guard},
 		SIO: sio.Config{
 			Path: c.SIOPath, APIKeyHeader: c.APIKeyHeader, MaxMessageBytes: c.MaxMessageBytes, RequireVersion: c.RequireVersion,
 			Protocols: protocols, EventsPerSecond: c.EventsPerSecond, EventBurst: c.EventBurst, MaxConnsPerAddr: c.MaxConnsPerAddr,
@@ -384,6 +516,7 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		ReadHeaderTimeout:         c.HeaderTimeout,
 		MaxUnauthenticatedPerAddr: c.MaxUnauthAddr,
 		AuthTimeout:               c.AuthTimeout,
+		AllowedHosts:              splitList(c.AllowedHosts),
 		TLS:                       tlsConfig,
 		Metrics:                   c.Metrics,
 		Logger:                    log,
@@ -392,25 +525,106 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		AdvertiseURL:              c.AdvertiseURL,
 		HeartbeatTTL:              c.RedisTTL,
 		RedisRegistry:             cluster.RegistryOptions{Timeout: c.RedisTimeout, ClaimTimeout: c.RedisClaim},
+		Quotas:                    quotas,
+		Audit:                     auditCfg,
+		MetricsPerTool:            c.MetricsPerTool,
 	}, nil
 }
 
 // tokenVerifier is the verifier of --oidc-issuer's tokens.
 func (c *gatewayConfig) tokenVerifier(log *slog.Logger) (*tokens.Verifier, error) {
-	if c.OIDCRefresh <= 0 {
-		return nil, errors.New("--oidc-jwks-refresh must be positive")
+	if c.OIDCRefresh <= 0 || c.OIDCMaxLife <= 0 {
+		return nil, errors.New("--oidc-jwks-refresh and --oidc-max-token-lifetime must be positive")
 	}
 	v, err := tokens.NewVerifier(tokens.Config{
 		Issuer: c.OIDCIssuer, Audience: c.OIDCAudience,
 		OfficesClaim: c.OIDCOffices, RolesClaim: c.OIDCRoles, NameClaim: c.OIDCName,
-		RefreshInterval: c.OIDCRefresh, Logger: log.With("component", "tokens"),
+		RulesClaim: c.OIDCRulesClaim, RuleSetsByClaim: c.OIDCRuleSets,
+		RefreshInterval: c.OIDCRefresh, MaxLifetime: c.OIDCMaxLife, Logger: log.With("component", "tokens"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("--oidc-issuer: %w", err)
 	}
 	log.Info("authentication: bearer tokens", "issuer", c.OIDCIssuer, "audience", c.OIDCAudience,
-		"offices_claim", c.OIDCOffices, "roles_claim", c.OIDCRoles, "name_claim", c.OIDCName)
+		"offices_claim", c.OIDCOffices, "roles_claim", c.OIDCRoles, "name_claim", c.OIDCName, "max_token_lifetime", c.OIDCMaxLife.String())
 	return v, nil
+}
+
+// rules loads the rule sets of the keys file (docs/GOVERNANCE.md) and
+// checks the ones tokens are mapped to; nil when there are none to apply.
+func (c *gatewayConfig) rules(ring *core.KeyRing, log *slog.Logger) (core.Guard, error) {
+	var mapped []string
+	for _, sets := range c.OIDCRuleSets {
+		mapped = append(mapped, sets...)
+	}
+	switch {
+	case len(c.OIDCRuleSets) > 0 && c.OIDCRulesClaim == "":
+		return nil, errors.New("--oidc-rule-sets-by-claim needs --oidc-rules-claim (the claim whose values it maps)")
+	case len(c.OIDCRuleSets) > 0 && c.KeysFile == "":
+		return nil, errors.New("--oidc-rule-sets-by-claim names rule sets of the keys file: set --keys-file")
+	case c.KeysFile == "":
+		return nil, nil
+	}
+	parse := func(b []byte) (*policy.Rules, error) {
+		r, err := policy.Parse(c.KeysFile, b)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.Check(mapped); err != nil {
+			return nil, fmt.Errorf("--oidc-rule-sets-by-claim: %w", err)
+		}
+		return r, nil
+	}
+	b, err := os.ReadFile(c.KeysFile)
+	if err != nil {
+		return nil, fmt.Errorf("keys file: %w", err)
+	}
+	r, err := parse(b)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("rules: rule sets of the keys file apply", "rule_sets", r.Names())
+	engine := policy.NewEngine(r)
+	if ring != nil {
+		// The rule sets reload with the keys, both or neither; the engine is
+		// there even without rule sets, so that a reload can add the first.
+		ring.AlsoReload(func(b []byte) (func(), error) {
+			r, err := parse(b)
+			if err != nil {
+				return nil, err
+			}
+			return func() { engine.Set(r) }, nil
+		})
+	}
+	return engine, nil
+}
+
+// claimRuleSets maps values of a token claim to rule sets; as a flag,
+// value=set[+set],...
+type claimRuleSets map[string][]string
+
+func (m *claimRuleSets) String() string {
+	if m == nil {
+		return ""
+	}
+	var parts []string
+	for _, v := range slices.Sorted(maps.Keys(*m)) {
+		parts = append(parts, v+"="+strings.Join((*m)[v], "+"))
+	}
+	return strings.Join(parts, ",")
+}
+
+func (m *claimRuleSets) Set(s string) error {
+	out := claimRuleSets{}
+	for _, part := range splitList(s) {
+		value, sets, ok := strings.Cut(part, "=")
+		if !ok || value == "" || sets == "" {
+			return fmt.Errorf("%q: want value=set[+set]", part)
+		}
+		out[value] = append(out[value], strings.Split(sets, "+")...)
+	}
+	*m = out
+	return nil
 }
 
 // gatewayAuth picks the authenticator of API keys: a keys file, else one key
@@ -428,7 +642,7 @@ func gatewayAuth(apiKey, keysFile string, insecure, withTokens bool, log *slog.L
 		if err != nil {
 			return nil, err
 		}
-		log.Info("authentication: keys file", "path", keysFile)
+		log.Info("authentication: keys file (reloaded on SIGHUP and when it changes)", "path", keysFile)
 		return ring, nil
 	case apiKey != "":
 		log.Info("authentication: one API key")

@@ -203,7 +203,7 @@ func (r *Registry) stageResources(ctx context.Context, bundleID string, res *mcp
 	}
 	fp := hex.EncodeToString(h.Sum(nil))
 	if prev != nil && prev.fp == fp {
-		return &Skill{ref: proto.Clone(prev.ref).(*smcpv1.A2CSkillRef), root: prev.root, fp: fp}, nil
+		return &Skill{ref: proto.Clone(prev.ref).(*smcpv1.A2CSkillRef), root: prev.root, fp: fp, secrets: prev.secrets}, nil
 	}
 	stg, err := r.stagingDir()
 	if err != nil {

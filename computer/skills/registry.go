@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/smcpgw/smcp-gateway/computer/regfile"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -56,9 +57,10 @@ type Options struct {
 
 // Skill is one registered skill.
 type Skill struct {
-	ref  *smcpv1.A2CSkillRef
-	root string // real path of the package root
-	fp   string // content fingerprint (change detection)
+	ref     *smcpv1.A2CSkillRef
+	root    string        // real path of the package root
+	fp      string        // content fingerprint (change detection)
+	secrets []fs.FileInfo // its .skillenv files as the last scan found them
 }
 
 // Ref returns a copy of the skill's A2CSkillRef.
@@ -213,7 +215,24 @@ func (r *Registry) Open(name, rel string) (*Content, *smcp.Error) {
 	if e != nil {
 		return nil, e
 	}
-	return open(s.root, rel, r.opts.MaxSize, &r.hashes)
+	return open(s.root, rel, r.opts.MaxSize, &r.hashes, r.secrets(s))
+}
+
+// secrets lists the .skillenv files a served file must not be (a hard link
+// gives one another name, which the name checks cannot see): every skill's,
+// as the last scan found them, and s's own looked up now, so that one made
+// since that scan counts too.
+func (r *Registry) secrets(s *Skill) []fs.FileInfo {
+	var out []fs.FileInfo
+	if st, err := os.Stat(filepath.Join(s.root, SkillEnv)); err == nil {
+		out = append(out, st)
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, k := range r.all() {
+		out = append(out, k.secrets...)
+	}
+	return out
 }
 
 // Rescan re-reads the user folders now and reports a change as the watcher
@@ -286,10 +305,11 @@ func (r *Registry) load(dir, source, bundleID string) (*Skill, error) {
 	if bundleID == "" && fm.Name != filepath.Base(dir) {
 		r.log.Warn("skill folder name differs from its front matter name; the front matter wins", "dir", dir, "name", fm.Name)
 	}
-	ref := &smcpv1.A2CSkillRef{Name: fm.Name, Source: source, Path: root, Description: fm.Description}
+	ref := &smcpv1.A2CSkillRef{Name: fm.Name, Source: source, Description: fm.Description}
 	if bundleID != "" {
 		ref.Name = Name{Kind: MCP, BundleID: bundleID, Skill: fm.Name}.String()
 	}
+	ref.Path = ServedPath(ref.Name)
 	if fm.License != "" {
 		ref.License = proto.String(fm.License)
 	}
@@ -310,12 +330,21 @@ func (r *Registry) load(dir, source, bundleID string) (*Skill, error) {
 	if v := fm.version(); v != "" {
 		ref.Version = proto.String(v)
 	}
-	return &Skill{ref: ref, root: root, fp: fingerprint(root)}, nil
+	fp, secrets := fingerprint(root)
+	return &Skill{ref: ref, root: root, fp: fp, secrets: secrets}, nil
 }
 
-// readHead reads the start of a SKILL.md, enough for its front matter.
+// ServedPath is a skill's path as agents see it: its folder among the
+// skills this computer serves, the name's segments as folders ("pdf-tools",
+// "mcp/<bundle_id>/<skill>"). Never the host's path: an agent reads a
+// skill's files by name and rel_path (get_skill), relative to this folder,
+// and learns nothing of where the computer keeps them.
+func ServedPath(name string) string { return strings.ReplaceAll(name, ":", "/") }
+
+// readHead reads the start of a SKILL.md, enough for its front matter. A
+// SKILL.md that is not a regular file is refused without blocking.
 func readHead(name string) ([]byte, error) {
-	f, err := os.Open(name)
+	f, _, err := regfile.Open(name)
 	if err != nil {
 		return nil, err
 	}
@@ -329,15 +358,21 @@ func readHead(name string) ([]byte, error) {
 }
 
 // fingerprint summarizes a skill folder's files (names, sizes, times), the
-// .skillenv excepted: a change of any served file changes it.
-func fingerprint(root string) string {
+// .skillenv excepted: a change of any served file changes it. It also
+// returns the .skillenv files it met, by identity.
+func fingerprint(root string) (string, []fs.FileInfo) {
 	h := sha256.New()
+	var secrets []fs.FileInfo
 	n := 0
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil
 		}
 		if strings.EqualFold(d.Name(), SkillEnv) {
+			// Followed: a file opened through any link is its target.
+			if st, err := os.Stat(p); err == nil && !st.IsDir() {
+				secrets = append(secrets, st)
+			}
 			return nil
 		}
 		if n++; n > maxWalk {
@@ -351,7 +386,7 @@ func fingerprint(root string) string {
 		fmt.Fprintf(h, "%s\x00%d\x00%d\x00%d\n", rel, info.Size(), info.ModTime().UnixNano(), info.Mode())
 		return nil
 	})
-	return hex.EncodeToString(h.Sum(nil))
+	return hex.EncodeToString(h.Sum(nil)), secrets
 }
 
 func sameSkills(a, b []*Skill) bool {

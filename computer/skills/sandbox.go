@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/smcpgw/smcp-gateway/computer/regfile"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -127,8 +128,11 @@ const maxFrontMatter = 64 << 10
 
 // open opens rel in the skill rooted at root, checked as resolve does, and
 // refuses files over maxSize (too_large, with the size) before anything is
-// read from them.
-func open(root, rel string, maxSize int64, hashes *hashCache) (*Content, *smcp.Error) {
+// read from them. Only regular files are served, decided without blocking
+// (a FIFO would hold a thread until a writer came), and never a .skillenv
+// under another name: the opened file is compared by identity (device and
+// inode) with secrets, the skills' .skillenv files.
+func open(root, rel string, maxSize int64, hashes *hashCache, secrets []fs.FileInfo) (*Content, *smcp.Error) {
 	inside, e := resolve(root, rel)
 	if e != nil {
 		return nil, e
@@ -138,23 +142,26 @@ func open(root, rel string, maxSize int64, hashes *hashCache) (*Content, *smcp.E
 		return nil, notAccessible(ReasonNotFound, rel)
 	}
 	defer r.Close()
-	f, err := r.Open(inside)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, notAccessible(ReasonNotFound, rel)
-		}
+	f, st, err := regfile.OpenIn(r, inside)
+	switch {
+	case errors.Is(err, regfile.ErrNotRegular) && st.IsDir():
+		return nil, notAccessible(ReasonNotFound, rel)
+	case errors.Is(err, regfile.ErrNotRegular):
+		e := notAccessible(ReasonForbidden, rel)
+		e.Message = "rel_path names something other than a regular file; only regular files are served"
+		return nil, e
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, notAccessible(ReasonNotFound, rel)
+	case err != nil:
 		// os.Root refuses a path that escapes (a symlink changed since
 		// resolve looked): that is a traversal.
 		return nil, notAccessible(ReasonTraversal, rel)
 	}
-	st, err := f.Stat()
-	if err != nil || st.IsDir() {
-		f.Close()
-		return nil, notAccessible(ReasonNotFound, rel)
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, notAccessible(ReasonForbidden, rel)
+	for _, sec := range secrets {
+		if os.SameFile(st, sec) {
+			f.Close()
+			return nil, notAccessible(ReasonForbidden, rel)
+		}
 	}
 	c := &Content{MIME: MIMEType(inside), f: f, Size: st.Size()}
 	if filepath.ToSlash(inside) == EntryFile {

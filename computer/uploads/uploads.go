@@ -386,7 +386,9 @@ func (m *Manager) write(u *upload, req *smcpv1.PutBlobReq, data []byte) (*Ret, e
 		return nil, refuse(ReasonIOError, "cannot land the upload")
 	}
 	m.log.Info("upload landed", "upload_id", u.id, "file", u.name, "total_size", got)
-	return &Ret{UploadID: u.id, ChunkOffset: off, LandingPath: filepath.Join(m.rootPath, u.name), TotalSize: &got, SHA256: sum, ReqID: req.GetReqId()}, nil
+	// The landed file's name in the landing root: agents pass it on to
+	// tools, which find it there; the host's folders are not theirs to see.
+	return &Ret{UploadID: u.id, ChunkOffset: off, LandingPath: u.name, TotalSize: &got, SHA256: sum, ReqID: req.GetReqId()}, nil
 }
 
 // SanitizeName makes a name_hint a safe file name: its last path element,

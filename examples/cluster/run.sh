@@ -89,7 +89,7 @@ for i in 1 2 3; do
   port="${node_ports[$((i - 1))]}"
   start "gw$i" "$SMCP" gateway --listen "127.0.0.1:$port" \
     --redis "redis://127.0.0.1:$REDIS_PORT/0" --node-id "gw$i" --redis-ttl "$REDIS_TTL" \
-    --max-conns-per-addr -1 --max-unauthenticated-per-addr -1 --max-mcp-sessions-per-addr -1 \
+    --max-conns-per-addr -1 --max-unauthenticated-per-addr -1 --max-mcp-sessions-per-addr -1 --max-mcp-listen-streams-per-addr -1 \
     --public-url "http://127.0.0.1:$LB_PORT"
   node_urls+=("http://127.0.0.1:$port")
 done

@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"io/fs"
 	"net/http"
+
+	"github.com/smcpgw/smcp-gateway/gateway/httpauth"
 )
 
 // Path is where the gateway mounts the console.
@@ -30,6 +32,11 @@ type Options struct {
 	// APIKeyHeader is the header the gateway reads the API key from
 	// (default "x-api-key"); the page learns it from config.json.
 	APIKeyHeader string
+	// AllowedHosts are host names a loopback listener answers besides
+	// loopback ones (httpauth.Rebound): a page of another site rebound to
+	// 127.0.0.1 gets 403, not a console of its own origin that the user's
+	// browser would fill with the key.
+	AllowedHosts []string
 }
 
 // Handler serves the console's files under Path (mount it at "GET /console/"),
@@ -50,6 +57,10 @@ func Handler(opts Options) http.Handler {
 	}
 	files := http.StripPrefix(Path, http.FileServerFS(sub))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if httpauth.Rebound(r, opts.AllowedHosts) {
+			http.Error(w, httpauth.ReboundError(r).Message, http.StatusForbidden)
+			return
+		}
 		h := w.Header()
 		h.Set("Content-Security-Policy", csp)
 		h.Set("X-Content-Type-Options", "nosniff")

@@ -25,7 +25,12 @@
 //     ReadResource. Cancelling ctx (the agent went away) drops the request.
 //   - A stateless caller (one RPC) acts as an agent for the length of one call
 //     with Hub.ActAsAgent(principal, officeID, name); it gets a Session with the
-//     same routing methods and must Close it. Hub.Watch subscribes to an
+//     same routing methods and must Close it.
+//   - Governance (Config.Guard, see Guard): every routed request is
+//     admitted by the guard before its computer sees it, and tool,
+//     desktop and finder listings are filtered per caller; front ends only
+//     map its refusals (403, 429 with details.retry_after_ms) to their
+//     wire. Hub.Watch subscribes to an
 //     office's notifications: a watcher receives every notification that any
 //     member of the office receives.
 package core

@@ -67,6 +67,9 @@ type Config struct {
 	// SeatLease is how long an agent seat taken with Seat.Lapses (an MCP
 	// session, an RPC stream) lasts after its holder's last renewal.
 	SeatLease time.Duration
+	// Guard admits every routed request and filters tool listings (see
+	// Guard); nil admits everything, at no cost.
+	Guard Guard
 }
 
 func (c Config) withDefaults() Config {
@@ -157,6 +160,10 @@ type Hub struct {
 	// pointer key costs no allocation per one-call seat (a Member key does:
 	// it is too large to be held in the map).
 	claimingLeases map[*Session]struct{}
+	// tools: the computers' tools and blobs, for the Guard.
+	tools toolCache
+	// reqSeq numbers the core's own requests (Session.listTools).
+	reqSeq atomic.Uint64
 }
 
 type office struct {
@@ -225,8 +232,9 @@ type Session struct {
 	proto     Protocol
 	lease     bool
 	leaseID   string // the lease's holder id in the Registry
-	// front is the front end the session holds an agent seat through.
-	front string
+	// front is the front end the session holds an agent seat through;
+	// wire its protocol (Seat.Protocol).
+	front, wire string
 	// leaseMS is the lapse of a lease that lapses (Seat.Lapses); 0: held
 	// until closed.
 	leaseMS int64
@@ -307,6 +315,9 @@ type Seat struct {
 	// Front is the front end it comes through (FrontRPC, FrontMCP,
 	// FrontConsole), named to the agents the seat refuses.
 	Front string
+	// Protocol is the wire protocol within the front end ("connect",
+	// "grpc", "grpcweb" for FrontRPC), told to the Guard.
+	Protocol string
 	// Lapses makes the seat a lease that lapses Config.SeatLease after its
 	// last renewal (Session.Renew), so that a holder that vanished without
 	// closing (an MCP client that crashed, a stream whose peer is gone)
@@ -325,7 +336,7 @@ func (h *Hub) TakeSeat(ctx context.Context, p *Principal, officeID, name string,
 	if err := p.CheckAgent(officeID, name); err != nil {
 		return nil, err
 	}
-	s := &Session{hub: h, principal: p, lease: true, role: smcp.RoleAgent, name: name, front: seat.Front,
+	s := &Session{hub: h, principal: p, lease: true, role: smcp.RoleAgent, name: name, front: seat.Front, wire: seat.Protocol,
 		officeID: officeID, since: time.Now().UnixMilli()}
 	if seat.Lapses {
 		s.leaseMS = max(h.cfg.SeatLease.Milliseconds(), 1)
@@ -715,6 +726,9 @@ func (h *Hub) officeLocked(id string) *office {
 func (h *Hub) gcLocked(o *office) {
 	if o.empty() {
 		delete(h.offices, o.id)
+		if h.cfg.Guard != nil {
+			h.tools.forgetOffice(o.id)
+		}
 	}
 }
 
@@ -735,6 +749,7 @@ func (h *Hub) notifyLocked(o *office, except *Session, event string, payload pro
 // deliverLocked hands n to every member of o on this node but except, and to
 // every watcher.
 func (h *Hub) deliverLocked(o *office, exceptSID string, n Notification) {
+	h.toolsChanged(n)
 	if o.agent != nil && o.agent.sid != exceptSID {
 		o.agent.conn.Notify(n)
 	}

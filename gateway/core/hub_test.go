@@ -442,6 +442,31 @@ func TestWatcherOverflowIsDropped(t *testing.T) {
 	w.Close()
 }
 
+// A watcher with a buffer of its own lags behind that many notifications,
+// not the hub's WatchBuffer, before it is dropped.
+func TestWatchBufferedOverflowsAtItsOwnBuffer(t *testing.T) {
+	h := New(Config{WatchBuffer: 8})
+	c, _ := attach(t, h, "c")
+	join(t, c, smcp.RoleComputer, "pc", "o")
+	w, err := h.WatchBuffered(allowAll, "o", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := c.Update(smcp.EventUpdateDesktop); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 0
+	for range w.C() {
+		n++
+	}
+	if n != 1 || !errors.Is(w.Err(), ErrWatchOverflow) {
+		t.Fatalf("got %d notifications, err %v", n, w.Err())
+	}
+	w.Close()
+}
+
 var (
 	v02 = Protocol{Version: smcp.V02}
 	v03 = Protocol{Version: smcp.V03, Announced: "0.3.2"}

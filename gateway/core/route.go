@@ -55,6 +55,14 @@ type Request struct {
 	// with ErrComputerGone instead of GoneResult, for front ends (RPC) that
 	// report a computer gone as an error rather than a tool result.
 	GoneAsError bool
+	// TraceID is the trace the request belongs to, for the Guard (an
+	// audit record), when its front end traces it and calls Go or TryGo,
+	// whose context carries no span; with a context (Route, GoContext)
+	// the guard may read the span from it instead.
+	TraceID string
+	// unguarded: the core's own request (Session.listTools), not the
+	// agent's, so not the guard's to admit.
+	unguarded bool
 }
 
 // RequestMessage is what every client: request message has.
@@ -247,7 +255,9 @@ func (s *Session) Go(r *Request, done func(json.RawMessage, error)) (abandon fun
 
 // GoContext is Go whose wait for the registry, to find a computer of another
 // node in a cluster, ends with ctx. ctx bounds only that wait: once routed,
-// the call is settled as Go says.
+// the call is settled as Go says. With a Config.Guard it may also wait for
+// the guard (Guard.Admit) and, for a tool call before any listing of its
+// computer, for the computer's tool list, both bounded by ctx.
 func (s *Session) GoContext(ctx context.Context, r *Request, done func(json.RawMessage, error)) (abandon func(error)) {
 	if p := s.goContext(ctx, r, done); p != nil {
 		return p.abandon
@@ -259,8 +269,19 @@ func (s *Session) GoContext(ctx context.Context, r *Request, done func(json.RawM
 // called at once (Route abandons the call itself: no abandon func to make).
 func (s *Session) goContext(ctx context.Context, r *Request, done func(json.RawMessage, error)) *pendingCall {
 	c, o, remote, err := s.resolve(ctx, r)
+	if err == nil && s.guarded(r) {
+		guarded, _, gerr := s.admit(ctx, r, o.id, true, done)
+		if gerr != nil {
+			err = gerr
+		} else {
+			done = guarded
+		}
+	}
 	return s.goTo(r, c, o, remote, err, done)
 }
+
+// guarded reports whether r is for Config.Guard to admit.
+func (s *Session) guarded(r *Request) bool { return s.hub.cfg.Guard != nil && !r.unguarded }
 
 // TryGo is Go when it need not wait, and without abandon: false, and
 // nothing is done, when the computer is not a session of this node and only
@@ -270,6 +291,10 @@ func (s *Session) goContext(ctx context.Context, r *Request, done func(json.RawM
 // computer of this node, the hot path, costs what Go costs. Its call is
 // settled as Go says, or when the caller's session closes.
 func (s *Session) TryGo(r *Request, done func(json.RawMessage, error)) bool {
+	guarded := s.guarded(r)
+	if guarded && s.hub.peers != nil {
+		return false // the guard may wait on the cluster (see Guard.Admit)
+	}
 	c, o, remote, _, err := s.resolveLocal(r)
 	switch {
 	case err != nil, c != nil:
@@ -279,6 +304,17 @@ func (s *Session) TryGo(r *Request, done func(json.RawMessage, error)) bool {
 		return false
 	default:
 		err = errNoComputer()
+	}
+	if err == nil && guarded {
+		admitted, ok, gerr := s.admit(context.Background(), r, o.id, false, done)
+		switch {
+		case !ok:
+			return false // the guard needs the computer's tools: a wait
+		case gerr != nil:
+			err = gerr
+		default:
+			done = admitted
+		}
 	}
 	s.goTo(r, c, o, remote, err, done)
 	return true

@@ -23,13 +23,24 @@ type Watcher struct {
 // receive (each member also misses its own). p must allow the agent role and
 // the office. Close the watcher when done.
 func (h *Hub) Watch(p *Principal, officeID string) (*Watcher, error) {
+	return h.WatchBuffered(p, officeID, h.cfg.WatchBuffer)
+}
+
+// WatchBuffered is Watch with a buffer of its own size (Config.WatchBuffer
+// when buffer <= 0), for a watcher that reads fast and recovers from an
+// overflow (lists its office anew), so that watching an office that rarely
+// changes costs little.
+func (h *Hub) WatchBuffered(p *Principal, officeID string, buffer int) (*Watcher, error) {
+	if buffer <= 0 {
+		buffer = h.cfg.WatchBuffer
+	}
 	if officeID == "" {
 		return nil, smcp.Errorf(smcp.CodeBadRequest, "office_id is required")
 	}
 	if !p.AllowsRole(smcp.RoleAgent) || !p.AllowsOffice(officeID) {
 		return nil, smcp.Errorf(smcp.CodeForbidden, "this key may not watch office %q", officeID)
 	}
-	w := &Watcher{hub: h, office: officeID, ch: make(chan Notification, h.cfg.WatchBuffer)}
+	w := &Watcher{hub: h, office: officeID, ch: make(chan Notification, buffer)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	o := h.officeLocked(officeID)

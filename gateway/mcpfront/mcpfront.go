@@ -49,9 +49,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,6 +88,24 @@ const (
 	// reconnect loop that never sends DELETE) cannot lock every other client
 	// out of the gateway.
 	DefaultMaxSessionsPerAddr = 64
+	// DefaultMaxSessionsPerKey bounds the sessions of one key (or token
+	// subject), from however many addresses: at 1/4 of DefaultMaxSessions,
+	// one key cannot hold every session of the gateway.
+	DefaultMaxSessionsPerKey = 256
+	// DefaultMaxListenStreams, DefaultMaxListenStreamsPerAddr and
+	// DefaultMaxListenStreamsPerKey bound the open subscriptions/listen
+	// streams (MCP 2026-07-28): each holds a seat, goroutines and a
+	// connection for as long as its client keeps it. A client needs one per
+	// office it follows, so the bounds are those of sessions.
+	DefaultMaxListenStreams        = 1024
+	DefaultMaxListenStreamsPerAddr = 64
+	DefaultMaxListenStreamsPerKey  = 256
+	// DefaultMaxOfficeViews and DefaultMaxOfficeViewsPerKey bound the
+	// offices' shared views (stateless.go), which any key allowed in every
+	// office could otherwise make one per office id it names. An idle one
+	// is reclaimed before a new one is refused.
+	DefaultMaxOfficeViews       = 1024
+	DefaultMaxOfficeViewsPerKey = 256
 	// DefaultSessionTimeout closes a session (and frees its office) after
 	// this long without a request from its client.
 	DefaultSessionTimeout = 30 * time.Minute
@@ -130,6 +146,23 @@ type Options struct {
 	// MaxSessionsPerAddr bounds the open MCP sessions of one client IP
 	// address (the TCP peer; 429 beyond). Negative: no limit.
 	MaxSessionsPerAddr int
+	// MaxSessionsPerKey bounds the open MCP sessions of one key (a
+	// principal's ID). Negative: no limit. At either bound, the least
+	// recently used idle session (no request in flight, no open stream) of
+	// the same address or key is closed to make room; with none, 429.
+	MaxSessionsPerKey int
+	// MaxListenStreams, MaxListenStreamsPerAddr and MaxListenStreamsPerKey
+	// bound the open subscriptions/listen streams (429 beyond); per address
+	// and per key, negative: no limit.
+	MaxListenStreams        int
+	MaxListenStreamsPerAddr int
+	MaxListenStreamsPerKey  int
+	// MaxOfficeViews and MaxOfficeViewsPerKey bound the offices' shared
+	// views of 2026-07-28 requests, each counted against the key whose
+	// request made it (per key, negative: no limit). At a bound the least
+	// recently used idle view is closed; with none, 429.
+	MaxOfficeViews       int
+	MaxOfficeViewsPerKey int
 	// SessionTimeout closes a session idle that long.
 	SessionTimeout time.Duration
 	// MaxDocuments bounds the finder documents listed per computer.
@@ -145,11 +178,15 @@ type Options struct {
 	AuthorizationServers []string
 	// Scopes are published in the metadata as scopes_supported.
 	Scopes []string
-	// AllowedOrigins are the web origins ("https://app.example.com", or
-	// "*" for any) whose pages may call the endpoint, beside the request's
-	// own host and loopback; a request with another Origin gets 403.
-	// Requests without Origin (clients that are not browsers) are allowed.
+	// AllowedOrigins are the web origins (httpauth.Origins: an origin,
+	// "https://*.example.com", or "*" for any) whose pages may call the
+	// endpoint, beside the request's own host and loopback; a request with
+	// another Origin gets 403. Requests without Origin (clients that are
+	// not browsers) are allowed.
 	AllowedOrigins []string
+	// AllowedHosts are host names a loopback listener answers besides
+	// loopback ones (httpauth.Rebound).
+	AllowedHosts []string
 	// PublicURL is the gateway's URL as clients reach it (behind a proxy:
 	// https://gateway.example.com), for the metadata's resource; default:
 	// the scheme and host each request was sent to.
@@ -188,6 +225,24 @@ func (o Options) withDefaults() Options {
 	if o.MaxSessionsPerAddr == 0 {
 		o.MaxSessionsPerAddr = DefaultMaxSessionsPerAddr
 	}
+	if o.MaxSessionsPerKey == 0 {
+		o.MaxSessionsPerKey = DefaultMaxSessionsPerKey
+	}
+	if o.MaxListenStreams <= 0 {
+		o.MaxListenStreams = DefaultMaxListenStreams
+	}
+	if o.MaxListenStreamsPerAddr == 0 {
+		o.MaxListenStreamsPerAddr = DefaultMaxListenStreamsPerAddr
+	}
+	if o.MaxListenStreamsPerKey == 0 {
+		o.MaxListenStreamsPerKey = DefaultMaxListenStreamsPerKey
+	}
+	if o.MaxOfficeViews <= 0 {
+		o.MaxOfficeViews = DefaultMaxOfficeViews
+	}
+	if o.MaxOfficeViewsPerKey == 0 {
+		o.MaxOfficeViewsPerKey = DefaultMaxOfficeViewsPerKey
+	}
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = DefaultSessionTimeout
 	}
@@ -205,6 +260,7 @@ type Server struct {
 	hub     *core.Hub
 	auth    core.Authenticator
 	opts    Options
+	origins httpauth.Origins
 	log     *slog.Logger
 	handler *mcp.StreamableHTTPHandler
 	// stateless serves MCP 2026-07-28 requests (stateless.go).
@@ -225,11 +281,14 @@ type Server struct {
 	views     map[string]*session
 	viewUsers map[*session]int
 	viewUsed  map[*session]time.Time
-	// addrOf is the client IP of every session in sessions (reserved ones
-	// too), whose slot in addrs it holds; both change with sessions, in
-	// open and releaseLocked.
-	addrOf map[string]string
-	addrs  *httpauth.AddrSlots
+	// holders is the client IP and key of every session in sessions
+	// (reserved ones too), whose slot in sessionBound it holds; both change
+	// with sessions, in open and releaseLocked.
+	holders      map[string]holder
+	sessionBound *bound
+	// listens counts the open subscriptions/listen streams, viewBound the
+	// shared views (against the keys of views' owner).
+	listens, viewBound *bound
 	// draining refuses new sessions and requests; inflight counts the
 	// requests being served (tools/call, resources/read, ...), and idle is
 	// closed when draining and none is left.
@@ -253,8 +312,11 @@ type Server struct {
 func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := &Server{hub: hub, auth: auth, opts: opts, log: opts.Logger,
-		sessions: map[string]*session{}, addrOf: map[string]string{}, addrs: httpauth.NewAddrSlots(opts.MaxSessionsPerAddr),
-		views: map[string]*session{}, viewUsers: map[*session]int{}, viewUsed: map[*session]time.Time{},
+		sessions: map[string]*session{}, holders: map[string]holder{},
+		sessionBound: newBound("MCP sessions", opts.MaxSessions, opts.MaxSessionsPerAddr, opts.MaxSessionsPerKey),
+		listens:      newBound("MCP listen streams", opts.MaxListenStreams, opts.MaxListenStreamsPerAddr, opts.MaxListenStreamsPerKey),
+		viewBound:    newBound("MCP office views", opts.MaxOfficeViews, 0, opts.MaxOfficeViewsPerKey),
+		views:        map[string]*session{}, viewUsers: map[*session]int{}, viewUsed: map[*session]time.Time{},
 		peers: opts.Peers, reqPrefix: "mcp-" + rand.Text()[:10] + "-",
 		keyHeader: http.CanonicalHeaderKey(opts.APIKeyHeader), agentHeader: http.CanonicalHeaderKey(AgentHeader)}
 	s.waiters.New = newWaiter
@@ -267,6 +329,9 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 		Stateless:           true,
 		MaxRequestBodyBytes: opts.MaxRequestBytes,
 		JSONResponse:        true,
+		// Rebound requests are refused before (ServeHTTP), with the
+		// configured hosts allowed, which the go-sdk's own check knows not.
+		DisableLocalhostProtection: len(opts.AllowedHosts) > 0,
 		// The POST is the request's whole life: a client gone cancels its
 		// call (and the computer's) as a cancellation would.
 		PropagateRequestCancellation: true,
@@ -279,8 +344,10 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 		// spec lets the server choose (the client accepts both), nothing of
 		// ours is sent during a request (no progress over SMCP), and the
 		// stream framing costs the gateway per call.
-		JSONResponse: true,
+		JSONResponse:               true,
+		DisableLocalhostProtection: len(opts.AllowedHosts) > 0, // as above
 	})
+	s.origins, _ = httpauth.ParseOrigins(opts.AllowedOrigins) // checked where configured
 	return s
 }
 
@@ -329,9 +396,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, smcp.Errorf(smcp.CodeNotFound, "no office in the path: use /mcp/{office_id}"))
 		return
 	}
-	if rebound(r) {
-		// The go-sdk refuses it too; refusing first takes no lease.
-		httpError(w, smcp.Errorf(smcp.CodeForbidden, "a loopback gateway answers only loopback host names"))
+	if httpauth.Rebound(r, s.opts.AllowedHosts) {
+		// The go-sdk refuses it too (unless AllowedHosts turned its own
+		// check off); refusing first takes no lease.
+		httpError(w, httpauth.ReboundError(r))
 		return
 	}
 	// Authenticated here even when the session is another node's: an
@@ -364,10 +432,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// anyone else it does not exist.
 		s.mu.Lock()
 		sess := s.sessions[sid]
-		s.mu.Unlock()
 		if sess != nil && (sess.office != office || sess.principal.ID != p.ID) {
+			s.mu.Unlock()
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
+		}
+		if sess != nil {
+			// Busy while any request or stream of it is served: only an
+			// idle session may be reclaimed for a new one (open).
+			sess.active++
+			sess.lastUsed = time.Now()
+			defer s.idle(sess)
+		}
+		s.mu.Unlock()
+		if sess != nil && p != sess.principal {
+			sess.present(p) // a refreshed token
 		}
 		// A request is in flight until its answer is written, not only
 		// until its handler returns: counted here, the drain waits for the
@@ -397,6 +476,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.handler.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionKey{}, sess)))
 	s.started(sess)
+	s.idle(sess) // open counted its initialize as busy
+}
+
+// idle ends one request or stream of sess (see session.active).
+func (s *Server) idle(sess *session) {
+	s.mu.Lock()
+	sess.active--
+	sess.lastUsed = time.Now()
+	s.mu.Unlock()
 }
 
 // checkBody refuses a body that is not UTF-8 (400, nothing relayed). The
@@ -467,65 +555,6 @@ func readBody(body io.Reader, contentLength, limit int64) ([]byte, error) {
 	}
 }
 
-// rebound reports a request that reached a loopback listener under another
-// host name: a web page using DNS rebinding to reach a local gateway.
-func rebound(r *http.Request) bool {
-	if isLoopback(r.Host) {
-		return false
-	}
-	switch local := r.Context().Value(http.LocalAddrContextKey).(type) {
-	case *net.TCPAddr:
-		// Asked of the address itself, not of its text made anew per request.
-		return local != nil && local.IP.IsLoopback()
-	case net.Addr:
-		return local != nil && isLoopback(local.String())
-	}
-	return false
-}
-
-func isLoopback(hostport string) bool {
-	host := hostOf(hostport)
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	// netip: no allocation per request (net.ParseIP made one). A zone is
-	// refused as net.ParseIP refused it. Only what may be an address is
-	// parsed (IPv4 begins with a digit, IPv6 has colons): ParseAddr's error
-	// for a name is an allocation.
-	host = strings.Trim(host, "[]")
-	if host == "" || (host[0] < '0' || host[0] > '9') && strings.IndexByte(host, ':') < 0 {
-		return false
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.Zone() == "" && ip.IsLoopback()
-}
-
-// hostOf is the host of hostport, or hostport itself when it has no port
-// ("example.com", "::1", "[::1]"): net.SplitHostPort's host, or its input
-// when SplitHostPort fails (the same rules), without the error
-// SplitHostPort allocates for a Host header without a port, on every
-// request.
-func hostOf(hostport string) string {
-	i := strings.LastIndexByte(hostport, ':')
-	if i < 0 {
-		return hostport
-	}
-	host, j, k := hostport[:i], 0, 0
-	if hostport[0] == '[' {
-		// The first ']' just before the last ':'.
-		if end := strings.IndexByte(hostport, ']'); end+1 != i {
-			return hostport
-		}
-		host, j, k = hostport[1:i-1], 1, i
-	} else if strings.IndexByte(host, ':') >= 0 {
-		return hostport
-	}
-	if strings.IndexByte(hostport[j:], '[') >= 0 || strings.IndexByte(hostport[k:], ']') >= 0 {
-		return hostport
-	}
-	return host
-}
-
 // caller authenticates the request and decides the agent name it acts as.
 func (s *Server) caller(r *http.Request) (*core.Principal, string, error) {
 	cred, err := httpauth.Credential(r.Header, s.keyHeader)
@@ -587,21 +616,30 @@ func httpError(w http.ResponseWriter, err error) {
 func (s *Server) open(ctx context.Context, p *core.Principal, office, agent, ip string) (*session, error) {
 	id := s.newSessionID()
 	s.mu.Lock()
-	switch {
-	case s.closed || s.calls.Draining():
+	if s.closed || s.calls.Draining() {
 		s.mu.Unlock()
 		return nil, smcp.Errorf(codeUnavailable, "the gateway is shutting down")
-	case len(s.sessions) >= s.opts.MaxSessions:
-		s.mu.Unlock()
-		return nil, smcp.Errorf(core.CodeTooManyPending, "too many MCP sessions (%d)", s.opts.MaxSessions)
-	case !s.addrs.Take(ip): // last: the address's slot is taken unless refused
-		s.mu.Unlock()
-		return nil, smcp.Errorf(core.CodeTooManyPending, "too many MCP sessions from this address (%d)", s.opts.MaxSessionsPerAddr)
 	}
-	// Take the slots now so that concurrent opens respect both bounds.
+	var reclaimed *session
+	if h, err := s.sessionBound.check(ip, p.ID); err != nil {
+		// A client that never sends DELETE (the MCP Inspector's CLI) leaves
+		// its sessions to the idle timeout: its own idle ones make room
+		// for it rather than lock it out.
+		if reclaimed = s.reclaimableLocked(h, ip, p.ID); reclaimed == nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		s.releaseLocked(reclaimed.id)
+	}
+	// Take the slots now so that concurrent opens respect the bounds.
 	s.sessions[id] = nil
-	s.addrOf[id] = ip
+	s.holders[id] = holder{ip: ip, key: p.ID}
+	s.sessionBound.take(ip, p.ID)
 	s.mu.Unlock()
+	if reclaimed != nil {
+		reclaimed.log.Info("mcp session reclaimed, idle, for a new session of its address or key")
+		reclaimed.close()
+	}
 	sess, err := newSession(ctx, s, id, p, office, agent)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -609,20 +647,45 @@ func (s *Server) open(ctx context.Context, p *core.Principal, office, agent, ip 
 		s.releaseLocked(id)
 		return nil, err
 	}
+	sess.active = 1 // its initialize, until started
+	sess.lastUsed = time.Now()
 	s.sessions[id] = sess
 	return sess, nil
 }
 
-// releaseLocked gives back the slots of session id, once: open's failure
-// and the session's own end (forget) may both call it.
+// holder is who holds a session's slots.
+type holder struct{ ip, key string }
+
+// reclaimableLocked is the least recently used idle session (no request in
+// flight, no open stream) whose end makes room for a new session of key
+// at ip under the bounds h says it hit, and that shares its address or
+// key; nil when there is none.
+func (s *Server) reclaimableLocked(h hit, ip, key string) *session {
+	var lru *session
+	for id, sess := range s.sessions {
+		if sess == nil || sess.active > 0 {
+			continue
+		}
+		if hd := s.holders[id]; !h.relieves(hd.ip, hd.key, ip, key) {
+			continue
+		}
+		if lru == nil || sess.lastUsed.Before(lru.lastUsed) {
+			lru = sess
+		}
+	}
+	return lru
+}
+
+// releaseLocked gives back the slots of session id, once: open's failure,
+// a reclaim and the session's own end (forget) may each call it.
 func (s *Server) releaseLocked(id string) {
 	delete(s.sessions, id)
-	ip, ok := s.addrOf[id]
+	hd, ok := s.holders[id]
 	if !ok {
 		return
 	}
-	delete(s.addrOf, id)
-	s.addrs.Give(ip)
+	delete(s.holders, id)
+	s.sessionBound.give(hd.ip, hd.key)
 }
 
 // started is called once the request that opened sess is answered: when the

@@ -29,11 +29,15 @@ type session struct {
 	// own is the session's seat, held from its initialize to its end; nil
 	// for an office's shared view (stateless.go), whose calls each bring
 	// their own (session.seat).
-	own     *seat
-	shared  bool // an office's shared view: see officeView
-	server  *mcp.Server
-	limiter *rate.Limiter // nil: no limit
-	log     *slog.Logger
+	own    *seat
+	shared bool // an office's shared view: see officeView
+	// viewKey is a shared view's key in Server.views (viewKeyOf);
+	// viewOwner the key it is counted against (Server.viewBound): the one
+	// whose request made it.
+	viewKey, viewOwner string
+	server             *mcp.Server
+	limiter            *rate.Limiter // nil: no limit
+	log                *slog.Logger
 
 	// ctx ends when the session closes, or its client's DELETE arrives: it
 	// stops the pump, the reads of a refresh in progress and the session's
@@ -41,6 +45,21 @@ type session struct {
 	ctx       context.Context
 	cancel    context.CancelFunc
 	closeOnce sync.Once
+	// credential ends when the session's key or token does (at its
+	// expiry, or when the key is revoked: core.Principal.Bound), which
+	// ends the session, its GET stream with it; nil for a shared view,
+	// which serves every key of its office (its listen streams are bound
+	// each to its own, in listen). bearer is the principal it is bound to:
+	// a later request with a newer token of the same key moves it on
+	// (present). Guarded by mu.
+	credential    context.Context
+	endCredential context.CancelFunc
+	bearer        *core.Principal
+	// active counts the client's HTTP requests and streams being served
+	// and lastUsed is when the last began or ended, guarded by front.mu:
+	// a session with none is idle, and may be reclaimed (Server.open).
+	active   int
+	lastUsed time.Time
 	// bg counts the listings still running after the budget their request
 	// waited for (syncBudget); close awaits them. Added to under mu, only
 	// while not stopped.
@@ -109,6 +128,8 @@ func newSession(ctx context.Context, front *Server, id string, p *core.Principal
 	}
 	x := newView(front, id, p, office, agent, watch)
 	x.own = own
+	x.credential, x.endCredential = p.Bound(context.Background())
+	x.bearer = p
 	x.server = mcp.NewServer(implementation(office), x.serverOptions())
 	x.server.AddReceivingMiddleware(x.middleware)
 	if err := x.syncAll(ctx, syncBudget); err != nil {
@@ -267,10 +288,14 @@ func (x *session) pump() {
 	}
 	for {
 		x.mu.Lock()
-		w := x.watch
+		w, credential := x.watch, x.credential
 		x.mu.Unlock()
 		if w == nil {
 			return
+		}
+		var credentialEnded <-chan struct{}
+		if credential != nil {
+			credentialEnded = credential.Done()
 		}
 		select {
 		case <-x.ctx.Done():
@@ -279,6 +304,21 @@ func (x *session) pump() {
 			if cause := x.own.lease.Cause(); cause != nil {
 				x.log.Warn("mcp session closed: its agent seat was evicted", "err", cause)
 			}
+			x.close()
+			return
+		case <-credentialEnded:
+			if x.ctx.Err() != nil {
+				return // closed: ended with it
+			}
+			x.mu.Lock()
+			moved := x.credential != credential
+			x.mu.Unlock()
+			if moved {
+				continue // bound to a newer token (present)
+			}
+			// Its client's next request, with a valid credential, gets
+			// 404 and initializes anew (MCP's rule for an ended session).
+			x.log.Info("mcp session closed: its credential ended", "err", context.Cause(credential))
 			x.close()
 			return
 		case <-renew:
@@ -319,7 +359,11 @@ func (x *session) pump() {
 // watch. It returns with x.mu held and the new watch installed, or false
 // (x.mu not held) when the watch cannot be made or the session closed.
 func (x *session) watchAgain() bool {
-	w, err := x.front.hub.Watch(x.principal, x.office)
+	buffer := 0 // the hub's
+	if x.shared {
+		buffer = viewWatchBuffer
+	}
+	w, err := x.front.hub.WatchBuffered(x.principal, x.office, buffer)
 	if err != nil {
 		x.log.Error("re-watch office", "err", err)
 		x.close()
@@ -596,6 +640,12 @@ func (x *session) close() {
 		if x.own != nil {
 			x.own.release()
 		}
+		x.mu.Lock()
+		endCredential := x.endCredential
+		x.mu.Unlock()
+		if endCredential != nil {
+			endCredential()
+		}
 		if x.shared {
 			x.front.forgetView(x)
 			x.log.Info("mcp office view closed")
@@ -604,6 +654,26 @@ func (x *session) close() {
 		x.front.forget(x.id)
 		x.log.Info("mcp session ended")
 	})
+}
+
+// present binds the session to p, the principal of one of its requests,
+// when p is a newer token of its key (one that expires later): an MCP
+// client that refreshes its token goes on in its session rather than
+// lose it at the first token's expiry. p is of the session's key (ID), as
+// Server.ServeHTTP checked. A key without expiry binds for good: a revoked
+// key is not made valid by a request, which its revocation refuses anyway.
+func (x *session) present(p *core.Principal) {
+	x.mu.Lock()
+	cur := x.bearer
+	if cur == nil || p == cur || cur.Expires.IsZero() || (!p.Expires.IsZero() && !p.Expires.After(cur.Expires)) || x.stopped {
+		x.mu.Unlock()
+		return
+	}
+	old := x.endCredential
+	x.credential, x.endCredential = p.Bound(context.Background())
+	x.bearer = p
+	x.mu.Unlock()
+	old() // the pump sees the newer one
 }
 
 // allow applies the session's rate limit to one request.
@@ -652,6 +722,9 @@ func (x *session) serve(next mcp.MethodHandler) mcp.MethodHandler {
 			if x.front.calls.Draining() {
 				return nil, mcpError(smcp.Errorf(codeUnavailable, "the gateway is shutting down"), false)
 			}
+		}
+		if method == methodListen {
+			return x.listen(ctx, next, method, req)
 		}
 		if rr, ok := req.(*mcp.ReadResourceRequest); ok && method == "resources/read" && rr.Params != nil {
 			res, err := x.read(ctx, rr.Params.URI)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/httpauth"
 	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/mcp"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -41,7 +42,15 @@ const (
 	// maxPending bounds the notifications a view keeps for its next
 	// request; beyond, the whole office is listed again.
 	maxPending = 256
+	// viewWatchBuffer is a shared view's watch buffer: its pump only notes
+	// what it reads, and an overflow lists the office anew, so a view of an
+	// office without computers holds a few notifications, not the hub's
+	// default buffer (most of what an idle view cost).
+	viewWatchBuffer = 16
 )
+
+// methodListen is MCP 2026-07-28's stream of notifications.
+const methodListen = "subscriptions/listen"
 
 // viewState is what a shared view has beyond a session's mirror; guarded by
 // the session's mu.
@@ -77,13 +86,13 @@ func isStateless(r *http.Request, body []byte) bool {
 
 // isListen reports a subscriptions/listen request.
 func isListen(body []byte) bool {
-	if !bytes.Contains(body, []byte("subscriptions/listen")) {
+	if !bytes.Contains(body, []byte(methodListen)) {
 		return false
 	}
 	var m struct {
 		Method string `json:"method"`
 	}
-	return json.Unmarshal(body, &m) == nil && m.Method == "subscriptions/listen"
+	return json.Unmarshal(body, &m) == nil && m.Method == methodListen
 }
 
 // serveStateless serves one request of MCP 2026-07-28 from the office's
@@ -98,6 +107,16 @@ func (s *Server) serveStateless(w http.ResponseWriter, r *http.Request, p *core.
 	// While draining, the middleware answers an MCP error saying why.
 	if !listen && s.calls.Begin() {
 		defer s.calls.End()
+	}
+	if listen {
+		// Bounded before anything is taken for it: a stream holds a seat,
+		// goroutines and a connection for as long as its client keeps it.
+		release, err := s.takeListen(httpauth.ClientIP(r.RemoteAddr), p.ID)
+		if err != nil {
+			httpError(w, err)
+			return
+		}
+		defer release()
 	}
 	st, err := s.takeSeat(r.Context(), p, office, agent)
 	if err != nil {
@@ -136,26 +155,73 @@ func (s *Server) statelessServer(r *http.Request) *mcp.Server {
 
 // useView returns the office's shared view, made on first use, counted as in
 // use until doneWithView.
+//
+// Views are bounded gateway-wide and per key (the key of the request that
+// makes one): a key allowed in every office could otherwise make one per
+// office id it names. At a bound the least recently used idle view (no
+// request, no listen stream) that makes room is closed; with none, the
+// request is refused naming the bound.
 func (s *Server) useView(p *core.Principal, office string) (*session, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return nil, smcp.Errorf(codeUnavailable, "the gateway is shutting down")
 	}
-	if v := s.views[office]; v != nil {
+	key := s.viewKeyOf(p, office)
+	if v := s.views[key]; v != nil {
 		s.viewUsers[v]++
+		s.mu.Unlock()
 		return v, nil
 	}
-	watch, err := s.hub.Watch(p, office)
+	var reclaimed *session
+	if h, err := s.viewBound.check("", p.ID); err != nil {
+		if reclaimed = s.idleViewLocked(h, p.ID); reclaimed == nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		s.dropViewLocked(reclaimed)
+	}
+	v, err := s.newViewLocked(p, office, key)
+	s.mu.Unlock()
+	if reclaimed != nil {
+		// After the lock: closing waits for the view's listings.
+		reclaimed.log.Debug("mcp office view reclaimed, idle, for another office's")
+		reclaimed.close()
+	}
+	return v, err
+}
+
+// idleViewLocked is the least recently used view nobody uses whose end
+// makes room for a new view of owner (a key) under the bounds h says it hit; nil when
+// there is none. Unlike sessions, a view is the office's, not its maker's:
+// any idle one may make room under the gateway-wide bound.
+func (s *Server) idleViewLocked(h hit, owner string) *session {
+	var lru *session
+	for _, v := range s.views {
+		if s.viewUsers[v] > 0 || (h.key && v.viewOwner != owner) {
+			continue
+		}
+		if lru == nil || s.viewUsed[v].Before(s.viewUsed[lru]) {
+			lru = v
+		}
+	}
+	return lru
+}
+
+// newViewLocked makes office's shared view, counted against p's key and in
+// use by one request.
+func (s *Server) newViewLocked(p *core.Principal, office, key string) (*session, error) {
+	watch, err := s.hub.WatchBuffered(p, office, viewWatchBuffer)
 	if err != nil {
 		return nil, err
 	}
 	v := newView(s, "office:"+office, p, office, "", watch)
-	v.shared = true
+	v.shared, v.viewKey, v.viewOwner = true, key, p.ID
+	s.viewBound.take("", p.ID)
 	v.vs.resync = true // listed by its first request
 	v.server = mcp.NewServer(implementation(office), v.serverOptions())
 	v.server.AddReceivingMiddleware(v.middleware)
-	s.views[office] = v
+	s.views[key] = v
 	s.viewUsers[v] = 1
 	s.viewUsed[v] = time.Now()
 	// Counted under the lock that Close takes before it waits.
@@ -165,6 +231,16 @@ func (s *Server) useView(p *core.Principal, office string) (*session, error) {
 		v.pump()
 	}()
 	return v, nil
+}
+
+// viewKeyOf is the key of the view that serves p in office: one per
+// office, or, when the gateway's governance may show each caller other
+// tools (core.Config.Guard), one per office and key or token subject.
+func (s *Server) viewKeyOf(p *core.Principal, office string) string {
+	if s.hub.Config().Guard == nil {
+		return office
+	}
+	return office + "\x00" + p.ID
 }
 
 func (s *Server) doneWithView(v *session) {
@@ -199,8 +275,9 @@ func (s *Server) forgetView(v *session) {
 }
 
 func (s *Server) dropViewLocked(v *session) {
-	if s.views[v.office] == v {
-		delete(s.views, v.office)
+	if s.views[v.viewKey] == v {
+		delete(s.views, v.viewKey)
+		s.viewBound.give("", v.viewOwner)
 	}
 	delete(s.viewUsers, v)
 	delete(s.viewUsed, v)
@@ -334,6 +411,44 @@ func (x *session) relist(ctx context.Context) {
 		wg.Go(func() { x.syncComputer(ctx, n) })
 	}
 	wg.Wait()
+}
+
+// listen serves a subscriptions/listen request (next parks until its
+// context ends) for as long as the stream may last: until its client
+// cancels it, or the gateway closes, or its seat is evicted by an operator
+// (the office has another agent then, whom the stream must not overhear),
+// or its key or token ends (core.Principal.Bound). In the last two cases
+// the stream ends with an MCP error saying why, rather than the result of
+// a stream its client closed.
+func (x *session) listen(ctx context.Context, next mcp.MethodHandler, method string, req mcp.Request) (mcp.Result, error) {
+	st, err := x.seat(ctx)
+	if err != nil {
+		return nil, mcpError(err, false)
+	}
+	bound, stop := st.lease.Principal().Bound(ctx)
+	defer stop()
+	life, end := context.WithCancelCause(bound)
+	defer end(nil)
+	evicted := make(chan struct{})
+	go func() {
+		defer close(evicted)
+		select {
+		case <-st.lease.Done():
+			if cause := st.lease.Cause(); cause != nil {
+				end(smcp.Errorf(smcp.CodeForbidden, "%v", cause))
+			}
+		case <-life.Done():
+		}
+	}()
+	res, err := next(life, method, req)
+	why := context.Cause(life)
+	end(nil)
+	<-evicted
+	if ctx.Err() == nil && why != nil {
+		x.log.Info("mcp listen stream ended", "err", why)
+		return nil, mcpError(why, false)
+	}
+	return res, err
 }
 
 func waitAtMost(ctx context.Context, ch <-chan struct{}, d time.Duration) {

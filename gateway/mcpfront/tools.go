@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -222,6 +223,9 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 				}
 				return nil, cerr
 			}
+			if errors.Is(err, core.ErrRefused) {
+				return refusedResult(err), nil
+			}
 			return nil, mcpError(err, false)
 		}
 		if bytes.Contains(raw, []byte("a2c_blob_handle")) {
@@ -237,6 +241,19 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 		}
 		return toolResult(raw)
 	}
+}
+
+// refusedResult answers a tools/call the gateway's governance refused (a
+// rule, a quota) as MCP answers a tool that failed: an error result the
+// model can read, whose _meta carries the SMCP code (403, 429) and details
+// (retry_after_ms of a quota).
+func refusedResult(err error) *mcp.CallToolResult {
+	e, _ := smcp.AsError(err)
+	meta := mcp.Meta{smcp.MetaErrorCode: e.Code}
+	if len(e.Details) > 0 {
+		meta["a2c_error_details"] = e.Details
+	}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: e.Message}}, Meta: meta}
 }
 
 // toolCallRequest is the client:tool_call of an MCP tools/call: the payload

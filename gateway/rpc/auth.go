@@ -18,6 +18,8 @@ type caller struct {
 	// front is the front end named to the agents its seat refuses: the
 	// web console says it is one (FrontHeader), else the RPC API.
 	front string
+	// protocol is the wire: "connect", "grpc" or "grpcweb".
+	protocol string
 }
 
 // FrontHeader, set to "console" by the web console, names the console
@@ -37,7 +39,7 @@ func callerFrom(ctx context.Context) (*caller, error) {
 
 // gate authenticates the caller from its headers before the request body is
 // read, and fixes the agent name it acts as.
-func (s *Server) gate(ctx context.Context, spec connect.Spec, _ connect.Peer, h http.Header) (context.Context, error) {
+func (s *Server) gate(ctx context.Context, spec connect.Spec, peer connect.Peer, h http.Header) (context.Context, error) {
 	cred, err := httpauth.Credential(h, s.opts.APIKeyHeader)
 	if err != nil {
 		return nil, toConnect(err)
@@ -55,5 +57,5 @@ func (s *Server) gate(ctx context.Context, spec connect.Spec, _ connect.Peer, h 
 	if h.Get(FrontHeader) == core.FrontConsole {
 		front = core.FrontConsole
 	}
-	return context.WithValue(ctx, callerKey{}, &caller{principal: p, agent: agent, front: front}), nil
+	return context.WithValue(ctx, callerKey{}, &caller{principal: p, agent: agent, front: front, protocol: peer.Protocol}), nil
 }

@@ -31,7 +31,13 @@ const BlobChunkBytes = 256 << 10
 // and fails the stream on the first violation. The message with eof set is
 // sent only once the SHA-256 of every byte matches the declared sha256: a
 // stream that ends without it must be discarded.
-func (s *service) ReadBlob(ctx context.Context, req *smcpv1.ReadBlobRequest, stream *connect.ServerStream[smcpv1.ReadBlobResponse]) error {
+func (s *service) ReadBlob(ctx context.Context, req *smcpv1.ReadBlobRequest, stream *connect.ServerStream[smcpv1.ReadBlobResponse]) (err error) {
+	c, err := callerFrom(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, end := c.bound(ctx)
+	defer end(&err)
 	chunk := int64(BlobChunkBytes)
 	if req.MaxChunkBytes != nil {
 		if req.GetMaxChunkBytes() < 1 {
@@ -39,7 +45,7 @@ func (s *service) ReadBlob(ctx context.Context, req *smcpv1.ReadBlobRequest, str
 		}
 		chunk = min(chunk, req.GetMaxChunkBytes())
 	}
-	sess, c, err := s.act(ctx, req.GetOfficeId())
+	sess, _, err := s.act(ctx, req.GetOfficeId())
 	if err != nil {
 		return err
 	}
@@ -87,7 +93,15 @@ func readChunk(r *blobread.Reader, ret *smcpv1.GetBlobRet) (*smcpv1.ReadBlobResp
 // stream ends, so that a stream with more or fewer bytes than declared
 // never lands a file; such an upload is abandoned on the computer, which
 // collects it after its idle timeout (the protocol has no abort).
-func (s *service) PutBlob(ctx context.Context, stream *connect.ClientStream[smcpv1.PutBlobRequest]) (*smcpv1.PutBlobResponse, error) {
+func (s *service) PutBlob(ctx context.Context, stream *connect.ClientStream[smcpv1.PutBlobRequest]) (_ *smcpv1.PutBlobResponse, err error) {
+	c, err := callerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Bound before the first read: a client may hold the stream open
+	// without sending.
+	ctx, end := c.bound(ctx)
+	defer end(&err)
 	if !stream.Receive() {
 		if err := stream.Err(); err != nil {
 			return nil, err
@@ -103,7 +117,7 @@ func (s *service) PutBlob(ctx context.Context, stream *connect.ClientStream[smcp
 	case !blobread.IsSHA256(hdr.GetSha256()):
 		return nil, toConnect(smcp.Errorf(smcp.CodeBadRequest, "sha256 must be a hex SHA-256"))
 	}
-	sess, c, err := s.act(ctx, hdr.GetOfficeId())
+	sess, _, err := s.act(ctx, hdr.GetOfficeId())
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -46,6 +47,9 @@ type blobComputer struct {
 	corruptAt int64
 	// changeAt declares another sha256 from this offset on (-1: never).
 	changeAt int64
+	// stall, when set, is told of every get_blob, which then waits until
+	// the test ends.
+	stall chan struct{}
 }
 
 type blobFile struct {
@@ -232,9 +236,14 @@ func (bc *blobComputer) getBlob(payload json.RawMessage) (proto.Message, error) 
 	}
 	bc.mu.Lock()
 	b := bc.blobs[req.GetBlobHandle()]
-	corruptAt, changeAt := bc.corruptAt, bc.changeAt
+	corruptAt, changeAt, stall := bc.corruptAt, bc.changeAt, bc.stall
 	bc.getBlobs++
 	bc.mu.Unlock()
+	if stall != nil {
+		stall <- struct{}{}
+		<-bc.c.Done()
+		return nil, errors.New("the computer left")
+	}
 	off := req.GetChunkOffset()
 	switch {
 	case b == nil:

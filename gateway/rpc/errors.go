@@ -3,8 +3,13 @@ package rpc
 import (
 	"context"
 	"errors"
+	"math"
+	"strconv"
+	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
@@ -27,6 +32,9 @@ var codes = map[int]connect.Code{
 	smcp.CodeElementNotFound:  connect.CodeNotFound,
 	smcp.CodeInvalidDPEURI:    connect.CodeInvalidArgument,
 	core.CodeTooManyPending:   connect.CodeResourceExhausted,
+	// The gateway cannot serve for now (a required audit that cannot
+	// write): come back later.
+	503: connect.CodeUnavailable,
 	// 0.3/0.4 (PROTOCOL-0.4.md §6). The skill and blob codes are refined by
 	// their details.reason (reasonCodes); these are for other reasons.
 	smcp.CodeMCPServerNotFound:          connect.CodeNotFound,
@@ -112,7 +120,23 @@ func toConnect(err error) error {
 	if d, derr := connect.NewErrorDetail(e.Proto()); derr == nil {
 		out.AddDetail(d)
 	}
+	if wait, ok := core.RetryAfter(e); ok {
+		retryAfter(out, wait)
+	}
 	return out
+}
+
+// retryAfter tells a caller refused by a quota when to try again: a
+// Retry-After header (whole seconds, rounded up; Connect answers
+// ResourceExhausted with HTTP 429) and, for gRPC clients, the standard
+// google.rpc.RetryInfo detail; details.retry_after_ms of the smcp.v1.Error
+// detail has the exact wait.
+func retryAfter(out *connect.Error, wait time.Duration) {
+	secs := int64(math.Ceil(wait.Seconds()))
+	out.Meta().Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+	if d, err := connect.NewErrorDetail(&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)}); err == nil {
+		out.AddDetail(d)
+	}
 }
 
 // SMCPError returns the smcp.v1.Error detail of an RPC error, if it has one.

@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,10 +66,15 @@ type Options struct {
 	// DefaultAgent is the agent name used when the key has no fixed name and
 	// the caller sends no x-smcp-agent header (default "rpc-agent").
 	DefaultAgent string
-	// CORSOrigins are the browser origins allowed to call (e.g.
-	// "https://app.example.com", "*" for any). Empty: no CORS headers, so
+	// CORSOrigins are the browser origins allowed to call
+	// (httpauth.Origins: "https://app.example.com",
+	// "https://*.example.com", "*" for any). Empty: no CORS headers, so
 	// browsers on other origins are refused by their own policy.
 	CORSOrigins []string
+	// AllowedHosts are host names a loopback listener answers besides
+	// loopback ones (httpauth.Rebound); a call under another Host name gets
+	// PermissionDenied.
+	AllowedHosts []string
 	// MaxRequestBytes bounds a request message (default 1 MiB, the gateway
 	// sets the Socket.IO limit); larger ones are refused with
 	// ResourceExhausted before they are decoded.
@@ -140,9 +144,9 @@ func (s *Server) Handlers() map[string]http.Handler {
 	svcOpts := append([]connect.HandlerOption{connect.WithRequestGate(s.drainGate), connect.WithRequestGate(s.gate), limit,
 		connect.WithCompressMinBytes(compressMinBytes)}, s.opts.HandlerOptions...)
 	reflector := grpcreflect.NewStaticReflector(smcpv1connect.AgentServiceName, grpchealth.HealthV1ServiceName)
-	wrap := s.corsWrapper()
+	cors := s.corsWrapper()
 	out := map[string]http.Handler{}
-	add := func(path string, h http.Handler) { out[path] = wrap(h) }
+	add := func(path string, h http.Handler) { out[path] = s.hostCheck(cors(h)) }
 	path, svc := s.agentService(svcOpts...)
 	add(path, s.track(svc))
 	add(grpcreflect.NewHandlerV1(reflector, limit))
@@ -184,11 +188,17 @@ func (s *Server) track(h http.Handler) http.Handler {
 		if s.calls.Begin() {
 			defer s.calls.End()
 		}
-		if r.ProtoMajor >= 2 && !streams[r.URL.Path] {
-			s.workers.serve(h, w, r)
+		if !streams[r.URL.Path] {
+			if r.ProtoMajor >= 2 {
+				s.workers.serve(h, w, r)
+				return
+			}
+			h.ServeHTTP(w, r)
 			return
 		}
-		h.ServeHTTP(w, r)
+		cut := &streamCut{rc: http.NewResponseController(w)}
+		defer cut.finish()
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), streamCutKey{}, cut)))
 	})
 }
 
@@ -227,18 +237,47 @@ func (s *Server) Close() {
 	})
 }
 
+// hostCheck refuses a request that reached a loopback listener under a
+// host name neither loopback nor allowed (DNS rebinding: a web page of
+// another site whose name resolves to 127.0.0.1 is, to the browser, of the
+// same origin as the gateway, and CORS does not stop it), in the caller's
+// protocol (Connect, gRPC or gRPC-Web): PermissionDenied.
+func (s *Server) hostCheck(h http.Handler) http.Handler {
+	ew := connect.NewErrorWriter()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !httpauth.Rebound(r, s.opts.AllowedHosts) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		err := connect.NewError(connect.CodePermissionDenied, errors.New(httpauth.ReboundError(r).Message))
+		if !ew.IsSupported(r) {
+			http.Error(w, err.Message(), http.StatusForbidden)
+			return
+		}
+		_ = ew.Write(w, r, err)
+	})
+}
+
 // corsWrapper answers preflights and adds CORS headers for the configured
-// origins; without origins it changes nothing.
+// origins (matched by httpauth.Origins, not by rs/cors's own wildcards,
+// which compare strings: "https://*.example.com" would match
+// "https://evil.com/.example.com"); without origins it changes nothing.
 func (s *Server) corsWrapper() func(http.Handler) http.Handler {
-	if len(s.opts.CORSOrigins) == 0 {
+	origins, _ := httpauth.ParseOrigins(s.opts.CORSOrigins) // checked where configured
+	if origins.Empty() {
 		return func(h http.Handler) http.Handler { return h }
 	}
 	headers := append(connectcors.AllowedHeaders(), s.opts.APIKeyHeader, "Authorization", AgentHeader, FrontHeader)
-	return cors.New(cors.Options{
-		AllowedOrigins: slices.Clone(s.opts.CORSOrigins),
+	opts := cors.Options{
 		AllowedMethods: connectcors.AllowedMethods(),
 		AllowedHeaders: headers,
 		ExposedHeaders: connectcors.ExposedHeaders(),
 		MaxAge:         7200,
-	}).Handler
+	}
+	if origins.Any() {
+		opts.AllowedOrigins = []string{"*"}
+	} else {
+		opts.AllowOriginFunc = origins.Allows
+	}
+	return cors.New(opts).Handler
 }

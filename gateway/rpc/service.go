@@ -29,7 +29,7 @@ func (s *service) act(ctx context.Context, officeID string) (*core.Session, *cal
 	if err != nil {
 		return nil, nil, err
 	}
-	sess, err := s.hub.TakeSeat(ctx, c.principal, officeID, c.agent, core.Seat{Front: c.front})
+	sess, err := s.hub.TakeSeat(ctx, c.principal, officeID, c.agent, core.Seat{Front: c.front, Protocol: c.protocol})
 	if err != nil {
 		return nil, nil, toConnect(err)
 	}

@@ -35,7 +35,8 @@ func TestToConnect(t *testing.T) {
 		{smcp.Errorf(smcp.CodeElementNotFound, "x"), connect.CodeNotFound, 4203},
 		{smcp.Errorf(smcp.CodeInvalidDPEURI, "x"), connect.CodeInvalidArgument, 4204},
 		{smcp.Errorf(core.CodeTooManyPending, "x"), connect.CodeResourceExhausted, 429},
-		{smcp.Errorf(503, "x"), connect.CodeInternal, 503},
+		{smcp.Errorf(503, "x"), connect.CodeUnavailable, 503}, // a required audit that cannot write
+		{smcp.Errorf(599, "x"), connect.CodeInternal, 599},
 		{smcp.Errorf(4999, "x"), connect.CodeUnknown, 4999},
 		{fmt.Errorf("wrapped: %w", smcp.Errorf(smcp.CodeForbidden, "x")), connect.CodePermissionDenied, 403},
 		{fmt.Errorf("db password=hunter2"), connect.CodeInternal, 500},

@@ -25,7 +25,9 @@ import (
 // client that has them knows no later notification will be missed. A reader
 // too slow to keep up is dropped by the hub (the hub never waits for it) and
 // the stream ends with ResourceExhausted; the client cancelling ends it
-// cleanly; a gateway shutting down ends it with Unavailable.
+// cleanly; a gateway shutting down ends it with Unavailable; the caller's
+// token expiring or key being revoked (core.Principal.Bound) ends it with
+// Unauthenticated, saying which.
 func (s *service) WatchOffice(ctx context.Context, req *smcpv1.WatchOfficeRequest, stream *connect.ServerStream[smcpv1.WatchOfficeResponse]) error {
 	c, err := callerFrom(ctx)
 	if err != nil {
@@ -34,7 +36,7 @@ func (s *service) WatchOffice(ctx context.Context, req *smcpv1.WatchOfficeReques
 	// A stream's seat is a lease renewed while the stream is open, so that
 	// a stream whose handler is stuck, or whose node lost the registry,
 	// does not keep the office forever.
-	sess, err := s.hub.TakeSeat(ctx, c.principal, req.GetOfficeId(), c.agent, core.Seat{Front: c.front, Lapses: true})
+	sess, err := s.hub.TakeSeat(ctx, c.principal, req.GetOfficeId(), c.agent, core.Seat{Front: c.front, Protocol: c.protocol, Lapses: true})
 	if err != nil {
 		return toConnect(err)
 	}
@@ -46,6 +48,10 @@ func (s *service) WatchOffice(ctx context.Context, req *smcpv1.WatchOfficeReques
 		return toConnect(err)
 	}
 	defer w.Close()
+	// Served under the caller's credential: a stream must not outlive the
+	// token or key that opened it.
+	bound, stop := c.principal.Bound(ctx)
+	defer stop()
 	// The office's version changes only when it empties and fills again:
 	// read at the start and at each enter_office (whose member the
 	// registry has by then).
@@ -55,8 +61,11 @@ func (s *service) WatchOffice(ctx context.Context, req *smcpv1.WatchOfficeReques
 	}
 	for {
 		select {
-		case <-ctx.Done():
-			return nil
+		case <-bound.Done():
+			if ctx.Err() != nil {
+				return nil
+			}
+			return toConnect(context.Cause(bound))
 		case <-s.closing.Done():
 			return connect.NewError(connect.CodeUnavailable, errors.New("gateway is shutting down"))
 		case <-sess.Done():

@@ -276,6 +276,9 @@ func (h *handler) route(event string, payload any, ack socket.Ack, wctx context.
 	if t := h.srv.cfg.Tracer; t != nil {
 		_, span = t.Start(h.ctx, event, trace.WithSpanKind(trace.SpanKindServer),
 			trace.WithAttributes(attribute.String("smcp.computer", req.Computer), attribute.String("smcp.req_id", req.ReqID)))
+		if sc := span.SpanContext(); sc.HasTraceID() {
+			req.TraceID = sc.TraceID().String()
+		}
 	}
 	// No goroutine per call: the answer is acked from the callback, on the
 	// goroutine that settles the call (see core.Session.Go).

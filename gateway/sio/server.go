@@ -95,10 +95,14 @@ type Config struct {
 	MaxUnauthenticatedPerAddr int
 	AuthTimeout               time.Duration
 	// AllowedOrigins are the browser origins, besides the gateway's own,
-	// whose pages may connect ("*" for any); requests with another Origin
-	// get 403. Clients that send no Origin (every non-browser client) are
-	// not affected.
+	// whose pages may connect (httpauth.Origins: an origin,
+	// "https://*.example.com", or "*" for any); requests with another
+	// Origin get 403. Clients that send no Origin (every non-browser
+	// client) are not affected.
 	AllowedOrigins []string
+	// AllowedHosts are host names a loopback listener answers besides
+	// loopback ones (httpauth.Rebound); other Host names get 403.
+	AllowedHosts []string
 	// Metrics, when set, records connections, calls and refusals.
 	Metrics *metrics.Metrics
 	// Tracer, when set, traces each routed client: event. Unset, no span
@@ -203,7 +207,7 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	s.io = socket.NewServer(nil, opts)
 	engine := s.io.ServeHandler(opts)
 	_ = s.io.Engine().On("connection", s.pre.opened)
-	s.handler = originCheck(cfg.AllowedOrigins, s.vers.check(s.pre.handshakes(engine)))
+	s.handler = originCheck(cfg.AllowedOrigins, cfg.AllowedHosts, s.vers.check(s.pre.handshakes(engine)))
 
 	nsp := s.io.Of(smcp.Namespace, nil)
 	s.nsp = nsp
@@ -381,9 +385,12 @@ func (s *Server) onConnection(sock *socket.Socket) {
 		return
 	}
 	s.cfg.Metrics.Connected(1)
-	ctx, cancel := context.WithCancel(context.Background())
+	// The connection serves under its credential: a revoked key or an
+	// expired token ends it (endWithCredential).
+	ctx, cancel := p.Bound(context.Background())
 	s.log.Info("connected", "sid", sid, "key", p.ID, "addr", sock.Handshake().Address)
 	h := &handler{srv: s, sess: sess, ctx: ctx, sid: sid, key: p.ID, events: eventsOf[d.proto.Version]}
+	stopEnding := context.AfterFunc(ctx, func() { h.endWithCredential(sock) })
 	h.work.init(s.cfg.MaxQueuedEvents)
 	limit := func([]any) bool { return true }
 	if s.cfg.EventsPerSecond > 0 {
@@ -429,6 +436,7 @@ func (s *Server) onConnection(sock *socket.Socket) {
 	_ = sock.On("disconnect", func(args ...any) {
 		// The worker is closed (its registry calls cut short) before the
 		// session, so that no join of it lands after the session's close.
+		stopEnding()
 		cancel()
 		h.work.close()
 		sess.Close()
@@ -436,6 +444,23 @@ func (s *Server) onConnection(sock *socket.Socket) {
 		s.cfg.Metrics.Connected(-1)
 		h.log().Info("disconnected", "reason", fmt.Sprint(args...))
 	})
+}
+
+// endWithCredential closes the connection whose context its credential
+// ended (a revoked key, an expired token). The transport is closed rather
+// than the namespace disconnected, so that a client reconnects as it does
+// after any lost connection and meets the keys in force: a key changed by
+// a reload comes back under its new entry, a removed key or an expired
+// token gets a connect_error with the flat 401 saying why.
+func (h *handler) endWithCredential(sock *socket.Socket) {
+	cause := core.CredentialEnded(h.ctx)
+	if cause == nil {
+		return
+	}
+	h.log().Info("closing the connection: its credential ended", "reason", cause.Error())
+	if conn := sock.Conn(); conn != nil {
+		conn.Close(false)
+	}
 }
 
 // rateLimit returns a connection's gate: events beyond the token bucket get a

@@ -8,8 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
@@ -29,22 +31,35 @@ type probe struct {
 type probeKey struct{}
 
 // keySet is an oidc.KeySet over the issuer's JWKS, found by discovery.
-// Fetches are serialised and bounded: one every RefreshInterval at most,
-// whatever the tokens ask for.
+// Fetches are single-flight and bounded: one every RefreshInterval at most,
+// whatever the tokens ask for. A fetch counts against the bound when it
+// starts and is detached from the request that started it (its own
+// timeout, FetchTimeout): a caller that resets its stream (an h2c
+// RST_STREAM cancels the request's context at once) neither cancels the
+// fetch nor gets the interval back, so that resets cannot turn each forged
+// token into a call to the identity provider.
 type keySet struct {
-	issuer   string
-	client   *http.Client
-	every    time.Duration // RefreshInterval
-	maxAge   time.Duration
-	timeout  time.Duration
-	log      *slog.Logger
-	now      func() time.Time
-	current  atomic.Pointer[keys]
-	fetching chan struct{} // holds one token while a fetch runs
+	issuer  string
+	client  *http.Client
+	every   time.Duration // RefreshInterval
+	maxAge  time.Duration
+	timeout time.Duration
+	log     *slog.Logger
+	now     func() time.Time
+	current atomic.Pointer[keys]
 
-	// Under fetching.
+	mu      sync.Mutex
+	flight  *flight   // the fetch in progress; nil when none
+	lastTry time.Time // when the last fetch started
+
+	// Only the goroutine running a flight reads or writes it.
 	jwksURL string // from discovery; cleared when a fetch fails
-	lastTry time.Time
+}
+
+// flight is one fetch, which its concurrent waiters share.
+type flight struct {
+	done chan struct{}
+	err  error // set before done is closed
 }
 
 // keys is one fetched key set.
@@ -56,7 +71,7 @@ type keys struct {
 func newKeySet(cfg Config) *keySet {
 	return &keySet{
 		issuer: cfg.Issuer, client: cfg.HTTPClient, every: cfg.RefreshInterval, maxAge: cfg.MaxKeyAge,
-		timeout: cfg.FetchTimeout, log: cfg.Logger, now: time.Now, fetching: make(chan struct{}, 1),
+		timeout: cfg.FetchTimeout, log: cfg.Logger, now: time.Now,
 	}
 }
 
@@ -124,51 +139,85 @@ func (ks *keys) find(kid, alg string) []jose.JSONWebKey {
 }
 
 // refresh fetches the key set unless one was fetched since seen was, or a
-// fetch was tried within the refresh interval; it returns the newest set
-// (nil when none was ever fetched). A failed fetch keeps the set held.
+// fetch started within the refresh interval; it returns the newest set (nil
+// when none was ever fetched). A fetch in flight is waited for (until ctx
+// ends) rather than started again. A failed fetch keeps the set held.
 func (k *keySet) refresh(ctx context.Context, seen *keys) *keys {
-	select {
-	case k.fetching <- struct{}{}:
-	case <-ctx.Done():
-		return k.current.Load()
-	}
-	defer func() { <-k.fetching }()
-	cur := k.current.Load()
-	if cur != seen || (!k.lastTry.IsZero() && k.now().Sub(k.lastTry) < k.every) {
-		return cur
-	}
-	fetched, err := k.fetch(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			// A caller that gave up does not spend the interval.
-			k.lastTry = k.now()
+	f, run := k.join(seen, false)
+	switch {
+	case f == nil:
+	case run:
+		// The starter waits for its fetch even when its own request is
+		// gone: at most one goroutine does, for at most FetchTimeout, and
+		// every goroutine stays its caller's.
+		k.run(ctx, f)
+	default:
+		select {
+		case <-f.done:
+		case <-ctx.Done():
 		}
-		k.log.Warn("issuer's keys not fetched", "issuer", k.issuer, "err", err)
-		return cur
 	}
-	k.lastTry = k.now()
-	k.current.Store(fetched)
-	return fetched
+	return k.current.Load()
 }
 
-func (k *keySet) prefetch(ctx context.Context) error {
-	select {
-	case k.fetching <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+// join returns the fetch in flight, or starts one (run: the caller must run
+// it) when seen is still the held set and the refresh interval has passed
+// since the last start, or always when force. It returns nil when no fetch
+// is due.
+func (k *keySet) join(seen *keys, force bool) (f *flight, run bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !force && k.current.Load() != seen {
+		return nil, false
 	}
-	defer func() { <-k.fetching }()
-	fetched, err := k.fetch(ctx)
-	if err != nil {
-		return err
+	if k.flight != nil {
+		return k.flight, false
 	}
+	if !force && !k.lastTry.IsZero() && k.now().Sub(k.lastTry) < k.every {
+		return nil, false
+	}
+	k.flight = &flight{done: make(chan struct{})}
+	// Counted now, whatever becomes of the fetch or of its requester.
 	k.lastTry = k.now()
-	k.current.Store(fetched)
-	return nil
+	return k.flight, true
+}
+
+// run fetches for f, detached from ctx's cancellation (fetch applies its
+// own timeout), and hands the outcome to f's waiters.
+func (k *keySet) run(ctx context.Context, f *flight) {
+	fetched, err := k.fetch(context.WithoutCancel(ctx))
+	if err != nil {
+		k.log.Warn("issuer's keys not fetched", "issuer", k.issuer, "err", err)
+	} else {
+		k.current.Store(fetched)
+	}
+	k.mu.Lock()
+	k.flight = nil
+	k.mu.Unlock()
+	f.err = err
+	close(f.done)
+}
+
+// prefetch fetches now, whatever the interval (Verifier.Prefetch, at
+// start), or waits for the fetch in flight, and returns its error.
+func (k *keySet) prefetch(ctx context.Context) error {
+	f, run := k.join(nil, true)
+	if run {
+		k.run(ctx, f)
+		return f.err
+	}
+	select {
+	case <-f.done:
+		return f.err
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the issuer's keys: %w", ctx.Err())
+	}
 }
 
 // fetch runs discovery (once, or again after a failure) and reads the JWKS.
-// Called holding fetching.
+// Called by the goroutine running a flight. Errors quote at most a short
+// prefix of what the issuer sent (see clip): an error page may be
+// megabytes.
 func (k *keySet) fetch(ctx context.Context) (*keys, error) {
 	ctx, cancel := context.WithTimeout(ctx, k.timeout)
 	defer cancel()
@@ -177,7 +226,8 @@ func (k *keySet) fetch(ctx context.Context) (*keys, error) {
 		// configured issuer.
 		p, err := oidc.NewProvider(oidc.ClientContext(ctx, k.client), k.issuer)
 		if err != nil {
-			return nil, fmt.Errorf("discovery: %w", err)
+			// The library quotes the whole body of a refusal.
+			return nil, fmt.Errorf("discovery: %s", clip(err.Error()))
 		}
 		var doc struct {
 			JWKSURL string `json:"jwks_uri"`
@@ -213,12 +263,10 @@ func (k *keySet) getJWKS(ctx context.Context) ([]jose.JSONWebKey, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("jwks %s: %s", k.jwksURL, resp.Status)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes+1))
+	// The client's transport bounds the body (MaxIssuerDocumentBytes).
+	body, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("jwks %s: %w", k.jwksURL, err)
-	}
-	if len(body) > maxJWKSBytes {
-		return nil, fmt.Errorf("jwks %s: larger than %d bytes", k.jwksURL, maxJWKSBytes)
 	}
 	var doc struct {
 		Keys []json.RawMessage `json:"keys"`
@@ -251,4 +299,62 @@ func (k *keySet) getJWKS(ctx context.Context) ([]jose.JSONWebKey, error) {
 var allAlgorithms = []jose.SignatureAlgorithm{
 	jose.RS256, jose.RS384, jose.RS512, jose.ES256, jose.ES384, jose.ES512,
 	jose.PS256, jose.PS384, jose.PS512, jose.EdDSA,
+}
+
+// errTooLarge ends the reading of a discovery document or key set larger
+// than MaxIssuerDocumentBytes.
+var errTooLarge = fmt.Errorf("larger than %d bytes", MaxIssuerDocumentBytes)
+
+// boundedBodies is the fetching client's transport: every response body
+// (discovery, JWKS, an error page) reads at most limit bytes, then fails
+// with errTooLarge. The OIDC library reads discovery documents and error
+// bodies whole (io.ReadAll) with no bound of its own.
+type boundedBodies struct {
+	next  http.RoundTripper
+	limit int64
+}
+
+func (t boundedBodies) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &boundedBody{ReadCloser: resp.Body, left: t.limit}
+	return resp, nil
+}
+
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	// One byte more than is left, to tell "exactly the limit" from "over".
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	if int64(n) > b.left {
+		n = int(b.left)
+		b.left = 0
+		return n, errTooLarge
+	}
+	b.left -= int64(n)
+	return n, err
+}
+
+// maxQuoted bounds what an error quotes of an issuer's answer.
+const maxQuoted = 256
+
+// clip bounds a text an issuer controls (an error quoting its answer) for a
+// log line or an error.
+func clip(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:cut], len(s))
 }

@@ -50,10 +50,16 @@ const (
 	DefaultMaxKeyAge = time.Hour
 	// DefaultFetchTimeout bounds one discovery or JWKS request.
 	DefaultFetchTimeout = 10 * time.Second
+	// DefaultMaxLifetime bounds a token's lifetime (exp - iat): a token
+	// valid for years is a leaked credential waiting to happen, and
+	// nothing revokes it.
+	DefaultMaxLifetime = 24 * time.Hour
 	// MaxTokenBytes bounds a token; identity providers' tokens are a few KiB.
 	MaxTokenBytes = 16 << 10
-	// maxJWKSBytes bounds a discovery document or key set read.
-	maxJWKSBytes = 1 << 20
+	// MaxIssuerDocumentBytes bounds every body read from the issuer: the
+	// discovery document, the key set, an error page. Identity providers'
+	// are a few KiB.
+	MaxIssuerDocumentBytes = 1 << 20
 	// IDPrefix starts the Principal.ID of a token's subject.
 	IDPrefix = "oidc:"
 )
@@ -82,14 +88,24 @@ type Config struct {
 	OfficesClaim string
 	RolesClaim   string
 	NameClaim    string
+	// RulesClaim names the claim (one string or a list, e.g. "groups")
+	// whose values RuleSetsByClaim maps to rule sets of the keys file
+	// (core.Principal.RuleSets); values it does not map add none, and a
+	// token without the claim is bound by no rule set.
+	RulesClaim      string
+	RuleSetsByClaim map[string][]string
 	// Algorithms accepted; default DefaultAlgorithms.
 	Algorithms []string
 	// RefreshInterval, MaxKeyAge and FetchTimeout: see the defaults.
 	RefreshInterval time.Duration
 	MaxKeyAge       time.Duration
 	FetchTimeout    time.Duration
+	// MaxLifetime bounds a token's lifetime: exp - iat, or exp - now for a
+	// token without iat; default DefaultMaxLifetime.
+	MaxLifetime time.Duration
 	// HTTPClient fetches discovery and keys; default a client with
-	// FetchTimeout.
+	// FetchTimeout. Its response bodies are bounded by
+	// MaxIssuerDocumentBytes whatever its transport.
 	HTTPClient *http.Client
 	Logger     *slog.Logger
 }
@@ -131,9 +147,19 @@ func NewVerifier(cfg Config) (*Verifier, error) {
 	if cfg.FetchTimeout <= 0 {
 		cfg.FetchTimeout = DefaultFetchTimeout
 	}
+	if cfg.MaxLifetime <= 0 {
+		cfg.MaxLifetime = DefaultMaxLifetime
+	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: cfg.FetchTimeout}
 	}
+	bounded := *cfg.HTTPClient
+	next := bounded.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	bounded.Transport = boundedBodies{next: next, limit: MaxIssuerDocumentBytes}
+	cfg.HTTPClient = &bounded
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -188,11 +214,26 @@ func (v *Verifier) authenticate(ctx context.Context, raw string) (*core.Principa
 	if err != nil {
 		return nil, v.reason(err, pr, hdr, claims)
 	}
+	// The library checked exp (a token without one is expired) and nbf.
+	// The lifetime counts from iat, or from now when iat is missing or
+	// ahead (an iat in the future would make a long-lived token look short).
+	start, basis := tok.IssuedAt, "exp - iat"
+	if now := time.Now(); start.IsZero() || start.After(now) {
+		start, basis = now, "exp - now"
+	}
+	if life := tok.Expiry.Sub(start); life > v.cfg.MaxLifetime {
+		return nil, fmt.Sprintf("lifetime %s (%s) above the maximum of %s", life.Round(time.Second), basis, v.cfg.MaxLifetime)
+	}
 	var all map[string]any
 	if err := tok.Claims(&all); err != nil {
 		return nil, "malformed claims"
 	}
-	return v.principal(tok.Subject, all)
+	p, reason := v.principal(tok.Subject, all)
+	if p != nil {
+		// Streams and connections it opens end then (Principal.Bound).
+		p.Expires = tok.Expiry
+	}
+	return p, reason
 }
 
 // reason explains a refusal of the library's verifier in words a log
@@ -229,7 +270,17 @@ func (v *Verifier) principal(sub string, claims map[string]any) (*core.Principal
 	if sub == "" {
 		return nil, "no subject (sub)"
 	}
-	p := &core.Principal{ID: IDPrefix + sub}
+	p := &core.Principal{ID: IDPrefix + sub, Claims: claims, Issuer: v.cfg.Issuer}
+	if c := v.cfg.RulesClaim; c != "" {
+		values, _ := stringList(claimAt(claims, c))
+		for _, val := range values {
+			for _, set := range v.cfg.RuleSetsByClaim[val] {
+				if !slices.Contains(p.RuleSets, set) {
+					p.RuleSets = append(p.RuleSets, set)
+				}
+			}
+		}
+	}
 	if c := v.cfg.RolesClaim; c != "" {
 		roles, ok := stringList(claimAt(claims, c))
 		if !ok {
@@ -422,7 +473,9 @@ func isLoopback(host string) bool {
 
 // Authenticator is the gateway's one core.Authenticator when tokens are on:
 // a credential that looks like a JWT goes to Tokens, anything else to Keys.
-// Keys may be nil (tokens only).
+// Keys may be nil (tokens only). When Keys reserves names (a key ring whose
+// keys have fixed names: core.NameReserver), a token without a name claim
+// may not use them either, as the ring's own keys without a name may not.
 type Authenticator struct {
 	Keys   core.Authenticator
 	Tokens *Verifier
@@ -432,7 +485,14 @@ type Authenticator struct {
 func (a Authenticator) Authenticate(ctx context.Context, credential string) (*core.Principal, error) {
 	switch {
 	case a.Tokens != nil && LooksLikeJWT(credential):
-		return a.Tokens.Authenticate(ctx, credential)
+		p, err := a.Tokens.Authenticate(ctx, credential)
+		if err != nil {
+			return nil, err
+		}
+		if r, ok := a.Keys.(core.NameReserver); ok {
+			r.ReserveNames(p)
+		}
+		return p, nil
 	case a.Keys != nil && a.Tokens != nil && credential == "":
 		return nil, smcp.Errorf(smcp.CodeUnauthenticated, "missing API key or bearer token")
 	case a.Keys != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -429,4 +430,41 @@ func FuzzAuthenticate(f *testing.F) {
 			t.Fatalf("the refusal quotes the credential: %q", e.Message)
 		}
 	})
+}
+
+// The rules claim's values map to rule sets (one string or a list; values
+// not mapped add none; no claim, no rule set); the principal carries the
+// claims and the issuer.
+func TestRulesClaimMapsToRuleSets(t *testing.T) {
+	key := tokentest.NewKey(t, "k", jose.ES256)
+	iss := tokentest.New(t, audience, key)
+	v := newVerifier(t, iss, nil, func(c *tokens.Config) {
+		c.RulesClaim = "groups"
+		c.RuleSetsByClaim = map[string][]string{"echo-users": {"echo-only"}, "interns": {"safe", "echo-only"}}
+	})
+	for _, tc := range []struct {
+		groups any
+		want   []string
+	}{
+		{[]string{"echo-users"}, []string{"echo-only"}},
+		{"interns", []string{"safe", "echo-only"}},
+		{[]string{"interns", "echo-users", "staff"}, []string{"safe", "echo-only"}},
+		{[]string{"staff"}, nil},
+		{nil, nil},
+	} {
+		extra := map[string]any{}
+		if tc.groups != nil {
+			extra["groups"] = tc.groups
+		}
+		p, err := v.Authenticate(context.Background(), tokentest.Sign(t, key, scoped(iss, extra)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(p.RuleSets, tc.want) {
+			t.Errorf("groups %v: rule sets %v, want %v", tc.groups, p.RuleSets, tc.want)
+		}
+		if p.Issuer != iss.URL || p.Claims["preferred_username"] != "alice" {
+			t.Errorf("principal issuer %q claims %v", p.Issuer, p.Claims)
+		}
+	}
 }

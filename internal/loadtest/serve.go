@@ -63,7 +63,10 @@ func Serve(ctx context.Context, kind string, node Node, ln net.Listener, log *sl
 		// per-connection limit meant for production: the limiter stays on
 		// (its cost is measured) with a rate no run reaches.
 		g, err := gateway.New(gateway.Config{Auth: core.AllowAll{}, Logger: log,
-			SIO: sio.Config{EventsPerSecond: 1e7, MaxConnsPerAddr: -1}, MCP: mcpfront.Options{EventsPerSecond: 1e7, MaxSessions: 1 << 20, MaxSessionsPerAddr: -1},
+			SIO: sio.Config{EventsPerSecond: 1e7, MaxConnsPerAddr: -1}, MCP: mcpfront.Options{EventsPerSecond: 1e7,
+				MaxSessions: 1 << 20, MaxSessionsPerAddr: -1, MaxSessionsPerKey: -1, // one key (AllowAll), one address
+				MaxListenStreams: 1 << 20, MaxListenStreamsPerAddr: -1, MaxListenStreamsPerKey: -1,
+				MaxOfficeViews: 1 << 20, MaxOfficeViewsPerKey: -1},
 			Redis: node.Redis, NodeID: node.ID, MaxUnauthenticatedPerAddr: -1})
 		if err != nil {
 			return err

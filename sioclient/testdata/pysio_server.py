@@ -14,10 +14,16 @@ Like the reference server, server:join_office answers [true, null] or [false, re
 server forwards client: requests to the computer with a call (emit with ack). After a computer
 joins, it asks it client:get_tools and client:get_desktop itself, as an agent's request would.
 
-usage: python3 pysio_server.py aiohttp|asgi [--refuse-version]
+With --sdk-auth the namespace CONNECT is authenticated as the Python SDK's default provider does:
+the key from the auth object's "token" only, a refusal raised as ConnectionRefusedError with a
+plain message (no flat error); each refusal prints {"refused": {"auth": ...}}.
+
+usage: python3 pysio_server.py aiohttp|asgi [--refuse-version] [--sdk-auth]
 """
 
 import asyncio
+import base64
+import hashlib
 import json
 import socket
 import sys
@@ -27,6 +33,7 @@ import socketio
 NS = "/smcp"
 mode = sys.argv[1]
 refuse_version = "--refuse-version" in sys.argv[2:]
+sdk_auth = "--sdk-auth" in sys.argv[2:]
 
 
 def out(obj):
@@ -51,10 +58,16 @@ def transport(sid):
 
 @sio.on("connect", namespace=NS)
 async def connect(sid, environ, auth=None):
-    # The reference server reads the key from the header or the auth object.
-    key = environ.get("HTTP_X_API_KEY") or (auth or {}).get("api_key")
-    if key != "py-key":
-        raise socketio.exceptions.ConnectionRefusedError({"code": 401, "message": "invalid API key"})
+    if sdk_auth:
+        # The SDK's default provider: auth.token, nothing else.
+        if not isinstance(auth, dict) or auth.get("token") != "py-key":
+            out({"refused": {"auth": auth}})
+            raise socketio.exceptions.ConnectionRefusedError("Invalid connection request")
+    else:
+        # The reference server reads the key from the header or the auth object.
+        key = environ.get("HTTP_X_API_KEY") or (auth or {}).get("api_key")
+        if key != "py-key":
+            raise socketio.exceptions.ConnectionRefusedError({"code": 401, "message": "invalid API key"})
     # environ is the session's first request: what the client opened with.
     out({"connect": {"auth": auth, "query": environ.get("QUERY_STRING", ""), "method": environ.get("REQUEST_METHOD", "")}})
 
@@ -81,6 +94,38 @@ async def ask(sid, data):
         except Exception as exc:  # the test reads the failure
             answer = {"error": repr(exc)}
         out({"answer": event, "data": answer, "transport": transport(sid)})
+    if sdk_auth:
+        await ask_more(sid, data)
+
+
+async def ask_more(sid, data):
+    """As an agent of the SDK would go on: a tool call, a skill, its file drained as a blob."""
+    base = {"agent": "py-agent", "computer": data["name"]}
+
+    async def call(event, req_id, **fields):
+        try:
+            return await sio.call(event, dict(base, req_id=req_id, **fields), to=sid, namespace=NS, timeout=10)
+        except Exception as exc:  # the test reads the failure
+            return {"error": repr(exc)}
+
+    tools = await call("client:get_tools", "r3")
+    names = [t.get("name", "") for t in tools.get("tools") or []]
+    name = next((n for n in names if n.endswith("__echo")), "")
+    answer = await call("client:tool_call", "r4", tool_name=name, params={"text": "hi"}, timeout=10)
+    out({"answer": "client:tool_call", "data": answer})
+    answer = await call("client:get_skill", "r5", name="report", rel_path="big.md")
+    out({"answer": "client:get_skill", "data": answer})
+    handle, got, n = answer.get("blob_handle"), bytearray(), 0
+    while handle:
+        n += 1
+        chunk = await call("client:get_blob", "r6-%d" % n, blob_handle=handle, chunk_offset=len(got))
+        if "blob" not in chunk or n > 1000:
+            out({"drained": {"error": chunk}})
+            return
+        got += base64.b64decode(chunk["blob"])
+        if chunk.get("eof"):
+            out({"drained": {"size": len(got), "sha256": hashlib.sha256(got).hexdigest(), "said": chunk.get("sha256")}})
+            return
 
 
 @sio.on("server:leave_office", namespace=NS)

@@ -74,7 +74,7 @@ async function signIn(key, agent) {
   $("#login").hidden = true;
   $("#app").hidden = false;
   $("#whoami").textContent = agent ? `acting as agent "${agent}"` : "acting as the gateway's default agent";
-  metrics.start();
+  metrics.start({ [keyHeader]: key });
   renderDetail();
   await refreshOffices();
   clearInterval(state.poll);

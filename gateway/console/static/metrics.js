@@ -31,7 +31,9 @@ const charts = [
   { id: "refused", title: "refusals / s", fmt: (v) => v.toFixed(1) },
 ];
 
-// Metrics polls /metrics and redraws the charts in root.
+// Metrics polls /metrics and redraws the charts in root. The gateway serves
+// /metrics on its public port to operator keys only: start is given the
+// signed-in key's header.
 export class Metrics {
   constructor(root, { interval = 2000, points = 60 } = {}) {
     this.root = root;
@@ -41,7 +43,8 @@ export class Metrics {
     this.prev = null;
   }
 
-  start() {
+  start(headers = {}) {
+    this.headers = headers;
     this.stop();
     this.tick();
     this.timer = setInterval(() => this.tick(), this.interval);
@@ -54,9 +57,14 @@ export class Metrics {
   async tick() {
     let text;
     try {
-      const res = await fetch("/metrics", { cache: "no-store", credentials: "omit" });
+      const res = await fetch("/metrics", { cache: "no-store", credentials: "omit", headers: this.headers });
       if (res.status === 404) {
         fill(this.root, el("p", { class: "muted", id: "metrics-off" }, "This gateway does not serve /metrics (start it with --metrics)."));
+        this.stop();
+        return;
+      }
+      if (res.status === 401 || res.status === 403) {
+        fill(this.root, el("p", { class: "muted", id: "metrics-off" }, "The gateway's figures are for operator keys (a key without roles, offices or name)."));
         this.stop();
         return;
       }

@@ -1,7 +1,8 @@
 // Package tokentest is an OpenID Connect issuer for tests: an HTTP server on
 // loopback serving /.well-known/openid-configuration and a JWKS, whose
 // published keys can be changed while it runs (a rotation), and that signs
-// tokens with go-jose. It counts the JWKS fetches it answers.
+// tokens with go-jose. It counts the discovery and JWKS fetches it gets, and
+// can hold them unanswered (Hold) to show what a fetch in flight does.
 package tokentest
 
 import (
@@ -59,10 +60,13 @@ type Issuer struct {
 	// Audience is the "aud" Claims puts in tokens.
 	Audience string
 
-	srv     *httptest.Server
-	mu      sync.Mutex
-	keys    []*Key // published
-	fetches atomic.Int64
+	srv         *httptest.Server
+	mu          sync.Mutex
+	keys        []*Key        // published
+	held        chan struct{} // non-nil while Hold is in force
+	fetches     atomic.Int64
+	discoveries atomic.Int64
+	waiting     atomic.Int64
 }
 
 // New starts an issuer on loopback publishing keys (stopped at the end of
@@ -71,7 +75,11 @@ func New(t testing.TB, audience string, keys ...*Key) *Issuer {
 	t.Helper()
 	iss := &Issuer{Audience: audience, keys: keys}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
+		iss.discoveries.Add(1)
+		if !iss.wait(r) {
+			return
+		}
 		writeJSON(w, map[string]any{
 			"issuer":                                iss.URL,
 			"jwks_uri":                              iss.URL + "/keys",
@@ -82,8 +90,11 @@ func New(t testing.TB, audience string, keys ...*Key) *Issuer {
 			"id_token_signing_alg_values_supported": []string{"RS256", "ES256"},
 		})
 	})
-	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
 		iss.fetches.Add(1)
+		if !iss.wait(r) {
+			return
+		}
 		iss.mu.Lock()
 		var set jose.JSONWebKeySet
 		for _, k := range iss.keys {
@@ -95,8 +106,53 @@ func New(t testing.TB, audience string, keys ...*Key) *Issuer {
 	iss.srv = httptest.NewServer(mux)
 	iss.URL = iss.srv.URL
 	t.Cleanup(iss.srv.Close)
+	t.Cleanup(iss.Release) // before Close, which waits for held requests
 	return iss
 }
+
+// wait holds r while Hold is in force; false: r's client left first.
+func (iss *Issuer) wait(r *http.Request) bool {
+	iss.mu.Lock()
+	held := iss.held
+	iss.mu.Unlock()
+	if held == nil {
+		return true
+	}
+	iss.waiting.Add(1)
+	defer iss.waiting.Add(-1)
+	select {
+	case <-held:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+// Hold makes discovery and JWKS requests wait unanswered, until Release or
+// until their client gives up.
+func (iss *Issuer) Hold() {
+	iss.mu.Lock()
+	defer iss.mu.Unlock()
+	if iss.held == nil {
+		iss.held = make(chan struct{})
+	}
+}
+
+// Release answers the requests Hold holds, and those after.
+func (iss *Issuer) Release() {
+	iss.mu.Lock()
+	defer iss.mu.Unlock()
+	if iss.held != nil {
+		close(iss.held)
+		iss.held = nil
+	}
+}
+
+// Waiting counts the requests Hold holds now.
+func (iss *Issuer) Waiting() int { return int(iss.waiting.Load()) }
+
+// DiscoveryFetches counts the discovery requests received so far.
+func (iss *Issuer) DiscoveryFetches() int { return int(iss.discoveries.Load()) }
 
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -113,7 +169,7 @@ func (iss *Issuer) Publish(keys ...*Key) {
 // Close stops the issuer: discovery and keys can no longer be fetched.
 func (iss *Issuer) Close() { iss.srv.Close() }
 
-// JWKSFetches counts the JWKS requests answered so far.
+// JWKSFetches counts the JWKS requests received so far.
 func (iss *Issuer) JWKSFetches() int { return int(iss.fetches.Load()) }
 
 // Claims are a valid token's claims for subject sub: this issuer, its

@@ -61,10 +61,10 @@ func processExtendedError(d map[string]any) (*types.ExtendedError, error) {
 		return nil, err
 	}
 
-	data, err := extractValue[any](d, "data")
-	if err != nil {
-		return nil, err
-	}
+	// "data" is optional (a python-socketio ConnectionRefusedError with
+	// one argument sends {"message": ...} only): the message must reach
+	// the application either way. PATCHED.md.
+	data := d["data"]
 
 	return &types.ExtendedError{
 		Message: message,
