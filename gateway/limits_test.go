@@ -164,7 +164,21 @@ func TestConnectionsPerAddress(t *testing.T) {
 
 func scrape(t *testing.T, base string) string {
 	t.Helper()
-	resp, err := http.Get(base + "/metrics")
+	return scrapeAs(t, base, "")
+}
+
+// scrapeAs reads /metrics with key, which the gateway's port asks of a
+// gateway with keys (an operator's).
+func scrapeAs(t *testing.T, base, key string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("x-api-key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -196,7 +196,7 @@ func TestQuotaSlowKeyEveryFrontEnd(t *testing.T) {
 			checkQuotaRefusal(t, front, refusal)
 		})
 	}
-	body := scrape(t, g.URL)
+	body := scrapeAs(t, g.URL, "full-key")
 	for _, f := range []string{"socket.io", "rpc", "mcp"} {
 		line := fmt.Sprintf(`smcp_governance_refused_total{front=%q,reason="quota_calls_per_second"}`, f)
 		if !strings.Contains(body, line) {
