@@ -189,6 +189,35 @@ func (g *governance) record(ctx context.Context, c *core.Call) *audit.Record {
 	return r
 }
 
+// event records a join, a leave or an eviction (core.Config.Events).
+// It runs under the hub's lock: Log only queues.
+func (g *governance) event(e core.Event) {
+	if g.audit == nil {
+		return
+	}
+	front := e.Front
+	if e.Protocol != "" {
+		front += "/" + e.Protocol
+	}
+	r := audit.Record{Time: time.Now(), Node: g.node, Front: front, Event: e.Kind, Office: e.Office,
+		Outcome: audit.OutcomeOf(e.Err)}
+	if p := e.Principal; p != nil {
+		r.Principal = p.ID
+		if r.Issuer = p.Issuer; r.Issuer != "" {
+			r.Subject, _ = p.Claims["sub"].(string)
+		}
+	}
+	if e.Role == smcp.RoleComputer {
+		r.Computer = e.Name
+	} else {
+		r.Agent = e.Name
+	}
+	if err, ok := smcp.AsError(e.Err); ok {
+		r.Reason = err.Message // the core's own refusal: names the bound, never a credential
+	}
+	g.audit.Log(r)
+}
+
 // toolName is a tool call's tool as its computer names it.
 func toolName(c *core.Call) string {
 	if c.Tool == nil {

@@ -1,0 +1,120 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/audit"
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
+	"github.com/smcpgw/smcp-gateway/sioclient"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// Joins, leaves, seat evictions and refused joins are recorded once each,
+// with who, where and which agent or computer: a Socket.IO computer's and
+// agent's joins and the agent's leave, a refused join (the key may not
+// act as a computer), an MCP session's seat, and the operator's evictions
+// of the Socket.IO agent and of the MCP session (neither also recorded as
+// a leave).
+func TestAuditRecordsJoinLeaveEvict(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	sink, err := audit.OpenFile(audit.FileOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := core.NewKeyRing(
+		core.Key{Key: "op-key", ID: "operator"},
+		core.Key{Key: "agent-key", ID: "scoped", Roles: []string{smcp.RoleAgent}},
+		core.Key{Key: "full-key", ID: "full", Roles: []string{smcp.RoleComputer}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, gateway.Config{Auth: ring, Core: core.Config{SeatLease: seatLease},
+		Audit: gateway.AuditConfig{Sinks: []audit.Sink{sink}}, Logger: testLogger})
+	ctx := longCtx(t)
+	dialComputerWithKey(t, g.URL, "full-key", "pc", "o")
+
+	bob, err := sioclient.Dial(ctx, sioclient.Options{URL: g.URL, APIKey: "agent-key", Version: smcp.ProtocolVersion, NoReconnect: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bob.Close()
+	if err := bob.JoinOffice(ctx, smcp.RoleComputer, "bob", "o"); err == nil {
+		t.Fatal("an agent key joined as a computer")
+	}
+	if err := bob.JoinOffice(ctx, smcp.RoleAgent, "bob", "o"); err != nil {
+		t.Fatal(err)
+	}
+	if err := bob.LeaveOffice(ctx, "o"); err != nil {
+		t.Fatal(err)
+	}
+	if err := bob.JoinOffice(ctx, smcp.RoleAgent, "bob", "o"); err != nil {
+		t.Fatal(err)
+	}
+	op := seatAPI(g.URL, "op-key", "operator")
+	if _, err := op.EvictAgent(ctx, &smcpv1.EvictAgentRequest{OfficeId: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-bob.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("evicted Socket.IO agent still connected")
+	}
+	sid := mcpVanish(t, g.URL, "o", "ghost")
+	if _, err := op.EvictAgent(ctx, &smcpv1.EvictAgentRequest{OfficeId: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Within(t, 20*time.Second, "the evicted MCP session is closed", func() bool {
+		return mcpPost(t, g.URL, "o", "ghost", sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`).StatusCode == http.StatusNotFound
+	})
+	if err := g.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct {
+			Event, Front, Principal, Office, Agent, Computer, Outcome string
+			Node                                                       string
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		switch r.Event {
+		case core.EventJoin, core.EventLeave, core.EventEvict:
+		default:
+			continue // routed requests, the MCP session's own listings
+		}
+		if r.Computer == "pc" && r.Event == core.EventLeave {
+			continue // the gateway's stop may or may not close pc before the audit's
+		}
+		got = append(got, strings.Join([]string{r.Event, r.Front, r.Principal, r.Office, r.Agent, r.Computer, r.Outcome}, " "))
+	}
+	want := []string{
+		"join socket.io full o  pc ok",
+		"join socket.io scoped o  bob 403",
+		"join socket.io scoped o bob  ok",
+		"leave socket.io scoped o bob  ok",
+		"join socket.io scoped o bob  ok",
+		"evict socket.io operator o bob  ok",
+		"join mcp scoped o ghost  ok",
+		"evict mcp operator o ghost  ok",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("audit of joins, leaves and evictions:\n got %q\nwant %q\n%s", got, want, b)
+	}
+}
