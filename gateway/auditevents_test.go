@@ -89,7 +89,7 @@ func TestAuditRecordsJoinLeaveEvict(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		var r struct {
 			Event, Front, Principal, Office, Agent, Computer, Outcome string
-			Node                                                       string
+			Node                                                      string
 		}
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("%s: %v", line, err)
