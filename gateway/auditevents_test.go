@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -117,4 +118,56 @@ func TestAuditRecordsJoinLeaveEvict(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("audit of joins, leaves and evictions:\n got %q\nwant %q\n%s", got, want, b)
 	}
+}
+
+// With HashArgs and HashResults, a tool call's record holds the SHA-256
+// of its arguments and of the answer its agent got (byte for byte), never
+// their values.
+func TestAuditHashesArgsAndResults(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	sink, err := audit.OpenFile(audit.FileOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := startGateway(t, gateway.Config{Audit: gateway.AuditConfig{Sinks: []audit.Sink{sink}, HashArgs: true, HashResults: true},
+		Logger: testLogger})
+	dialComputerWithKey(t, g.URL, "", "pc", "o")
+	// A raw agent: the answer's bytes as the gateway sent them.
+	bot := dialRaw(t, g.URL, nil)
+	bot.join(smcp.RoleAgent, "bot", "o")
+	args := json.RawMessage(`{"text":"secret-arg"}`)
+	ack := bot.wait(bot.emit(smcp.EventToolCall, `{"agent":"bot","req_id":"r1","computer":"pc","tool_name":"echo","params":`+
+		string(args)+`,"timeout":20}`), 20*time.Second)
+	res, ok := bytes.CutPrefix(ack, []byte("["))
+	if res, ok = bytes.CutSuffix(res, []byte("]")); !ok || !bytes.Contains(res, []byte(`"content"`)) {
+		t.Fatalf("ack %s", ack)
+	}
+	if err := g.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "secret-arg") {
+		t.Fatalf("a record holds the argument's value:\n%s", b)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var r struct {
+			RequestID    string `json:"request_id"`
+			ArgsSHA256   string `json:"args_sha256"`
+			ResultSHA256 string `json:"result_sha256"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.RequestID != "r1" {
+			continue
+		}
+		if r.ArgsSHA256 != audit.Hash(args) || r.ResultSHA256 != audit.Hash(res) {
+			t.Fatalf("record %s\nwant args_sha256 %s, result_sha256 %s of %s", line, audit.Hash(args), audit.Hash(res), res)
+		}
+		return
+	}
+	t.Fatalf("no record of the call:\n%s", b)
 }
