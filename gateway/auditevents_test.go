@@ -14,6 +14,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/audit"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
@@ -23,9 +24,9 @@ import (
 // Joins, leaves, seat evictions and refused joins are recorded once each,
 // with who, where and which agent or computer: a Socket.IO computer's and
 // agent's joins and the agent's leave, a refused join (the key may not
-// act as a computer), an MCP session's seat, and the operator's evictions
-// of the Socket.IO agent and of the MCP session (neither also recorded as
-// a leave).
+// act as a computer), an MCP session's seat, the operator's evictions of
+// the Socket.IO agent and of the MCP session (neither also recorded as a
+// leave), and the seat of an MCP session its client ended.
 func TestAuditRecordsJoinLeaveEvict(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	sink, err := audit.OpenFile(audit.FileOptions{Path: path})
@@ -78,6 +79,24 @@ func TestAuditRecordsJoinLeaveEvict(t *testing.T) {
 	testwait.Within(t, 20*time.Second, "the evicted MCP session is closed", func() bool {
 		return mcpPost(t, g.URL, "o", "ghost", sid, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`).StatusCode == http.StatusNotFound
 	})
+	// An MCP session its client ends (DELETE) releases its seat.
+	sid = mcpVanish(t, g.URL, "o", "carol")
+	del, err := http.NewRequestWithContext(ctx, http.MethodDelete, g.URL+"/mcp/o", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del.Header.Set("x-api-key", "agent-key")
+	del.Header.Set(rpc.AgentHeader, "carol")
+	del.Header.Set("Mcp-Session-Id", sid)
+	del.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(del)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		t.Fatalf("DELETE of the MCP session: %d", resp.StatusCode)
+	}
 	if err := g.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +133,8 @@ func TestAuditRecordsJoinLeaveEvict(t *testing.T) {
 		"evict socket.io operator o bob  ok",
 		"join mcp scoped o ghost  ok",
 		"evict mcp operator o ghost  ok",
+		"join mcp scoped o carol  ok",
+		"leave mcp scoped o carol  ok",
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("audit of joins, leaves and evictions:\n got %q\nwant %q\n%s", got, want, b)
