@@ -250,6 +250,9 @@ func New(cfg Config) (*Gateway, error) {
 	gov := governanceOf(cfg, rdb)
 	if gov != nil {
 		cfg.Core.Guard = gov
+		if len(cfg.Audit.Sinks) > 0 {
+			cfg.Core.Events = gov.event
+		}
 	}
 	hub := core.New(cfg.Core)
 	var node *cluster.Node

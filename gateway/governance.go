@@ -29,6 +29,9 @@ type AuditConfig struct {
 	// HashArgs records the SHA-256 of a tool call's arguments (never the
 	// arguments themselves).
 	HashArgs bool
+	// HashResults records the SHA-256 of each answer relayed (a tool
+	// call's result, a resource read), never the answer itself.
+	HashResults bool
 }
 
 // Refusal reasons of smcp_governance_refused_total.
@@ -50,7 +53,9 @@ type governance struct {
 	table  atomic.Pointer[quota.Table]
 	audit  *audit.Logger // nil: none
 	hash   bool
-	node   string
+	// hashResults: the SHA-256 of each answer (AuditConfig.HashResults).
+	hashResults bool
+	node        string
 
 	refused *prometheus.CounterVec
 	perTool *toolMetrics // nil: off
@@ -123,7 +128,7 @@ func (g *governance) Admit(ctx context.Context, c *core.Call) (func(core.Outcome
 		}
 		ticket = t
 	}
-	office, tool, isTool := c.Office, toolName(c), c.Event == smcp.EventToolCall
+	office, tool, isTool, hashResults := c.Office, toolName(c), c.Event == smcp.EventToolCall, g.hashResults
 	if rec == nil && ruled == nil && ticket == (quota.Ticket{}) && (g.perTool == nil || !isTool) {
 		return nil, nil // nothing to settle: no closure per call
 	}
@@ -138,6 +143,9 @@ func (g *governance) Admit(ctx context.Context, c *core.Call) (func(core.Outcome
 		if rec != nil {
 			rec.Outcome = audit.OutcomeOf(o.Err)
 			rec.Duration, rec.BytesIn, rec.BytesOut = o.Duration, o.BytesIn, o.BytesOut
+			if hashResults && len(o.Result) > 0 {
+				rec.ResultSHA256 = audit.Hash(o.Result)
+			}
 			g.audit.Log(*rec)
 		}
 	}, nil
@@ -187,6 +195,35 @@ func (g *governance) record(ctx context.Context, c *core.Call) *audit.Record {
 		r.ArgsSHA256 = audit.Hash(c.Args)
 	}
 	return r
+}
+
+// event records a join, a leave or an eviction (core.Config.Events).
+// It runs under the hub's lock: Log only queues.
+func (g *governance) event(e core.Event) {
+	if g.audit == nil {
+		return
+	}
+	front := e.Front
+	if e.Protocol != "" {
+		front += "/" + e.Protocol
+	}
+	r := audit.Record{Time: time.Now(), Node: g.node, Front: front, Event: e.Kind, Office: e.Office,
+		Outcome: audit.OutcomeOf(e.Err)}
+	if p := e.Principal; p != nil {
+		r.Principal = p.ID
+		if r.Issuer = p.Issuer; r.Issuer != "" {
+			r.Subject, _ = p.Claims["sub"].(string)
+		}
+	}
+	if e.Role == smcp.RoleComputer {
+		r.Computer = e.Name
+	} else {
+		r.Agent = e.Name
+	}
+	if err, ok := smcp.AsError(e.Err); ok {
+		r.Reason = err.Message // the core's own refusal: names the bound, never a credential
+	}
+	g.audit.Log(r)
 }
 
 // toolName is a tool call's tool as its computer names it.
@@ -288,7 +325,9 @@ func governanceOf(cfg Config, rdb *goredis.Client) *governance {
 	if cfg.Metrics {
 		perTool = cfg.MetricsPerTool
 	}
-	return newGovernance(cfg.Core.Guard, q, cfg.Quotas, nil, cfg.Audit.HashArgs, cfg.NodeID, perTool)
+	g := newGovernance(cfg.Core.Guard, q, cfg.Quotas, nil, cfg.Audit.HashArgs, cfg.NodeID, perTool)
+	g.hashResults = cfg.Audit.HashResults
+	return g
 }
 
 // startAudit starts the audit log of cfg.Audit, if any, for gov.

@@ -35,7 +35,7 @@ func (c *gatewayConfig) auditConfig() (gateway.AuditConfig, error) {
 		}
 		return a, nil
 	}
-	a.HashArgs = c.AuditHashArgs
+	a.HashArgs, a.HashResults = c.AuditHashArgs, c.AuditHashResults
 	if c.AuditFile == "-" {
 		a.Sinks = []audit.Sink{audit.NewJSONLines(os.Stdout)}
 		return a, nil

@@ -268,6 +268,9 @@ type gatewayConfig struct {
 	AuditMaxBackups int           `yaml:"audit_max_backups"`
 	MetricsPerTool  int           `yaml:"metrics_per_tool"`
 
+	// The answers' digests (--audit-hash-results), beside the arguments'.
+	AuditHashResults bool `yaml:"audit_hash_results"`
+
 	// apiKeyFromEnv: APIKey came from $SMCP_API_KEY, not the command line
 	// or the file; a keys file then takes precedence over it.
 	apiKeyFromEnv bool
@@ -363,6 +366,7 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.AuditFile, "audit-file", c.AuditFile, "write the audit trail (a JSON line per routed request, docs/GOVERNANCE.md) to this file, rotated by size, or - for stdout; also to OTLP logs when tracing exports OTLP")
 	fs.StringVar(&c.Audit, "audit", c.Audit, "best-effort (records dropped and counted when the queue is full) or required (calls refused with 503 while the audit cannot be written)")
 	fs.BoolVar(&c.AuditHashArgs, "audit-hash-args", c.AuditHashArgs, "record the SHA-256 of each tool call's arguments (never the arguments)")
+	fs.BoolVar(&c.AuditHashResults, "audit-hash-results", c.AuditHashResults, "record the SHA-256 of each answer relayed, a tool call's result included (never the answer)")
 	fs.IntVar(&c.AuditMaxSizeMB, "audit-max-size-mb", c.AuditMaxSizeMB, "size at which the audit file is rotated")
 	fs.IntVar(&c.AuditMaxBackups, "audit-max-backups", c.AuditMaxBackups, "rotated audit files kept (0: all)")
 	fs.IntVar(&c.MetricsPerTool, "metrics-per-tool", c.MetricsPerTool, "count tool calls, errors and latency per office and tool in /metrics, for at most this many offices and tools each (the rest are \"other\"); 0: off")

@@ -42,6 +42,7 @@ func (h *Hub) EvictAgent(ctx context.Context, p *Principal, officeID string) ([]
 	for _, m := range held {
 		h.log.Warn("agent seat evicted by operator", "office", officeID, "name", m.Name, "front", m.Front,
 			"node", m.Node, "key", p.ID)
+		h.event(Event{Kind: EventEvict, Principal: p, Front: m.Front, Office: officeID, Role: smcp.RoleAgent, Name: m.Name})
 		note, ok := h.leaveNote(m)
 		if !ok {
 			continue

@@ -104,6 +104,9 @@ type Outcome struct {
 	Duration time.Duration
 	// BytesIn is the request's size, BytesOut the answer's.
 	BytesIn, BytesOut int64
+	// Result is the answer as relayed to the caller (nil without one),
+	// valid during the call of done only: for a digest, not to be kept.
+	Result json.RawMessage
 }
 
 // ErrRefused is matched (errors.Is) by a refusal of the Config.Guard. The
@@ -274,7 +277,7 @@ func (s *Session) admit(ctx context.Context, r *Request, officeID string, fetch 
 			if cause == nil {
 				cause = gatewayResultError(r, raw)
 			}
-			report(Outcome{Err: cause, Duration: time.Since(start), BytesIn: in, BytesOut: int64(len(raw))})
+			report(Outcome{Err: cause, Duration: time.Since(start), BytesIn: in, BytesOut: int64(len(raw)), Result: raw})
 		}
 		done(raw, err)
 	}, true, nil

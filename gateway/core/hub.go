@@ -70,6 +70,10 @@ type Config struct {
 	// Guard admits every routed request and filters tool listings (see
 	// Guard); nil admits everything, at no cost.
 	Guard Guard
+	// Events, when not nil, is told of joins, leaves and evictions (see
+	// Event), for an audit trail. It may be called with the hub's lock
+	// held: it must not block nor call the hub.
+	Events func(Event)
 }
 
 func (c Config) withDefaults() Config {
@@ -333,6 +337,15 @@ type Seat struct {
 // refusal names that holder (SeatRefusal). The caller does not join: no one
 // is notified and it is not listed.
 func (h *Hub) TakeSeat(ctx context.Context, p *Principal, officeID, name string, seat Seat) (*Session, error) {
+	s, err := h.takeSeat(ctx, p, officeID, name, seat)
+	if h.cfg.Events != nil && (err != nil || seat.Lapses) {
+		h.event(Event{Kind: EventJoin, Principal: p, Front: seat.Front, Protocol: seat.Protocol, Office: officeID,
+			Role: smcp.RoleAgent, Name: name, Err: err})
+	}
+	return s, err
+}
+
+func (h *Hub) takeSeat(ctx context.Context, p *Principal, officeID, name string, seat Seat) (*Session, error) {
 	if err := p.CheckAgent(officeID, name); err != nil {
 		return nil, err
 	}
@@ -493,6 +506,17 @@ func (s *Session) Join(req *smcpv1.EnterOfficeReq) error {
 // whose message is the reason for the [false, reason] ack. It waits for the
 // registry (in a cluster, Redis) and gives up when ctx ends.
 func (s *Session) JoinContext(ctx context.Context, req *smcpv1.EnterOfficeReq) error {
+	err := s.join(ctx, req)
+	if h := s.hub; err != nil && h.cfg.Events != nil {
+		h.event(Event{Kind: EventJoin, Principal: s.principal, Front: FrontSocketIO, Office: req.GetOfficeId(),
+			Role: req.GetRole(), Name: req.GetName(), Err: err})
+	}
+	return err
+}
+
+// join is JoinContext, which records its refusals; a join done is
+// recorded here, a re-join (a no-op) is not.
+func (s *Session) join(ctx context.Context, req *smcpv1.EnterOfficeReq) error {
 	role, name, officeID := req.GetRole(), req.GetName(), req.GetOfficeId()
 	switch {
 	case role != smcp.RoleAgent && role != smcp.RoleComputer:
@@ -562,6 +586,7 @@ func (s *Session) JoinContext(ctx context.Context, req *smcpv1.EnterOfficeReq) e
 	}
 	h.notifyLocked(o, s, smcp.NotifyEnterOffice, n)
 	h.log.Info("joined office", "sid", s.sid, "role", role, "name", name, "office", officeID, "key", s.principal.ID)
+	h.event(Event{Kind: EventJoin, Principal: s.principal, Front: FrontSocketIO, Office: officeID, Role: role, Name: name})
 	return nil
 }
 
@@ -617,6 +642,10 @@ func (s *Session) Close() {
 			o.leaseName = ""
 		}
 		s.endMember()
+		if s.leaseMS > 0 && h.cfg.Events != nil && s.Cause() == nil { // an evicted seat's record is its eviction
+			h.event(Event{Kind: EventLeave, Principal: s.principal, Front: s.front, Protocol: s.wire, Office: s.officeID,
+				Role: smcp.RoleAgent, Name: s.name})
+		}
 		s.end(nil)
 		h.gcLocked(o)
 		released = append(released, s.memberLocked())
@@ -648,6 +677,7 @@ func (s *Session) leaveLocked() []Member {
 	}
 	h.notifyLocked(o, s, smcp.NotifyLeaveOffice, n)
 	h.log.Info("left office", "sid", s.sid, "role", s.role, "name", s.name, "office", s.officeID)
+	h.event(Event{Kind: EventLeave, Principal: s.principal, Front: FrontSocketIO, Office: s.officeID, Role: s.role, Name: s.name})
 	s.officeID = ""
 	s.endMember()
 	h.gcLocked(o)

@@ -282,7 +282,7 @@ func (o *Options) dial(ctx context.Context, url string, handler func(event strin
 	var err error
 	for range 3 {
 		var c *Conn
-		if c, err = Dial(ctx, url, o.Path, smcp.Namespace, o.Mode.a2cVersion(), handler); err == nil {
+		if c, err = Dial(ctx, url, o.Path, smcp.Namespace, o.Mode.a2cVersion(), o.APIKey, handler); err == nil {
 			return c, nil
 		}
 		if ctx.Err() != nil {

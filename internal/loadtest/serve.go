@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"time"
@@ -18,8 +20,11 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/audit"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
+	"github.com/smcpgw/smcp-gateway/gateway/policy"
+	"github.com/smcpgw/smcp-gateway/gateway/quota"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
@@ -35,7 +40,30 @@ const (
 	// call to the office's computer instead of answering in place
 	// (relay.go); its Socket.IO relay is the floor's.
 	KindRelay = "relay"
+	// KindGovernance is the gateway with governance on: a keys file whose
+	// one key (GovernanceKey) has a rule set and a quota never reached,
+	// and the audit trail written to a file.
+	KindGovernance = "governance"
 )
+
+// GovernanceKey is the API key of KindGovernance's keys file, for agents
+// and computers alike.
+const GovernanceKey = "bench-governance-key"
+
+// governanceKeys is KindGovernance's keys file: the rule set lets the
+// bench's one tool through (it is evaluated on every call), the quota
+// (calls per second and in flight, spent on every call) is far beyond any
+// run.
+const governanceKeys = `rule_sets:
+  bench:
+    - allow: {tool: echo}
+    - deny: {computer: "prod-*", tool: "shell*"}
+keys:
+  - id: bench
+    key: ` + GovernanceKey + `
+    rules: [bench]
+    quota: {calls_per_second: 1000000000, burst: 1000000000, in_flight: 1000000}
+`
 
 // StatsPath serves RuntimeStats (?gc=1 collects garbage first) on servers
 // started by Serve; ProfilePath is net/http/pprof's index.
@@ -58,11 +86,22 @@ func Serve(ctx context.Context, kind string, node Node, ln net.Listener, log *sl
 		return fmt.Errorf("loadtest: only a %s joins a cluster", KindGateway)
 	}
 	switch kind {
-	case KindGateway:
+	case KindGateway, KindGovernance:
+		cfg := gateway.Config{Auth: core.AllowAll{}}
+		if kind == KindGovernance {
+			dir, err := os.MkdirTemp("", "bench-governance-")
+			if err != nil {
+				return err
+			}
+			defer func() { _ = os.RemoveAll(dir) }()
+			if cfg, err = governanceConfig(dir); err != nil {
+				return err
+			}
+		}
 		// One agent socket carries up to ~20k events/s here, far beyond the
 		// per-connection limit meant for production: the limiter stays on
 		// (its cost is measured) with a rate no run reaches.
-		g, err := gateway.New(gateway.Config{Auth: core.AllowAll{}, Logger: log,
+		g, err := gateway.New(gateway.Config{Auth: cfg.Auth, Core: cfg.Core, Quotas: cfg.Quotas, Audit: cfg.Audit, Logger: log,
 			SIO: sio.Config{EventsPerSecond: 1e7, MaxConnsPerAddr: -1}, MCP: mcpfront.Options{EventsPerSecond: 1e7,
 				MaxSessions: 1 << 20, MaxSessionsPerAddr: -1, MaxSessionsPerKey: -1, // one key (AllowAll), one address
 				MaxListenStreams: 1 << 20, MaxListenStreamsPerAddr: -1, MaxListenStreamsPerKey: -1,
@@ -107,7 +146,37 @@ func Serve(ctx context.Context, kind string, node Node, ln net.Listener, log *sl
 		f.Close()
 		return hs.Close()
 	}
-	return fmt.Errorf("loadtest: unknown server kind %q (want %s, %s or %s)", kind, KindGateway, KindFloor, KindRelay)
+	return fmt.Errorf("loadtest: unknown server kind %q (want %s, %s, %s or %s)", kind, KindGateway, KindGovernance, KindFloor, KindRelay)
+}
+
+// governanceConfig is the governance of KindGovernance: its keys file
+// (governanceKeys) and audit file in dir, loaded as smcp gateway
+// --keys-file --audit-file loads them.
+func governanceConfig(dir string) (gateway.Config, error) {
+	var cfg gateway.Config
+	keys := filepath.Join(dir, "keys.yaml")
+	if err := os.WriteFile(keys, []byte(governanceKeys), 0o600); err != nil {
+		return cfg, err
+	}
+	ring, err := core.LoadKeyRing(keys)
+	if err != nil {
+		return cfg, err
+	}
+	rules, err := policy.LoadFile(keys)
+	if err != nil {
+		return cfg, err
+	}
+	quotas, err := quota.LoadFile(keys)
+	if err != nil {
+		return cfg, err
+	}
+	sink, err := audit.OpenFile(audit.FileOptions{Path: filepath.Join(dir, "audit.jsonl")})
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Auth, cfg.Core.Guard, cfg.Quotas = ring, policy.NewEngine(rules), quotas
+	cfg.Audit.Sinks = []audit.Sink{sink}
+	return cfg, nil
 }
 
 // connectFloor is the floor of the CallTool modes: the same net/http server

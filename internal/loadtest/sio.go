@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -39,9 +40,10 @@ type Conn struct {
 }
 
 // Dial opens a WebSocket to the Engine.IO endpoint base+path and connects the
-// namespace. handler, when set, receives server-sent events; id > 0 means
-// the server wants an ack (Conn.Ack).
-func Dial(ctx context.Context, base, path, nsp, a2cVersion string, handler func(event string, id int64, payload json.RawMessage)) (*Conn, error) {
+// namespace, with apiKey (when not "") in the x-api-key header. handler,
+// when set, receives server-sent events; id > 0 means the server wants an
+// ack (Conn.Ack).
+func Dial(ctx context.Context, base, path, nsp, a2cVersion, apiKey string, handler func(event string, id int64, payload json.RawMessage)) (*Conn, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, fmt.Errorf("loadtest: gateway URL: %w", err)
@@ -58,7 +60,11 @@ func Dial(ctx context.Context, base, path, nsp, a2cVersion string, handler func(
 		u.RawQuery += "&a2c_version=" + url.QueryEscape(a2cVersion)
 	}
 	d := websocket.Dialer{ReadBufferSize: 4096, WriteBufferSize: 4096}
-	ws, _, err := d.DialContext(ctx, u.String(), nil)
+	var head http.Header
+	if apiKey != "" {
+		head = http.Header{"X-Api-Key": {apiKey}}
+	}
+	ws, _, err := d.DialContext(ctx, u.String(), head)
 	if err != nil {
 		return nil, fmt.Errorf("loadtest: dial %s: %w", u, err)
 	}

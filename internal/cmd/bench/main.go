@@ -110,8 +110,12 @@ row per count) sharing a Redis (--redis, or a redis-server started on a free
 loopback port), agents on the first node and computers on the last so that
 every call crosses nodes, and prints the cluster's figures as ratios to the
 single gateway; its CPU and RSS are all nodes', redis-server's CPU is
-reported apart. --compare takes several of floor, relay, node and cluster,
-comma-separated.
+reported apart. --compare governance (sio, CallTool and MCP modes) also
+spawns the gateway with governance on: a keys file whose one key has a rule
+set (evaluated on every call) and a quota never reached (spent on every
+call), and the audit trail written to a temporary file; it prints its CPU
+per call as a ratio to the gateway's. --compare takes several of floor,
+relay, node, cluster and governance, comma-separated.
 --offices 1,10,100,1000 makes the scaling table: each count is a run, and
 the CPU per call at 1,000 offices is printed as a ratio to 10's.
 --turns N measures the sio and CallTool rows (on the gateway and on the
@@ -146,7 +150,7 @@ flags:
 	fs.StringVar(&c.path, "path", "/socket.io/", "Engine.IO path of the gateway")
 	fs.IntVar(&c.pid, "pid", 0, "pid of the --gateway process, for CPU and RSS from /proc")
 	fs.StringVar(&c.apiKey, "api-key", "", "API key for --gateway (default $SMCP_API_KEY)")
-	compare := fs.String("compare", "", `comma-separated: "floor": also run the floor relay (Socket.IO, CallTool and MCP modes) and print ratios; "relay": also run the relay floor (CallTool and MCP modes: the floors with a leg to the computer); "node": also run the Node socket.io relay (mode sio); "cluster": also run gateway nodes sharing a Redis (mode sio)`)
+	compare := fs.String("compare", "", `comma-separated: "floor": also run the floor relay (Socket.IO, CallTool and MCP modes) and print ratios; "relay": also run the relay floor (CallTool and MCP modes: the floors with a leg to the computer); "node": also run the Node socket.io relay (mode sio); "cluster": also run gateway nodes sharing a Redis (mode sio); "governance": also run the gateway with rules, quotas and audit on (sio, CallTool and MCP modes)`)
 	nodes := fs.String("nodes", "2", "comma-separated node counts of --compare cluster, one row each")
 	fs.StringVar(&c.nodeRelay, "node-relay", "test/noderelay", "directory of the Node relay of --compare node (looked up from the working directory upwards)")
 	fs.StringVar(&c.redisURL, "redis", "", "Redis URL for --compare cluster (default: start redis-server on a free loopback port)")
@@ -183,10 +187,11 @@ flags:
 	for k := range strings.SplitSeq(*compare, ",") {
 		switch k = strings.TrimSpace(k); k {
 		case "":
-		case loadtest.KindFloor, loadtest.KindRelay, kindNode, serverCluster:
+		case loadtest.KindFloor, loadtest.KindRelay, kindNode, serverCluster, loadtest.KindGovernance:
 			c.compare[k] = true
 		default:
-			return fmt.Errorf("--compare: %q is none of %q, %q, %q and %q", k, loadtest.KindFloor, loadtest.KindRelay, kindNode, serverCluster)
+			return fmt.Errorf("--compare: %q is none of %q, %q, %q, %q and %q", k, loadtest.KindFloor, loadtest.KindRelay, kindNode,
+				serverCluster, loadtest.KindGovernance)
 		}
 	}
 	for k := range strings.SplitSeq(*nodes, ",") {
@@ -404,6 +409,9 @@ func (c *benchConfig) servers(mode loadtest.Mode) []string {
 		kinds = append(kinds, kindNode)
 	}
 	kinds = append(kinds, loadtest.KindGateway)
+	if c.compare[loadtest.KindGovernance] && mode.InTurns() {
+		kinds = append(kinds, loadtest.KindGovernance)
+	}
 	if c.compare[serverCluster] && mode == loadtest.ModeSIO {
 		for _, n := range c.nodes {
 			kinds = append(kinds, clusterServer(n))
@@ -469,6 +477,9 @@ func (c *benchConfig) target(ctx context.Context, kind string, mode loadtest.Mod
 	}
 	// Agents connect to the first server, computers to the last.
 	o.URL, o.ComputerURL, o.Path, o.PIDs, o.APIKey = servers[0].URL, servers[len(servers)-1].URL, "/socket.io/", nil, ""
+	if kind == loadtest.KindGovernance {
+		o.APIKey = loadtest.GovernanceKey
+	}
 	var urls []string
 	stamp := time.Now().Format("150405")
 	for i, s := range servers {
@@ -867,6 +878,11 @@ func (r *benchReport) printRatios(w io.Writer) {
 			cpu, cps, p99 := ratios(g, rl)
 			line("%s offices=%d%s: gateway/relay floor CPU per call %.2f, calls/s %.2f, p99 %.2f",
 				g.Mode, g.Offices, inTurns(g, rl), cpu, cps, p99)
+		}
+		if gv := nth(loadtest.KindGovernance, g.Mode, g.Offices, n); gv != nil && gv.Calls > 0 {
+			cpu, cps, p99 := ratios(gv, g)
+			line("%s offices=%d%s: governance on/off (rules + quotas + audit file) CPU per call %.2f (goal <= 1.05), calls/s %.2f, p99 %.2f",
+				g.Mode, g.Offices, inTurns(gv, g), cpu, cps, p99)
 		}
 		if nd := nth(kindNode, g.Mode, g.Offices, n); nd != nil && nd.Calls > 0 {
 			cpu, cps, p99 := ratios(g, nd)

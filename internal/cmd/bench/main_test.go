@@ -210,3 +210,32 @@ func benchJSON(t *testing.T, args ...string) (benchReport, string) {
 	}
 	return rep, out.String()
 }
+
+// TestBenchGovernance runs a tiny `bench -compare governance` in turns:
+// the gateway with rules, quotas and an audit file (its key required on
+// every front end) answers every call on Socket.IO, Connect over h2c and
+// MCP, and the report prints its ratios to the gateway without governance.
+func TestBenchGovernance(t *testing.T) {
+	rep, out := benchJSON(t, "-mode", "sio,connect-h2c,mcp-raw", "-offices", "1", "-compare", "governance", "-turns", "2",
+		"-warmup", "200ms", "-duration", "600ms", "-json")
+	seen := map[string]bool{}
+	for _, row := range rep.Rows {
+		key := row.Server + "/" + string(row.Mode)
+		seen[key] = true
+		if row.Result == nil || row.Calls <= 0 || row.Errors != 0 || row.ServerCPU <= 0 {
+			t.Errorf("%s: %+v", key, row.Result)
+		}
+	}
+	for _, mode := range []string{"sio", "connect-h2c", "mcp-raw"} {
+		for _, server := range []string{"gateway", "governance"} {
+			if !seen[server+"/"+mode] {
+				t.Errorf("no %s/%s row: %s", server, mode, out)
+			}
+		}
+	}
+	var text bytes.Buffer
+	rep.print(&text)
+	if n := strings.Count(text.String(), "governance on/off"); n != 3 {
+		t.Errorf("text report has %d governance ratios, want 3:\n%s", n, text.String())
+	}
+}
