@@ -57,7 +57,8 @@ const (
 	DefaultIdleTimeout = 120 * time.Second
 	// DefaultBodyReadTimeout bounds the reading of a request's body (a
 	// Socket.IO polling POST, a unary call's message; never a stream's
-	// answer or a long-poll).
+	// answer or a long-poll). An upload stream's body (PutBlob) may take
+	// longer, as long as it is never silent for this long.
 	DefaultBodyReadTimeout = 30 * time.Second
 )
 
