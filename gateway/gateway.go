@@ -57,7 +57,8 @@ const (
 	DefaultIdleTimeout = 120 * time.Second
 	// DefaultBodyReadTimeout bounds the reading of a request's body (a
 	// Socket.IO polling POST, a unary call's message; never a stream's
-	// answer or a long-poll).
+	// answer or a long-poll). An upload stream's body (PutBlob) may take
+	// longer, as long as it is never silent for this long.
 	DefaultBodyReadTimeout = 30 * time.Second
 )
 
@@ -513,7 +514,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		defer func() { _ = mln.Close() }()
 	}
 	srv := &http.Server{
-		Handler:           boundBodyReads(g.mux, g.cfg.BodyReadTimeout),
+		Handler:           boundBodyReads(g.mux, g.cfg.BodyReadTimeout, rpc.StreamsRequestBody),
 		ReadHeaderTimeout: g.cfg.ReadHeaderTimeout,
 		// A keep-alive connection with no request (a refused caller's, a
 		// client's gone quiet) is closed after this.
@@ -708,15 +709,21 @@ func (g *Gateway) AddDrainer(d Drainer) {
 // stream's body read fails) instead of holding it for ever. The deadline is
 // lifted as soon as the body has been read, so the handler may take as long
 // as it needs to answer; requests without a body (long-polls, WebSocket
-// upgrades) are not touched.
-func boundBodyReads(h http.Handler, d time.Duration) http.Handler {
+// upgrades) are not touched. A request for which stream is true (a
+// client-streaming RPC such as PutBlob) may send for as long as it makes
+// progress: its d bounds the silence between reads, not the whole body.
+func boundBodyReads(h http.Handler, d time.Duration, stream func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 			h.ServeHTTP(w, r)
 			return
 		}
+		var idle time.Duration
+		if stream(r) {
+			idle = d
+		}
 		if r.ProtoMajor >= 2 {
-			b := newStreamDeadlineBody(w, r.Body, d)
+			b := newStreamDeadlineBody(w, r.Body, d, idle)
 			defer b.end()
 			r.Body = b
 			h.ServeHTTP(w, r)
@@ -724,7 +731,7 @@ func boundBodyReads(h http.Handler, d time.Duration) http.Handler {
 		}
 		rc := http.NewResponseController(w)
 		if rc.SetReadDeadline(time.Now().Add(d)) == nil {
-			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, idle: idle}
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -733,16 +740,22 @@ func boundBodyReads(h http.Handler, d time.Duration) http.Handler {
 type deadlineBody struct {
 	io.ReadCloser
 	rc     *http.ResponseController
+	idle   time.Duration // > 0: each read with data pushes the deadline this far
 	lifted bool
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.lifted {
+	switch {
+	case err == io.EOF && !b.lifted:
 		// net/http now watches the connection for the client leaving; with
 		// the deadline left in place that watch would cancel the call.
 		b.lifted = true
 		_ = b.rc.SetReadDeadline(time.Time{})
+	case err == nil && n > 0 && b.idle > 0:
+		// Setting a connection's deadline is a timer update in the
+		// runtime's poller, cheap enough to do on every read.
+		_ = b.rc.SetReadDeadline(time.Now().Add(b.idle))
 	}
 	return n, err
 }
@@ -753,19 +766,21 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 // set ahead. Setting it ahead (ResponseController.SetReadDeadline) costs
 // a message through the connection's serve loop, a timer started there,
 // and a grown stack on the stream's goroutine: about 3 µs of the
-// gateway's CPU per h2c CallTool (docs/BENCHMARKS.md, typed RPC). The
-// timer ends when the body has been read or the handler returns, after
-// which the ResponseWriter must not be touched.
+// gateway's CPU per h2c CallTool (docs/BENCHMARKS.md, typed RPC); for the
+// same reason a stream's progress resets the timer rather than the
+// deadline. The timer ends when the body has been read or the handler
+// returns, after which the ResponseWriter must not be touched.
 type streamDeadlineBody struct {
 	io.ReadCloser
 	w     http.ResponseWriter
+	idle  time.Duration // > 0: each read with data restarts the timer for this long
 	mu    sync.Mutex
 	timer *time.Timer
 	ended bool
 }
 
-func newStreamDeadlineBody(w http.ResponseWriter, body io.ReadCloser, d time.Duration) *streamDeadlineBody {
-	b := &streamDeadlineBody{ReadCloser: body, w: w}
+func newStreamDeadlineBody(w http.ResponseWriter, body io.ReadCloser, d, idle time.Duration) *streamDeadlineBody {
+	b := &streamDeadlineBody{ReadCloser: body, w: w, idle: idle}
 	b.mu.Lock()
 	b.timer = time.AfterFunc(d, b.expire)
 	b.mu.Unlock()
@@ -774,10 +789,22 @@ func newStreamDeadlineBody(w http.ResponseWriter, body io.ReadCloser, d time.Dur
 
 func (b *streamDeadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err != nil {
+	switch {
+	case err != nil:
 		b.end()
+	case n > 0 && b.idle > 0:
+		b.progress()
 	}
 	return n, err
+}
+
+// progress restarts the idle timer, unless it has fired or the body ended.
+func (b *streamDeadlineBody) progress() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.ended {
+		b.timer.Reset(b.idle)
+	}
 }
 
 func (b *streamDeadlineBody) end() {

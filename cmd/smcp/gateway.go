@@ -336,7 +336,7 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.MCPOrigins, "mcp-allowed-origins", c.MCPOrigins, "comma-separated web origins (https://app.example.com, or *) whose pages may call /mcp/{office_id}; a request from another Origin gets 403. Always allowed: no Origin, the gateway's own host, loopback")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "how long in-flight calls may finish on shutdown")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a keep-alive HTTP connection without a request after this")
-	fs.DurationVar(&c.BodyTimeout, "body-read-timeout", c.BodyTimeout, "a request's body must arrive within this (streams' and long-polls' answers are not bounded)")
+	fs.DurationVar(&c.BodyTimeout, "body-read-timeout", c.BodyTimeout, "a request's body must arrive within this; an upload stream (PutBlob) may not fall silent for longer (answers are not bounded)")
 	fs.DurationVar(&c.HeaderTimeout, "read-header-timeout", c.HeaderTimeout, "a request's headers must arrive within this")
 	fs.StringVar(&c.CORSOrigins, "cors-origins", c.CORSOrigins, "comma-separated browser origins allowed to call the Connect/gRPC-Web API and to open Socket.IO connections (\"*\" for any; the gateway's own origin always may)")
 	fs.StringVar(&c.AllowedHosts, "allowed-hosts", c.AllowedHosts, "comma-separated host names a gateway listening on loopback answers besides loopback ones (against DNS rebinding, other Host names get 403 on every front end): names in /etc/hosts, a proxy on this machine that keeps the client's Host")

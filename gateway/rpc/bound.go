@@ -2,6 +2,8 @@ package rpc
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -18,6 +20,7 @@ type streamCut struct {
 	rc   *http.ResponseController
 	mu   sync.Mutex
 	done bool // the handler returned: rc may no longer be used
+	cut  bool // now was called: reads fail even if a deadline moved on since
 }
 
 type streamCutKey struct{}
@@ -29,9 +32,36 @@ func (c *streamCut) now() {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.cut = true
 	if !c.done {
 		_ = c.rc.SetReadDeadline(time.Now()) // not supported: the stream ends at its next step
 	}
+}
+
+func (c *streamCut) isCut() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cut
+}
+
+// errStreamCut ends a cut stream's reads; the handler answers with the
+// credential's error instead (caller.bound).
+var errStreamCut = errors.New("rpc: the stream's credential ended")
+
+// cutBody fails reads once the stream is cut: a read that was returning
+// data as the cut came lets the gateway push an uploading stream's read
+// deadline past the cut (a progressing body's deadline moves with it).
+type cutBody struct {
+	io.ReadCloser
+	cut *streamCut
+}
+
+func (b *cutBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == nil && b.cut.isCut() {
+		return n, errStreamCut
+	}
+	return n, err
 }
 
 func (c *streamCut) finish() {

@@ -198,9 +198,29 @@ func (s *Server) track(h http.Handler) http.Handler {
 		}
 		cut := &streamCut{rc: http.NewResponseController(w)}
 		defer cut.finish()
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), streamCutKey{}, cut)))
+		r = r.WithContext(context.WithValue(r.Context(), streamCutKey{}, cut))
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = &cutBody{ReadCloser: r.Body, cut: cut}
+		}
+		h.ServeHTTP(w, r)
 	})
 }
+
+// StreamsRequestBody reports whether r calls a procedure whose request
+// streams (PutBlob): its body may take as long as it keeps moving, where a
+// unary call's must arrive within the body-read timeout.
+func StreamsRequestBody(r *http.Request) bool { return clientStreams[r.URL.Path] }
+
+var clientStreams = func() map[string]bool {
+	m := map[string]bool{}
+	methods := smcpv1.File_smcp_v1_service_proto.Services().ByName("AgentService").Methods()
+	for i := range methods.Len() {
+		if md := methods.Get(i); md.IsStreamingClient() {
+			m["/"+smcpv1connect.AgentServiceName+"/"+string(md.Name())] = true
+		}
+	}
+	return m
+}()
 
 // streams are the procedures of the AgentService that stream (WatchOffice,
 // ReadBlob, PutBlob): they run where net/http starts them, not on the

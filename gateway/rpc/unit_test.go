@@ -3,7 +3,11 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -192,6 +196,33 @@ func TestStreamsKeepOffWorkers(t *testing.T) {
 	}
 	if !reflect.DeepEqual(streams, want) {
 		t.Fatalf("streams %v, want %v", streams, want)
+	}
+}
+
+// TestClientStreamsBoundBySilence: the procedures whose request streams
+// (their body bounded by its silence, not its length) are found from the
+// service's descriptor too: PutBlob only.
+func TestClientStreamsBoundBySilence(t *testing.T) {
+	want := map[string]bool{"/smcp.v1.AgentService/PutBlob": true}
+	if !reflect.DeepEqual(clientStreams, want) {
+		t.Fatalf("client streams %v, want %v", clientStreams, want)
+	}
+}
+
+// TestCutStreamReadsFail: once a stream is cut for its credential, its body
+// reads fail though data is at hand: on HTTP/1.1 a read that returns data
+// pushes an upload's deadline on (the gateway's boundBodyReads), which
+// would undo the cut's deadline until the stream fell silent.
+func TestCutStreamReadsFail(t *testing.T) {
+	cut := &streamCut{rc: http.NewResponseController(httptest.NewRecorder())}
+	body := &cutBody{ReadCloser: io.NopCloser(strings.NewReader("buffered bytes")), cut: cut}
+	buf := make([]byte, 4)
+	if _, err := body.Read(buf); err != nil {
+		t.Fatalf("read before the cut: %v", err)
+	}
+	cut.now()
+	if _, err := body.Read(buf); !errors.Is(err, errStreamCut) {
+		t.Fatalf("read after the cut: %v, want %v", err, errStreamCut)
 	}
 }
 
