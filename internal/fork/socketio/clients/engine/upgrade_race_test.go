@@ -178,8 +178,12 @@ func TestNoPollAfterPause(t *testing.T) {
 			return // the handshake, or the upgrade already pausing
 		}
 		// The decision to poll again is taken: hold it until the upgrade
-		// starts pausing the transport (the probe's pong), for 3 s at most.
-		deadline := time.Now().Add(3 * time.Second)
+		// starts pausing the transport (the probe's pong), for 15 s at most.
+		// The hold ends as the pause starts; its bound is for a machine so
+		// loaded that the pong takes seconds: let go sooner, the poll goes
+		// out after the server's noop and waits for its next ping (25 s),
+		// past this test's wait for the upgrade.
+		deadline := time.Now().Add(15 * time.Second)
 		for p.ReadyState() == TransportStateOpen && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
