@@ -369,6 +369,13 @@ func ObjectFields(b []byte, field func(key string, value json.RawMessage) error)
 	return walkObject(b, func(_ int, key []byte, v json.RawMessage) error { return field(string(key), v) })
 }
 
+// ObjectKeys is ObjectFields with each key as bytes that field must not
+// keep: a per-call scan that only compares keys (a switch on string(key)
+// copies nothing) allocates nothing per key.
+func ObjectKeys(b []byte, field func(key []byte, value json.RawMessage) error) error {
+	return walkObject(b, func(_ int, key []byte, v json.RawMessage) error { return field(key, v) })
+}
+
 // RenameKey returns a copy of the JSON object b with its top-level key from
 // renamed to, or nil if b has no such key written as plain letters (without
 // escapes). Nothing else of b changes.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -162,9 +163,9 @@ func readGuardFields(event string, payload json.RawMessage) (guardFields, error)
 	if event == smcp.EventGetConfig || event == smcp.EventPutBlob {
 		return f, nil // nothing of theirs is judged
 	}
-	err := smcp.ObjectFields(payload, func(key string, v json.RawMessage) error {
+	err := smcp.ObjectKeys(payload, func(key []byte, v json.RawMessage) error {
 		var dst *string
-		switch key {
+		switch string(key) {
 		case "params":
 			f.params = v
 			return nil
@@ -194,7 +195,7 @@ func readGuardFields(event string, payload json.RawMessage) (guardFields, error)
 		}
 		str, err := smcp.RawString(v)
 		if err != nil {
-			return fmt.Errorf("%s must be a string", strings.Clone(key))
+			return fmt.Errorf("%s must be a string", key)
 		}
 		*dst = str
 		return nil
@@ -302,8 +303,8 @@ func gatewayResultError(r *Request, raw json.RawMessage) error {
 	// Scanned, not decoded: a result may carry megabytes of content.
 	var isError bool
 	var meta json.RawMessage
-	err := smcp.ObjectFields(raw, func(key string, v json.RawMessage) error {
-		switch key {
+	err := smcp.ObjectKeys(raw, func(key []byte, v json.RawMessage) error {
+		switch string(key) {
 		case "isError":
 			isError = string(v) == "true"
 		case "meta":
@@ -315,13 +316,13 @@ func gatewayResultError(r *Request, raw json.RawMessage) error {
 		return nil
 	}
 	var out error
-	_ = smcp.ObjectFields(meta, func(key string, v json.RawMessage) error {
+	_ = smcp.ObjectKeys(meta, func(key []byte, v json.RawMessage) error {
 		switch {
-		case key == smcp.MetaTimeout && string(v) == "true":
+		case string(key) == smcp.MetaTimeout && string(v) == "true":
 			out = smcp.Errorf(smcp.CodeTimeout, "tool call timed out")
-		case key == smcp.MetaCancelled && string(v) == "true":
+		case string(key) == smcp.MetaCancelled && string(v) == "true":
 			out = context.Canceled
-		case key == smcp.MetaErrorCode && out == nil:
+		case string(key) == smcp.MetaErrorCode && out == nil:
 			if code, err := strconv.Atoi(string(v)); err == nil && code != 0 {
 				out = smcp.Errorf(code, "tool call failed")
 			}
@@ -370,7 +371,7 @@ func (s *Session) relayed(r *Request, officeID string, gen uint64, tool *ToolVie
 			return skillURI(sk.Name, "")
 		})
 	case smcp.EventToolCall, smcp.EventGetSkill:
-		if strings.Contains(string(raw), "blob_handle") {
+		if bytes.Contains(raw, []byte("blob_handle")) {
 			h.tools.recordBlobs(officeID, r.Computer, raw, blobOrigin{tool: tool, uri: uri})
 		}
 	}
