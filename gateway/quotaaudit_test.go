@@ -84,12 +84,12 @@ func qaCallers(t *testing.T, url string) map[string]qaCaller {
 	}
 	// reqIDOf reads the request id from the test computer's answer
 	// ("pc:<req_id>:map[...]").
-	reqIDOf := func(text string) string {
+	reqIDOf := func(text string) (string, bool) {
 		parts := strings.SplitN(text, ":", 3)
 		if len(parts) < 2 {
-			t.Fatalf("answer %q", text)
+			return "", false
 		}
-		return parts[1]
+		return parts[1], true
 	}
 	callers := map[string]qaCaller{}
 
@@ -127,7 +127,7 @@ func qaCallers(t *testing.T, url string) map[string]qaCaller {
 	callers["mcp"] = func(t *testing.T, arg string) (string, error) {
 		res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "pc__echo", Arguments: map[string]any{"text": arg}})
 		if err != nil {
-			t.Fatalf("mcp tools/call: %v", err)
+			return "", fmt.Errorf("mcp tools/call: %w", err)
 		}
 		text := ""
 		if len(res.Content) > 0 {
@@ -138,7 +138,11 @@ func qaCallers(t *testing.T, url string) map[string]qaCaller {
 		if res.IsError {
 			return "", mcpRefusal{text: text, meta: res.Meta}
 		}
-		return reqIDOf(text), nil
+		id, ok := reqIDOf(text)
+		if !ok {
+			return "", fmt.Errorf("mcp tools/call answered %q", text)
+		}
+		return id, nil
 	}
 	return callers
 }
@@ -248,10 +252,11 @@ func checkQuotaRefusal(t *testing.T, front string, err error) {
 	}
 }
 
-// Calls across every front end leave exactly one audit record each, once
-// the gateway has stopped (Stop drains the audit queue): matched by the
-// request id the computer saw, each with its principal, office, tool,
-// outcome and duration, and none holding an argument's value.
+// 10,000 calls across every front end (8 in flight on each) leave exactly
+// 10,000 audit records, once the gateway has stopped (Stop drains the
+// audit queue): matched by the request id the computer saw, each with its
+// principal, office, tool, outcome and duration, and none holding an
+// argument's value.
 func TestAuditRecordsEveryCall(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	sink, err := audit.OpenFile(audit.FileOptions{Path: path})
@@ -259,34 +264,141 @@ func TestAuditRecordsEveryCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	g, pcs := qaGateway(t, nil, gateway.AuditConfig{Sinks: []audit.Sink{sink}})
-	callers := qaCallers(t, g.URL)
-	const perFront = 25
-	want := map[string]string{} // request id → front
-	for _, front := range qaFronts {
-		for i := range perFront {
-			id, err := callers[front](t, fmt.Sprintf("secret-%s-%d", front, i))
-			if err != nil {
-				t.Fatalf("%s call %d: %v", front, i, err)
-			}
-			want[id] = front
-		}
+	const total = 10_000
+	want, err := qaLoad(t, qaCallers(t, g.URL), total/len(qaFronts), nil)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := g.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	total := 0
+	seen := 0
 	for _, pc := range pcs {
-		total += toolCalls(pc)
+		seen += toolCalls(pc)
 	}
-	if total != len(want) {
-		t.Fatalf("the computers saw %d calls, %d were made", total, len(want))
+	if seen != total || len(want) != total {
+		t.Fatalf("the computers saw %d calls, %d answered, %d were made", seen, len(want), total)
 	}
+	got, stray := readCallRecords(t, path, want)
+	if stray != 0 {
+		t.Fatalf("%d records of calls never made", stray)
+	}
+	if len(got) != len(want) {
+		var missing []string
+		for id, front := range want {
+			if !got[id] {
+				missing = append(missing, front+":"+id)
+			}
+		}
+		slices.Sort(missing)
+		t.Fatalf("%d records of %d calls; missing %v", len(got), len(want), missing[:min(len(missing), 20)])
+	}
+}
+
+// A stop (SIGTERM) in the middle of calls on every front end loses no
+// record of a call that was answered: every call its caller got an
+// answer for is in the file once Stop returns (the audit is closed after
+// the last call is answered; audit's TestCloseDrains: Close writes what is
+// queued).
+func TestAuditStopUnderLoadLosesNoRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	sink, err := audit.OpenFile(audit.FileOptions{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, pcs := qaGateway(t, nil, gateway.AuditConfig{Sinks: []audit.Sink{sink}})
+	callers := qaCallers(t, g.URL)
+	stop := make(chan struct{})
+	type result struct {
+		answered map[string]string
+		err      error
+	}
+	loaded := make(chan result, 1)
+	go func() {
+		a, err := qaLoad(t, callers, 1_000_000, stop)
+		loaded <- result{a, err}
+	}()
+	testwait.Until(t, "calls on every front end", func() bool {
+		for _, pc := range pcs {
+			if toolCalls(pc) < 200 {
+				return false
+			}
+		}
+		return true
+	})
+	close(stop)
+	if err := g.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-loaded
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	got, _ := readCallRecords(t, path, r.answered)
+	if len(got) != len(r.answered) {
+		t.Fatalf("%d of %d answered calls have a record", len(got), len(r.answered))
+	}
+	t.Logf("%d calls answered before and during the stop, each recorded", len(r.answered))
+}
+
+// qaLoad makes n calls on each front end, 8 in flight on each, each with
+// an argument no record may hold. It stops early, without an error, once
+// stop is closed (nil: never). It returns the calls answered (request id →
+// front end); a call that fails before stop is closed is the error.
+func qaLoad(t *testing.T, callers map[string]qaCaller, n int, stop <-chan struct{}) (map[string]string, error) {
+	const inFlight = 8
+	var (
+		mu       sync.Mutex
+		answered = map[string]string{}
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for _, front := range qaFronts {
+		next := atomic.Int64{}
+		for range inFlight {
+			wg.Go(func() {
+				for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+					id, err := callers[front](t, fmt.Sprintf("secret-%s-%d", front, i))
+					select {
+					case <-stop:
+						if err != nil {
+							return // refused or cut by the stop: not answered
+						}
+					default:
+					}
+					mu.Lock()
+					if err != nil && firstErr == nil {
+						firstErr = fmt.Errorf("%s call %d: %w", front, i, err)
+					}
+					if err == nil {
+						answered[id] = front
+					}
+					failed := firstErr != nil
+					mu.Unlock()
+					if failed {
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return answered, firstErr
+}
+
+// readCallRecords reads the answered tool call records of the audit file
+// at path, checking each against the calls answered (request id → front
+// end): two records of one call, one missing a field or holding an
+// argument's value fail t. It returns the request ids recorded, and how
+// many records are of no call answered.
+func readCallRecords(t *testing.T, path string, made map[string]string) (got map[string]bool, stray int) {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = f.Close() }()
-	got := map[string]bool{}
+	got = map[string]bool{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
@@ -301,31 +413,25 @@ func TestAuditRecordsEveryCall(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("%s: %v", line, err)
 		}
-		if r.Event != smcp.EventToolCall {
-			continue // the agents' listings
+		if r.Event != smcp.EventToolCall || r.Outcome != audit.OutcomeOK {
+			continue // the agents' listings; calls cut by a stop
 		}
-		front, ok := want[r.RequestID]
+		front, ok := made[r.RequestID]
 		switch {
 		case !ok:
-			t.Fatalf("a record of a call never made: %s", line)
+			stray++
+			continue
 		case got[r.RequestID]:
 			t.Fatalf("two records of %s", r.RequestID)
-		case r.Principal != "slow-"+front || r.Office != "q-"+front || r.Tool != "echo" || r.Outcome != audit.OutcomeOK ||
-			r.DurationMS <= 0:
+		case r.Principal != "slow-"+front || r.Office != "q-"+front || r.Tool != "echo" || r.DurationMS <= 0:
 			t.Fatalf("record of a %s call: %s", front, line)
 		}
 		got[r.RequestID] = true
 	}
-	if len(got) != len(want) {
-		var missing []string
-		for id, front := range want {
-			if !got[id] {
-				missing = append(missing, front+":"+id)
-			}
-		}
-		slices.Sort(missing)
-		t.Fatalf("%d records of %d calls; missing %v", len(got), len(want), missing)
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
 	}
+	return got, stray
 }
 
 // With the audit required, calls are refused (503; Unavailable on
