@@ -39,9 +39,11 @@ generate:
 	$(GO) run ./internal/cmd/protocoldoc docs/PROTOCOL.md
 	$(BUF) build --exclude-source-info -o examples/python-agent/smcp.binpb
 
+# vet with -race, as unit tests: the packages it compiles are then the ones the tests link, not
+# a second, uninstrumented build of everything (a cold make test compiles once).
 lint:
 	$(BUF) lint
-	$(GO) vet ./...
+	$(GO) vet -race ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/') 2>/dev/null); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
