@@ -2,10 +2,15 @@ package mcpfront_test
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -20,6 +25,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/gateway/policy"
+	"github.com/smcpgw/smcp-gateway/internal/nodetest"
 	"github.com/smcpgw/smcp-gateway/internal/testfiles"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
@@ -294,5 +300,59 @@ func TestSkillsExtension(t *testing.T) {
 				t.Errorf("secret's SKILL.md: %+v, want refused by the rule", e)
 			}
 		})
+	}
+}
+
+// The official TypeScript SDK client speaks the extension with its
+// generic request(): it sees the extension declared, lists and gets the
+// skill (not secret, which its key's rules deny), and reads its SKILL.md
+// and a binary file by the entry's URI.
+func TestTypeScriptSDKSkills(t *testing.T) {
+	dir := nodetest.Require(t, nodeDir)
+	g, data := skillsOffice(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitFor)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "skills.mjs")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "MCP_URL=" + endpoint(g, "A"), "MCP_KEY=" + skillsKey}
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("node: %v\n%s\n%s", err, out, stderr)
+	}
+	var got struct {
+		Declared json.RawMessage `json:"declared"`
+		Skills   []skillEntry    `json:"skills"`
+		Got      skillEntry      `json:"got"`
+		Refused  *rpcErr         `json:"refused"`
+		SkillMD  string          `json:"skillMD"`
+		Data     struct {
+			Size   int    `json:"size"`
+			SHA256 string `json:"sha256"`
+		} `json:"data"`
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil {
+		t.Fatalf("node printed %s", out)
+	}
+	if string(got.Declared) != "{}" {
+		t.Errorf("extension declared as %s, want {}", got.Declared)
+	}
+	if len(got.Skills) != 1 || got.Skills[0].URI != "skill://pc/demo-skill/SKILL.md" || string(got.Skills[0].Resources) != `"dynamic"` ||
+		!reflect.DeepEqual(got.Got, got.Skills[0]) {
+		t.Errorf("skills/list %+v, skills/get %+v: want demo-skill alone, the same in both", got.Skills, got.Got)
+	}
+	if got.Refused == nil || got.Refused.Code != -32602 {
+		t.Errorf("skills/get of secret: %+v, want -32602", got.Refused)
+	}
+	if !strings.HasPrefix(got.SkillMD, "---\nname: demo-skill\n") || !strings.HasSuffix(got.SkillMD, "Do the thing.\n") {
+		t.Errorf("SKILL.md %q", got.SkillMD)
+	}
+	sum := sha256.Sum256(data)
+	if got.Data.Size != len(data) || got.Data.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Errorf("data.bin %+v, want %d bytes", got.Data, len(data))
 	}
 }
