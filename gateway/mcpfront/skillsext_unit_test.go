@@ -1,9 +1,15 @@
 package mcpfront
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/types/known/structpb"
+	"gopkg.in/yaml.v3"
 
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 )
@@ -91,5 +97,43 @@ func TestSkillAt(t *testing.T) {
 		if name != c.name || rel != c.rel || (ref == nil) != (c.name == "") || (ref != nil && computer != "my pc") {
 			t.Errorf("%s: %q %q %q %v, want %q %q", c.uri, computer, name, rel, ref, c.name, c.rel)
 		}
+	}
+}
+
+// The front matter written at the top of a SKILL.md reads back, as YAML,
+// as the entry's frontmatter (JSON) shows it, whatever its values hold:
+// colons, dashes, new lines, numbers-as-text, nested metadata.
+func TestFrontMatterRoundTrip(t *testing.T) {
+	meta, err := structpb.NewStruct(map[string]any{"version": "1.10", "n": 3, "nested": map[string]any{"k": "- v: w"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := &smcpv1.A2CSkillRef{Name: "plugin:pdf", Description: "Use: when a PDF\n- is given\n",
+		License: new("'quoted'"), AllowedTools: []string{"Read", "Bash(git:*)"}, Tags: []string{"yes", "no", "1"}, SkillMetadata: meta}
+	fm := frontMatterOf(ref.GetName(), ref)
+	head, err := frontMatterYAML(fm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, ok := strings.CutPrefix(string(head), "---\n")
+	y, ok2 := strings.CutSuffix(y, "---\n")
+	var fromYAML map[string]any
+	if !ok || !ok2 || yaml.Unmarshal([]byte(y), &fromYAML) != nil {
+		t.Fatalf("front matter %q", head)
+	}
+	b, err := json.Marshal(fm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fromJSON map[string]any
+	if err := json.Unmarshal(b, &fromJSON); err != nil {
+		t.Fatal(err)
+	}
+	// Numbers: YAML reads 3 as an int, JSON as a float64.
+	yb, _ := json.Marshal(fromYAML)
+	var yamlAsJSON map[string]any
+	_ = json.Unmarshal(yb, &yamlAsJSON)
+	if !reflect.DeepEqual(yamlAsJSON, fromJSON) || fromJSON["name"] != "pdf" || fromJSON["allowed-tools"] != "Read Bash(git:*)" {
+		t.Errorf("YAML %v\nJSON %v", yamlAsJSON, fromJSON)
 	}
 }
