@@ -41,9 +41,9 @@ import (
 //   - resources: SMCP has no listing of a skill's files (get_skill reads one
 //     file by its path), so the gateway cannot publish the complete manifest
 //     with digests that the SEP asks of a static skill: every entry's
-//     resources is "dynamic", the SEP's form for a skill whose files cannot
-//     be enumerated. Its files are read by the relative paths SKILL.md
-//     names.
+//     resources is "dynamic", the SEP's form for a skill that has no such
+//     manifest (no digests to verify, no directoryRead either). Its files
+//     are read by the relative paths SKILL.md names.
 //
 // Governance applies as to resources: get_skills answers are filtered by the
 // core, so a skill the caller may not read is neither listed nor got
