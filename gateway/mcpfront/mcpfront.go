@@ -34,7 +34,9 @@
 //     subscriptions get resources/updated when the owning computer sends
 //     update_desktop / update_finder;
 //   - completion of the dpe:// template arguments doc_ref and page_index,
-//     from the finder the gateway already holds.
+//     from the finder the gateway already holds;
+//   - skills: skill:// resources, and the MCP Skills extension's
+//     skills/list and skills/get (skillsext.go).
 //
 // What SMCP cannot carry, and so this front end does not offer: progress
 // notifications (SMCP has no progress event from a computer to an agent), and

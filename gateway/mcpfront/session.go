@@ -14,6 +14,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/mcp"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -90,6 +91,9 @@ type computerView struct {
 	windows   map[string][]byte // window URI → resource JSON
 	documents map[string][]byte // dpe:// URI (documents and host catalogs) → resource JSON
 	skills    map[string][]byte // skill:// URI → resource JSON (0.3/0.4 offices)
+	// skillRefs are the skills of the computer's last get_skills answer,
+	// by name (skills/list, skills/get: skillsext.go).
+	skillRefs map[string]*smcpv1.A2CSkillRef
 	hosts     map[string]bool
 	// pages maps "host/doc_ref" to the document's page count (completion).
 	pages map[string]int
@@ -131,6 +135,7 @@ func newSession(ctx context.Context, front *Server, id string, p *core.Principal
 	x.credential, x.endCredential = p.Bound(context.Background())
 	x.bearer = p
 	x.server = mcp.NewServer(implementation(office), x.serverOptions())
+	x.addSkillMethods()
 	x.server.AddReceivingMiddleware(x.middleware)
 	if err := x.syncAll(ctx, syncBudget); err != nil {
 		x.close()
@@ -169,6 +174,7 @@ func (x *session) serverOptions() *mcp.ServerOptions {
 			Tools:       &mcp.ToolCapabilities{ListChanged: true},
 			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
 			Completions: &mcp.CompletionCapabilities{},
+			Extensions:  skillsCapability(),
 		},
 		SubscribeHandler:   x.subscribe,
 		UnsubscribeHandler: x.unsubscribe,

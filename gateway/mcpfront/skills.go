@@ -75,7 +75,9 @@ func (x *session) syncSkills(ctx context.Context, computer string) {
 	}
 	next := map[string][]byte{}
 	res := map[string]*mcp.Resource{}
+	refs := map[string]*smcpv1.A2CSkillRef{}
 	for _, s := range ret.GetSkills() {
+		refs[s.GetName()] = s
 		uri := skillURI(computer, s.GetName())
 		r := &mcp.Resource{URI: uri, Name: s.GetName(), Description: s.GetDescription(), MIMEType: "text/markdown",
 			Meta: mcp.Meta{"a2c_computer": computer, "a2c_skill_source": s.GetSource()}}
@@ -89,6 +91,7 @@ func (x *session) syncSkills(ctx context.Context, computer string) {
 		return
 	}
 	x.applySkillsLocked(computer, c, next, res)
+	c.skillRefs = refs
 }
 
 // applySkillsLocked makes c's skill resources exactly next.
@@ -119,9 +122,14 @@ func (x *session) applySkillsLocked(computer string, c *computerView, next map[s
 // readSkill reads a skill's file: its body, or the bytes behind its blob
 // handle.
 func (x *session) readSkill(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
-	computer, name, rel, err := parseSkillURI(uri)
-	if err != nil {
-		return nil, mcpError(err, true)
+	// A listed skill's URI in either form (skillAt); else the resources'
+	// form, for the computer (and the governance) to judge.
+	computer, name, rel, ref := x.skillAt(uri)
+	if ref == nil {
+		var err error
+		if computer, name, rel, err = parseSkillURI(uri); err != nil {
+			return nil, mcpError(err, true)
+		}
 	}
 	body := map[string]any{"computer": computer, "name": name}
 	if rel != "" {
@@ -153,6 +161,13 @@ func (x *session) readSkill(ctx context.Context, uri string) (*mcp.ReadResourceR
 		rc.Blob = data
 	default:
 		return nil, mcpError(smcp.Errorf(smcp.CodeInternal, "get_skill answered neither body nor blob_handle"), true)
+	}
+	if ref != nil && rel == skillFile {
+		// The file the SEP's URI names, whose front matter its skills/list
+		// entry shows (skillsext.go).
+		if err := withFrontMatter(rc, name, ref); err != nil {
+			return nil, mcpError(err, true)
+		}
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{rc}}, nil
 }

@@ -220,6 +220,7 @@ func (s *Server) newViewLocked(p *core.Principal, office, key string) (*session,
 	s.viewBound.take("", p.ID)
 	v.vs.resync = true // listed by its first request
 	v.server = mcp.NewServer(implementation(office), v.serverOptions())
+	v.addSkillMethods()
 	v.server.AddReceivingMiddleware(v.middleware)
 	s.views[key] = v
 	s.viewUsers[v] = 1
