@@ -355,13 +355,9 @@ func (s *Session) relayed(r *Request, officeID string, gen uint64, tool *ToolVie
 			return uri
 		})
 	case smcp.EventGetFinder:
-		return s.filterResources(officeID, r.Computer, raw, "documents", func(item json.RawMessage) string {
-			var d struct {
-				URI string `json:"uri"`
-			}
-			_ = json.Unmarshal(item, &d)
-			return d.URI
-		})
+		return s.filterResources(officeID, r.Computer, raw, "documents", uriOf)
+	case smcp.EventGetResources:
+		return s.filterResources(officeID, r.Computer, raw, "resources", uriOf)
 	case smcp.EventGetSkills:
 		return s.filterResources(officeID, r.Computer, raw, "skills", func(item json.RawMessage) string {
 			var sk struct {
@@ -376,6 +372,15 @@ func (s *Session) relayed(r *Request, officeID string, gen uint64, tool *ToolVie
 		}
 	}
 	return raw
+}
+
+// uriOf is the uri of a listed document or MCP resource.
+func uriOf(item json.RawMessage) string {
+	var d struct {
+		URI string `json:"uri"`
+	}
+	_ = json.Unmarshal(item, &d)
+	return d.URI
 }
 
 // listedTool is one tool of a get_tools answer.

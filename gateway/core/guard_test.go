@@ -184,7 +184,8 @@ func TestGuardForgetsToolsThatChanged(t *testing.T) {
 }
 
 // noSecrets refuses the tool "secret" (and so its blobs), the windows
-// under window://secret and the skill x.
+// under window://secret, the resources under file:///secret and the
+// skill x.
 type noSecrets struct{}
 
 func (noSecrets) Admit(_ context.Context, c *Call) (func(Outcome), error) {
@@ -195,13 +196,14 @@ func (noSecrets) Admit(_ context.Context, c *Call) (func(Outcome), error) {
 }
 
 func (noSecrets) Visible(c *Call) bool {
-	return (c.Tool == nil || c.Tool.Name != "secret") && !strings.HasPrefix(c.URI, "window://secret") && c.URI != "skill://x"
+	return (c.Tool == nil || c.Tool.Name != "secret") && !strings.HasPrefix(c.URI, "window://secret") &&
+		!strings.HasPrefix(c.URI, "file:///secret") && c.URI != "skill://x"
 }
 
 // A blob is judged as the call whose answer gave its handle: a blob of
 // a tool the caller may not call is refused, one of another tool is
-// not; a desktop lists only the windows the caller may read, a skills
-// answer only its skills.
+// not; a desktop lists only the windows the caller may read, an MCP
+// server's resources only the resources, a skills answer only its skills.
 func TestGuardJudgesBlobsAndWindows(t *testing.T) {
 	o := newTestOfficeOf(t, Config{Guard: noSecrets{}}, v03, func(event string, payload json.RawMessage) (json.RawMessage, bool) {
 		switch event {
@@ -213,6 +215,8 @@ func TestGuardJudgesBlobsAndWindows(t *testing.T) {
 			return json.RawMessage(`{"desktops":["window://secret/a\n\nhidden","window://public/b\n\nshown"],"req_id":"d"}`), true
 		case smcp.EventGetSkills:
 			return json.RawMessage(`{"skills":[{"name":"open","description":"o"},{"name":"x"}],"req_id":"s"}`), true
+		case smcp.EventGetResources:
+			return json.RawMessage(`{"resources":[{"uri":"file:///secret/a","name":"a"},{"uri":"file:///public/b","name":"b"}],"req_id":"r"}`), true
 		}
 		return json.RawMessage(`{"blob":""}`), true
 	})
@@ -246,6 +250,17 @@ func TestGuardJudgesBlobsAndWindows(t *testing.T) {
 	}
 	if len(d.Desktops) != 1 || !strings.HasPrefix(d.Desktops[0], "window://public/b") {
 		t.Fatalf("desktop %s, want only window://public/b", raw)
+	}
+	raw, err = route(smcp.EventGetResources, `{"agent":"alice","req_id":"r","computer":"pc","mcp_server":"fs"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct{ Resources []struct{ URI string } }
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Resources) != 1 || res.Resources[0].URI != "file:///public/b" {
+		t.Fatalf("resources %s, want only file:///public/b", raw)
 	}
 	raw, err = route(smcp.EventGetSkills, `{"agent":"alice","req_id":"s","computer":"pc"}`)
 	if err != nil {
