@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"golang.org/x/time/rate"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
@@ -94,6 +95,10 @@ type Options struct {
 	Offices int
 	// InFlight is the number of calls each agent keeps in flight.
 	InFlight int
+	// Rate, when positive, is the calls per second offered across all the
+	// agents (at most InFlight in flight each): a server is measured at the
+	// load it meets, not only at saturation. Zero: as fast as answers come.
+	Rate     float64
 	Warmup   time.Duration
 	Duration time.Duration
 	// ParamBytes is the size of the tool call's params JSON object.
@@ -130,9 +135,11 @@ type Result struct {
 	Mode     Mode
 	Offices  int
 	InFlight int
-	Elapsed  time.Duration
-	Calls    int64
-	Errors   int64
+	// Rate is Options.Rate: the calls per second offered (0: saturation).
+	Rate    float64 `json:",omitempty"`
+	Elapsed time.Duration
+	Calls   int64
+	Errors  int64
 	// FirstError is the first failure seen, for the report.
 	FirstError string
 	Latency    Latencies
@@ -227,7 +234,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := o.defaults(); err != nil {
 		return nil, err
 	}
-	r := &Result{Mode: o.Mode, Offices: o.Offices, InFlight: o.InFlight}
+	r := &Result{Mode: o.Mode, Offices: o.Offices, InFlight: o.InFlight, Rate: o.Rate}
 	if o.Stats != nil {
 		s, err := o.Stats(ctx, true)
 		if err != nil {
@@ -569,12 +576,22 @@ func dialCallers(ctx context.Context, o Options, base int, closers *[]func()) ([
 func drive(ctx context.Context, o Options, callers []caller, w *window, seq *atomic.Uint64, proceed func() bool) (wait func(d time.Duration) ([]time.Duration, bool)) {
 	var wg sync.WaitGroup
 	samples := make([][]time.Duration, len(callers)*o.InFlight)
+	// One limiter shared by every worker paces the calls at o.Rate; a
+	// burst of a millisecond's calls keeps the pacing's own timers from
+	// costing the load generator more than the calls do.
+	var offered *rate.Limiter
+	if o.Rate > 0 {
+		offered = rate.NewLimiter(rate.Limit(o.Rate), max(1, int(o.Rate/1000)))
+	}
 	for i := range samples {
 		call := callers[i/o.InFlight]
 		wg.Go(func() {
 			buf := make([]time.Duration, 0, 4096)
 			defer func() { samples[i] = buf }()
 			for proceed() && ctx.Err() == nil {
+				if offered != nil && offered.Wait(ctx) != nil {
+					break
+				}
 				w.running.Add(1)
 				t0 := time.Now()
 				err := call(ctx, seq.Add(1))
@@ -821,7 +838,7 @@ func RunTurns(ctx context.Context, runs []Options, turns int) ([]*Result, error)
 		if err := o.defaults(); err != nil {
 			return nil, err
 		}
-		results[k] = &Result{Mode: o.Mode, Offices: o.Offices, InFlight: o.InFlight}
+		results[k] = &Result{Mode: o.Mode, Offices: o.Offices, InFlight: o.InFlight, Rate: o.Rate}
 		if o.Stats != nil {
 			st, err := o.Stats(ctx, true)
 			if err != nil {

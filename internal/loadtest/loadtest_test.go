@@ -178,3 +178,34 @@ func TestDriveCountsStragglers(t *testing.T) {
 		}
 	}
 }
+
+// TestDrivePacesAtRate: with Options.Rate the workers together start no
+// more calls than the rate allows (plus its burst), however fast the calls
+// answer; without it they call as fast as answers come.
+func TestDrivePacesAtRate(t *testing.T) {
+	run := func(rate float64) int64 {
+		var started atomic.Int64
+		call := func(context.Context, uint64) error {
+			started.Add(1)
+			return nil
+		}
+		w := &window{}
+		var seq atomic.Uint64
+		wait := drive(context.Background(), Options{InFlight: 8, Rate: rate}, []caller{call, call}, w, &seq,
+			func() bool { return !w.stopped.Load() })
+		time.Sleep(500 * time.Millisecond)
+		w.stopped.Store(true)
+		if _, ok := wait(SettleWait); !ok {
+			t.Fatal("the run did not end")
+		}
+		return started.Load()
+	}
+	// 200 calls/s for 0.5 s: 100, plus the burst of 1 and the call each
+	// worker may have reserved as the run stopped.
+	if n := run(200); n > 100+1+16 || n < 20 {
+		t.Errorf("%d calls started at 200 calls/s in 0.5 s, want about 100", n)
+	}
+	if n := run(0); n < 1000 {
+		t.Errorf("%d calls started unpaced in 0.5 s", n)
+	}
+}

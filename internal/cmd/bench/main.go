@@ -54,6 +54,14 @@ type benchConfig struct {
 	startupDly time.Duration
 	repeat     int
 	turns      int
+	rates      []rateSpec
+}
+
+// rateSpec is one --rate: calls per second, or a percentage of the
+// reference's saturated calls/s in the same repetition.
+type rateSpec struct {
+	value   float64
+	percent bool
 }
 
 func main() {
@@ -118,6 +126,11 @@ per call as a ratio to the gateway's. --compare takes several of floor,
 relay, node, cluster and governance, comma-separated.
 --offices 1,10,100,1000 makes the scaling table: each count is a run, and
 the CPU per call at 1,000 offices is printed as a ratio to 10's.
+--rate 25%,50%,75% (or calls/s: 8000) measures every server again at each
+offered load after its saturated row: the calls are paced across the agents
+(--inflight still caps each), a percentage taken of the Node relay's saturated
+calls/s with --compare node (else the gateway's), so that servers are compared
+at the load they meet, not only at saturation.
 --turns N measures the sio and CallTool rows (on the gateway and on the
 --compare servers) in rotation instead of one after the other: every row's
 clients stay connected, and each row's --duration is cut into N turns, so that
@@ -160,6 +173,7 @@ flags:
 	fs.IntVar(&c.startupN, "startup-servers", 10, "stdio MCP servers of the computer (mode startup)")
 	fs.DurationVar(&c.startupDly, "startup-delay", 300*time.Millisecond, "start-up work of each stdio MCP server (mode startup)")
 	fs.IntVar(&c.repeat, "repeat", 1, "run each configuration this many times")
+	rates := fs.String("rate", "", `comma-separated offered loads, each one more run of every server after the saturated one: calls/s ("8000"), or a percentage ("25%") of the saturated calls/s of the Node relay (with --compare node) or else the gateway, in the same repetition`)
 	fs.IntVar(&c.turns, "turns", 0, "measure the sio and CallTool rows in rotation, each --duration cut into this many turns (0: one after the other)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -182,6 +196,17 @@ flags:
 			return fmt.Errorf("--offices: %q is not a positive number", o)
 		}
 		c.offices = append(c.offices, n)
+	}
+	for r := range strings.SplitSeq(*rates, ",") {
+		if r = strings.TrimSpace(r); r == "" {
+			continue
+		}
+		num, pct := strings.CutSuffix(r, "%")
+		v, err := strconv.ParseFloat(num, 64)
+		if err != nil || v <= 0 {
+			return fmt.Errorf("--rate: %q is neither calls/s nor a percentage", r)
+		}
+		c.rates = append(c.rates, rateSpec{value: v, percent: pct})
 	}
 	c.compare = map[string]bool{}
 	for k := range strings.SplitSeq(*compare, ",") {
@@ -315,8 +340,20 @@ func (c *benchConfig) run(ctx context.Context, rep *benchReport) error {
 	}
 	for _, n := range c.offices {
 		for range c.repeat {
-			if err := c.callRows(ctx, rep, callModes, n); err != nil {
+			saturated := len(rep.Rows)
+			if err := c.callRows(ctx, rep, callModes, n, 0); err != nil {
 				return err
+			}
+			for _, spec := range c.rates {
+				for _, mode := range callModes {
+					offered, err := c.offered(spec, rep.Rows[saturated:], mode)
+					if err != nil {
+						return err
+					}
+					if err := c.callRows(ctx, rep, []loadtest.Mode{mode}, n, offered); err != nil {
+						return err
+					}
+				}
 			}
 		}
 	}
@@ -332,7 +369,7 @@ func (c *benchConfig) run(ctx context.Context, rep *benchReport) error {
 			}
 		case loadtest.ModeIdle:
 			for range c.repeat {
-				if err := c.rows(ctx, rep, mode, 0); err != nil {
+				if err := c.rows(ctx, rep, mode, 0, 0); err != nil {
 					return err
 				}
 			}
@@ -341,17 +378,35 @@ func (c *benchConfig) run(ctx context.Context, rep *benchReport) error {
 	return nil
 }
 
-// callRows measures the call modes at offices one after the other, or with
-// --turns, the sio, connect and grpc rows (gateway and comparison servers
-// alike) in rotation.
-func (c *benchConfig) callRows(ctx context.Context, rep *benchReport, modes []loadtest.Mode, offices int) error {
+// offered is the calls/s of spec for mode: its value, or its percentage
+// of the reference server's saturated row among rows.
+func (c *benchConfig) offered(spec rateSpec, rows []benchRow, mode loadtest.Mode) (float64, error) {
+	if !spec.percent {
+		return spec.value, nil
+	}
+	ref := loadtest.KindGateway
+	if c.compare[kindNode] && mode == loadtest.ModeSIO {
+		ref = kindNode
+	}
+	for _, row := range rows {
+		if row.Result != nil && row.Server == ref && row.Mode == mode && row.Rate == 0 && row.Calls > 0 {
+			return row.CallsPerSec() * spec.value / 100, nil
+		}
+	}
+	return 0, fmt.Errorf("--rate %g%%: no saturated %s row of mode %s to take it of", spec.value, ref, mode)
+}
+
+// callRows measures the call modes at offices (offered calls/s at rate, 0:
+// saturation) one after the other, or with --turns, the sio, connect and
+// grpc rows (gateway and comparison servers alike) in rotation.
+func (c *benchConfig) callRows(ctx context.Context, rep *benchReport, modes []loadtest.Mode, offices int, rate float64) error {
 	var inTurns []loadtest.Mode
 	for _, mode := range modes {
 		if c.turns > 0 && mode.InTurns() {
 			inTurns = append(inTurns, mode)
 			continue
 		}
-		if err := c.rows(ctx, rep, mode, offices); err != nil {
+		if err := c.rows(ctx, rep, mode, offices, rate); err != nil {
 			return err
 		}
 	}
@@ -364,7 +419,7 @@ func (c *benchConfig) callRows(ctx context.Context, rep *benchReport, modes []lo
 	var err error
 	for _, mode := range inTurns {
 		for _, kind := range c.servers(mode) {
-			rows = append(rows, benchRow{Server: kind, Turns: c.turns, Result: &loadtest.Result{Mode: mode, Offices: offices}})
+			rows = append(rows, benchRow{Server: kind, Turns: c.turns, Result: &loadtest.Result{Mode: mode, Offices: offices, Rate: rate}})
 			o, ok := targets[kind]
 			if !ok && err == nil {
 				var stop func()
@@ -372,7 +427,7 @@ func (c *benchConfig) callRows(ctx context.Context, rep *benchReport, modes []lo
 				defer stop()
 				targets[kind] = o
 			}
-			o.Mode = mode
+			o.Mode, o.Rate = mode, rate
 			runs = append(runs, o)
 		}
 	}
@@ -420,10 +475,11 @@ func (c *benchConfig) servers(mode loadtest.Mode) []string {
 	return kinds
 }
 
-// rows measures mode at offices on each of its servers, one row each.
-func (c *benchConfig) rows(ctx context.Context, rep *benchReport, mode loadtest.Mode, offices int) error {
+// rows measures mode at offices (offered calls/s at rate, 0: saturation) on
+// each of its servers, one row each.
+func (c *benchConfig) rows(ctx context.Context, rep *benchReport, mode loadtest.Mode, offices int, rate float64) error {
 	for _, kind := range c.servers(mode) {
-		row, err := c.one(ctx, kind, mode, offices)
+		row, err := c.one(ctx, kind, mode, offices, rate)
 		rep.Rows = append(rep.Rows, row)
 		if err != nil {
 			return fmt.Errorf("%s %s offices=%d: %w", kind, mode, offices, err)
@@ -432,16 +488,17 @@ func (c *benchConfig) rows(ctx context.Context, rep *benchReport, mode loadtest.
 	return nil
 }
 
-func (c *benchConfig) one(ctx context.Context, kind string, mode loadtest.Mode, offices int) (benchRow, error) {
+func (c *benchConfig) one(ctx context.Context, kind string, mode loadtest.Mode, offices int, rate float64) (benchRow, error) {
 	// A row that fails before measuring keeps its mode and offices, for
 	// the report's error line.
-	row := benchRow{Server: kind, Result: &loadtest.Result{Mode: mode, Offices: offices}}
+	row := benchRow{Server: kind, Result: &loadtest.Result{Mode: mode, Offices: offices, Rate: rate}}
 	o, stop, err := c.target(ctx, kind, mode, offices, &row.Profiles)
 	defer stop()
 	if err != nil {
 		row.Err = err.Error()
 		return row, err
 	}
+	o.Rate = rate
 	res, err := loadtest.Run(ctx, o)
 	if res != nil {
 		row.Result = res
@@ -730,7 +787,7 @@ func (r *benchReport) print(w io.Writer) {
 			continue
 		}
 		if !calls {
-			fmt.Fprintln(tw, "server\tmode\toffices\tcalls/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\terrors\tsrv CPU/call µs\tsys µs\tread+write/call\tsrv RSS MiB\tload CPU/call µs\tgoroutines start/loaded/end\theap MiB start/end\tload avg\t")
+			fmt.Fprintln(tw, "server\tmode\toffices\toffered/s\tcalls/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\terrors\tsrv CPU/call µs\tsys µs\tread+write/call\tsrv RSS MiB\tload CPU/call µs\tgoroutines start/loaded/end\theap MiB start/end\tload avg\t")
 			calls = true
 		}
 		server := row.Server
@@ -742,8 +799,12 @@ func (r *benchReport) print(w io.Writer) {
 			lc, sys = row.LoadCPU/time.Duration(row.Calls), row.ServerSys/time.Duration(row.Calls)
 			io = float64(row.ServerIO) / float64(row.Calls)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%.2f\t%.1f\t%s\t%d/%d/%d\t%.1f/%.1f\t%s\t\n",
-			server, row.Mode, row.Offices, row.CallsPerSec(), ms(row.Latency.P50), ms(row.Latency.P90), ms(row.Latency.P99), ms(row.Latency.Max),
+		offered := "max"
+		if row.Rate > 0 {
+			offered = strconv.FormatFloat(row.Rate, 'f', 0, 64)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%.2f\t%.1f\t%s\t%d/%d/%d\t%.1f/%.1f\t%s\t\n",
+			server, row.Mode, row.Offices, offered, row.CallsPerSec(), ms(row.Latency.P50), ms(row.Latency.P90), ms(row.Latency.P99), ms(row.Latency.Max),
 			row.Errors, us(row.CPUPerCall()), us(sys), io, float64(row.ServerRSS)/(1<<20), us(lc),
 			row.GoroutinesStart, row.GoroutinesLoaded, row.GoroutinesEnd, float64(row.HeapStart)/(1<<20), float64(row.HeapEnd)/(1<<20), row.LoadAvg)
 	}
@@ -804,11 +865,12 @@ func (r *benchReport) print(w io.Writer) {
 // of the same mode, offices and repetition, and the RPC rows with the
 // gateway's Socket.IO row of the same offices and repetition.
 func (r *benchReport) printRatios(w io.Writer) {
-	// nth returns the n-th (0-based) measured row of server, mode and offices.
-	nth := func(server string, mode loadtest.Mode, offices, n int) *benchRow {
+	// nth returns the n-th (0-based) measured row of server, mode, offices
+	// and offered rate.
+	nth := func(server string, mode loadtest.Mode, offices int, rate float64, n int) *benchRow {
 		for i := range r.Rows {
 			row := &r.Rows[i]
-			if row.Result != nil && row.Server == server && row.Mode == mode && row.Offices == offices {
+			if row.Result != nil && row.Server == server && row.Mode == mode && row.Offices == offices && row.Rate == rate {
 				if n == 0 {
 					return row
 				}
@@ -837,11 +899,11 @@ func (r *benchReport) printRatios(w io.Writer) {
 		if g.Result == nil || g.Server != loadtest.KindGateway {
 			continue
 		}
-		key := string(g.Mode) + "/" + strconv.Itoa(g.Offices)
+		key := string(g.Mode) + "/" + strconv.Itoa(g.Offices) + "/" + strconv.FormatFloat(g.Rate, 'f', -1, 64)
 		n := count[key]
 		count[key]++
 		if g.Mode == loadtest.ModeIdle {
-			if f := nth(loadtest.KindFloor, g.Mode, g.Offices, n); f != nil && f.RSSPerConn > 0 {
+			if f := nth(loadtest.KindFloor, g.Mode, g.Offices, g.Rate, n); f != nil && f.RSSPerConn > 0 {
 				line("idle: gateway/floor RSS per connection %.2f", g.RSSPerConn/f.RSSPerConn)
 			}
 			continue
@@ -849,7 +911,7 @@ func (r *benchReport) printRatios(w io.Writer) {
 		if g.Calls == 0 {
 			continue
 		}
-		f := nth(loadtest.KindFloor, g.Mode, g.Offices, n)
+		f := nth(loadtest.KindFloor, g.Mode, g.Offices, g.Rate, n)
 		switch {
 		case f == nil || f.Calls == 0:
 		case g.Mode.CallTool():
@@ -858,39 +920,43 @@ func (r *benchReport) printRatios(w io.Writer) {
 				goal = " (goal <= 1.3)"
 			}
 			cpu, cps, p99 := ratios(g, f)
-			line("%s offices=%d%s: gateway/connect floor (net/http + connect-go answering in place) CPU per call %.2f%s, calls/s %.2f, p99 %.2f",
-				g.Mode, g.Offices, inTurns(g, f), cpu, goal, cps, p99)
+			line("%s offices=%s%s: gateway/connect floor (net/http + connect-go answering in place) CPU per call %.2f%s, calls/s %.2f, p99 %.2f",
+				g.Mode, at(g), inTurns(g, f), cpu, goal, cps, p99)
 		case g.Mode.MCP():
 			cpu, cps, p99 := ratios(g, f)
-			line("%s offices=%d%s: gateway/MCP floor (net/http + go-sdk answering in place) CPU per call %.2f (goal <= 1.3), calls/s %.2f, p99 %.2f",
-				g.Mode, g.Offices, inTurns(g, f), cpu, cps, p99)
+			line("%s offices=%s%s: gateway/MCP floor (net/http + go-sdk answering in place) CPU per call %.2f (goal <= 1.3), calls/s %.2f, p99 %.2f",
+				g.Mode, at(g), inTurns(g, f), cpu, cps, p99)
 		default:
 			cpu, cps, p99 := ratios(g, f)
-			line("%s offices=%d%s: gateway/floor CPU per call %.2f (goal <= 0.68), calls/s %.2f, p99 %.2f",
-				g.Mode, g.Offices, inTurns(g, f), cpu, cps, p99)
+			line("%s offices=%s%s: gateway/floor CPU per call %.2f (goal <= 0.68), calls/s %.2f, p99 %.2f",
+				g.Mode, at(g), inTurns(g, f), cpu, cps, p99)
 		}
-		if rl := nth(loadtest.KindRelay, g.Mode, g.Offices, n); rl != nil && rl.Calls > 0 {
+		if rl := nth(loadtest.KindRelay, g.Mode, g.Offices, g.Rate, n); rl != nil && rl.Calls > 0 {
 			if f != nil && f.Calls > 0 {
 				cpu, cps, _ := ratios(rl, f)
-				line("%s offices=%d%s: relay floor/floor (the leg to the computer on the same libraries) CPU per call %.2f, calls/s %.2f",
-					g.Mode, g.Offices, inTurns(rl, f), cpu, cps)
+				line("%s offices=%s%s: relay floor/floor (the leg to the computer on the same libraries) CPU per call %.2f, calls/s %.2f",
+					g.Mode, at(g), inTurns(rl, f), cpu, cps)
 			}
 			cpu, cps, p99 := ratios(g, rl)
-			line("%s offices=%d%s: gateway/relay floor CPU per call %.2f, calls/s %.2f, p99 %.2f",
-				g.Mode, g.Offices, inTurns(g, rl), cpu, cps, p99)
+			line("%s offices=%s%s: gateway/relay floor CPU per call %.2f, calls/s %.2f, p99 %.2f",
+				g.Mode, at(g), inTurns(g, rl), cpu, cps, p99)
 		}
-		if gv := nth(loadtest.KindGovernance, g.Mode, g.Offices, n); gv != nil && gv.Calls > 0 {
+		if gv := nth(loadtest.KindGovernance, g.Mode, g.Offices, g.Rate, n); gv != nil && gv.Calls > 0 {
 			cpu, cps, p99 := ratios(gv, g)
-			line("%s offices=%d%s: governance on/off (rules + quotas + audit file) CPU per call %.2f (goal <= 1.05), calls/s %.2f, p99 %.2f",
-				g.Mode, g.Offices, inTurns(gv, g), cpu, cps, p99)
+			line("%s offices=%s%s: governance on/off (rules + quotas + audit file) CPU per call %.2f (goal <= 1.05), calls/s %.2f, p99 %.2f",
+				g.Mode, at(g), inTurns(gv, g), cpu, cps, p99)
 		}
-		if nd := nth(kindNode, g.Mode, g.Offices, n); nd != nil && nd.Calls > 0 {
+		if nd := nth(kindNode, g.Mode, g.Offices, g.Rate, n); nd != nil && nd.Calls > 0 {
 			cpu, cps, p99 := ratios(g, nd)
-			line("%s offices=%d%s: gateway/Node socket.io relay CPU per call %.2f (goal <= 1), calls/s %.2f, p99 %.2f",
-				g.Mode, g.Offices, inTurns(g, nd), cpu, cps, p99)
+			goal := " (goal <= 1)"
+			if g.Rate > 0 {
+				goal = " (goal <= 0.75)"
+			}
+			line("%s offices=%s%s: gateway/Node socket.io relay CPU per call %.2f%s, calls/s %.2f, p99 %.2f",
+				g.Mode, at(g), inTurns(g, nd), cpu, goal, cps, p99)
 		}
 		for _, server := range clusterServers {
-			cl := nth(server, g.Mode, g.Offices, n)
+			cl := nth(server, g.Mode, g.Offices, g.Rate, n)
 			if cl == nil || cl.Calls == 0 {
 				continue
 			}
@@ -899,19 +965,19 @@ func (r *benchReport) printRatios(w io.Writer) {
 			if cl.RedisCPU > 0 {
 				redis = fmt.Sprintf(", %.2f with redis-server", float64(cl.CPUPerCall()+cl.RedisCPU/time.Duration(cl.Calls))/float64(max(1, g.CPUPerCall())))
 			}
-			line("%s offices=%d%s: %s/gateway calls/s %.2f, p99 %.2f, CPU per call %.2f (all %d nodes%s)",
-				g.Mode, g.Offices, inTurns(g, cl), server, cps, p99, cpu, clusterNodes(server), redis)
+			line("%s offices=%s%s: %s/gateway calls/s %.2f, p99 %.2f, CPU per call %.2f (all %d nodes%s)",
+				g.Mode, at(g), inTurns(g, cl), server, cps, p99, cpu, clusterNodes(server), redis)
 		}
 		if g.Mode == loadtest.ModeSIO04 {
-			if s := nth(loadtest.KindGateway, loadtest.ModeSIO, g.Offices, n); s != nil && s.Calls > 0 {
-				line("%s offices=%d%s: calls/s / 0.2 calls/s %.2f, CPU per call / 0.2 %.2f (goal: 1 within noise)",
-					g.Mode, g.Offices, inTurns(g, s), g.CallsPerSec()/s.CallsPerSec(), float64(g.CPUPerCall())/float64(max(1, s.CPUPerCall())))
+			if s := nth(loadtest.KindGateway, loadtest.ModeSIO, g.Offices, g.Rate, n); s != nil && s.Calls > 0 {
+				line("%s offices=%s%s: calls/s / 0.2 calls/s %.2f, CPU per call / 0.2 %.2f (goal: 1 within noise)",
+					g.Mode, at(g), inTurns(g, s), g.CallsPerSec()/s.CallsPerSec(), float64(g.CPUPerCall())/float64(max(1, s.CPUPerCall())))
 			}
 		}
 		if g.Mode.CallTool() || g.Mode.MCP() {
-			if s := nth(loadtest.KindGateway, loadtest.ModeSIO, g.Offices, n); s != nil && s.Calls > 0 {
-				line("%s offices=%d%s: calls/s / Socket.IO calls/s %.2f, CPU per call / Socket.IO %.2f",
-					g.Mode, g.Offices, inTurns(g, s), g.CallsPerSec()/s.CallsPerSec(), float64(g.CPUPerCall())/float64(max(1, s.CPUPerCall())))
+			if s := nth(loadtest.KindGateway, loadtest.ModeSIO, g.Offices, g.Rate, n); s != nil && s.Calls > 0 {
+				line("%s offices=%s%s: calls/s / Socket.IO calls/s %.2f, CPU per call / Socket.IO %.2f",
+					g.Mode, at(g), inTurns(g, s), g.CallsPerSec()/s.CallsPerSec(), float64(g.CPUPerCall())/float64(max(1, s.CPUPerCall())))
 			}
 		}
 	}
@@ -960,6 +1026,14 @@ func (r *benchReport) scaling(line func(format string, a ...any)) {
 		line("%s %s: CPU per call at %d offices / at %d %.2f%s, calls/s %.2f",
 			k.server, k.mode, hi, lo, float64(a.CPUPerCall())/float64(max(1, b.CPUPerCall())), goal, a.CallsPerSec()/b.CallsPerSec())
 	}
+}
+
+// at names a row's offices, and its offered load when not saturated.
+func at(r *benchRow) string {
+	if r.Rate > 0 {
+		return fmt.Sprintf("%d at %.0f calls/s offered", r.Offices, r.Rate)
+	}
+	return strconv.Itoa(r.Offices)
 }
 
 // inTurns marks a ratio of two rows measured in the same rotation.
