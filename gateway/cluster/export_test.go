@@ -6,7 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Outbox publishes batches of frames as Calls does.
+// Outbox publishes batches of frames as Peers does.
 type Outbox struct{ o *outbox }
 
 func NewOutbox(rdb redis.UniversalClient) Outbox {
