@@ -95,9 +95,9 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	Logger         *slog.Logger
 	// Redis, when set (redis://host:port/db), makes this gateway one node of
-	// a cluster: the office registry, node heartbeats and cross-node calls
-	// in Redis, the socket.io Redis adapter for notifications. Empty: one node, no
-	// Redis.
+	// a cluster: the office registry, node heartbeats, and the calls and
+	// notifications between nodes in Redis (gateway/cluster). Empty: one
+	// node, no Redis.
 	Redis string
 	// NodeID names the node in the cluster; random when empty.
 	NodeID string

@@ -364,3 +364,21 @@ func TestCallsFollowAComputerThatMoves(t *testing.T) {
 		t.Fatalf("registry asked %d times, want 2 (once per place)", n)
 	}
 }
+
+// TestStopPublishesWhatIsQueued: the notifications a node's hub published
+// before its Peers stop (the leave_office of the sessions a stopping node
+// closes) reach the other nodes: Stop sends what is queued first.
+func TestStopPublishesWhatIsQueued(t *testing.T) {
+	nodes := startNodes(t, miniClient(t), 2, core.Config{}, time.Second, false)
+	pc := &computerConn{}
+	joinAs(t, nodes[1], "pc-sid", smcp.RoleComputer, "pc", pc)
+	agent := joinAs(t, nodes[0], "a-sid", smcp.RoleAgent, "alice", &computerConn{})
+	const n = 200
+	for i := range n {
+		if err := agent.CancelToolCall(&smcpv1.AgentCallData{Agent: "alice", ReqId: fmt.Sprint("r", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes[0].calls.Stop()
+	testwait.Within(t, 30*time.Second, "every cancel at the computer", func() bool { return pc.noted(smcp.NotifyToolCallCancel) == n })
+}

@@ -21,3 +21,6 @@ func (o Outbox) Send(ctx context.Context, channel string, n, size int) {
 	}
 	o.o.send(ctx, batch)
 }
+
+// AliveKey is node's heartbeat key.
+func AliveKey(node string) string { return aliveKey(node) }

@@ -99,7 +99,7 @@ const (
 )
 
 // ErrNodeGone answers the calls in flight to a node found dead.
-var ErrNodeGone = errors.New("cluster: the computer's node is gone")
+var ErrNodeGone = core.ErrNodeGone
 
 // errExpired frees a call past its deadline (the hub answered it already).
 var errExpired = errors.New("cluster: call expired")
