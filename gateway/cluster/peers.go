@@ -636,7 +636,11 @@ func (o *outbox) run(ctx context.Context) {
 			o.fail(ctx.Err())
 			return
 		case <-o.closing:
+			// One bound for the whole of it: with Redis gone, a stop
+			// waits for one publish timeout, not one a batch.
+			ctx, cancel := context.WithTimeout(ctx, publishTimeout)
 			o.drain(ctx, batch)
+			cancel()
 			return
 		case <-o.wake:
 		}
