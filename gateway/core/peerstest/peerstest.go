@@ -326,12 +326,12 @@ func isCode(err error, code int) bool {
 // gone, or before a node has subscribed again, are lost: delivery is at
 // most once. None is delivered twice or out of order, and the nodes need
 // no restart: once one notification of a node reaches another again,
-// every later one does, in order.
+// every later one does, in order, and calls cross again.
 func lossWhileTransportRestarts(t *testing.T, c *Cluster) {
 	if c.Outage == nil {
 		t.Skip("this implementation has no transport to lose")
 	}
-	pc := &conn{}
+	pc := &conn{answer: func(p json.RawMessage) (json.RawMessage, error) { return p, nil }}
 	join(t, c.Hubs[1], "pc-sid", smcp.RoleComputer, "pc", pc)
 	agent := join(t, c.Hubs[0], "a-sid", smcp.RoleAgent, "alice", &conn{})
 	cancelCall(t, agent, "before")
@@ -369,4 +369,15 @@ func lossWhileTransportRestarts(t *testing.T, c *Cluster) {
 		t.Fatalf("after the first through (%s), got %v, want every later one %v", first, ids, want)
 	}
 	t.Logf("%d of %d cancels sent while the transport came back were lost", sent+more-len(ids), sent+more)
+
+	// Calls cross again too (the registry, rebuilt meanwhile, finds pc).
+	r, err := core.ParseRequest(smcp.EventGetConfig, []byte(`{"agent":"alice","req_id":"after","computer":"pc"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if raw, err := agent.Route(ctx, r); err != nil || !strings.Contains(string(raw), `"after"`) {
+		t.Fatalf("call after the outage: %s, %v", raw, err)
+	}
 }
