@@ -39,8 +39,6 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
 	"github.com/smcpgw/smcp-gateway/gateway/tokens"
-	redisv3 "github.com/smcpgw/smcp-gateway/internal/fork/socketio/adapters/redis"
-	redisadapter "github.com/smcpgw/smcp-gateway/internal/fork/socketio/adapters/redis/adapter"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -97,9 +95,9 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	Logger         *slog.Logger
 	// Redis, when set (redis://host:port/db), makes this gateway one node of
-	// a cluster: the office registry, node heartbeats and cross-node calls
-	// in Redis, the socket.io Redis adapter for notifications. Empty: one node, no
-	// Redis.
+	// a cluster: the office registry, node heartbeats, and the calls and
+	// notifications between nodes in Redis (gateway/cluster). Empty: one
+	// node, no Redis.
 	Redis string
 	// NodeID names the node in the cluster; random when empty.
 	NodeID string
@@ -166,7 +164,7 @@ type Gateway struct {
 	// Cluster only.
 	rdb   *goredis.Client
 	node  *cluster.Node
-	calls *cluster.Calls
+	peers *cluster.Peers
 }
 
 // New assembles a gateway.
@@ -231,7 +229,6 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	var rdb *goredis.Client
 	var reg *cluster.Registry
-	var rc *redisv3.RedisClient
 	if cfg.Redis != "" {
 		var err error
 		if rdb, err = connectRedis(cfg.Redis); err != nil {
@@ -243,10 +240,6 @@ func New(cfg Config) (*Gateway, error) {
 		reg = cluster.NewRegistry(rdb, cfg.RedisRegistry)
 		cfg.Core.Registry = reg
 		cfg.Core.Node = cfg.NodeID
-		rc = redisv3.NewRedisClient(context.Background(), rdb)
-		aopts := redisadapter.DefaultRedisAdapterOptions()
-		aopts.SetParser(cluster.Wire{}) // payloads cross nodes as their bytes
-		cfg.SIO.Adapter = &redisadapter.RedisAdapterBuilder{Redis: rc, Opts: aopts}
 	}
 	gov := governanceOf(cfg, rdb)
 	if gov != nil {
@@ -259,9 +252,6 @@ func New(cfg Config) (*Gateway, error) {
 	var node *cluster.Node
 	if rdb != nil {
 		node = cluster.NewNode(rdb, reg, hub, cfg.HeartbeatTTL, cfg.Logger.With("component", "cluster"))
-		// The adapter's failures (its receive loops retry with backoff while
-		// Redis is down) count in the node's one line per outage.
-		_ = rc.On("error", func(args ...any) { node.Health().Failed("socket.io adapter", fmt.Errorf("%s", fmt.Sprint(args...))) })
 	}
 	var m *metrics.Metrics
 	if cfg.Metrics {
@@ -285,14 +275,13 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.RPC.HandlerOptions = append(cfg.RPC.HandlerOptions, connect.WithInterceptors(otel))
 	}
 	s := sio.New(hub, cfg.Auth, cfg.SIO)
-	var calls *cluster.Calls
+	var peers *cluster.Peers
 	if rdb != nil {
-		// Calls cross nodes on their own channels; notifications still
-		// go through the adapter, to every node.
-		calls = cluster.NewCalls(rdb, hub, node.Health(), cfg.Logger.With("component", "cluster"))
-		hub.SetPeers(clusterPeers{Calls: calls, Server: s})
+		// Calls and notifications cross nodes through gateway/cluster.
+		peers = cluster.NewPeers(rdb, hub, node.Health(), cfg.Logger.With("component", "cluster"))
+		hub.SetPeers(peers)
 	}
-	g := &Gateway{Hub: hub, SIO: s, Metrics: m, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger, rdb: rdb, node: node, calls: calls,
+	g := &Gateway{Hub: hub, SIO: s, Metrics: m, mux: http.NewServeMux(), cfg: cfg, log: cfg.Logger, rdb: rdb, node: node, peers: peers,
 		gov: gov}
 	if rdb != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -330,11 +319,11 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.MCP = mcpfront.New(hub, cfg.Auth, mopts)
 	g.MCP.Mount(g.mux)
-	if calls != nil {
+	if peers != nil {
 		// A node reaped here: the calls to it are answered, and the MCP
 		// sessions it held are not looked for there any more.
 		node.OnNodeGone(func(id string) {
-			calls.NodeGone(id)
+			peers.NodeGone(id)
 			g.MCP.NodeGone(id)
 		})
 	}
@@ -468,8 +457,8 @@ func connectRedis(url string) (*goredis.Client, error) {
 	}
 	// The registry bounds its calls with context deadlines, which go-redis
 	// applies to a read in progress only when asked to (the earlier of the
-	// deadline and ReadTimeout). The socket.io adapter passes contexts
-	// without deadlines: its reads keep the client's own timeouts.
+	// deadline and ReadTimeout). The subscription of cluster.Peers reads
+	// without a deadline: its reads keep the client's own timeouts.
 	opts.ContextTimeoutEnabled = true
 	rdb := goredis.NewClient(opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -552,9 +541,9 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		srv.TLSConfig = g.cfg.TLS
 		ln = tls.NewListener(ln, g.cfg.TLS)
 	}
-	if g.calls != nil {
+	if g.peers != nil {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err := g.calls.Start(ctx)
+		err := g.peers.Start(ctx)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("gateway: %w", err)
@@ -616,8 +605,8 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		cancel()
 	}
-	if g.calls != nil {
-		g.calls.Stop()
+	if g.peers != nil {
+		g.peers.Stop()
 	}
 	if g.node != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -865,13 +854,3 @@ func (r *Running) Stop() error {
 	})
 	return r.err
 }
-
-// clusterPeers reaches the other nodes of a cluster: calls on the nodes'
-// own channels (cluster.Calls), notifications through the socket.io
-// adapter, which every node's sessions and watchers hear.
-type clusterPeers struct {
-	*cluster.Calls
-	*sio.Server
-}
-
-var _ core.Peers = clusterPeers{}

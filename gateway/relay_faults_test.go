@@ -168,7 +168,7 @@ func TestTimedOutCallsFreeTheirSlots(t *testing.T) {
 
 // TestClusterBadAnswerFailsItsCall: a malformed answer read on the
 // computer's node still fails its one call on the agent's node (the
-// adapter carries the marker), and the next call succeeds.
+// computer's node answers with the reason), and the next call succeeds.
 func TestClusterBadAnswerFailsItsCall(t *testing.T) {
 	nodes := startCluster(t, miniRedis(t), 2)
 	pc := dialRaw(t, nodes[1].URL, func(array []byte, reply func([]byte)) {

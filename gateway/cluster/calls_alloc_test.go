@@ -23,21 +23,22 @@ func (syncComputer) Request(_ string, payload json.RawMessage, done func(json.Ra
 	return func() {}
 }
 
-// callsPeers is Calls as a hub's Peers, notifications dropped.
-type callsPeers struct{ *Calls }
+// callsOnly is Peers without notifications: the frames of a call are the
+// only ones queued (relay).
+type callsOnly struct{ *Peers }
 
-func (callsPeers) Publish(core.Notification, string) {}
+func (callsOnly) Publish(core.Notification, string) {}
 
 // Allocation bounds of one cross-node call, both nodes, the Redis client
 // left out (docs/BENCHMARKS.md, "Where each path's CPU goes"); each cut
-// undone costs one or more. maxCallsAllocs counts the Calls leg alone: the
+// undone costs one or more. maxCallsAllocs counts the Peers leg alone: the
 // caller's Request, the computer node's handling of the call and its
 // answer, the caller's handling of the answer, and the two frames made
 // strings as go-redis hands them over (one copy each). It was 9 before the
 // frames' buffers were reused, the calls' records kept by value and the
 // answer's error test moved off the success path. maxRemoteAllocs counts
 // the whole call from the agent's Session.Go, the hub's routing to another
-// node (goRemote) and its settling on top of the Calls leg; it was 21
+// node (goRemote) and its settling on top of the Peers leg; it was 21
 // before goRemote kept its state in one value.
 const (
 	maxCallsAllocs  = 4
@@ -45,7 +46,7 @@ const (
 )
 
 type allocNodes struct {
-	caller, callee *Calls
+	caller, callee *Peers
 	agent          *core.Session
 }
 
@@ -57,9 +58,9 @@ func startAllocNodes(t *testing.T) allocNodes {
 	reg := NewRegistry(rdb, RegistryOptions{})
 	agentHub := core.New(core.Config{Node: "a", Registry: reg})
 	computerHub := core.New(core.Config{Node: "c", Registry: reg})
-	n := allocNodes{caller: NewCalls(rdb, agentHub, nil, nil), callee: NewCalls(rdb, computerHub, nil, nil)}
-	agentHub.SetPeers(callsPeers{n.caller})
-	computerHub.SetPeers(callsPeers{n.callee})
+	n := allocNodes{caller: NewPeers(rdb, agentHub, nil, nil), callee: NewPeers(rdb, computerHub, nil, nil)}
+	agentHub.SetPeers(callsOnly{n.caller})
+	computerHub.SetPeers(callsOnly{n.callee})
 	join := func(h *core.Hub, sid, role, name string) *core.Session {
 		s, err := h.Attach(sid, &core.Principal{ID: "test"}, syncComputer{}, core.Protocol{Version: smcp.V02})
 		if err != nil {
@@ -77,7 +78,7 @@ func startAllocNodes(t *testing.T) allocNodes {
 
 // relay hands the frame queued by from to to, as the subscriber receives
 // it: a string of its own (go-redis makes one a message).
-func relay(t *testing.T, from, to *Calls) {
+func relay(t *testing.T, from, to *Peers) {
 	t.Helper()
 	o := from.out
 	o.mu.Lock()

@@ -22,10 +22,9 @@ import (
 )
 
 // These tests run the cross-node calls of hubs sharing one Redis (each hub
-// a node, with its registry, its heartbeat and its Calls), the sessions'
+// a node, with its registry, its heartbeat and its Peers), the sessions'
 // front ends being computerConn: what a computer is sent, what it answers
-// and what the core gives up are seen there. Notifications go from hub to
-// hub in process (in a gateway the socket.io adapter carries them).
+// and what the core gives up are seen there.
 
 // computerConn is a computer's front end: it records the requests it is
 // sent and answers them with answer (nil: never; the request is held).
@@ -35,10 +34,28 @@ type computerConn struct {
 	mu        sync.Mutex
 	payloads  []string
 	held      map[int]func(json.RawMessage, error)
+	notes     []string // event and wire JSON of each notification
 	forgotten atomic.Int64
 }
 
-func (c *computerConn) Notify(core.Notification) {}
+func (c *computerConn) Notify(n core.Notification) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.notes = append(c.notes, n.Event+" "+string(n.Wire))
+}
+
+// noted counts the notifications that contain sub.
+func (c *computerConn) noted(sub string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := 0
+	for _, n := range c.notes {
+		if strings.Contains(n, sub) {
+			k++
+		}
+	}
+	return k
+}
 
 func (c *computerConn) Request(event string, payload json.RawMessage, done func(json.RawMessage, error)) func() {
 	c.mu.Lock()
@@ -84,24 +101,9 @@ type testNode struct {
 	hub   *core.Hub
 	reg   *countingRegistry
 	node  *cluster.Node
-	calls *cluster.Calls
+	calls *cluster.Peers
 	// stop ends the heartbeat (nil when it does not run).
 	stop func()
-}
-
-// inProcess delivers notifications to the other hubs of the test.
-type inProcess struct {
-	*cluster.Calls
-	self  *core.Hub
-	nodes *[]*testNode
-}
-
-func (p inProcess) Publish(n core.Notification, exceptSID string) {
-	for _, o := range *p.nodes {
-		if o.hub != p.self {
-			o.hub.Deliver(n, exceptSID)
-		}
-	}
 }
 
 // startNodes starts n nodes on rdb (named n0, n1...) with config cfg
@@ -120,9 +122,9 @@ func startNamed(t *testing.T, rdb *redis.Client, prefix string, n int, cfg core.
 		c.Registry, c.Node = tn.reg, fmt.Sprintf("%s%d", prefix, i)
 		tn.hub = core.New(c)
 		tn.node = cluster.NewNode(rdb, tn.reg.Registry.(*cluster.Registry), tn.hub, ttl, nil)
-		tn.calls = cluster.NewCalls(rdb, tn.hub, tn.node.Health(), nil)
+		tn.calls = cluster.NewPeers(rdb, tn.hub, tn.node.Health(), nil)
 		tn.node.OnNodeGone(tn.calls.NodeGone)
-		tn.hub.SetPeers(inProcess{Calls: tn.calls, self: tn.hub, nodes: &nodes})
+		tn.hub.SetPeers(tn.calls)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := tn.node.Start(ctx); err != nil {
 			t.Fatal(err)
@@ -200,8 +202,12 @@ func TestCallsCrossNodesAsBytes(t *testing.T) {
 			}
 			return nil, &core.BadAnswerError{Reason: "not JSON: binary attachment"}
 		}}
+		ac := &computerConn{}
+		agent := joinAs(t, nodes[0], "a-sid", smcp.RoleAgent, "alice", ac)
 		joinAs(t, nodes[1], "pc-sid", smcp.RoleComputer, "pc", pc)
-		agent := joinAs(t, nodes[0], "a-sid", smcp.RoleAgent, "alice", &computerConn{})
+		// Its enter drops the location the agent's node has: counted
+		// after it, the lookups are those of the calls.
+		testwait.Within(t, 10*time.Second, "the agent told pc entered", func() bool { return ac.noted(`"computer":"pc"`) == 1 })
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		got, err := agent.Route(ctx, parse(t, smcp.EventGetConfig, odd))
@@ -321,8 +327,16 @@ func TestCallsFollowAComputerThatMoves(t *testing.T) {
 			return json.RawMessage(`"` + name + `"`), nil
 		}}
 	}
+	ac := &computerConn{}
+	agent := joinAs(t, nodes[0], "a-sid", smcp.RoleAgent, "alice", ac)
 	first := joinAs(t, nodes[1], "pc-1", smcp.RoleComputer, "pc", echo("n1"))
-	agent := joinAs(t, nodes[0], "a-sid", smcp.RoleAgent, "alice", &computerConn{})
+	entered := func(k int) {
+		t.Helper()
+		testwait.Within(t, 10*time.Second, "the agent told pc entered", func() bool {
+			return ac.noted(smcp.NotifyEnterOffice+` {"office_id":"o","computer":"pc"`) == k
+		})
+	}
+	entered(1)
 	call := func(id string) string {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -342,10 +356,29 @@ func TestCallsFollowAComputerThatMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	joinAs(t, nodes[2], "pc-2", smcp.RoleComputer, "pc", echo("n2"))
+	entered(2)
 	if got := call("b"); got != `"n2"` {
 		t.Fatalf("after the move answered by %s", got)
 	}
 	if n := nodes[0].reg.lookups.Load(); n != 2 {
 		t.Fatalf("registry asked %d times, want 2 (once per place)", n)
 	}
+}
+
+// TestStopPublishesWhatIsQueued: the notifications a node's hub published
+// before its Peers stop (the leave_office of the sessions a stopping node
+// closes) reach the other nodes: Stop sends what is queued first.
+func TestStopPublishesWhatIsQueued(t *testing.T) {
+	nodes := startNodes(t, miniClient(t), 2, core.Config{}, time.Second, false)
+	pc := &computerConn{}
+	joinAs(t, nodes[1], "pc-sid", smcp.RoleComputer, "pc", pc)
+	agent := joinAs(t, nodes[0], "a-sid", smcp.RoleAgent, "alice", &computerConn{})
+	const n = 200
+	for i := range n {
+		if err := agent.CancelToolCall(&smcpv1.AgentCallData{Agent: "alice", ReqId: fmt.Sprint("r", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodes[0].calls.Stop()
+	testwait.Within(t, 30*time.Second, "every cancel at the computer", func() bool { return pc.noted(smcp.NotifyToolCallCancel) == n })
 }

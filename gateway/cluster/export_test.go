@@ -6,7 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Outbox publishes batches of frames as Calls does.
+// Outbox publishes batches of frames as Peers does.
 type Outbox struct{ o *outbox }
 
 func NewOutbox(rdb redis.UniversalClient) Outbox {
@@ -21,3 +21,6 @@ func (o Outbox) Send(ctx context.Context, channel string, n, size int) {
 	}
 	o.o.send(ctx, batch)
 }
+
+// AliveKey is node's heartbeat key.
+func AliveKey(node string) string { return aliveKey(node) }

@@ -11,7 +11,7 @@ import (
 // Health follows whether Redis answers this node, for its log: one line
 // when a call first fails, one when the heartbeat is answered again,
 // whatever the number of failed calls (heartbeats, registry calls, the
-// socket.io adapter's retries) in between.
+// publishing and receiving of Peers) in between.
 type Health struct {
 	log *slog.Logger
 

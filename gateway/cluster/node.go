@@ -121,7 +121,7 @@ type Node struct {
 
 // OnNodeGone has f called with the id of each node this node reaps, once
 // its members are removed: the calls in flight to it are answered then
-// (Calls.NodeGone). Call it before Run.
+// (Peers.NodeGone). Call it before Run.
 func (n *Node) OnNodeGone(f func(node string)) { n.gone = f }
 
 // NewNode makes the heartbeat of hub's node (hub.Node()); reg is the hub's
@@ -138,8 +138,8 @@ func NewNode(rdb redis.UniversalClient, reg *Registry, hub *core.Hub, ttl time.D
 	return n
 }
 
-// Health is the node's view of Redis; report the failures of other Redis
-// clients of the node (the socket.io adapter's) to it.
+// Health is the node's view of Redis; report the failures of the node's
+// other Redis clients (its Peers') to it.
 func (n *Node) Health() *Health { return n.health }
 
 // Start announces the node. Call it before serving. The first node of a

@@ -10,9 +10,8 @@ import (
 )
 
 // TestPubSubDeliversEveryMessage publishes bursts of messages of varied
-// sizes to a channel like the socket.io adapter's and requires the
-// subscriber, reading as the adapter does (PubSub.ReceiveMessage), to receive
-// every one, in order.
+// sizes to a channel and requires the subscriber, reading as cluster.Peers
+// does (PubSub.ReceiveMessage), to receive every one, in order.
 //
 // Cross-node tool calls travel this way. go-redis before v9.20.1 (fixed for
 // good in v9.22.0) dropped a RESP3 pub/sub message whenever a read of the

@@ -3,10 +3,10 @@
 // scripts, so two nodes racing for one slot get one winner), a per-node
 // heartbeat, a reaper that removes the members of a node whose heartbeat
 // lapsed, and the healing of the registry when Redis loses its data or
-// stands still (see Node). Calls to a computer of another node go to that
-// node's own channel and come back on the caller's (Calls); notifications
-// go to every node through the socket.io Redis adapter (gateway/sio), whose
-// encoding (Wire) this package holds.
+// stands still (see Node). Everything else that crosses nodes goes
+// through Peers: calls to a computer of another node go to that node's own
+// channel and come back on the caller's; notifications go to every node on
+// one channel.
 //
 // Keys (prefix "smcp:"):
 //
@@ -26,8 +26,9 @@
 //	smcp:settling             Redis time (ms) until which the registry is
 //	                          being rebuilt: claims wait, nobody is reaped
 //
-// Channel: smcp:node:{node}:calls, the calls to the node's computers and the
-// answers to its agents' calls (Calls).
+// Channels: smcp:node:{node}:calls, the calls to the node's computers and
+// the answers to its agents' calls; smcp:notify, the notifications of every
+// node (Peers).
 //
 // Member records are JSON (core.Member); a release only removes the record
 // it was given, so a reaper and a late release cannot remove a newer holder.

@@ -146,7 +146,10 @@ func (h *Hub) logRegistry(msg string, err error, args ...any) {
 	h.log.Log(context.Background(), level, msg, append(args, "err", err)...)
 }
 
-// Peers reaches the sessions attached to the other nodes of a cluster.
+// Peers reaches the sessions attached to the other nodes of a cluster: it
+// carries everything that crosses nodes, calls and notifications.
+// MemBus implements it in one process, gateway/cluster over Redis; both
+// pass gateway/core/peerstest.
 type Peers interface {
 	// Request sends a client: event to the computer to (a session of the
 	// node to.Node). done is called at most once; an answer that cannot come
@@ -161,9 +164,12 @@ type Peers interface {
 	Publish(n Notification, exceptSID string)
 }
 
-// SetPeers connects the hub to the other nodes. Call it once, before the
-// first session is attached, on a hub whose Config.Registry is set.
-func (h *Hub) SetPeers(p Peers) { h.peers = p }
+// SetPeers connects the hub to the other nodes (gateway/cluster's Peers
+// over Redis, or a MemBus of several hubs in one process). Call it once,
+// before the first session is attached, on a hub whose Config.Registry is
+// the one the other nodes share. Without it the hub is alone: a MemBus of
+// its own reaches nobody.
+func (h *Hub) SetPeers(p Peers) { h.peers, h.clustered = p, true }
 
 // Node is this hub's node id ("" on a single node).
 func (h *Hub) Node() string { return h.cfg.Node }
@@ -295,9 +301,7 @@ func (h *Hub) Reap(m Member) {
 	note := Notification{Event: smcp.NotifyLeaveOffice, OfficeID: m.OfficeID, Payload: n, Wire: wire}
 	h.log.Info("member of a dead node removed", "office", m.OfficeID, "role", m.Role, "name", m.Name, "node", m.Node)
 	h.Deliver(note, m.SID)
-	if h.peers != nil {
-		h.peers.Publish(note, m.SID)
-	}
+	h.peers.Publish(note, m.SID)
 }
 
 // NotificationFromWire rebuilds a Notification sent by another node.

@@ -50,9 +50,7 @@ func (h *Hub) EvictAgent(ctx context.Context, p *Principal, officeID string) ([]
 		// This node's part first; the others are told through the leave
 		// notification, whose sender names the holder (see Deliver).
 		h.evictHeld(note, m.SID, cause)
-		if h.peers != nil {
-			h.peers.Publish(note, evictPrefix+m.SID)
-		}
+		h.peers.Publish(note, evictPrefix+m.SID)
 	}
 	return held, nil
 }

@@ -150,6 +150,9 @@ type Hub struct {
 	// Cluster only: computers of other nodes with calls in flight, by sid.
 	remote map[string]*remoteComputer
 	peers  Peers
+	// clustered: SetPeers was called, other nodes may hold the office's
+	// computers (see Session.TryGo).
+	clustered bool
 	// locGen counts the drops of cached locations (see unlocateLocked).
 	locGen   uint64
 	leaseSeq atomic.Uint64
@@ -193,9 +196,12 @@ func (o *office) empty() bool {
 // New makes a Hub.
 func New(cfg Config) *Hub {
 	cfg = cfg.withDefaults()
-	return &Hub{cfg: cfg, log: cfg.Logger, sessions: map[string]*Session{}, offices: map[string]*office{},
+	h := &Hub{cfg: cfg, log: cfg.Logger, sessions: map[string]*Session{}, offices: map[string]*office{},
 		remote: map[string]*remoteComputer{}, claiming: map[Member]int{},
 		claimingLeases: map[*Session]struct{}{}, leasePrefix: "lease:" + cfg.Node + ":"}
+	// Alone until SetPeers: a bus of its own, where nobody is reached.
+	h.peers, _ = NewMemBus().Connect(h)
+	return h
 }
 
 // Wait returns once the calls in flight to computers that left have been
@@ -771,9 +777,7 @@ func (h *Hub) notifyLocked(o *office, except *Session, event string, payload pro
 	}
 	n := Notification{Event: event, OfficeID: o.id, Payload: payload, Wire: wire}
 	h.deliverLocked(o, except.sid, n)
-	if h.peers != nil {
-		h.peers.Publish(n, except.sid)
-	}
+	h.peers.Publish(n, except.sid)
 }
 
 // deliverLocked hands n to every member of o on this node but except, and to

@@ -143,7 +143,7 @@ func (s *Session) resolve(ctx context.Context, r *Request) (c *Session, o *offic
 		return c, o, nil, nil
 	case remote != nil:
 		return s.resolved(r, o, remote)
-	case h.peers == nil:
+	case !h.clustered:
 		// One node: a computer that is not in the hub is nowhere.
 		return nil, nil, nil, errNoComputer()
 	}
@@ -292,7 +292,7 @@ func (s *Session) guarded(r *Request) bool { return s.hub.cfg.Guard != nil && !r
 // settled as Go says, or when the caller's session closes.
 func (s *Session) TryGo(r *Request, done func(json.RawMessage, error)) bool {
 	guarded := s.guarded(r)
-	if guarded && s.hub.peers != nil {
+	if guarded && s.hub.clustered {
 		return false // the guard may wait on the cluster (see Guard.Admit)
 	}
 	c, o, remote, _, err := s.resolveLocal(r)
@@ -300,8 +300,8 @@ func (s *Session) TryGo(r *Request, done func(json.RawMessage, error)) bool {
 	case err != nil, c != nil:
 	case remote != nil:
 		c, o, remote, err = s.resolved(r, o, remote)
-	case s.hub.peers != nil:
-		return false
+	case s.hub.clustered:
+		return false // only the registry knows where it is: a wait
 	default:
 		err = errNoComputer()
 	}

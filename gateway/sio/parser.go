@@ -39,20 +39,12 @@ func (rawParser) NewDecoder() parser.Decoder {
 	return &rawDecoder{EventEmitter: types.NewEventEmitter()}
 }
 
-// badArgs stands for the arguments of a packet that cannot be relayed. Its
-// one exported field is its form in the cluster adapter's encoding, so that
-// a bad answer read on the computer's node still fails its call on the
-// agent's node (doneWithJSON) rather than arriving as an object.
-type badArgs struct {
-	reason string
-	// The cluster adapter's encoding carries the Go field name (seen in
-	// TestClusterBadAnswerFailsItsCall), hence a distinctive one.
-	SMCPBadAnswer string `json:"SMCPBadAnswer" msgpack:"SMCPBadAnswer"`
-}
+// badArgs stands for the arguments of a packet that cannot be relayed.
+type badArgs struct{ reason string }
 
 func (b *badArgs) Error() string { return b.reason }
 
-func newBadArgs(reason string) *badArgs { return &badArgs{reason: reason, SMCPBadAnswer: reason} }
+func newBadArgs(reason string) *badArgs { return &badArgs{reason: reason} }
 
 // malformedEvent is the event name given to an EVENT whose payload did not
 // yield one; no client can send it (it holds a NUL).

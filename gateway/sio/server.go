@@ -114,9 +114,6 @@ type Config struct {
 	// list_room, calls to a computer of another node, and what follows
 	// them): more get a flat 429 ack. Zero: DefaultMaxQueuedEvents.
 	MaxQueuedEvents int
-	// Adapter, when set, replaces the in-memory room adapter (the Redis
-	// adapter of a cluster). The server then serves as the hub's Peers.
-	Adapter socket.AdapterConstructor
 }
 
 // Server is the Socket.IO front end.
@@ -128,7 +125,6 @@ type Server struct {
 	io      *socket.Server
 	nsp     socket.Namespace
 	handler http.Handler
-	publish *publisher // cluster only
 	vers    versions
 
 	addrs *httpauth.AddrSlots // connections per client address
@@ -201,9 +197,6 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	// Engine.IO handshake; closing such connections soon lets the client
 	// reconnect instead of hanging for the default 45 s.
 	opts.SetConnectTimeout(5 * time.Second)
-	if cfg.Adapter != nil {
-		opts.SetAdapter(cfg.Adapter)
-	}
 	s.io = socket.NewServer(nil, opts)
 	engine := s.io.ServeHandler(opts)
 	_ = s.io.Engine().On("connection", s.pre.opened)
@@ -211,9 +204,6 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 
 	nsp := s.io.Of(smcp.Namespace, nil)
 	s.nsp = nsp
-	if cfg.Adapter != nil {
-		s.joinCluster()
-	}
 	nsp.Use(s.authenticate)
 	_ = nsp.On("connection", func(args ...any) {
 		if sock, ok := args[0].(*socket.Socket); ok {
@@ -258,9 +248,6 @@ func (s *Server) Close() {
 	// close before the data that preceded it. Linger briefly.
 	time.Sleep(closeLinger)
 	s.io.Close(nil)
-	if s.publish != nil {
-		s.publish.close()
-	}
 }
 
 const closeLinger = 200 * time.Millisecond
@@ -642,9 +629,8 @@ func (c *conn) write(b []byte) {
 }
 
 // doneWithJSON hands done an ack's first argument as JSON: the raw bytes
-// from this node's parser, or from another node (cluster.Wire carries them
-// as they are); a bad answer's marker, from this node or another; anything
-// else (an adapter that does not carry raw JSON) is encoded again.
+// from the parser, or a bad answer's marker; anything else (no parser of
+// this server makes it) is encoded again.
 func doneWithJSON(arg any, done func(json.RawMessage, error)) {
 	switch x := arg.(type) {
 	case json.RawMessage:
@@ -653,11 +639,6 @@ func doneWithJSON(arg any, done func(json.RawMessage, error)) {
 	case *badArgs:
 		done(nil, &core.BadAnswerError{Reason: x.reason})
 		return
-	case map[string]any:
-		if reason, ok := x["SMCPBadAnswer"].(string); ok && len(x) == 1 {
-			done(nil, &core.BadAnswerError{Reason: reason})
-			return
-		}
 	}
 	b, err := smcp.MarshalDecoded(arg)
 	if err != nil {

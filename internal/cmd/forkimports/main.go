@@ -39,8 +39,6 @@ var forks = []struct{ upstream, fork string }{
 	{"github.com/zishang520/socket.io/servers/engine/v3", module + "/internal/fork/socketio/servers/engine"},
 	{"github.com/zishang520/socket.io/clients/socket/v3", module + "/internal/fork/socketio/clients/socket"},
 	{"github.com/zishang520/socket.io/clients/engine/v3", module + "/internal/fork/socketio/clients/engine"},
-	{"github.com/zishang520/socket.io/adapters/adapter/v3", module + "/internal/fork/socketio/adapters/adapter"},
-	{"github.com/zishang520/socket.io/adapters/redis/v3", module + "/internal/fork/socketio/adapters/redis"},
 	{"github.com/zishang520/socket.io/parsers/engine/v3", module + "/internal/fork/socketio/parsers/engine"},
 	{"github.com/zishang520/socket.io/parsers/socket/v3", module + "/internal/fork/socketio/parsers/socket"},
 	{"github.com/modelcontextprotocol/go-sdk", module + "/internal/fork/mcpsdk"},

@@ -18,21 +18,34 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 )
 
-// Calls carries the calls of agents on this node to computers on other
-// nodes, and theirs to this node's computers: a call is one message
-// published to the computer's node's own channel (inboxChannel), its answer
-// one message back to the caller's, matched by call id. The socket.io Redis
-// adapter did this with a broadcast with ack: the request went to every
-// node, each answered how many sockets it reached, then the ack came, five
-// Redis commands and two node-wide broadcasts a call (docs/BENCHMARKS.md,
-// "Cross-node calls").
+// Peers carries what crosses nodes, over Redis pub/sub: the calls of
+// agents on this node to computers on other nodes and theirs to this
+// node's computers, and the office notifications. It is the hub's
+// core.Peers in a cluster (core.MemBus is the in-process one; both pass
+// gateway/core/peerstest).
+//
+// A call is one message published to the computer's node's own channel
+// (inboxChannel), its answer one message back to the caller's, matched by
+// call id: two PUBLISH a call (the socket.io Redis adapter, which carried
+// them before, took five Redis commands and two node-wide broadcasts,
+// docs/BENCHMARKS.md, "Cross-node calls"). A notification is one message
+// on the channel every node subscribes to (notifyChannel): one PUBLISH
+// whatever the number of nodes; the sender drops its own.
 //
 // Frames are a binary header and the payload bytes as they came, so the
-// computer gets the agent's bytes and the agent the computer's. Redis
-// pub/sub delivers at most once: a frame lost (Redis restarting) leaves the
-// call to end at the hub's deadline, as a computer that does not answer;
-// a node that dies has its calls answered when it is reaped (NodeGone).
-type Calls struct {
+// computer gets the agent's bytes, the agent the computer's, and a member
+// on another node a notification's wire JSON as the hub encoded it. One
+// goroutine publishes every frame of the node in the order it was handed
+// (outbox), and each node reads both channels on one subscription, so a
+// node receives another's frames in the order they were sent.
+//
+// Redis pub/sub delivers at most once: a frame lost (Redis restarting, or
+// not yet subscribed to again) is never sent again. A call then ends at
+// the hub's deadline, as a computer that does not answer; a node that dies
+// has its calls answered when it is reaped (NodeGone); a notification lost
+// is lost (the registry, which list_room reads, heals on its own: see
+// Node).
+type Peers struct {
 	rdb    redis.UniversalClient
 	hub    *core.Hub
 	node   string
@@ -49,6 +62,8 @@ type Calls struct {
 	// built once rather than once a frame, and held as the interface value
 	// go-redis takes its arguments as (a string made one allocates).
 	inboxes map[string]any
+	// notify is notifyChannel as an interface value (see inboxes).
+	notify any
 
 	sub    *redis.PubSub
 	cancel context.CancelFunc
@@ -73,6 +88,7 @@ const (
 	frameCall   = 1
 	frameAnswer = 2
 	frameCancel = 3
+	frameNotify = 4
 )
 
 const (
@@ -83,7 +99,7 @@ const (
 )
 
 // ErrNodeGone answers the calls in flight to a node found dead.
-var ErrNodeGone = errors.New("cluster: the computer's node is gone")
+var ErrNodeGone = core.ErrNodeGone
 
 // errExpired frees a call past its deadline (the hub answered it already).
 var errExpired = errors.New("cluster: call expired")
@@ -106,9 +122,12 @@ type inCall struct {
 
 func inboxChannel(node string) string { return prefix + "node:{" + node + "}:calls" }
 
-// NewCalls makes the cross-node calls of hub's node. Start it before the
-// node serves.
-func NewCalls(rdb redis.UniversalClient, hub *core.Hub, health *Health, log *slog.Logger) *Calls {
+// notifyChannel carries the notifications of every node to every node.
+const notifyChannel = prefix + "notify"
+
+// NewPeers makes the link of hub's node to the other nodes. Start it
+// before the node serves.
+func NewPeers(rdb redis.UniversalClient, hub *core.Hub, health *Health, log *slog.Logger) *Peers {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -117,36 +136,49 @@ func NewCalls(rdb redis.UniversalClient, hub *core.Hub, health *Health, log *slo
 	}
 	// Ids start anywhere: a node restarted under the same id must not take
 	// a late answer to its former self's call for one of its own.
-	c := &Calls{rdb: rdb, hub: hub, node: hub.Node(), log: log, health: health, nextID: rand.Uint64(), pending: map[uint64]outCall{}, served: map[servedKey]inCall{},
-		inboxes: map[string]any{}}
+	c := &Peers{rdb: rdb, hub: hub, node: hub.Node(), log: log, health: health, nextID: rand.Uint64(), pending: map[uint64]outCall{}, served: map[servedKey]inCall{},
+		inboxes: map[string]any{}, notify: any(notifyChannel)}
 	c.out = newOutbox(rdb, health, c.sendFailed)
 	return c
 }
 
-// Start subscribes to the node's channel (it returns once the subscription
-// is confirmed, so that no call sent to the node after it is missed) and
-// runs the receiving, publishing and sweeping goroutines until Stop.
-func (c *Calls) Start(ctx context.Context) error {
-	sub := c.rdb.Subscribe(ctx, inboxChannel(c.node))
-	if _, err := sub.Receive(ctx); err != nil {
-		_ = sub.Close()
-		return fmt.Errorf("cluster: subscribe to %s: %w", inboxChannel(c.node), err)
+// Start subscribes to the node's channel and to the notifications (it
+// returns once both subscriptions are confirmed, so that no call sent to
+// the node, nor any notification published, after it is missed) and runs
+// the receiving, publishing and sweeping goroutines until Stop.
+func (c *Peers) Start(ctx context.Context) error {
+	channels := []string{inboxChannel(c.node), notifyChannel}
+	sub := c.rdb.Subscribe(ctx, channels...)
+	for confirmed := 0; confirmed < len(channels); {
+		msg, err := sub.Receive(ctx)
+		if err != nil {
+			_ = sub.Close()
+			return fmt.Errorf("cluster: subscribe to %v: %w", channels, err)
+		}
+		if s, ok := msg.(*redis.Subscription); ok && s.Kind == "subscribe" {
+			confirmed++
+		}
 	}
 	run, cancel := context.WithCancel(context.Background())
 	c.sub, c.cancel = sub, cancel
-	c.wg.Go(func() { c.out.run(run) })
+	c.wg.Go(func() { defer close(c.out.done); c.out.run(run) })
 	c.wg.Go(func() { c.receive(run) })
 	c.wg.Go(func() { c.sweep(run) })
 	return nil
 }
 
-// Stop ends the goroutines and answers the calls still awaited with
-// ErrNodeGone (this node is leaving).
-func (c *Calls) Stop() {
+// Stop publishes the frames queued, ends the goroutines and answers the
+// calls still awaited with ErrNodeGone (this node is leaving).
+func (c *Peers) Stop() {
 	if c.cancel == nil {
 		return
 	}
+	// The frames queued go out first: the leave notifications of the
+	// sessions this node closed as it stops are among them.
+	close(c.out.closing)
+	<-c.out.done
 	c.cancel()
+	c.cancel = nil
 	_ = c.sub.Close()
 	c.wg.Wait()
 	c.mu.Lock()
@@ -160,7 +192,7 @@ func (c *Calls) Stop() {
 }
 
 // Request implements core.Peers' Request.
-func (c *Calls) Request(to core.Member, event string, payload json.RawMessage, deadline time.Duration, done func(json.RawMessage, error)) (forget func()) {
+func (c *Peers) Request(to core.Member, event string, payload json.RawMessage, deadline time.Duration, done func(json.RawMessage, error)) (forget func()) {
 	c.mu.Lock()
 	c.nextID++
 	id := c.nextID
@@ -187,8 +219,22 @@ func (c *Calls) Request(to core.Member, event string, payload json.RawMessage, d
 	}
 }
 
+// Publish implements core.Peers' Publish: n goes to every other node,
+// whose members of the office (but the session exceptSID) and watchers
+// get it. It only queues the frame: the hub publishes under its lock.
+func (c *Peers) Publish(n core.Notification, exceptSID string) {
+	f := c.out.buffer(1 + 4*binary.MaxVarintLen16 + len(c.node) + len(exceptSID) + len(n.Event) + len(n.OfficeID) + len(n.Wire))
+	b := append(f.b, frameNotify)
+	b = appendString(b, c.node)
+	b = appendString(b, exceptSID)
+	b = appendString(b, n.Event)
+	b = appendString(b, n.OfficeID)
+	f.b = append(b, n.Wire...)
+	c.out.push(outFrame{channel: c.notify, frame: f})
+}
+
 // inboxLocked returns node's inbox channel; c.mu is held.
-func (c *Calls) inboxLocked(node string) any {
+func (c *Peers) inboxLocked(node string) any {
 	ch, ok := c.inboxes[node]
 	if !ok {
 		ch = any(inboxChannel(node))
@@ -198,7 +244,7 @@ func (c *Calls) inboxLocked(node string) any {
 }
 
 // take removes call id from the calls awaited; false when it is not there.
-func (c *Calls) take(id uint64) (outCall, bool) {
+func (c *Peers) take(id uint64) (outCall, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p, ok := c.pending[id]
@@ -210,7 +256,7 @@ func (c *Calls) take(id uint64) (outCall, bool) {
 
 // NodeGone answers at once the calls in flight to node, found dead, forgets
 // the calls it sent here, and drops its computers' locations.
-func (c *Calls) NodeGone(node string) {
+func (c *Peers) NodeGone(node string) {
 	var gone []outCall
 	c.mu.Lock()
 	for id, p := range c.pending {
@@ -243,7 +289,7 @@ func (c *Calls) NodeGone(node string) {
 }
 
 // receive handles the frames sent to this node until ctx ends.
-func (c *Calls) receive(ctx context.Context) {
+func (c *Peers) receive(ctx context.Context) {
 	for {
 		msg, err := c.sub.ReceiveMessage(ctx)
 		if err != nil {
@@ -251,7 +297,7 @@ func (c *Calls) receive(ctx context.Context) {
 				return
 			}
 			// go-redis dials again and subscribes again on the next read.
-			c.health.Failed("cross-node calls", err)
+			c.health.Failed("cross-node traffic", err)
 			if !sleep(ctx, 100*time.Millisecond) {
 				return
 			}
@@ -273,7 +319,10 @@ func frameOf(payload string) []byte {
 
 // handle handles frame b, which must never be written to: the strings
 // read from it alias its bytes (readString).
-func (c *Calls) handle(b []byte) error {
+func (c *Peers) handle(b []byte) error {
+	if len(b) > 0 && b[0] == frameNotify {
+		return c.deliver(b[1:])
+	}
 	if len(b) < 9 {
 		return fmt.Errorf("frame of %d bytes", len(b))
 	}
@@ -318,8 +367,38 @@ func (c *Calls) handle(b []byte) error {
 	return fmt.Errorf("frame kind %d", kind)
 }
 
+// deliver hands a notification of another node to the hub; b is the
+// frame after its kind. The node's own come back too: they are dropped.
+func (c *Peers) deliver(b []byte) error {
+	from, b, err := readString(b)
+	if err != nil {
+		return fmt.Errorf("notification: %w", err)
+	}
+	if from == c.node {
+		return nil
+	}
+	except, b, err := readString(b)
+	if err != nil {
+		return fmt.Errorf("notification: %w", err)
+	}
+	event, b, err := readString(b)
+	if err != nil {
+		return fmt.Errorf("notification: %w", err)
+	}
+	office, wire, err := readString(b)
+	if err != nil {
+		return fmt.Errorf("notification: %w", err)
+	}
+	n, err := core.NotificationFromWire(event, office, json.RawMessage(wire))
+	if err != nil {
+		return fmt.Errorf("notification from node %s: %w", from, err)
+	}
+	c.hub.Deliver(n, except)
+	return nil
+}
+
 // serve hands a call of another node to the computer session it names.
-func (c *Calls) serve(id uint64, b []byte) error {
+func (c *Peers) serve(id uint64, b []byte) error {
 	if len(b) < 4 {
 		return errors.New("call without deadline")
 	}
@@ -369,7 +448,7 @@ func (c *Calls) serve(id uint64, b []byte) error {
 }
 
 // answer sends the answer of call id to the calling node's inbox.
-func (c *Calls) answer(inbox any, id uint64, raw json.RawMessage, err error) {
+func (c *Peers) answer(inbox any, id uint64, raw json.RawMessage, err error) {
 	status, body := byte(answerOK), []byte(raw)
 	if err != nil {
 		status, body = failedAnswer(err)
@@ -398,14 +477,14 @@ func failedAnswer(err error) (byte, []byte) {
 }
 
 // sendFailed answers call id, whose frame could not be published.
-func (c *Calls) sendFailed(id uint64, err error) {
+func (c *Peers) sendFailed(id uint64, err error) {
 	if p, ok := c.take(id); ok {
 		p.done(nil, fmt.Errorf("cluster: send call to node %s: %w", p.node, err))
 	}
 }
 
 // sweep frees the calls past their expiry until ctx ends.
-func (c *Calls) sweep(ctx context.Context) {
+func (c *Peers) sweep(ctx context.Context) {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
 	for {
@@ -473,6 +552,9 @@ type outbox struct {
 	// go-redis is done with a frame once its publish returns.
 	free []*frameBuf
 	wake chan struct{}
+	// closing, closed, has run publish what is queued and return; done is
+	// closed when it has.
+	closing, done chan struct{}
 }
 
 // maxFree bounds the buffers kept for reuse, and maxFreeBytes the size of
@@ -483,14 +565,15 @@ const (
 )
 
 type outFrame struct {
-	channel any // the inbox's name, a string (see Calls.inboxes)
+	channel any // the inbox's name, a string (see Peers.inboxes)
 	frame   *frameBuf
 	call    uint64 // the call a frameCall frame carries
 	isCall  bool   // a frameCall: its call fails when it is not sent
 }
 
 func newOutbox(rdb redis.UniversalClient, health *Health, failed func(uint64, error)) *outbox {
-	return &outbox{rdb: rdb, health: health, failed: failed, wake: make(chan struct{}, 1)}
+	return &outbox{rdb: rdb, health: health, failed: failed, wake: make(chan struct{}, 1),
+		closing: make(chan struct{}), done: make(chan struct{})}
 }
 
 // frameBuf holds a frame's bytes. go-redis writes it as its bytes
@@ -552,6 +635,13 @@ func (o *outbox) run(ctx context.Context) {
 		case <-ctx.Done():
 			o.fail(ctx.Err())
 			return
+		case <-o.closing:
+			// One bound for the whole of it: with Redis gone, a stop
+			// waits for one publish timeout, not one a batch.
+			ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+			o.drain(ctx, batch)
+			cancel()
+			return
 		case <-o.wake:
 		}
 		// Let the goroutines ready to run (connections with calls or
@@ -561,21 +651,27 @@ func (o *outbox) run(ctx context.Context) {
 		// of CPU each on the loaded 2-core test machine, a frame in it
 		// about 1 µs). With nothing else ready this returns at once.
 		runtime.Gosched()
-		for {
-			o.mu.Lock()
-			n := min(len(o.queue), maxBatch)
-			batch = append(batch[:0], o.queue[:n]...)
-			rest := copy(o.queue, o.queue[n:])
-			clear(o.queue[rest:])
-			o.queue = o.queue[:rest]
-			o.mu.Unlock()
-			if n == 0 {
-				break
-			}
-			o.send(ctx, batch)
-			o.recycle(batch)
-			clear(batch)
+		batch = o.drain(ctx, batch)
+	}
+}
+
+// drain publishes the frames queued, in batches, until none is; batch is
+// a buffer for them, returned for the next drain.
+func (o *outbox) drain(ctx context.Context, batch []outFrame) []outFrame {
+	for {
+		o.mu.Lock()
+		n := min(len(o.queue), maxBatch)
+		batch = append(batch[:0], o.queue[:n]...)
+		rest := copy(o.queue, o.queue[n:])
+		clear(o.queue[rest:])
+		o.queue = o.queue[:rest]
+		o.mu.Unlock()
+		if n == 0 {
+			return batch
 		}
+		o.send(ctx, batch)
+		o.recycle(batch)
+		clear(batch)
 	}
 }
 
@@ -596,7 +692,7 @@ func (o *outbox) send(ctx context.Context, batch []outFrame) {
 	if err == nil {
 		return
 	}
-	o.health.Failed("cross-node calls", err)
+	o.health.Failed("cross-node traffic", err)
 	for _, f := range batch {
 		if f.isCall {
 			o.failed(f.call, err)

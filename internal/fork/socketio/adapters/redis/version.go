@@ -1,5 +1,0 @@
-package redis
-
-import "github.com/smcpgw/smcp-gateway/internal/fork/socketio/pkg/version"
-
-const VERSION = version.VERSION
