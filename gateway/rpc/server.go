@@ -82,7 +82,10 @@ type Options struct {
 	// HandlerOptions are added to the AgentService handler (interceptors,
 	// e.g. otelconnect).
 	HandlerOptions []connect.HandlerOption
-	Logger         *slog.Logger
+	// Operator answers ListAudit, ListConnections, ListQuotas and
+	// GetFigures (nil: Unimplemented).
+	Operator Operator
+	Logger   *slog.Logger
 }
 
 // Server is the RPC front end of one hub.
