@@ -209,6 +209,9 @@ func (v *operatorViews) Quotas(ctx context.Context, req *smcpv1.ListQuotasReques
 		// A token's claims are not known here: its limits are those of
 		// its id alone (the default, or a key's own).
 		l := table.For(id, nil)
+		if l == nil {
+			l = &quota.Limits{} // unlimited
+		}
 		st, err := v.quotaState(ctx, id, "", l.Bound)
 		if err != nil {
 			return nil, err
