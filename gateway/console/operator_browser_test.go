@@ -47,7 +47,8 @@ func rpcCall(t *testing.T, url, key, method, body string) int {
 // refusal of another principal), kept across a reload by the view's URL;
 // who is connected (the lab computer with its principal); the open
 // office's seat and connections, the console's own seat and watch
-// included, again kept across a reload; the quotas' state; the figures.
+// included, again kept across a reload, as is a computer's tab; a
+// skill's files; the quotas' state; the figures.
 // A key that is no operator's sees no link to these views, and its call
 // of one (the view's URL typed in) is refused with the rule named.
 func TestConsoleOperatorViewsInBrowser(t *testing.T) {
@@ -160,6 +161,16 @@ func TestConsoleOperatorViewsInBrowser(t *testing.T) {
 	}
 	step("tab after a reload", chromedp.Reload(), waitText(`.skill[data-skill="pdf-tools"]`, "pdf-tools"),
 		waitJS(`document.querySelector("#tab-skills")?.classList.contains("active")`))
+	// A skill's files: those its SKILL.md names (a user skill), those its
+	// MCP server serves (an MCP skill); a file listed opens.
+	step("skill files",
+		click(`.skill[data-skill="pdf-tools"]`),
+		waitJS(`[...document.querySelectorAll("#skill-files .skill-file")].map((a) => a.dataset.relPath).join() === "data.bin,notes.txt"`),
+		click(`#skill-files .skill-file[data-rel-path="data.bin"]`),
+		waitText(`.file-head[data-rel-path="data.bin"]`, "blob"),
+		click(`.skill[data-skill="mcp:docs:search"]`),
+		waitJS(`[...document.querySelectorAll("#skill-files .skill-file")].map((a) => a.dataset.relPath).join() === "SKILL.md,ref/syntax.md"`),
+		waitText("#skill-files", "its MCP server's resources"))
 
 	// The quotas: the caller's bound, its one token spent.
 	step("quotas",
