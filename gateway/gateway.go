@@ -326,6 +326,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g.ops = newOperatorViews(g, cfg)
 	cfg.RPC.Operator = g.ops
+	if rdb != nil {
+		cfg.RPC.OfficesElsewhere = g.ops.officesElsewhere
+	}
 	g.RPC = rpc.New(hub, cfg.Auth, cfg.RPC)
 	g.RPC.Mount(g.mux)
 	mopts := mcpOptions(cfg)

@@ -60,6 +60,16 @@ func (v *operatorViews) keepRecent(cfg *Config) {
 	cfg.Audit.Sinks = append(slices.Clip(cfg.Audit.Sinks), v.recent)
 }
 
+// officesElsewhere are the offices the other nodes have connections in;
+// when Redis fails, none (this node's are listed all the same).
+func (v *operatorViews) officesElsewhere(ctx context.Context) []string {
+	ids, err := v.board.Offices(ctx)
+	if err != nil {
+		v.g.log.Debug("offices of the other nodes", "err", err)
+	}
+	return ids
+}
+
 // figureNames map the console's figures to the metrics they sum.
 var figureNames = map[string]string{
 	"smcp_calls_total":           "calls_total",

@@ -1,12 +1,14 @@
 package gateway_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/audit"
@@ -19,7 +21,8 @@ import (
 // TestOperatorViewsAcrossNodes: whichever node the console's call reaches,
 // the operator views show the whole cluster: the audit records each node
 // wrote (merged newest first, filterable), the connections of every node,
-// and figures summed over the nodes (each node's given too).
+// and figures summed over the nodes (each
+// node's given too).
 func TestOperatorViewsAcrossNodes(t *testing.T) { operatorViewsAcrossNodes(t, miniRedis(t)) }
 
 // TestOperatorViewsAcrossNodesRedisServer is TestOperatorViewsAcrossNodes
@@ -39,7 +42,9 @@ func operatorViewsAcrossNodes(t *testing.T, redisURL string) {
 	dialComputer(t, nodes[0].URL, "pcA", "p")
 	alice := dialAgent(t, nodes[0].URL, "alice", "o")
 	bob := dialAgent(t, nodes[1].URL, "bob", "p")
-	ctx := ctxT(t)
+	// Reports are posted every 2 s: a few periods, not ctxT's 5 s.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	if _, err := alice.CallTool(ctx, &smcpv1.ToolCallReq{Computer: "pcB", ToolName: "echo", ReqId: "a1", Timeout: 30}); err != nil {
 		t.Fatal(err)
 	}

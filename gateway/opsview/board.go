@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -152,24 +153,47 @@ func (b *Board) warn(err error) {
 	b.opts.Log.Warn("opsview: cannot post this node's report to Redis; other nodes' consoles miss it", "err", err)
 }
 
+// Offices are the ids of the offices the other nodes have connections in,
+// as they last posted them: what this node's own hub does not know.
+func (b *Board) Offices(ctx context.Context) ([]string, error) {
+	reports, err := b.others(ctx)
+	seen := map[string]struct{}{}
+	for _, r := range reports {
+		for _, c := range r.Connections {
+			if c.Office != "" {
+				seen[c.Office] = struct{}{}
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), err
+}
+
 // Read returns every node's report, this node's made now, the others' as
 // they last posted them (within three Every), sorted by node. partial
 // says why some could not be read; the others are returned all the same.
 func (b *Board) Read(ctx context.Context) (reports []Report, partial error) {
-	reports = []Report{b.report()}
+	others, err := b.others(ctx)
+	reports = append([]Report{b.report()}, others...)
+	slices.SortFunc(reports, func(a, b Report) int { return strings.Compare(a.Node, b.Node) })
+	return reports, err
+}
+
+// others are the other nodes' reports; partial says why some could not be
+// read, the others are returned all the same.
+func (b *Board) others(ctx context.Context) (reports []Report, partial error) {
 	if b.opts.Redis == nil {
-		return reports, nil
+		return nil, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, redisTimeout)
 	defer cancel()
 	since := strconv.FormatInt(time.Now().Add(-b.ttl()).UnixMilli(), 10)
 	ids, err := b.opts.Redis.ZRangeByScore(ctx, reportNodes, &goredis.ZRangeBy{Min: since, Max: "+inf"}).Result()
 	if err != nil {
-		return reports, fmt.Errorf("read the nodes' reports: %w", err)
+		return nil, fmt.Errorf("read the nodes' reports: %w", err)
 	}
 	ids = slices.DeleteFunc(ids, func(id string) bool { return id == b.opts.Node })
 	if len(ids) == 0 {
-		return reports, nil
+		return nil, nil
 	}
 	keys := make([]string, len(ids))
 	for i, id := range ids {
@@ -177,7 +201,7 @@ func (b *Board) Read(ctx context.Context) (reports []Report, partial error) {
 	}
 	vals, err := b.opts.Redis.MGet(ctx, keys...).Result()
 	if err != nil {
-		return reports, fmt.Errorf("read the nodes' reports: %w", err)
+		return nil, fmt.Errorf("read the nodes' reports: %w", err)
 	}
 	var bad []string
 	for i, v := range vals {
@@ -192,7 +216,6 @@ func (b *Board) Read(ctx context.Context) (reports []Report, partial error) {
 		}
 		reports = append(reports, r)
 	}
-	slices.SortFunc(reports, func(a, b Report) int { return strings.Compare(a.Node, b.Node) })
 	if len(bad) > 0 {
 		return reports, fmt.Errorf("unreadable report of node(s) %s", strings.Join(bad, ", "))
 	}

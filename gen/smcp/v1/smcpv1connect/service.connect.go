@@ -109,10 +109,10 @@ type AgentServiceClient interface {
 	// names no office and holds none.
 	//
 	// On one node the list is the whole gateway. In cluster mode (Redis) it
-	// is this node's view: the offices this node has a member, a call or a
-	// WatchOffice stream in, each with its whole membership across nodes from
-	// the registry; an office whose members are all on other nodes is not
-	// listed.
+	// is the cluster's, whichever node answers: the offices this node has a
+	// member, a call or a WatchOffice stream in, and those the other nodes
+	// reported (every 2 s), each with its whole membership across nodes from
+	// the registry.
 	ListOffices(context.Context, *v1.ListOfficesRequest) (*v1.ListOfficesResponse, error)
 	// GetResources lists the MCP resources of one of a computer's MCP servers
 	// (client:get_resources; 0.3+ offices). In a 0.2 office it is NotFound
@@ -526,10 +526,10 @@ type AgentServiceHandler interface {
 	// names no office and holds none.
 	//
 	// On one node the list is the whole gateway. In cluster mode (Redis) it
-	// is this node's view: the offices this node has a member, a call or a
-	// WatchOffice stream in, each with its whole membership across nodes from
-	// the registry; an office whose members are all on other nodes is not
-	// listed.
+	// is the cluster's, whichever node answers: the offices this node has a
+	// member, a call or a WatchOffice stream in, and those the other nodes
+	// reported (every 2 s), each with its whole membership across nodes from
+	// the registry.
 	ListOffices(context.Context, *v1.ListOfficesRequest) (*v1.ListOfficesResponse, error)
 	// GetResources lists the MCP resources of one of a computer's MCP servers
 	// (client:get_resources; 0.3+ offices). In a 0.2 office it is NotFound
