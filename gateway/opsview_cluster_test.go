@@ -21,8 +21,7 @@ import (
 // TestOperatorViewsAcrossNodes: whichever node the console's call reaches,
 // the operator views show the whole cluster: the audit records each node
 // wrote (merged newest first, filterable), the connections of every node,
-// and figures summed over the nodes (each
-// node's given too).
+// and figures summed over the nodes (each node's given too).
 func TestOperatorViewsAcrossNodes(t *testing.T) { operatorViewsAcrossNodes(t, miniRedis(t)) }
 
 // TestOperatorViewsAcrossNodesRedisServer is TestOperatorViewsAcrossNodes

@@ -90,7 +90,7 @@ type Options struct {
 	// node's alone (which a console behind a load balancer would see
 	// change from call to call); nil: none.
 	OfficesElsewhere func(ctx context.Context) []string
-	Logger   *slog.Logger
+	Logger           *slog.Logger
 }
 
 // Server is the RPC front end of one hub.
