@@ -129,17 +129,21 @@ func partialOf(err error) string {
 	return err.Error()
 }
 
+// maxAuditRecords bounds a ListAudit answer (ListAuditRequest.limit).
+const maxAuditRecords = 500
+
 // Audit reads the recent records of every node.
 func (v *operatorViews) Audit(ctx context.Context, req *smcpv1.ListAuditRequest) (*smcpv1.ListAuditResponse, error) {
 	if v.recent == nil {
 		return &smcpv1.ListAuditResponse{}, nil
 	}
-	recs, nodes, err := v.recent.Read(ctx, opsview.Filter{Office: req.GetOffice(), Principal: req.GetPrincipal(),
-		Outcome: req.GetOutcome(), Limit: int(min(max(req.GetLimit(), 0), 500))})
-	out := &smcpv1.ListAuditResponse{Enabled: true, Nodes: nodes, Partial: partialOf(err)}
-	if req.GetLimit() <= 0 && len(recs) > 500 {
-		recs = recs[:500]
+	limit := int(req.GetLimit())
+	if limit <= 0 || limit > maxAuditRecords {
+		limit = maxAuditRecords
 	}
+	recs, nodes, err := v.recent.Read(ctx, opsview.Filter{Office: req.GetOffice(), Principal: req.GetPrincipal(),
+		Outcome: req.GetOutcome(), Limit: limit})
+	out := &smcpv1.ListAuditResponse{Enabled: true, Nodes: nodes, Partial: partialOf(err)}
 	for i := range recs {
 		out.Records = append(out.Records, auditRecord(&recs[i]))
 	}

@@ -27,9 +27,10 @@ const (
 	reportNodes  = "smcp:ops:nodes"
 )
 
-// MaxReportConnections bounds the connections one report carries; a node
-// with more says how many it left out.
-const MaxReportConnections = 5000
+// MaxReportConnections bounds the connections one report carries (each
+// about 200 bytes of JSON, posted every 2 s); a node with more says how
+// many it left out.
+const MaxReportConnections = 1000
 
 // Report is what one node says of itself.
 type Report struct {
