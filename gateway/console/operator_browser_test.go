@@ -133,10 +133,17 @@ func TestConsoleOperatorViewsInBrowser(t *testing.T) {
 		t.Fatalf("after a reload: %q", hash)
 	}
 
+	step("audit at 390 px", chromedp.EmulateViewport(390, 844))
+	checkFits(t, browser, "the audit view at 390 px")
+	step("back to 1400 px", chromedp.EmulateViewport(1400, 1000))
+
 	// Who is connected: the lab computer, with its principal.
 	step("connections",
 		click("#ops-link-connections"),
-		waitText(`#conn-table tr.conn[data-kind="computer"][data-office="lab"][data-principal="console"]`, labPC))
+		waitText(`#conn-table tr.conn[data-kind="computer"][data-office="lab"][data-principal="console"]`, labPC),
+		chromedp.EmulateViewport(390, 844))
+	checkFits(t, browser, "the connections view at 390 px")
+	step("back to 1400 px", chromedp.EmulateViewport(1400, 1000))
 
 	// The office: who holds its seat (the console's own watch stream, as
 	// agent of the console) and who watches it; the view's URL survives
