@@ -165,6 +165,8 @@ type Gateway struct {
 	rdb   *goredis.Client
 	node  *cluster.Node
 	peers *cluster.Peers
+	// ops answers the console's operator views.
+	ops *operatorViews
 }
 
 // New assembles a gateway.
@@ -311,6 +313,11 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.RPC.Logger == nil {
 		cfg.RPC.Logger = cfg.Logger.With("component", "rpc")
 	}
+	g.ops = newOperatorViews(g, cfg)
+	cfg.RPC.Operator = g.ops
+	if rdb != nil {
+		cfg.RPC.OfficesElsewhere = g.ops.officesElsewhere
+	}
 	g.RPC = rpc.New(hub, cfg.Auth, cfg.RPC)
 	g.RPC.Mount(g.mux)
 	mopts := mcpOptions(cfg)
@@ -359,6 +366,7 @@ func New(cfg Config) (*Gateway, error) {
 		g.mux.Handle("GET /metrics", operatorsOnly(cfg.Auth, cfg.RPC.APIKeyHeader, cfg.AllowedHosts, m.Handler()))
 	}
 	// Last: nothing after it fails, and Serve closes it.
+	g.ops.keepRecent(&cfg)
 	al, err := startAudit(cfg, gov)
 	if err != nil {
 		return nil, err
@@ -578,6 +586,8 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	defer stopBeat()
 	if g.node != nil {
 		eg.Go(func() error { g.node.Run(beat); return nil })
+		// The console's views of the whole cluster (gateway/opsview).
+		eg.Go(func() error { g.ops.board.Run(beat); return nil })
 	}
 	g.log.Info("gateway listening", "addr", ln.Addr().String(), "sio_path", g.SIO.Path(), "tls", g.cfg.TLS != nil)
 

@@ -140,7 +140,7 @@ func (l *requestLog) all() []request {
 // in under that agent's name shares the office. Every API call carried the
 // key in its x-api-key header, and no URL ever held it. Last, the page's own
 // modules are probed: a form from a schema with every kind of input, the
-// result view, the time format and the Prometheus parser.
+// result view, the time format and the reading of the figures.
 // Screenshots go to a temporary folder (SMCP_CONSOLE_SCREENSHOT=path also
 // writes the README's; SMCP_CONSOLE_DOCS=dir writes console-1400.png,
 // console-390.png and the others there).
@@ -597,10 +597,10 @@ func click(sel string) chromedp.Action {
 // formProbe builds a form from a schema with every kind of input, fills it
 // as a user would and reads the arguments it makes, then its refusals;
 // renders a tool result with text, images and structured content; and
-// parses Prometheus text as the charts do.
+// reads the figures of GetFigures as the charts do.
 const formProbe = `(async () => {
   const { buildForm } = await import("./form.js");
-  const { parseProm } = await import("./metrics.js");
+  const { figuresOf } = await import("./metrics.js");
   const schema = { type: "object", required: ["s", "n"], properties: {
     s: { type: "string" }, n: { type: "number" }, i: { type: ["null", "integer"] }, b: { type: "boolean" },
     e: { enum: ["x", 2, true] }, a: { type: "array", items: { type: "string" } }, o: { type: "object" },
@@ -645,8 +645,8 @@ const formProbe = `(async () => {
     bnode.querySelector(".blob").textContent.trim(), bnode.querySelector("pre").textContent].join(" "));
   const { Client } = await import("./api.js");
   out.push(JSON.stringify(new Client("k", "a", "x-token").headers("application/json")));
-  const m = parseProm('# HELP x\nsmcp_calls_total{front="rpc",event="a b",outcome="ok"} 3\nsmcp_calls_total{front="sio",event="e",outcome="404"} 2\nsmcp_calls_in_flight 1.5\n');
-  out.push(m.get("smcp_calls_total").map((x) => x.labels.event + "=" + x.value).join(",") + " " + m.get("smcp_calls_in_flight")[0].value);
+  const f = figuresOf({ figures: { calls_total: 5, call_seconds_sum: 0.5, call_seconds_count: 4, calls_in_flight: 1.5 }, nodes: [{ node: "a" }, { node: "b" }] });
+  out.push([f.calls, f.latSum, f.latCount, f.refused, f.inflight, f.nodes].join(" "));
   return out;
 })()`
 
@@ -682,7 +682,8 @@ func checkModules(t *testing.T, ctx context.Context) {
 		"h1:image-abcdef01.png,h2:report.pdf 2 image image/png · 2.0 KiB plain",
 		// A gateway with another key header (config.json) gets the key there.
 		`{"Content-Type":"application/json","Connect-Protocol-Version":"1","x-token":"k","x-smcp-front":"console","x-smcp-agent":"a"}`,
-		"a b=3,e=2 1.5",
+		// Figures summed over the nodes, as GetFigures gives them.
+		"5 0.5 4 0 1.5 2",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("form probe:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -4,7 +4,7 @@
 // API (Connect JSON over HTTP, WatchOffice as a Connect stream read with
 // fetch) with the API key the user types in, kept in session storage and
 // sent in the x-api-key header; the files themselves are public and hold no
-// data. The gateway's figures come from /metrics when it is served.
+// data. The gateway's figures come from GetFigures (operator keys).
 package console
 
 import (

@@ -47,7 +47,7 @@ func TestServedByGateway(t *testing.T) {
 		{"/console/app.js", "text/javascript", `from "./api.js"`},
 		{"/console/api.js", "text/javascript", `[this.keyHeader]: this.key`},
 		{"/console/form.js", "text/javascript", "export function buildForm"},
-		{"/console/metrics.js", "text/javascript", "export function parseProm"},
+		{"/console/metrics.js", "text/javascript", "export function figuresOf"},
 		{"/console/dom.js", "text/javascript", "export function el"},
 		{"/console/result.js", "text/javascript", "export function renderResult"},
 		{"/console/style.css", "text/css", ":root"},

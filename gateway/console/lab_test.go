@@ -26,7 +26,7 @@ const (
 	// labTool is the fake computer's one tool, named as 0.3+ computers
 	// name them: "<bundle_id>__<tool>".
 	labTool   = "charts__render"
-	skillBody = "# PDF tools\n\nUse `pdftotext` on the file, then read `notes.txt`.\n"
+	skillBody = "# PDF tools\n\nUse `pdftotext` on the file, then read `notes.txt`; samples are in [data](data.bin).\n"
 	// The chunk the fake computer serves at most per client:get_blob, small
 	// so that a download takes several ReadBlob messages.
 	labChunk = 64 << 10
@@ -60,7 +60,7 @@ func startLabComputer(t *testing.T, url string) *labComputer {
 	}}
 	for event, h := range map[string]func(json.RawMessage) (any, error){
 		smcp.EventGetTools: lc.getTools, smcp.EventToolCall: lc.toolCall, smcp.EventGetSkills: lc.getSkills,
-		smcp.EventGetSkill: lc.getSkill, smcp.EventGetBlob: lc.getBlob,
+		smcp.EventGetSkill: lc.getSkill, smcp.EventGetBlob: lc.getBlob, smcp.EventGetResources: lc.getResources,
 	} {
 		c.Handle(event, func(_ context.Context, payload json.RawMessage) (any, error) { return h(payload) })
 	}
@@ -126,6 +126,27 @@ func (lc *labComputer) getSkills(payload json.RawMessage) (any, error) {
 		{Name: "pdf-tools", Source: "user", Path: "/home/u/.a2c/skills/pdf-tools", Description: "read PDFs", Tags: []string{"pdf", "text"}},
 		{Name: "mcp:docs:search", Source: "mcp:docs", Path: "/srv/docs", Description: "search the docs", Uri: new("skill://docs/search")},
 	}}, nil
+}
+
+// getResources lists the resources of MCP server docs: its skill search
+// served file by file (skill://docs/search/<path>), and another resource.
+func (lc *labComputer) getResources(payload json.RawMessage) (any, error) {
+	req := &smcpv1.GetResourcesReq{}
+	if err := decode(payload, req); err != nil {
+		return nil, err
+	}
+	if req.GetMcpServer() != "docs" {
+		return nil, smcp.Errorf(smcp.CodeMCPServerNotFound, "no MCP server %q", req.GetMcpServer())
+	}
+	var out []*structpb.Struct
+	for _, uri := range []string{"skill://docs/search", "skill://docs/search/SKILL.md", "skill://docs/search/ref/syntax.md", "file:///srv/docs/index.md"} {
+		r, err := structpb.NewStruct(map[string]any{"uri": uri, "name": uri})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return &smcpv1.GetResourcesRet{ReqId: req.GetReqId(), Resources: out}, nil
 }
 
 // getSkill serves pdf-tools: SKILL.md inline, data.bin as a blob handle.

@@ -264,6 +264,9 @@ type Session struct {
 	closed               bool
 	// since is when the session took its agent seat (Unix ms).
 	since int64
+	// attached is when the connection attached (Unix ms), for
+	// Connections.
+	attached int64
 	// membership ends when the session leaves its office or closes:
 	// requests in flight to it fail at once. nil for a lease (only a
 	// computer's is watched, by the calls routed to it).
@@ -309,7 +312,8 @@ func (h *Hub) Attach(sid string, p *Principal, conn Conn, proto Protocol) (*Sess
 	if !proto.Version.Known() {
 		return nil, fmt.Errorf("core: attach: unknown protocol version %s", proto.Version)
 	}
-	s := &Session{hub: h, sid: sid, principal: p, conn: conn, proto: proto, front: FrontSocketIO}
+	s := &Session{hub: h, sid: sid, principal: p, conn: conn, proto: proto, front: FrontSocketIO,
+		attached: time.Now().UnixMilli()}
 	h.sessions[sid] = s
 	return s, nil
 }

@@ -14,11 +14,11 @@ import (
 // of the one-call agents holding it (ActAsAgent) and its computers. p must
 // allow the agent role: the list is an agent's view of the gateway.
 //
-// On one node this is the whole gateway. In a cluster it is this node's
-// view: the offices this node knows (a member, a lease or a watcher here),
-// each with its membership across nodes read from the registry; offices
-// whose members are all on other nodes are not listed.
-func (h *Hub) ListOffices(ctx context.Context, p *Principal) ([]*smcpv1.OfficeSummary, error) {
+// On one node this is the whole gateway. In a cluster it is the offices
+// this node knows (a member, a lease or a watcher here) and those of
+// elsewhere (the offices the other nodes know, as they last said), each
+// with its membership across nodes read from the registry.
+func (h *Hub) ListOffices(ctx context.Context, p *Principal, elsewhere ...string) ([]*smcpv1.OfficeSummary, error) {
 	if !p.AllowsRole(smcp.RoleAgent) {
 		return nil, smcp.Errorf(smcp.CodeForbidden, "this key may not act as %s", smcp.RoleAgent)
 	}
@@ -38,6 +38,11 @@ func (h *Hub) ListOffices(ctx context.Context, p *Principal) ([]*smcpv1.OfficeSu
 		out = append(out, sum)
 	}
 	h.mu.Unlock()
+	for _, id := range elsewhere {
+		if id != "" && p.AllowsOffice(id) && !slices.ContainsFunc(out, func(s *smcpv1.OfficeSummary) bool { return s.OfficeId == id }) {
+			out = append(out, &smcpv1.OfficeSummary{OfficeId: id})
+		}
+	}
 	// Membership may span nodes: the registry has it, not this hub. The
 	// lock is not held over the network.
 	for _, sum := range out {

@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"time"
 
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -17,6 +18,10 @@ type Watcher struct {
 	ch     chan Notification
 	err    error // guarded by hub.mu
 	closed bool  // guarded by hub.mu
+	// principal and since (Unix ms) say who watches since when, for
+	// Connections.
+	principal *Principal
+	since     int64
 }
 
 // Watch subscribes to officeID's notifications: exactly those its members
@@ -40,7 +45,7 @@ func (h *Hub) WatchBuffered(p *Principal, officeID string, buffer int) (*Watcher
 	if !p.AllowsRole(smcp.RoleAgent) || !p.AllowsOffice(officeID) {
 		return nil, smcp.Errorf(smcp.CodeForbidden, "this key may not watch office %q", officeID)
 	}
-	w := &Watcher{hub: h, office: officeID, ch: make(chan Notification, buffer)}
+	w := &Watcher{hub: h, office: officeID, ch: make(chan Notification, buffer), principal: p, since: time.Now().UnixMilli()}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	o := h.officeLocked(officeID)

@@ -228,3 +228,54 @@ keys:
 		t.Fatalf("bad quota: %v", err)
 	}
 }
+
+// TestTokens: the calls a principal may make at once are its bucket's
+// tokens, read without spending any: a fresh bucket has the whole burst,
+// each call admitted takes one; with Redis, every node reads the shared
+// bucket. Calls in flight are listed by principal.
+func TestTokens(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	// A rate slow enough that no token comes back during the test.
+	l := &quota.Limits{Bound: quota.Bound{CallsPerSecond: 0.01, Burst: 3, InFlight: 5}}
+	ctx := context.Background()
+	for name, q := range map[string]*quota.Quotas{"memory": quota.New(quota.Options{}), "redis": quota.New(quota.Options{Redis: rdb})} {
+		t.Run(name, func(t *testing.T) {
+			tokens := func(q *quota.Quotas) float64 {
+				n, ok, err := q.Tokens(ctx, "p-"+name, "", l.Bound)
+				if err != nil || !ok {
+					t.Fatalf("tokens: %v %v", ok, err)
+				}
+				return n
+			}
+			for range 3 { // reading spends nothing
+				if n := tokens(q); n != 3 {
+					t.Fatalf("fresh bucket: %v tokens, want 3", n)
+				}
+			}
+			tk, err := q.Admit(ctx, "p-"+name, "echo", l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := tokens(q); n < 1.99 || n > 2.01 {
+				t.Fatalf("after a call: %v tokens, want 2", n)
+			}
+			if got := q.Flying(); got["p-"+name] != 1 || len(got) != 1 {
+				t.Fatalf("flying: %v", got)
+			}
+			tk.Release()
+			if got := q.Flying(); len(got) != 0 {
+				t.Fatalf("flying after release: %v", got)
+			}
+			if name == "redis" {
+				if n := tokens(quota.New(quota.Options{Redis: rdb})); n != 2 {
+					t.Fatalf("another node reads %v tokens, want 2", n)
+				}
+			}
+			if _, ok, _ := q.Tokens(ctx, "p", "", quota.Bound{InFlight: 1}); ok {
+				t.Fatal("tokens of a bound without a rate")
+			}
+		})
+	}
+}

@@ -374,6 +374,10 @@ func (s *Server) agentService(opts ...connect.HandlerOption) (string, http.Handl
 	add(unary(svc, methods.ByName("GetSkills"), svc.GetSkills, opts))
 	add(unary(svc, methods.ByName("GetSkill"), svc.GetSkill, opts))
 	add(unary(svc, methods.ByName("EvictAgent"), svc.EvictAgent, opts))
+	add(unary(svc, methods.ByName("ListAudit"), svc.ListAudit, opts))
+	add(unary(svc, methods.ByName("ListConnections"), svc.ListConnections, opts))
+	add(unary(svc, methods.ByName("ListQuotas"), svc.ListQuotas, opts))
+	add(unary(svc, methods.ByName("GetFigures"), svc.GetFigures, opts))
 	read := methods.ByName("ReadBlob")
 	readOffice := officeField(read)
 	add(connect.NewServerStreamHandlerSimple(procedureOf(read),

@@ -15,7 +15,11 @@ func (s *service) ListOffices(ctx context.Context, _ *smcpv1.ListOfficesRequest)
 	if err != nil {
 		return nil, err
 	}
-	offices, err := s.hub.ListOffices(ctx, c.principal)
+	var elsewhere []string
+	if f := s.opts.OfficesElsewhere; f != nil {
+		elsewhere = f(ctx)
+	}
+	offices, err := s.hub.ListOffices(ctx, c.principal, elsewhere...)
 	if err != nil {
 		return nil, toConnect(err)
 	}

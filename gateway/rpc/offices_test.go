@@ -6,6 +6,8 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/core"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -64,4 +66,52 @@ func TestListOffices(t *testing.T) {
 	noKey := newClient(t, g, protocols[0])
 	_, err = noKey.ListOffices(ctx, &smcpv1.ListOfficesRequest{})
 	wantCode(t, err, connect.CodeUnauthenticated, smcp.CodeUnauthenticated)
+}
+
+// TestOperatorViewsOperatorsOnly: the operator views name every principal
+// and office, so any key but an operator's is refused (403) on every
+// protocol, before anything is read; an operator's key reads them (what a
+// gateway without metrics or audit does not keep, it says so).
+func TestOperatorViewsOperatorsOnly(t *testing.T) {
+	const keyOperator = "k-operator"
+	g := startGateway(t, func(c *gateway.Config) {
+		ring, err := core.NewKeyRing(core.Key{Key: keyAgent, ID: "agent", Roles: []string{smcp.RoleAgent}, Offices: []string{officeA, officeB}},
+			core.Key{Key: keyComputer, ID: "computer", Roles: []string{smcp.RoleComputer}},
+			core.Key{Key: keyOperator, ID: "ops"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Auth = ring
+	})
+	startComputer(t, g, "pc-a", officeA)
+	ctx := testContext(t)
+	for _, p := range protocols {
+		cl := newClient(t, g, p, "x-api-key", keyAgent)
+		_, err := cl.ListAudit(ctx, &smcpv1.ListAuditRequest{})
+		wantCode(t, err, connect.CodePermissionDenied, smcp.CodeForbidden)
+		_, err = cl.ListConnections(ctx, &smcpv1.ListConnectionsRequest{})
+		wantCode(t, err, connect.CodePermissionDenied, smcp.CodeForbidden)
+		_, err = cl.ListQuotas(ctx, &smcpv1.ListQuotasRequest{})
+		wantCode(t, err, connect.CodePermissionDenied, smcp.CodeForbidden)
+		_, err = cl.GetFigures(ctx, &smcpv1.GetFiguresRequest{})
+		wantCode(t, err, connect.CodePermissionDenied, smcp.CodeForbidden)
+
+		op := newClient(t, g, p, "x-api-key", keyOperator)
+		conns, err := op.ListConnections(ctx, &smcpv1.ListConnectionsRequest{Office: officeA})
+		if err != nil {
+			t.Fatalf("%s: %v", p.name, err)
+		}
+		if cs := conns.GetConnections(); len(cs) != 1 || cs[0].GetKind() != "computer" || cs[0].GetName() != "pc-a" ||
+			cs[0].GetPrincipal() != "computer" || cs[0].GetSince() == "" {
+			t.Fatalf("%s: connections of office-a: %v", p.name, cs)
+		}
+		audit, err := op.ListAudit(ctx, &smcpv1.ListAuditRequest{})
+		if err != nil || audit.GetEnabled() {
+			t.Fatalf("%s: audit of a gateway without one: %v, %v", p.name, audit, err)
+		}
+		_, err = op.GetFigures(ctx, &smcpv1.GetFiguresRequest{})
+		if connect.CodeOf(err) != connect.CodeFailedPrecondition {
+			t.Fatalf("%s: figures without metrics: %v", p.name, err)
+		}
+	}
 }

@@ -82,7 +82,15 @@ type Options struct {
 	// HandlerOptions are added to the AgentService handler (interceptors,
 	// e.g. otelconnect).
 	HandlerOptions []connect.HandlerOption
-	Logger         *slog.Logger
+	// Operator answers ListAudit, ListConnections, ListQuotas and
+	// GetFigures (nil: Unimplemented).
+	Operator Operator
+	// OfficesElsewhere, in a cluster, names the offices the other nodes
+	// know, so that ListOffices lists the cluster's rather than this
+	// node's alone (which a console behind a load balancer would see
+	// change from call to call); nil: none.
+	OfficesElsewhere func(ctx context.Context) []string
+	Logger           *slog.Logger
 }
 
 // Server is the RPC front end of one hub.

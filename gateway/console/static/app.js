@@ -1,9 +1,13 @@
 // The SMCP web console: the offices an API key may see (with the protocol
 // version each speaks), their agents and computers live, a computer's tools
 // (with forms from their schemas), desktop, finder and skills, blob
-// downloads, and the gateway's own figures. It talks to the gateway only
-// through its public Connect API; the key lives in sessionStorage and in
-// request headers, never in a URL.
+// downloads, and the gateway's own figures; for operator keys, the recent
+// audit records, who is connected and the quotas' state (ops.js). It talks
+// to the gateway only through its public Connect API; the key lives in
+// sessionStorage and in request headers, never in a URL.
+//
+// Each view has a URL (its hash: #/office/ID, #/office/ID/COMPUTER/TAB,
+// #/ops/VIEW?filters), so that a reload, a link or Back returns to it.
 //
 // A computer's tabs are panels kept while the computer is open: switching
 // tabs only shows another, and a live update (WatchOffice) refreshes a
@@ -17,6 +21,7 @@ import { renderResult } from "./result.js";
 import { Metrics } from "./metrics.js";
 import { downloadButton, fileName } from "./blob.js";
 import { renderSkills, refreshSkills } from "./skills.js";
+import { connectionsTable, views as opsViews } from "./ops.js";
 
 const $ = (sel) => document.querySelector(sel);
 const store = window.sessionStorage;
@@ -36,6 +41,7 @@ const state = {
   events: [],
   finder: { keywords: "", fileType: "", offset: 0, limit: 10 },
   reading: null, // the dpe:// URI open in the Finder's reader
+  ops: null, // {view, params} of the operator view shown instead of an office
 };
 
 const metrics = new Metrics($("#metrics"));
@@ -74,12 +80,17 @@ async function signIn(key, agent) {
   $("#login").hidden = true;
   $("#app").hidden = false;
   $("#whoami").textContent = agent ? `acting as agent "${agent}"` : "acting as the gateway's default agent";
-  metrics.start({ [keyHeader]: key });
-  renderDetail();
+  metrics.start(client);
   await refreshOffices();
+  // The URL says which view to return to (a reload, a link).
+  applyRoute(location.hash, true);
   clearInterval(state.poll);
   // ListOffices holds no office, so polling it keeps no agent out.
-  state.poll = setInterval(() => refreshOffices().catch(() => {}), 5000);
+  state.poll = setInterval(() => {
+    refreshOffices().catch(() => {});
+    refreshOps();
+    refreshOfficeConnections();
+  }, 5000);
 }
 
 $("#login-form").addEventListener("submit", async (ev) => {
@@ -105,10 +116,110 @@ $("#login-form").addEventListener("submit", async (ev) => {
 $("#sign-out").addEventListener("click", () => {
   store.removeItem(KEY);
   store.removeItem(AGENT);
-  state.office = state.computer = state.reading = null;
+  state.office = state.computer = state.reading = state.ops = null;
   state.tab = "tools";
   state.finder = { keywords: "", fileType: "", offset: 0, limit: 10 };
+  history.replaceState(null, "", location.pathname);
   showLogin("");
+});
+
+// ---- routes: each view's URL ----
+
+// routeOf is the hash of the view shown.
+function routeOf() {
+  const e = encodeURIComponent;
+  if (state.ops) {
+    const q = state.ops.params.toString();
+    return `#/ops/${state.ops.view}${q ? `?${q}` : ""}`;
+  }
+  if (!state.office) return "";
+  if (!state.computer) return `#/office/${e(state.office)}`;
+  return `#/office/${e(state.office)}/${e(state.computer)}/${state.tab}`;
+}
+
+// syncRoute records the view shown in the URL, as a new history entry
+// (Back returns to the previous view).
+function syncRoute() {
+  if (!state.client) return;
+  const want = routeOf();
+  if (location.hash !== want && !(want === "" && location.hash === "#")) {
+    history.pushState(null, "", want || location.pathname);
+  }
+}
+
+// go shows the view of hash (an operator view's filters are in it).
+function go(hash) {
+  history.pushState(null, "", hash);
+  applyRoute(hash);
+}
+
+// applyRoute shows the view hash names; first: at sign-in, when an
+// office named may not be listed (yet) but is opened all the same.
+function applyRoute(hash, first = false) {
+  const m = /^#\/(office|ops)\/([^?]*)(?:\?(.*))?$/.exec(hash ?? "");
+  if (!m) {
+    if (state.office || state.ops) {
+      stopWatch();
+      state.office = state.computer = state.ops = null;
+      renderDetail();
+      renderOffices();
+    } else if (first) renderDetail();
+    return;
+  }
+  if (m[1] === "ops") {
+    showOps(m[2], new URLSearchParams(m[3] ?? ""));
+    return;
+  }
+  const [office, computer, tab] = m[2].split("/").map((x) => decodeURIComponent(x));
+  if (!office) return;
+  if (computer) {
+    if (tab && state.office === office && state.computer === computer) showTab(tab);
+    else {
+      if (tab) state.tab = tab;
+      selectComputer(office, computer);
+    }
+  } else selectOffice(office);
+}
+
+// ---- operator views (ops.js) ----
+
+function opsCtx() {
+  return { client: () => state.client, fail, go };
+}
+
+// showOps shows an operator view in the detail pane, instead of an office
+// (whose watch ends: it would hold the office's seat unseen).
+function showOps(view, params) {
+  if (!opsViews[view]) view = "audit";
+  if (state.office) {
+    stopWatch();
+    state.office = state.computer = null;
+    state.events = [];
+  }
+  state.ops = { view, params };
+  renderDetail();
+  renderOffices();
+}
+
+function refreshOps() {
+  const box = $("#detail .ops");
+  if (state.ops && box) opsViews[state.ops.view].refresh(box, opsCtx());
+}
+
+// renderOpsNav links the operator views, for an operator key only (the
+// gateway refuses their calls to any other).
+function renderOpsNav() {
+  const nav = $("#ops-nav");
+  nav.hidden = !state.operator;
+  const active = state.ops?.view;
+  if (nav.dataset.active === String(active) && nav.childElementCount) return;
+  nav.dataset.active = String(active);
+  fill(nav, state.operator ? [el("h2", null, "Gateway"), el("ul", { class: "ops-links" }, Object.entries(opsViews).map(([k, v]) =>
+    el("li", null, el("a", { href: `#/ops/${k}`, id: `ops-link-${k}`, class: k === active ? "selected" : "" }, v.title))))] : []);
+}
+
+window.addEventListener("hashchange", () => {
+  if (state.client && location.hash !== routeOf()) applyRoute(location.hash);
 });
 
 // fail shows an error in place; an unauthenticated one signs out.
@@ -130,6 +241,7 @@ async function refreshOffices() {
     const res = await state.client.call("ListOffices", {});
     state.offices = res.offices ?? [];
     state.operator = !!res.operator;
+    renderOpsNav();
     renderOffices();
   } catch (e) {
     fail($("#offices"), e);
@@ -179,6 +291,7 @@ function agentLine(o) {
 }
 
 function selectOffice(id) {
+  state.ops = null; // an operator view left no office open
   if (state.office !== id) {
     state.office = id;
     state.computer = null;
@@ -195,6 +308,7 @@ function selectOffice(id) {
 }
 
 function selectComputer(office, computer) {
+  state.ops = null;
   if (state.office === office && state.computer === computer) {
     reveal(); // the panels are kept: a second click must not reset them
     return;
@@ -306,6 +420,14 @@ function tabsFor() {
 function renderDetail() {
   const d = $("#detail");
   state.panels = new Map();
+  renderOpsNav();
+  syncRoute();
+  if (state.ops) {
+    const box = el("div", { class: "ops", id: `ops-${state.ops.view}` });
+    fill(d, box);
+    opsViews[state.ops.view].render(box, opsCtx(), state.ops.params);
+    return;
+  }
   if (!state.office) {
     renderStart(d);
     return;
@@ -317,14 +439,35 @@ function renderDetail() {
       el("span", { id: "live", class: "live" }, "")),
     state.computer
       ? [el("nav", { class: "tabs", id: "tabs" }), el("div", { id: "tab-body" })]
-      : el("div", { id: "overview" }),
+      : [el("div", { id: "overview" }), state.operator ? el("div", { id: "office-connections" }) : null],
     el("h3", null, "Notifications"),
     el("ul", { id: "events", class: "events" }));
   renderEvents();
   if (state.live) setLive(state.live.status, state.live.message);
   renderHead();
   if (state.computer) showTab(state.tab);
-  else renderOverview();
+  else {
+    renderOverview();
+    refreshOfficeConnections();
+  }
+}
+
+// refreshOfficeConnections shows an operator who holds the open office's
+// seat and who else is in it or watches it, on every node: the console's
+// own watch included.
+async function refreshOfficeConnections() {
+  const box = $("#office-connections");
+  if (!box || !state.office) return;
+  const current = latest(box);
+  try {
+    const res = await state.client.call("ListConnections", { office: state.office });
+    if (!current()) return;
+    const cs = res.connections ?? [];
+    fill(box, el("h3", null, "Seat and connections"),
+      cs.length === 0 ? el("p", { class: "muted" }, "Nobody.") : connectionsTable(cs, { office: false }));
+  } catch (e) {
+    if (current()) fail(box, e);
+  }
 }
 
 // renderHead updates the office's version and the tabs it allows, in place.
@@ -449,6 +592,7 @@ function showTab(t) {
     kinds[t].refresh(p.node);
   }
   for (const [k, q] of state.panels) q.node.hidden = k !== t;
+  syncRoute();
 }
 
 // refreshPanel refreshes tab's lists now if it is shown, else when it is.

@@ -1,27 +1,18 @@
-// The gateway's own figures, from its Prometheus text at /metrics (no key
-// needed there), as small inline-SVG charts: calls per second, mean latency,
-// calls in flight, refusals per second.
+// The gateway's own figures, as small inline-SVG charts: calls per second,
+// mean latency, calls in flight, refusals per second. They come from
+// GetFigures (operator keys only), which sums every node's figures: behind
+// a load balancer each poll may reach another node, and each answers for
+// the whole cluster.
 
 import { el, fill, svg } from "./dom.js";
 
-// parseProm parses the Prometheus text format into name -> [{labels, value}].
-export function parseProm(text) {
-  const out = new Map();
-  for (const line of text.split("\n")) {
-    if (line === "" || line.startsWith("#")) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
-    if (!m) continue;
-    const labels = {};
-    for (const l of (m[2] ?? "").matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]] = l[2];
-    const value = Number(m[3]);
-    if (!out.has(m[1])) out.set(m[1], []);
-    out.get(m[1]).push({ labels, value });
-  }
-  return out;
-}
-
-function sum(metrics, name) {
-  return (metrics.get(name) ?? []).reduce((a, s) => a + s.value, 0);
+// figuresOf reads a GetFigures answer: the sums the charts need, and how
+// many nodes they are summed over.
+export function figuresOf(res) {
+  const f = res?.figures ?? {};
+  const n = (k) => Number(f[k] ?? 0);
+  return { calls: n("calls_total"), latSum: n("call_seconds_sum"), latCount: n("call_seconds_count"),
+    refused: n("refused_total"), inflight: n("calls_in_flight"), nodes: Math.max((res?.nodes ?? []).length, 1) };
 }
 
 const charts = [
@@ -31,9 +22,8 @@ const charts = [
   { id: "refused", title: "refusals / s", fmt: (v) => v.toFixed(1) },
 ];
 
-// Metrics polls /metrics and redraws the charts in root. The gateway serves
-// /metrics on its public port to operator keys only: start is given the
-// signed-in key's header.
+// Metrics polls GetFigures and redraws the charts in root; start is given
+// the signed-in client.
 export class Metrics {
   constructor(root, { interval = 2000, points = 60 } = {}) {
     this.root = root;
@@ -43,8 +33,8 @@ export class Metrics {
     this.prev = null;
   }
 
-  start(headers = {}) {
-    this.headers = headers;
+  start(client) {
+    this.client = client;
     this.stop();
     this.tick();
     this.timer = setInterval(() => this.tick(), this.interval);
@@ -55,45 +45,35 @@ export class Metrics {
   }
 
   async tick() {
-    let text;
+    let res;
     try {
-      const res = await fetch("/metrics", { cache: "no-store", credentials: "omit", headers: this.headers });
-      if (res.status === 404) {
-        fill(this.root, el("p", { class: "muted", id: "metrics-off" }, "This gateway does not serve /metrics (start it with --metrics)."));
+      res = await this.client.call("GetFigures", {});
+    } catch (e) {
+      if (e.code === "failed_precondition" || e.code === "unimplemented") {
+        fill(this.root, el("p", { class: "muted", id: "metrics-off" }, "This gateway keeps no figures (it runs with --metrics=false)."));
         this.stop();
         return;
       }
-      if (res.status === 401 || res.status === 403) {
+      if (e.code === "permission_denied") {
         fill(this.root, el("p", { class: "muted", id: "metrics-off" }, "The gateway's figures are for operator keys (a key without roles, offices or name)."));
         this.stop();
         return;
       }
-      if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      text = await res.text();
-    } catch (e) {
-      fill(this.root, el("p", { class: "error" }, `Metrics unavailable: ${e.message}`));
+      fill(this.root, el("p", { class: "error" }, `Figures unavailable: ${e.message}`));
       return;
     }
-    const m = parseProm(text);
-    const now = performance.now() / 1000;
-    const cur = {
-      t: now,
-      calls: sum(m, "smcp_calls_total"),
-      latSum: sum(m, "smcp_call_duration_seconds_sum"),
-      latCount: sum(m, "smcp_call_duration_seconds_count"),
-      refused: sum(m, "smcp_refused_total"),
-    };
-    const inflight = sum(m, "smcp_calls_in_flight");
+    const cur = { t: performance.now() / 1000, ...figuresOf(res) };
     if (this.prev) {
       const dt = Math.max(cur.t - this.prev.t, 1e-3);
       const dn = cur.latCount - this.prev.latCount;
+      // A node that left takes its counts with it: never a negative rate.
       this.push("calls", Math.max(0, (cur.calls - this.prev.calls) / dt));
-      this.push("latency", dn > 0 ? ((cur.latSum - this.prev.latSum) / dn) * 1000 : 0);
+      this.push("latency", dn > 0 ? Math.max(0, ((cur.latSum - this.prev.latSum) / dn) * 1000) : 0);
       this.push("refused", Math.max(0, (cur.refused - this.prev.refused) / dt));
     }
-    this.push("inflight", inflight);
+    this.push("inflight", cur.inflight);
     this.prev = cur;
-    this.draw({ calls: cur.calls, refused: cur.refused });
+    this.draw(cur);
   }
 
   push(id, v) {
@@ -103,16 +83,19 @@ export class Metrics {
   }
 
   draw(totals) {
+    const over = totals.nodes > 1 ? ` over ${totals.nodes} nodes` : "";
     const cards = charts.map((c) => {
       const s = this.series[c.id];
       const last = s.length ? c.fmt(s[s.length - 1]) : "…";
-      const total = c.id === "calls" ? `${totals.calls} in all` : c.id === "refused" ? `${totals.refused} in all` : "";
+      const total = c.id === "calls" ? `${totals.calls} in all${over}` : c.id === "refused" ? `${totals.refused} in all${over}` : "";
       return el("div", { class: "metric", id: `metric-${c.id}`, "data-value": s.length ? s[s.length - 1] : "" },
         el("div", { class: "metric-head" }, el("span", null, c.title), el("strong", null, last)),
         spark(s, this.points),
         total ? el("div", { class: "muted small" }, total) : null);
     });
     fill(this.root, cards);
+    this.root.dataset.nodes = String(totals.nodes);
+    this.root.dataset.calls = String(totals.calls);
   }
 }
 

@@ -1,6 +1,11 @@
 // The Skills tab (SMCP 0.3+ offices): a computer's skills (GetSkills), one
-// skill's files read with GetSkill (SKILL.md first; the text inline, or a
-// blob handle read with ReadBlob), and each file downloadable.
+// skill's files listed and read with GetSkill (SKILL.md first; the text
+// inline, or a blob handle read with ReadBlob), and each file downloadable.
+//
+// The protocol has no listing of a skill's files. A skill an MCP server
+// serves file by file has them as its resources (skill://host/skill/<path>,
+// GetResources of that server); for another skill the console lists the
+// files its SKILL.md names, and any other path can be typed in.
 
 import { bytes, el, fill, latest, tree } from "./dom.js";
 import { downloadButton, readBlob, save } from "./blob.js";
@@ -55,6 +60,7 @@ function openSkill(panel, ctx, s) {
     readFile(ctx, s.name, file.value.trim() || "SKILL.md", view);
   } }, el("label", { for: "skill-file" }, "File in the skill"), file, el("button", { type: "submit", id: "skill-open" }, "Open"));
   const meta = s.skill_metadata && Object.keys(s.skill_metadata).length ? s.skill_metadata : null;
+  const files = el("p", { id: "skill-files", class: "skill-files" });
   fill(pane,
     el("h3", null, s.name),
     s.description ? el("p", { class: "small" }, s.description) : null,
@@ -62,13 +68,66 @@ function openSkill(panel, ctx, s) {
       fact("uri", s.uri ? el("code", null, s.uri) : null), fact("version", s.version), fact("license", s.license),
       fact("compatibility", s.compatibility), fact("allowed tools", s.allowed_tools), fact("tags", s.tags)),
     meta ? el("details", null, el("summary", null, "metadata"), tree(meta)) : null,
-    form, view);
-  readFile(ctx, s.name, "SKILL.md", view);
+    files, form, view);
+  const open = (rel) => {
+    file.value = rel;
+    readFile(ctx, s.name, rel, view);
+  };
+  const mcp = /^mcp:(.+)$/.exec(s.source ?? "");
+  if (mcp && s.uri) listResources(ctx, s.uri, mcp[1], files, open);
+  readFile(ctx, s.name, "SKILL.md", view).then((body) => {
+    if (!(mcp && s.uri) && typeof body === "string") showFiles(files, namedFiles(body), "named in SKILL.md", open);
+  });
+}
+
+// showFiles lists a skill's files in box, each opened with open(rel).
+function showFiles(box, rels, how, open) {
+  fill(box, rels.length === 0 ? null : [el("span", { class: "small muted" }, `Files (${how}): `),
+    rels.map((rel, i) => [i ? " · " : "", el("a", { href: "#", class: "skill-file", "data-rel-path": rel,
+      onclick: (ev) => { ev.preventDefault(); open(rel); } }, rel)])]);
+  box.dataset.how = how;
+}
+
+// namedFiles are the relative paths SKILL.md names: link targets and
+// code spans that look like a file (a name with an extension, no scheme,
+// not absolute, never "..").
+export function namedFiles(md) {
+  const found = new Set();
+  const add = (p) => {
+    p = p.trim().replace(/^\.\//, "");
+    if (/^[\w.-]+(\/[\w.-]+)*\.[A-Za-z0-9]{1,8}$/.test(p) && !p.split("/").includes("..") && p !== "SKILL.md") found.add(p);
+  };
+  for (const m of md.matchAll(/\]\(([^)\s]+)\)/g)) if (!/^[a-z][a-z0-9+.-]*:/i.test(m[1]) && !m[1].startsWith("#")) add(m[1]);
+  for (const m of md.matchAll(/`([^`\n]+)`/g)) add(m[1]);
+  return [...found].sort();
+}
+
+// listResources lists the skill's files among its MCP server's resources
+// (a few pages at most).
+async function listResources(ctx, uri, bundle, box, open) {
+  const prefix = `${uri.replace(/\/$/, "")}/`;
+  const rels = [];
+  let cursor;
+  try {
+    for (let page = 0; page < 10; page++) {
+      const res = await ctx.client().call("GetResources", { ...ctx.addr, mcp_server: bundle, ...(cursor ? { cursor } : {}) });
+      for (const r of res.resources ?? []) {
+        if (typeof r.uri === "string" && r.uri.startsWith(prefix)) rels.push(decodeURIComponent(r.uri.slice(prefix.length)));
+      }
+      cursor = res.next_cursor;
+      if (!cursor) break;
+    }
+    showFiles(box, rels.sort(), "its MCP server's resources", open);
+  } catch (e) {
+    ctx.fail(box, e);
+  }
 }
 
 // Text blobs up to this size can be shown in the page as well.
 const showLimit = 1 << 20;
 
+// readFile shows one file of the skill; it returns its text when it came
+// inline.
 async function readFile(ctx, name, rel, view) {
   const current = latest(view);
   fill(view, el("p", { class: "muted" }, `Reading ${rel}…`));
@@ -106,6 +165,7 @@ async function readFile(ctx, name, rel, view) {
         el("code", null, path), ` · ${mime || "?"} · ${bytes(size)} · `,
         el("span", { title: `sha256 ${sha}` }, `sha256 ${sha.slice(0, 12)}…`), " · ", inline ? "inline" : "blob", " ", download),
       body);
+    return inline ? res.body : undefined;
   } catch (e) {
     if (current()) ctx.fail(view, e);
   }

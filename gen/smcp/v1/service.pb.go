@@ -188,6 +188,933 @@ func (x *SeatHolder) GetNode() string {
 	return ""
 }
 
+// ListAuditRequest filters the records; empty fields match all.
+type ListAuditRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only records of this office.
+	Office string `protobuf:"bytes,1,opt,name=office,proto3" json:"office,omitempty"`
+	// Only records of this principal (a key's id, a token's subject).
+	Principal string `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
+	// Only records of this outcome ("ok", "timeout", "cancelled", an SMCP
+	// code such as "403").
+	Outcome string `protobuf:"bytes,3,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// At most this many records (default and maximum 500).
+	Limit         int32 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditRequest) Reset() {
+	*x = ListAuditRequest{}
+	mi := &file_smcp_v1_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditRequest) ProtoMessage() {}
+
+func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
+func (*ListAuditRequest) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ListAuditRequest) GetOffice() string {
+	if x != nil {
+		return x.Office
+	}
+	return ""
+}
+
+func (x *ListAuditRequest) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *ListAuditRequest) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *ListAuditRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// ListAuditResponse holds the matching records, newest first.
+type ListAuditResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Records []*AuditRecord         `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	// The gateway keeps an audit trail: false means there is none to show.
+	Enabled bool `protobuf:"varint,2,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	// The nodes whose records were read.
+	Nodes []string `protobuf:"bytes,3,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// Why some nodes' records could not be read (e.g. Redis did not
+	// answer); empty when all were.
+	Partial       string `protobuf:"bytes,4,opt,name=partial,proto3" json:"partial,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditResponse) Reset() {
+	*x = ListAuditResponse{}
+	mi := &file_smcp_v1_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditResponse) ProtoMessage() {}
+
+func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
+func (*ListAuditResponse) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ListAuditResponse) GetRecords() []*AuditRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *ListAuditResponse) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+func (x *ListAuditResponse) GetNodes() []string {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *ListAuditResponse) GetPartial() string {
+	if x != nil {
+		return x.Partial
+	}
+	return ""
+}
+
+// AuditRecord is one record of the audit trail (gateway/audit), as the
+// JSON lines sinks write it.
+type AuditRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// RFC 3339 UTC, with milliseconds.
+	Time          string  `protobuf:"bytes,1,opt,name=time,proto3" json:"time,omitempty"`
+	Node          string  `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	Front         string  `protobuf:"bytes,3,opt,name=front,proto3" json:"front,omitempty"`
+	Event         string  `protobuf:"bytes,4,opt,name=event,proto3" json:"event,omitempty"`
+	Principal     string  `protobuf:"bytes,5,opt,name=principal,proto3" json:"principal,omitempty"`
+	Agent         string  `protobuf:"bytes,6,opt,name=agent,proto3" json:"agent,omitempty"`
+	Office        string  `protobuf:"bytes,7,opt,name=office,proto3" json:"office,omitempty"`
+	Computer      string  `protobuf:"bytes,8,opt,name=computer,proto3" json:"computer,omitempty"`
+	Tool          string  `protobuf:"bytes,9,opt,name=tool,proto3" json:"tool,omitempty"`
+	Resource      string  `protobuf:"bytes,10,opt,name=resource,proto3" json:"resource,omitempty"`
+	Outcome       string  `protobuf:"bytes,11,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	Reason        string  `protobuf:"bytes,12,opt,name=reason,proto3" json:"reason,omitempty"`
+	DurationMs    float64 `protobuf:"fixed64,13,opt,name=duration_ms,proto3" json:"duration_ms,omitempty"`
+	BytesIn       int64   `protobuf:"varint,14,opt,name=bytes_in,proto3" json:"bytes_in,omitempty"`
+	BytesOut      int64   `protobuf:"varint,15,opt,name=bytes_out,proto3" json:"bytes_out,omitempty"`
+	RequestId     string  `protobuf:"bytes,16,opt,name=request_id,proto3" json:"request_id,omitempty"`
+	TraceId       string  `protobuf:"bytes,17,opt,name=trace_id,proto3" json:"trace_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditRecord) Reset() {
+	*x = AuditRecord{}
+	mi := &file_smcp_v1_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditRecord) ProtoMessage() {}
+
+func (x *AuditRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
+func (*AuditRecord) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *AuditRecord) GetTime() string {
+	if x != nil {
+		return x.Time
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetFront() string {
+	if x != nil {
+		return x.Front
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetEvent() string {
+	if x != nil {
+		return x.Event
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetOffice() string {
+	if x != nil {
+		return x.Office
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetComputer() string {
+	if x != nil {
+		return x.Computer
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetResource() string {
+	if x != nil {
+		return x.Resource
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetDurationMs() float64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *AuditRecord) GetBytesIn() int64 {
+	if x != nil {
+		return x.BytesIn
+	}
+	return 0
+}
+
+func (x *AuditRecord) GetBytesOut() int64 {
+	if x != nil {
+		return x.BytesOut
+	}
+	return 0
+}
+
+func (x *AuditRecord) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *AuditRecord) GetTraceId() string {
+	if x != nil {
+		return x.TraceId
+	}
+	return ""
+}
+
+// ListConnectionsRequest filters the connections.
+type ListConnectionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only this office's (empty: all, and the sessions in no office).
+	Office        string `protobuf:"bytes,1,opt,name=office,proto3" json:"office,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListConnectionsRequest) Reset() {
+	*x = ListConnectionsRequest{}
+	mi := &file_smcp_v1_service_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListConnectionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListConnectionsRequest) ProtoMessage() {}
+
+func (x *ListConnectionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListConnectionsRequest.ProtoReflect.Descriptor instead.
+func (*ListConnectionsRequest) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListConnectionsRequest) GetOffice() string {
+	if x != nil {
+		return x.Office
+	}
+	return ""
+}
+
+// ListConnectionsResponse lists the connections sorted by office, kind
+// and since.
+type ListConnectionsResponse struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Connections []*Connection          `protobuf:"bytes,1,rep,name=connections,proto3" json:"connections,omitempty"`
+	// The nodes whose connections are listed.
+	Nodes []string `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// Why some nodes could not be read; empty when all were.
+	Partial       string `protobuf:"bytes,3,opt,name=partial,proto3" json:"partial,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListConnectionsResponse) Reset() {
+	*x = ListConnectionsResponse{}
+	mi := &file_smcp_v1_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListConnectionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListConnectionsResponse) ProtoMessage() {}
+
+func (x *ListConnectionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListConnectionsResponse.ProtoReflect.Descriptor instead.
+func (*ListConnectionsResponse) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ListConnectionsResponse) GetConnections() []*Connection {
+	if x != nil {
+		return x.Connections
+	}
+	return nil
+}
+
+func (x *ListConnectionsResponse) GetNodes() []string {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *ListConnectionsResponse) GetPartial() string {
+	if x != nil {
+		return x.Partial
+	}
+	return ""
+}
+
+// Connection is one thing connected to a node of the gateway.
+type Connection struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "agent" or "computer" (a Socket.IO session in an office), "session"
+	// (a Socket.IO session in no office), "seat" (an agent seat held by an
+	// MCP session, an RPC call or stream, the console), "watch" (a watcher
+	// of the office's notifications).
+	Kind   string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Office string `protobuf:"bytes,2,opt,name=office,proto3" json:"office,omitempty"`
+	// Agent or computer name (empty for a watcher).
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// The caller's principal (a key's id, a token's subject).
+	Principal string `protobuf:"bytes,4,opt,name=principal,proto3" json:"principal,omitempty"`
+	// Front end: "socket.io", "rpc", "mcp", "console" (empty for a watcher).
+	Front string `protobuf:"bytes,5,opt,name=front,proto3" json:"front,omitempty"`
+	// SMCP profile of a Socket.IO session, wire protocol of a seat.
+	Protocol string `protobuf:"bytes,6,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	// A seat held as a lease (an MCP session, an RPC stream) rather than
+	// for one call.
+	Lapses bool `protobuf:"varint,7,opt,name=lapses,proto3" json:"lapses,omitempty"`
+	// Since when, RFC 3339 UTC.
+	Since string `protobuf:"bytes,8,opt,name=since,proto3" json:"since,omitempty"`
+	// Gateway node (empty on a single node).
+	Node          string `protobuf:"bytes,9,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Connection) Reset() {
+	*x = Connection{}
+	mi := &file_smcp_v1_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Connection) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Connection) ProtoMessage() {}
+
+func (x *Connection) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Connection.ProtoReflect.Descriptor instead.
+func (*Connection) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Connection) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Connection) GetOffice() string {
+	if x != nil {
+		return x.Office
+	}
+	return ""
+}
+
+func (x *Connection) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Connection) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *Connection) GetFront() string {
+	if x != nil {
+		return x.Front
+	}
+	return ""
+}
+
+func (x *Connection) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
+func (x *Connection) GetLapses() bool {
+	if x != nil {
+		return x.Lapses
+	}
+	return false
+}
+
+func (x *Connection) GetSince() string {
+	if x != nil {
+		return x.Since
+	}
+	return ""
+}
+
+func (x *Connection) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+// ListQuotasRequest names the principal whose state is wanted; empty: the
+// keys file's keys with a quota of their own, and the principals with
+// calls in flight or connections on the gateway.
+type ListQuotasRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Principal     string                 `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListQuotasRequest) Reset() {
+	*x = ListQuotasRequest{}
+	mi := &file_smcp_v1_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListQuotasRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListQuotasRequest) ProtoMessage() {}
+
+func (x *ListQuotasRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListQuotasRequest.ProtoReflect.Descriptor instead.
+func (*ListQuotasRequest) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ListQuotasRequest) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+// ListQuotasResponse gives each principal's quota state, by principal.
+type ListQuotasResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Quotas []*QuotaState          `protobuf:"bytes,1,rep,name=quotas,proto3" json:"quotas,omitempty"`
+	// The gateway has quotas (a keys file with quota entries).
+	Enabled bool `protobuf:"varint,2,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	// Where the rates are counted: "redis" (shared by the nodes) or "node".
+	Rates         string `protobuf:"bytes,3,opt,name=rates,proto3" json:"rates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListQuotasResponse) Reset() {
+	*x = ListQuotasResponse{}
+	mi := &file_smcp_v1_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListQuotasResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListQuotasResponse) ProtoMessage() {}
+
+func (x *ListQuotasResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListQuotasResponse.ProtoReflect.Descriptor instead.
+func (*ListQuotasResponse) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ListQuotasResponse) GetQuotas() []*QuotaState {
+	if x != nil {
+		return x.Quotas
+	}
+	return nil
+}
+
+func (x *ListQuotasResponse) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+func (x *ListQuotasResponse) GetRates() string {
+	if x != nil {
+		return x.Rates
+	}
+	return ""
+}
+
+// QuotaState is one principal's quota and its use.
+type QuotaState struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Principal string                 `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// Calls per second (0: unlimited), burst and in-flight bound of its
+	// limits (0: unlimited).
+	CallsPerSecond float64 `protobuf:"fixed64,2,opt,name=calls_per_second,proto3" json:"calls_per_second,omitempty"`
+	Burst          int32   `protobuf:"varint,3,opt,name=burst,proto3" json:"burst,omitempty"`
+	InFlightLimit  int32   `protobuf:"varint,4,opt,name=in_flight_limit,proto3" json:"in_flight_limit,omitempty"`
+	// Calls it may make at once now (its rate's tokens left), up to burst;
+	// unset without a rate.
+	Tokens *float64 `protobuf:"fixed64,5,opt,name=tokens,proto3,oneof" json:"tokens,omitempty"`
+	// Its calls in flight, over the nodes that reported them.
+	InFlight int32 `protobuf:"varint,6,opt,name=in_flight,proto3" json:"in_flight,omitempty"`
+	// Its tools with a bound of their own, by name.
+	Tools         map[string]*QuotaState `protobuf:"bytes,7,rep,name=tools,proto3" json:"tools,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuotaState) Reset() {
+	*x = QuotaState{}
+	mi := &file_smcp_v1_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaState) ProtoMessage() {}
+
+func (x *QuotaState) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaState.ProtoReflect.Descriptor instead.
+func (*QuotaState) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *QuotaState) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *QuotaState) GetCallsPerSecond() float64 {
+	if x != nil {
+		return x.CallsPerSecond
+	}
+	return 0
+}
+
+func (x *QuotaState) GetBurst() int32 {
+	if x != nil {
+		return x.Burst
+	}
+	return 0
+}
+
+func (x *QuotaState) GetInFlightLimit() int32 {
+	if x != nil {
+		return x.InFlightLimit
+	}
+	return 0
+}
+
+func (x *QuotaState) GetTokens() float64 {
+	if x != nil && x.Tokens != nil {
+		return *x.Tokens
+	}
+	return 0
+}
+
+func (x *QuotaState) GetInFlight() int32 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
+func (x *QuotaState) GetTools() map[string]*QuotaState {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+// GetFiguresRequest is empty.
+type GetFiguresRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetFiguresRequest) Reset() {
+	*x = GetFiguresRequest{}
+	mi := &file_smcp_v1_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetFiguresRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetFiguresRequest) ProtoMessage() {}
+
+func (x *GetFiguresRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetFiguresRequest.ProtoReflect.Descriptor instead.
+func (*GetFiguresRequest) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{12}
+}
+
+// GetFiguresResponse holds the figures summed over the nodes, and each
+// node's.
+type GetFiguresResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// By metric name: "calls_total", "call_seconds_sum",
+	// "call_seconds_count", "refused_total", "calls_in_flight",
+	// "connections", "mcp_sessions".
+	Figures map[string]float64 `protobuf:"bytes,1,rep,name=figures,proto3" json:"figures,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
+	Nodes   []*NodeFigures     `protobuf:"bytes,2,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// Why some nodes could not be read; empty when all were.
+	Partial       string `protobuf:"bytes,3,opt,name=partial,proto3" json:"partial,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetFiguresResponse) Reset() {
+	*x = GetFiguresResponse{}
+	mi := &file_smcp_v1_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetFiguresResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetFiguresResponse) ProtoMessage() {}
+
+func (x *GetFiguresResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetFiguresResponse.ProtoReflect.Descriptor instead.
+func (*GetFiguresResponse) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *GetFiguresResponse) GetFigures() map[string]float64 {
+	if x != nil {
+		return x.Figures
+	}
+	return nil
+}
+
+func (x *GetFiguresResponse) GetNodes() []*NodeFigures {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *GetFiguresResponse) GetPartial() string {
+	if x != nil {
+		return x.Partial
+	}
+	return ""
+}
+
+// NodeFigures are one node's figures.
+type NodeFigures struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Node    string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Figures map[string]float64     `protobuf:"bytes,2,rep,name=figures,proto3" json:"figures,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"fixed64,2,opt,name=value"`
+	// When the node reported them, RFC 3339 UTC.
+	At            string `protobuf:"bytes,3,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeFigures) Reset() {
+	*x = NodeFigures{}
+	mi := &file_smcp_v1_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeFigures) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeFigures) ProtoMessage() {}
+
+func (x *NodeFigures) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeFigures.ProtoReflect.Descriptor instead.
+func (*NodeFigures) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *NodeFigures) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *NodeFigures) GetFigures() map[string]float64 {
+	if x != nil {
+		return x.Figures
+	}
+	return nil
+}
+
+func (x *NodeFigures) GetAt() string {
+	if x != nil {
+		return x.At
+	}
+	return ""
+}
+
 // ListRoomRequest names the office to list.
 type ListRoomRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -199,7 +1126,7 @@ type ListRoomRequest struct {
 
 func (x *ListRoomRequest) Reset() {
 	*x = ListRoomRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[3]
+	mi := &file_smcp_v1_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -211,7 +1138,7 @@ func (x *ListRoomRequest) String() string {
 func (*ListRoomRequest) ProtoMessage() {}
 
 func (x *ListRoomRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[3]
+	mi := &file_smcp_v1_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -224,7 +1151,7 @@ func (x *ListRoomRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRoomRequest.ProtoReflect.Descriptor instead.
 func (*ListRoomRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{3}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListRoomRequest) GetOfficeId() string {
@@ -248,7 +1175,7 @@ type ListRoomResponse struct {
 
 func (x *ListRoomResponse) Reset() {
 	*x = ListRoomResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[4]
+	mi := &file_smcp_v1_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -260,7 +1187,7 @@ func (x *ListRoomResponse) String() string {
 func (*ListRoomResponse) ProtoMessage() {}
 
 func (x *ListRoomResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[4]
+	mi := &file_smcp_v1_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -273,7 +1200,7 @@ func (x *ListRoomResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRoomResponse.ProtoReflect.Descriptor instead.
 func (*ListRoomResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{4}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListRoomResponse) GetSessions() []*SessionInfo {
@@ -303,7 +1230,7 @@ type GetToolsRequest struct {
 
 func (x *GetToolsRequest) Reset() {
 	*x = GetToolsRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[5]
+	mi := &file_smcp_v1_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -315,7 +1242,7 @@ func (x *GetToolsRequest) String() string {
 func (*GetToolsRequest) ProtoMessage() {}
 
 func (x *GetToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[5]
+	mi := &file_smcp_v1_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -328,7 +1255,7 @@ func (x *GetToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolsRequest.ProtoReflect.Descriptor instead.
 func (*GetToolsRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{5}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetToolsRequest) GetOfficeId() string {
@@ -356,7 +1283,7 @@ type GetToolsResponse struct {
 
 func (x *GetToolsResponse) Reset() {
 	*x = GetToolsResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[6]
+	mi := &file_smcp_v1_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -368,7 +1295,7 @@ func (x *GetToolsResponse) String() string {
 func (*GetToolsResponse) ProtoMessage() {}
 
 func (x *GetToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[6]
+	mi := &file_smcp_v1_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -381,7 +1308,7 @@ func (x *GetToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolsResponse.ProtoReflect.Descriptor instead.
 func (*GetToolsResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{6}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetToolsResponse) GetTools() []*SMCPTool {
@@ -404,7 +1331,7 @@ type GetConfigRequest struct {
 
 func (x *GetConfigRequest) Reset() {
 	*x = GetConfigRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[7]
+	mi := &file_smcp_v1_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -416,7 +1343,7 @@ func (x *GetConfigRequest) String() string {
 func (*GetConfigRequest) ProtoMessage() {}
 
 func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[7]
+	mi := &file_smcp_v1_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -429,7 +1356,7 @@ func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{7}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetConfigRequest) GetOfficeId() string {
@@ -459,7 +1386,7 @@ type GetConfigResponse struct {
 
 func (x *GetConfigResponse) Reset() {
 	*x = GetConfigResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[8]
+	mi := &file_smcp_v1_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -471,7 +1398,7 @@ func (x *GetConfigResponse) String() string {
 func (*GetConfigResponse) ProtoMessage() {}
 
 func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[8]
+	mi := &file_smcp_v1_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -484,7 +1411,7 @@ func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetConfigResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{8}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetConfigResponse) GetServers() map[string]*MCPServerConfig {
@@ -535,7 +1462,7 @@ type CallToolRequest struct {
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[9]
+	mi := &file_smcp_v1_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -547,7 +1474,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[9]
+	mi := &file_smcp_v1_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -560,7 +1487,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{9}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CallToolRequest) GetOfficeId() string {
@@ -632,7 +1559,7 @@ type CallToolResponse struct {
 
 func (x *CallToolResponse) Reset() {
 	*x = CallToolResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[10]
+	mi := &file_smcp_v1_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -644,7 +1571,7 @@ func (x *CallToolResponse) String() string {
 func (*CallToolResponse) ProtoMessage() {}
 
 func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[10]
+	mi := &file_smcp_v1_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -657,7 +1584,7 @@ func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
 func (*CallToolResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{10}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CallToolResponse) GetResult() *CallToolResult {
@@ -694,7 +1621,7 @@ type CancelToolCallRequest struct {
 
 func (x *CancelToolCallRequest) Reset() {
 	*x = CancelToolCallRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[11]
+	mi := &file_smcp_v1_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -706,7 +1633,7 @@ func (x *CancelToolCallRequest) String() string {
 func (*CancelToolCallRequest) ProtoMessage() {}
 
 func (x *CancelToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[11]
+	mi := &file_smcp_v1_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -719,7 +1646,7 @@ func (x *CancelToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelToolCallRequest.ProtoReflect.Descriptor instead.
 func (*CancelToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{11}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *CancelToolCallRequest) GetOfficeId() string {
@@ -745,7 +1672,7 @@ type CancelToolCallResponse struct {
 
 func (x *CancelToolCallResponse) Reset() {
 	*x = CancelToolCallResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[12]
+	mi := &file_smcp_v1_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -757,7 +1684,7 @@ func (x *CancelToolCallResponse) String() string {
 func (*CancelToolCallResponse) ProtoMessage() {}
 
 func (x *CancelToolCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[12]
+	mi := &file_smcp_v1_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -770,7 +1697,7 @@ func (x *CancelToolCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelToolCallResponse.ProtoReflect.Descriptor instead.
 func (*CancelToolCallResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{12}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{24}
 }
 
 // GetDesktopRequest addresses a computer's desktop.
@@ -790,7 +1717,7 @@ type GetDesktopRequest struct {
 
 func (x *GetDesktopRequest) Reset() {
 	*x = GetDesktopRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[13]
+	mi := &file_smcp_v1_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -802,7 +1729,7 @@ func (x *GetDesktopRequest) String() string {
 func (*GetDesktopRequest) ProtoMessage() {}
 
 func (x *GetDesktopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[13]
+	mi := &file_smcp_v1_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -815,7 +1742,7 @@ func (x *GetDesktopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDesktopRequest.ProtoReflect.Descriptor instead.
 func (*GetDesktopRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{13}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetDesktopRequest) GetOfficeId() string {
@@ -857,7 +1784,7 @@ type GetDesktopResponse struct {
 
 func (x *GetDesktopResponse) Reset() {
 	*x = GetDesktopResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[14]
+	mi := &file_smcp_v1_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -869,7 +1796,7 @@ func (x *GetDesktopResponse) String() string {
 func (*GetDesktopResponse) ProtoMessage() {}
 
 func (x *GetDesktopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[14]
+	mi := &file_smcp_v1_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -882,7 +1809,7 @@ func (x *GetDesktopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDesktopResponse.ProtoReflect.Descriptor instead.
 func (*GetDesktopResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{14}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetDesktopResponse) GetDesktops() []string {
@@ -913,7 +1840,7 @@ type GetFinderRequest struct {
 
 func (x *GetFinderRequest) Reset() {
 	*x = GetFinderRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[15]
+	mi := &file_smcp_v1_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1852,7 @@ func (x *GetFinderRequest) String() string {
 func (*GetFinderRequest) ProtoMessage() {}
 
 func (x *GetFinderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[15]
+	mi := &file_smcp_v1_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1865,7 @@ func (x *GetFinderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFinderRequest.ProtoReflect.Descriptor instead.
 func (*GetFinderRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{15}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetFinderRequest) GetOfficeId() string {
@@ -996,7 +1923,7 @@ type GetFinderResponse struct {
 
 func (x *GetFinderResponse) Reset() {
 	*x = GetFinderResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[16]
+	mi := &file_smcp_v1_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1008,7 +1935,7 @@ func (x *GetFinderResponse) String() string {
 func (*GetFinderResponse) ProtoMessage() {}
 
 func (x *GetFinderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[16]
+	mi := &file_smcp_v1_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1021,7 +1948,7 @@ func (x *GetFinderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFinderResponse.ProtoReflect.Descriptor instead.
 func (*GetFinderResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{16}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetFinderResponse) GetDocuments() []*DPEDocumentSummary {
@@ -1053,7 +1980,7 @@ type ReadResourceRequest struct {
 
 func (x *ReadResourceRequest) Reset() {
 	*x = ReadResourceRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[17]
+	mi := &file_smcp_v1_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1065,7 +1992,7 @@ func (x *ReadResourceRequest) String() string {
 func (*ReadResourceRequest) ProtoMessage() {}
 
 func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[17]
+	mi := &file_smcp_v1_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1078,7 +2005,7 @@ func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadResourceRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{17}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReadResourceRequest) GetOfficeId() string {
@@ -1113,7 +2040,7 @@ type ReadResourceResponse struct {
 
 func (x *ReadResourceResponse) Reset() {
 	*x = ReadResourceResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[18]
+	mi := &file_smcp_v1_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1125,7 +2052,7 @@ func (x *ReadResourceResponse) String() string {
 func (*ReadResourceResponse) ProtoMessage() {}
 
 func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[18]
+	mi := &file_smcp_v1_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1138,7 +2065,7 @@ func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadResourceResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{18}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReadResourceResponse) GetContents() []*ResourceContents {
@@ -1159,7 +2086,7 @@ type WatchOfficeRequest struct {
 
 func (x *WatchOfficeRequest) Reset() {
 	*x = WatchOfficeRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[19]
+	mi := &file_smcp_v1_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1171,7 +2098,7 @@ func (x *WatchOfficeRequest) String() string {
 func (*WatchOfficeRequest) ProtoMessage() {}
 
 func (x *WatchOfficeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[19]
+	mi := &file_smcp_v1_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1184,7 +2111,7 @@ func (x *WatchOfficeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchOfficeRequest.ProtoReflect.Descriptor instead.
 func (*WatchOfficeRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{19}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WatchOfficeRequest) GetOfficeId() string {
@@ -1222,7 +2149,7 @@ type WatchOfficeResponse struct {
 
 func (x *WatchOfficeResponse) Reset() {
 	*x = WatchOfficeResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[20]
+	mi := &file_smcp_v1_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +2161,7 @@ func (x *WatchOfficeResponse) String() string {
 func (*WatchOfficeResponse) ProtoMessage() {}
 
 func (x *WatchOfficeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[20]
+	mi := &file_smcp_v1_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +2174,7 @@ func (x *WatchOfficeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchOfficeResponse.ProtoReflect.Descriptor instead.
 func (*WatchOfficeResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{20}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *WatchOfficeResponse) GetEvent() string {
@@ -1412,7 +2339,7 @@ type ListOfficesRequest struct {
 
 func (x *ListOfficesRequest) Reset() {
 	*x = ListOfficesRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[21]
+	mi := &file_smcp_v1_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1424,7 +2351,7 @@ func (x *ListOfficesRequest) String() string {
 func (*ListOfficesRequest) ProtoMessage() {}
 
 func (x *ListOfficesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[21]
+	mi := &file_smcp_v1_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1437,7 +2364,7 @@ func (x *ListOfficesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOfficesRequest.ProtoReflect.Descriptor instead.
 func (*ListOfficesRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{21}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{33}
 }
 
 // ListOfficesResponse lists offices by office id.
@@ -1453,7 +2380,7 @@ type ListOfficesResponse struct {
 
 func (x *ListOfficesResponse) Reset() {
 	*x = ListOfficesResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[22]
+	mi := &file_smcp_v1_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1465,7 +2392,7 @@ func (x *ListOfficesResponse) String() string {
 func (*ListOfficesResponse) ProtoMessage() {}
 
 func (x *ListOfficesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[22]
+	mi := &file_smcp_v1_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1478,7 +2405,7 @@ func (x *ListOfficesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOfficesResponse.ProtoReflect.Descriptor instead.
 func (*ListOfficesResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{22}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListOfficesResponse) GetOffices() []*OfficeSummary {
@@ -1517,7 +2444,7 @@ type OfficeSummary struct {
 
 func (x *OfficeSummary) Reset() {
 	*x = OfficeSummary{}
-	mi := &file_smcp_v1_service_proto_msgTypes[23]
+	mi := &file_smcp_v1_service_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1529,7 +2456,7 @@ func (x *OfficeSummary) String() string {
 func (*OfficeSummary) ProtoMessage() {}
 
 func (x *OfficeSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[23]
+	mi := &file_smcp_v1_service_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1542,7 +2469,7 @@ func (x *OfficeSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OfficeSummary.ProtoReflect.Descriptor instead.
 func (*OfficeSummary) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{23}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *OfficeSummary) GetOfficeId() string {
@@ -1597,7 +2524,7 @@ type GetResourcesRequest struct {
 
 func (x *GetResourcesRequest) Reset() {
 	*x = GetResourcesRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[24]
+	mi := &file_smcp_v1_service_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1609,7 +2536,7 @@ func (x *GetResourcesRequest) String() string {
 func (*GetResourcesRequest) ProtoMessage() {}
 
 func (x *GetResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[24]
+	mi := &file_smcp_v1_service_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1622,7 +2549,7 @@ func (x *GetResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourcesRequest.ProtoReflect.Descriptor instead.
 func (*GetResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{24}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetResourcesRequest) GetOfficeId() string {
@@ -1666,7 +2593,7 @@ type GetResourcesResponse struct {
 
 func (x *GetResourcesResponse) Reset() {
 	*x = GetResourcesResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[25]
+	mi := &file_smcp_v1_service_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1678,7 +2605,7 @@ func (x *GetResourcesResponse) String() string {
 func (*GetResourcesResponse) ProtoMessage() {}
 
 func (x *GetResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[25]
+	mi := &file_smcp_v1_service_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1691,7 +2618,7 @@ func (x *GetResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourcesResponse.ProtoReflect.Descriptor instead.
 func (*GetResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{25}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetResourcesResponse) GetResources() []*structpb.Struct {
@@ -1721,7 +2648,7 @@ type GetSkillsRequest struct {
 
 func (x *GetSkillsRequest) Reset() {
 	*x = GetSkillsRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[26]
+	mi := &file_smcp_v1_service_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1733,7 +2660,7 @@ func (x *GetSkillsRequest) String() string {
 func (*GetSkillsRequest) ProtoMessage() {}
 
 func (x *GetSkillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[26]
+	mi := &file_smcp_v1_service_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1746,7 +2673,7 @@ func (x *GetSkillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillsRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillsRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{26}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetSkillsRequest) GetOfficeId() string {
@@ -1774,7 +2701,7 @@ type GetSkillsResponse struct {
 
 func (x *GetSkillsResponse) Reset() {
 	*x = GetSkillsResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[27]
+	mi := &file_smcp_v1_service_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1786,7 +2713,7 @@ func (x *GetSkillsResponse) String() string {
 func (*GetSkillsResponse) ProtoMessage() {}
 
 func (x *GetSkillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[27]
+	mi := &file_smcp_v1_service_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1799,7 +2726,7 @@ func (x *GetSkillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillsResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillsResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{27}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetSkillsResponse) GetSkills() []*A2CSkillRef {
@@ -1827,7 +2754,7 @@ type GetSkillRequest struct {
 
 func (x *GetSkillRequest) Reset() {
 	*x = GetSkillRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[28]
+	mi := &file_smcp_v1_service_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1839,7 +2766,7 @@ func (x *GetSkillRequest) String() string {
 func (*GetSkillRequest) ProtoMessage() {}
 
 func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[28]
+	mi := &file_smcp_v1_service_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1852,7 +2779,7 @@ func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{28}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetSkillRequest) GetOfficeId() string {
@@ -1907,7 +2834,7 @@ type GetSkillResponse struct {
 
 func (x *GetSkillResponse) Reset() {
 	*x = GetSkillResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[29]
+	mi := &file_smcp_v1_service_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1919,7 +2846,7 @@ func (x *GetSkillResponse) String() string {
 func (*GetSkillResponse) ProtoMessage() {}
 
 func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[29]
+	mi := &file_smcp_v1_service_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1932,7 +2859,7 @@ func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{29}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetSkillResponse) GetName() string {
@@ -2002,7 +2929,7 @@ type ReadBlobRequest struct {
 
 func (x *ReadBlobRequest) Reset() {
 	*x = ReadBlobRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[30]
+	mi := &file_smcp_v1_service_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2014,7 +2941,7 @@ func (x *ReadBlobRequest) String() string {
 func (*ReadBlobRequest) ProtoMessage() {}
 
 func (x *ReadBlobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[30]
+	mi := &file_smcp_v1_service_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2027,7 +2954,7 @@ func (x *ReadBlobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadBlobRequest.ProtoReflect.Descriptor instead.
 func (*ReadBlobRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{30}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReadBlobRequest) GetOfficeId() string {
@@ -2080,7 +3007,7 @@ type ReadBlobResponse struct {
 
 func (x *ReadBlobResponse) Reset() {
 	*x = ReadBlobResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[31]
+	mi := &file_smcp_v1_service_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2092,7 +3019,7 @@ func (x *ReadBlobResponse) String() string {
 func (*ReadBlobResponse) ProtoMessage() {}
 
 func (x *ReadBlobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[31]
+	mi := &file_smcp_v1_service_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2105,7 +3032,7 @@ func (x *ReadBlobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadBlobResponse.ProtoReflect.Descriptor instead.
 func (*ReadBlobResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{31}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReadBlobResponse) GetData() []byte {
@@ -2166,7 +3093,7 @@ type PutBlobRequest struct {
 
 func (x *PutBlobRequest) Reset() {
 	*x = PutBlobRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[32]
+	mi := &file_smcp_v1_service_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2178,7 +3105,7 @@ func (x *PutBlobRequest) String() string {
 func (*PutBlobRequest) ProtoMessage() {}
 
 func (x *PutBlobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[32]
+	mi := &file_smcp_v1_service_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2191,7 +3118,7 @@ func (x *PutBlobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBlobRequest.ProtoReflect.Descriptor instead.
 func (*PutBlobRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{32}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *PutBlobRequest) GetPart() isPutBlobRequest_Part {
@@ -2257,7 +3184,7 @@ type PutBlobHeader struct {
 
 func (x *PutBlobHeader) Reset() {
 	*x = PutBlobHeader{}
-	mi := &file_smcp_v1_service_proto_msgTypes[33]
+	mi := &file_smcp_v1_service_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2269,7 +3196,7 @@ func (x *PutBlobHeader) String() string {
 func (*PutBlobHeader) ProtoMessage() {}
 
 func (x *PutBlobHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[33]
+	mi := &file_smcp_v1_service_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2282,7 +3209,7 @@ func (x *PutBlobHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBlobHeader.ProtoReflect.Descriptor instead.
 func (*PutBlobHeader) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{33}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *PutBlobHeader) GetOfficeId() string {
@@ -2337,7 +3264,7 @@ type PutBlobResponse struct {
 
 func (x *PutBlobResponse) Reset() {
 	*x = PutBlobResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[34]
+	mi := &file_smcp_v1_service_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2349,7 +3276,7 @@ func (x *PutBlobResponse) String() string {
 func (*PutBlobResponse) ProtoMessage() {}
 
 func (x *PutBlobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[34]
+	mi := &file_smcp_v1_service_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2362,7 +3289,7 @@ func (x *PutBlobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBlobResponse.ProtoReflect.Descriptor instead.
 func (*PutBlobResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{34}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *PutBlobResponse) GetLandingPath() string {
@@ -2407,7 +3334,90 @@ const file_smcp_v1_service_proto_rawDesc = "" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x14\n" +
 	"\x05front\x18\x02 \x01(\tR\x05front\x12\x14\n" +
 	"\x05since\x18\x03 \x01(\tR\x05since\x12\x12\n" +
-	"\x04node\x18\x04 \x01(\tR\x04node\"/\n" +
+	"\x04node\x18\x04 \x01(\tR\x04node\"x\n" +
+	"\x10ListAuditRequest\x12\x16\n" +
+	"\x06office\x18\x01 \x01(\tR\x06office\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x12\x18\n" +
+	"\aoutcome\x18\x03 \x01(\tR\aoutcome\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x05R\x05limit\"\x8d\x01\n" +
+	"\x11ListAuditResponse\x12.\n" +
+	"\arecords\x18\x01 \x03(\v2\x14.smcp.v1.AuditRecordR\arecords\x12\x18\n" +
+	"\aenabled\x18\x02 \x01(\bR\aenabled\x12\x14\n" +
+	"\x05nodes\x18\x03 \x03(\tR\x05nodes\x12\x18\n" +
+	"\apartial\x18\x04 \x01(\tR\apartial\"\xc3\x03\n" +
+	"\vAuditRecord\x12\x12\n" +
+	"\x04time\x18\x01 \x01(\tR\x04time\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x14\n" +
+	"\x05front\x18\x03 \x01(\tR\x05front\x12\x14\n" +
+	"\x05event\x18\x04 \x01(\tR\x05event\x12\x1c\n" +
+	"\tprincipal\x18\x05 \x01(\tR\tprincipal\x12\x14\n" +
+	"\x05agent\x18\x06 \x01(\tR\x05agent\x12\x16\n" +
+	"\x06office\x18\a \x01(\tR\x06office\x12\x1a\n" +
+	"\bcomputer\x18\b \x01(\tR\bcomputer\x12\x12\n" +
+	"\x04tool\x18\t \x01(\tR\x04tool\x12\x1a\n" +
+	"\bresource\x18\n" +
+	" \x01(\tR\bresource\x12\x18\n" +
+	"\aoutcome\x18\v \x01(\tR\aoutcome\x12\x16\n" +
+	"\x06reason\x18\f \x01(\tR\x06reason\x12 \n" +
+	"\vduration_ms\x18\r \x01(\x01R\vduration_ms\x12\x1a\n" +
+	"\bbytes_in\x18\x0e \x01(\x03R\bbytes_in\x12\x1c\n" +
+	"\tbytes_out\x18\x0f \x01(\x03R\tbytes_out\x12\x1e\n" +
+	"\n" +
+	"request_id\x18\x10 \x01(\tR\n" +
+	"request_id\x12\x1a\n" +
+	"\btrace_id\x18\x11 \x01(\tR\btrace_id\"0\n" +
+	"\x16ListConnectionsRequest\x12\x16\n" +
+	"\x06office\x18\x01 \x01(\tR\x06office\"\x80\x01\n" +
+	"\x17ListConnectionsResponse\x125\n" +
+	"\vconnections\x18\x01 \x03(\v2\x13.smcp.v1.ConnectionR\vconnections\x12\x14\n" +
+	"\x05nodes\x18\x02 \x03(\tR\x05nodes\x12\x18\n" +
+	"\apartial\x18\x03 \x01(\tR\apartial\"\xde\x01\n" +
+	"\n" +
+	"Connection\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x16\n" +
+	"\x06office\x18\x02 \x01(\tR\x06office\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1c\n" +
+	"\tprincipal\x18\x04 \x01(\tR\tprincipal\x12\x14\n" +
+	"\x05front\x18\x05 \x01(\tR\x05front\x12\x1a\n" +
+	"\bprotocol\x18\x06 \x01(\tR\bprotocol\x12\x16\n" +
+	"\x06lapses\x18\a \x01(\bR\x06lapses\x12\x14\n" +
+	"\x05since\x18\b \x01(\tR\x05since\x12\x12\n" +
+	"\x04node\x18\t \x01(\tR\x04node\"1\n" +
+	"\x11ListQuotasRequest\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\"q\n" +
+	"\x12ListQuotasResponse\x12+\n" +
+	"\x06quotas\x18\x01 \x03(\v2\x13.smcp.v1.QuotaStateR\x06quotas\x12\x18\n" +
+	"\aenabled\x18\x02 \x01(\bR\aenabled\x12\x14\n" +
+	"\x05rates\x18\x03 \x01(\tR\x05rates\"\xe1\x02\n" +
+	"\n" +
+	"QuotaState\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12*\n" +
+	"\x10calls_per_second\x18\x02 \x01(\x01R\x10calls_per_second\x12\x14\n" +
+	"\x05burst\x18\x03 \x01(\x05R\x05burst\x12(\n" +
+	"\x0fin_flight_limit\x18\x04 \x01(\x05R\x0fin_flight_limit\x12\x1b\n" +
+	"\x06tokens\x18\x05 \x01(\x01H\x00R\x06tokens\x88\x01\x01\x12\x1c\n" +
+	"\tin_flight\x18\x06 \x01(\x05R\tin_flight\x124\n" +
+	"\x05tools\x18\a \x03(\v2\x1e.smcp.v1.QuotaState.ToolsEntryR\x05tools\x1aM\n" +
+	"\n" +
+	"ToolsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12)\n" +
+	"\x05value\x18\x02 \x01(\v2\x13.smcp.v1.QuotaStateR\x05value:\x028\x01B\t\n" +
+	"\a_tokens\"\x13\n" +
+	"\x11GetFiguresRequest\"\xda\x01\n" +
+	"\x12GetFiguresResponse\x12B\n" +
+	"\afigures\x18\x01 \x03(\v2(.smcp.v1.GetFiguresResponse.FiguresEntryR\afigures\x12*\n" +
+	"\x05nodes\x18\x02 \x03(\v2\x14.smcp.v1.NodeFiguresR\x05nodes\x12\x18\n" +
+	"\apartial\x18\x03 \x01(\tR\apartial\x1a:\n" +
+	"\fFiguresEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"\xaa\x01\n" +
+	"\vNodeFigures\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12;\n" +
+	"\afigures\x18\x02 \x03(\v2!.smcp.v1.NodeFigures.FiguresEntryR\afigures\x12\x0e\n" +
+	"\x02at\x18\x03 \x01(\tR\x02at\x1a:\n" +
+	"\fFiguresEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x01R\x05value:\x028\x01\"/\n" +
 	"\x0fListRoomRequest\x12\x1c\n" +
 	"\toffice_id\x18\x01 \x01(\tR\toffice_id\"l\n" +
 	"\x10ListRoomResponse\x120\n" +
@@ -2567,7 +3577,7 @@ const file_smcp_v1_service_proto_rawDesc = "" +
 	"total_size\x18\x02 \x01(\x03R\n" +
 	"total_size\x12\x16\n" +
 	"\x06sha256\x18\x03 \x01(\tR\x06sha256\x12\x1c\n" +
-	"\tupload_id\x18\x04 \x01(\tR\tupload_id2\x92\t\n" +
+	"\tupload_id\x18\x04 \x01(\tR\tupload_id2\xc2\v\n" +
 	"\fAgentService\x12A\n" +
 	"\bListRoom\x12\x18.smcp.v1.ListRoomRequest\x1a\x19.smcp.v1.ListRoomResponse\"\x00\x12A\n" +
 	"\bGetTools\x12\x18.smcp.v1.GetToolsRequest\x1a\x19.smcp.v1.GetToolsResponse\"\x00\x12D\n" +
@@ -2586,7 +3596,13 @@ const file_smcp_v1_service_proto_rawDesc = "" +
 	"\bReadBlob\x12\x18.smcp.v1.ReadBlobRequest\x1a\x19.smcp.v1.ReadBlobResponse\"\x000\x01\x12@\n" +
 	"\aPutBlob\x12\x17.smcp.v1.PutBlobRequest\x1a\x18.smcp.v1.PutBlobResponse\"\x00(\x01\x12G\n" +
 	"\n" +
-	"EvictAgent\x12\x1a.smcp.v1.EvictAgentRequest\x1a\x1b.smcp.v1.EvictAgentResponse\"\x00B3Z1github.com/smcpgw/smcp-gateway/gen/smcp/v1;smcpv1b\x06proto3"
+	"EvictAgent\x12\x1a.smcp.v1.EvictAgentRequest\x1a\x1b.smcp.v1.EvictAgentResponse\"\x00\x12D\n" +
+	"\tListAudit\x12\x19.smcp.v1.ListAuditRequest\x1a\x1a.smcp.v1.ListAuditResponse\"\x00\x12V\n" +
+	"\x0fListConnections\x12\x1f.smcp.v1.ListConnectionsRequest\x1a .smcp.v1.ListConnectionsResponse\"\x00\x12G\n" +
+	"\n" +
+	"ListQuotas\x12\x1a.smcp.v1.ListQuotasRequest\x1a\x1b.smcp.v1.ListQuotasResponse\"\x00\x12G\n" +
+	"\n" +
+	"GetFigures\x12\x1a.smcp.v1.GetFiguresRequest\x1a\x1b.smcp.v1.GetFiguresResponse\"\x00B3Z1github.com/smcpgw/smcp-gateway/gen/smcp/v1;smcpv1b\x06proto3"
 
 var (
 	file_smcp_v1_service_proto_rawDescOnce sync.Once
@@ -2600,118 +3616,149 @@ func file_smcp_v1_service_proto_rawDescGZIP() []byte {
 	return file_smcp_v1_service_proto_rawDescData
 }
 
-var file_smcp_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_smcp_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_smcp_v1_service_proto_goTypes = []any{
 	(*EvictAgentRequest)(nil),       // 0: smcp.v1.EvictAgentRequest
 	(*EvictAgentResponse)(nil),      // 1: smcp.v1.EvictAgentResponse
 	(*SeatHolder)(nil),              // 2: smcp.v1.SeatHolder
-	(*ListRoomRequest)(nil),         // 3: smcp.v1.ListRoomRequest
-	(*ListRoomResponse)(nil),        // 4: smcp.v1.ListRoomResponse
-	(*GetToolsRequest)(nil),         // 5: smcp.v1.GetToolsRequest
-	(*GetToolsResponse)(nil),        // 6: smcp.v1.GetToolsResponse
-	(*GetConfigRequest)(nil),        // 7: smcp.v1.GetConfigRequest
-	(*GetConfigResponse)(nil),       // 8: smcp.v1.GetConfigResponse
-	(*CallToolRequest)(nil),         // 9: smcp.v1.CallToolRequest
-	(*CallToolResponse)(nil),        // 10: smcp.v1.CallToolResponse
-	(*CancelToolCallRequest)(nil),   // 11: smcp.v1.CancelToolCallRequest
-	(*CancelToolCallResponse)(nil),  // 12: smcp.v1.CancelToolCallResponse
-	(*GetDesktopRequest)(nil),       // 13: smcp.v1.GetDesktopRequest
-	(*GetDesktopResponse)(nil),      // 14: smcp.v1.GetDesktopResponse
-	(*GetFinderRequest)(nil),        // 15: smcp.v1.GetFinderRequest
-	(*GetFinderResponse)(nil),       // 16: smcp.v1.GetFinderResponse
-	(*ReadResourceRequest)(nil),     // 17: smcp.v1.ReadResourceRequest
-	(*ReadResourceResponse)(nil),    // 18: smcp.v1.ReadResourceResponse
-	(*WatchOfficeRequest)(nil),      // 19: smcp.v1.WatchOfficeRequest
-	(*WatchOfficeResponse)(nil),     // 20: smcp.v1.WatchOfficeResponse
-	(*ListOfficesRequest)(nil),      // 21: smcp.v1.ListOfficesRequest
-	(*ListOfficesResponse)(nil),     // 22: smcp.v1.ListOfficesResponse
-	(*OfficeSummary)(nil),           // 23: smcp.v1.OfficeSummary
-	(*GetResourcesRequest)(nil),     // 24: smcp.v1.GetResourcesRequest
-	(*GetResourcesResponse)(nil),    // 25: smcp.v1.GetResourcesResponse
-	(*GetSkillsRequest)(nil),        // 26: smcp.v1.GetSkillsRequest
-	(*GetSkillsResponse)(nil),       // 27: smcp.v1.GetSkillsResponse
-	(*GetSkillRequest)(nil),         // 28: smcp.v1.GetSkillRequest
-	(*GetSkillResponse)(nil),        // 29: smcp.v1.GetSkillResponse
-	(*ReadBlobRequest)(nil),         // 30: smcp.v1.ReadBlobRequest
-	(*ReadBlobResponse)(nil),        // 31: smcp.v1.ReadBlobResponse
-	(*PutBlobRequest)(nil),          // 32: smcp.v1.PutBlobRequest
-	(*PutBlobHeader)(nil),           // 33: smcp.v1.PutBlobHeader
-	(*PutBlobResponse)(nil),         // 34: smcp.v1.PutBlobResponse
-	nil,                             // 35: smcp.v1.GetConfigResponse.ServersEntry
-	(*SessionInfo)(nil),             // 36: smcp.v1.SessionInfo
-	(*SMCPTool)(nil),                // 37: smcp.v1.SMCPTool
-	(*MCPServerInput)(nil),          // 38: smcp.v1.MCPServerInput
-	(*structpb.Struct)(nil),         // 39: google.protobuf.Struct
-	(*CallToolResult)(nil),          // 40: smcp.v1.CallToolResult
-	(*DPEDocumentSummary)(nil),      // 41: smcp.v1.DPEDocumentSummary
-	(*ResourceContents)(nil),        // 42: smcp.v1.ResourceContents
-	(*EnterOfficeNotification)(nil), // 43: smcp.v1.EnterOfficeNotification
-	(*LeaveOfficeNotification)(nil), // 44: smcp.v1.LeaveOfficeNotification
-	(*UpdateComputerConfigReq)(nil), // 45: smcp.v1.UpdateComputerConfigReq
-	(*AgentCallData)(nil),           // 46: smcp.v1.AgentCallData
-	(*A2CSkillRef)(nil),             // 47: smcp.v1.A2CSkillRef
-	(*MCPServerConfig)(nil),         // 48: smcp.v1.MCPServerConfig
+	(*ListAuditRequest)(nil),        // 3: smcp.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),       // 4: smcp.v1.ListAuditResponse
+	(*AuditRecord)(nil),             // 5: smcp.v1.AuditRecord
+	(*ListConnectionsRequest)(nil),  // 6: smcp.v1.ListConnectionsRequest
+	(*ListConnectionsResponse)(nil), // 7: smcp.v1.ListConnectionsResponse
+	(*Connection)(nil),              // 8: smcp.v1.Connection
+	(*ListQuotasRequest)(nil),       // 9: smcp.v1.ListQuotasRequest
+	(*ListQuotasResponse)(nil),      // 10: smcp.v1.ListQuotasResponse
+	(*QuotaState)(nil),              // 11: smcp.v1.QuotaState
+	(*GetFiguresRequest)(nil),       // 12: smcp.v1.GetFiguresRequest
+	(*GetFiguresResponse)(nil),      // 13: smcp.v1.GetFiguresResponse
+	(*NodeFigures)(nil),             // 14: smcp.v1.NodeFigures
+	(*ListRoomRequest)(nil),         // 15: smcp.v1.ListRoomRequest
+	(*ListRoomResponse)(nil),        // 16: smcp.v1.ListRoomResponse
+	(*GetToolsRequest)(nil),         // 17: smcp.v1.GetToolsRequest
+	(*GetToolsResponse)(nil),        // 18: smcp.v1.GetToolsResponse
+	(*GetConfigRequest)(nil),        // 19: smcp.v1.GetConfigRequest
+	(*GetConfigResponse)(nil),       // 20: smcp.v1.GetConfigResponse
+	(*CallToolRequest)(nil),         // 21: smcp.v1.CallToolRequest
+	(*CallToolResponse)(nil),        // 22: smcp.v1.CallToolResponse
+	(*CancelToolCallRequest)(nil),   // 23: smcp.v1.CancelToolCallRequest
+	(*CancelToolCallResponse)(nil),  // 24: smcp.v1.CancelToolCallResponse
+	(*GetDesktopRequest)(nil),       // 25: smcp.v1.GetDesktopRequest
+	(*GetDesktopResponse)(nil),      // 26: smcp.v1.GetDesktopResponse
+	(*GetFinderRequest)(nil),        // 27: smcp.v1.GetFinderRequest
+	(*GetFinderResponse)(nil),       // 28: smcp.v1.GetFinderResponse
+	(*ReadResourceRequest)(nil),     // 29: smcp.v1.ReadResourceRequest
+	(*ReadResourceResponse)(nil),    // 30: smcp.v1.ReadResourceResponse
+	(*WatchOfficeRequest)(nil),      // 31: smcp.v1.WatchOfficeRequest
+	(*WatchOfficeResponse)(nil),     // 32: smcp.v1.WatchOfficeResponse
+	(*ListOfficesRequest)(nil),      // 33: smcp.v1.ListOfficesRequest
+	(*ListOfficesResponse)(nil),     // 34: smcp.v1.ListOfficesResponse
+	(*OfficeSummary)(nil),           // 35: smcp.v1.OfficeSummary
+	(*GetResourcesRequest)(nil),     // 36: smcp.v1.GetResourcesRequest
+	(*GetResourcesResponse)(nil),    // 37: smcp.v1.GetResourcesResponse
+	(*GetSkillsRequest)(nil),        // 38: smcp.v1.GetSkillsRequest
+	(*GetSkillsResponse)(nil),       // 39: smcp.v1.GetSkillsResponse
+	(*GetSkillRequest)(nil),         // 40: smcp.v1.GetSkillRequest
+	(*GetSkillResponse)(nil),        // 41: smcp.v1.GetSkillResponse
+	(*ReadBlobRequest)(nil),         // 42: smcp.v1.ReadBlobRequest
+	(*ReadBlobResponse)(nil),        // 43: smcp.v1.ReadBlobResponse
+	(*PutBlobRequest)(nil),          // 44: smcp.v1.PutBlobRequest
+	(*PutBlobHeader)(nil),           // 45: smcp.v1.PutBlobHeader
+	(*PutBlobResponse)(nil),         // 46: smcp.v1.PutBlobResponse
+	nil,                             // 47: smcp.v1.QuotaState.ToolsEntry
+	nil,                             // 48: smcp.v1.GetFiguresResponse.FiguresEntry
+	nil,                             // 49: smcp.v1.NodeFigures.FiguresEntry
+	nil,                             // 50: smcp.v1.GetConfigResponse.ServersEntry
+	(*SessionInfo)(nil),             // 51: smcp.v1.SessionInfo
+	(*SMCPTool)(nil),                // 52: smcp.v1.SMCPTool
+	(*MCPServerInput)(nil),          // 53: smcp.v1.MCPServerInput
+	(*structpb.Struct)(nil),         // 54: google.protobuf.Struct
+	(*CallToolResult)(nil),          // 55: smcp.v1.CallToolResult
+	(*DPEDocumentSummary)(nil),      // 56: smcp.v1.DPEDocumentSummary
+	(*ResourceContents)(nil),        // 57: smcp.v1.ResourceContents
+	(*EnterOfficeNotification)(nil), // 58: smcp.v1.EnterOfficeNotification
+	(*LeaveOfficeNotification)(nil), // 59: smcp.v1.LeaveOfficeNotification
+	(*UpdateComputerConfigReq)(nil), // 60: smcp.v1.UpdateComputerConfigReq
+	(*AgentCallData)(nil),           // 61: smcp.v1.AgentCallData
+	(*A2CSkillRef)(nil),             // 62: smcp.v1.A2CSkillRef
+	(*MCPServerConfig)(nil),         // 63: smcp.v1.MCPServerConfig
 }
 var file_smcp_v1_service_proto_depIdxs = []int32{
 	2,  // 0: smcp.v1.EvictAgentResponse.holders:type_name -> smcp.v1.SeatHolder
-	36, // 1: smcp.v1.ListRoomResponse.sessions:type_name -> smcp.v1.SessionInfo
-	37, // 2: smcp.v1.GetToolsResponse.tools:type_name -> smcp.v1.SMCPTool
-	35, // 3: smcp.v1.GetConfigResponse.servers:type_name -> smcp.v1.GetConfigResponse.ServersEntry
-	38, // 4: smcp.v1.GetConfigResponse.inputs:type_name -> smcp.v1.MCPServerInput
-	39, // 5: smcp.v1.CallToolRequest.params:type_name -> google.protobuf.Struct
-	40, // 6: smcp.v1.CallToolResponse.result:type_name -> smcp.v1.CallToolResult
-	41, // 7: smcp.v1.GetFinderResponse.documents:type_name -> smcp.v1.DPEDocumentSummary
-	42, // 8: smcp.v1.ReadResourceResponse.contents:type_name -> smcp.v1.ResourceContents
-	43, // 9: smcp.v1.WatchOfficeResponse.enter_office:type_name -> smcp.v1.EnterOfficeNotification
-	44, // 10: smcp.v1.WatchOfficeResponse.leave_office:type_name -> smcp.v1.LeaveOfficeNotification
-	45, // 11: smcp.v1.WatchOfficeResponse.update_config:type_name -> smcp.v1.UpdateComputerConfigReq
-	45, // 12: smcp.v1.WatchOfficeResponse.update_tool_list:type_name -> smcp.v1.UpdateComputerConfigReq
-	45, // 13: smcp.v1.WatchOfficeResponse.update_desktop:type_name -> smcp.v1.UpdateComputerConfigReq
-	45, // 14: smcp.v1.WatchOfficeResponse.update_finder:type_name -> smcp.v1.UpdateComputerConfigReq
-	46, // 15: smcp.v1.WatchOfficeResponse.tool_call_cancel:type_name -> smcp.v1.AgentCallData
-	45, // 16: smcp.v1.WatchOfficeResponse.update_skills:type_name -> smcp.v1.UpdateComputerConfigReq
-	23, // 17: smcp.v1.ListOfficesResponse.offices:type_name -> smcp.v1.OfficeSummary
-	39, // 18: smcp.v1.GetResourcesResponse.resources:type_name -> google.protobuf.Struct
-	47, // 19: smcp.v1.GetSkillsResponse.skills:type_name -> smcp.v1.A2CSkillRef
-	33, // 20: smcp.v1.PutBlobRequest.header:type_name -> smcp.v1.PutBlobHeader
-	48, // 21: smcp.v1.GetConfigResponse.ServersEntry.value:type_name -> smcp.v1.MCPServerConfig
-	3,  // 22: smcp.v1.AgentService.ListRoom:input_type -> smcp.v1.ListRoomRequest
-	5,  // 23: smcp.v1.AgentService.GetTools:input_type -> smcp.v1.GetToolsRequest
-	7,  // 24: smcp.v1.AgentService.GetConfig:input_type -> smcp.v1.GetConfigRequest
-	9,  // 25: smcp.v1.AgentService.CallTool:input_type -> smcp.v1.CallToolRequest
-	11, // 26: smcp.v1.AgentService.CancelToolCall:input_type -> smcp.v1.CancelToolCallRequest
-	13, // 27: smcp.v1.AgentService.GetDesktop:input_type -> smcp.v1.GetDesktopRequest
-	15, // 28: smcp.v1.AgentService.GetFinder:input_type -> smcp.v1.GetFinderRequest
-	17, // 29: smcp.v1.AgentService.ReadResource:input_type -> smcp.v1.ReadResourceRequest
-	19, // 30: smcp.v1.AgentService.WatchOffice:input_type -> smcp.v1.WatchOfficeRequest
-	21, // 31: smcp.v1.AgentService.ListOffices:input_type -> smcp.v1.ListOfficesRequest
-	24, // 32: smcp.v1.AgentService.GetResources:input_type -> smcp.v1.GetResourcesRequest
-	26, // 33: smcp.v1.AgentService.GetSkills:input_type -> smcp.v1.GetSkillsRequest
-	28, // 34: smcp.v1.AgentService.GetSkill:input_type -> smcp.v1.GetSkillRequest
-	30, // 35: smcp.v1.AgentService.ReadBlob:input_type -> smcp.v1.ReadBlobRequest
-	32, // 36: smcp.v1.AgentService.PutBlob:input_type -> smcp.v1.PutBlobRequest
-	0,  // 37: smcp.v1.AgentService.EvictAgent:input_type -> smcp.v1.EvictAgentRequest
-	4,  // 38: smcp.v1.AgentService.ListRoom:output_type -> smcp.v1.ListRoomResponse
-	6,  // 39: smcp.v1.AgentService.GetTools:output_type -> smcp.v1.GetToolsResponse
-	8,  // 40: smcp.v1.AgentService.GetConfig:output_type -> smcp.v1.GetConfigResponse
-	10, // 41: smcp.v1.AgentService.CallTool:output_type -> smcp.v1.CallToolResponse
-	12, // 42: smcp.v1.AgentService.CancelToolCall:output_type -> smcp.v1.CancelToolCallResponse
-	14, // 43: smcp.v1.AgentService.GetDesktop:output_type -> smcp.v1.GetDesktopResponse
-	16, // 44: smcp.v1.AgentService.GetFinder:output_type -> smcp.v1.GetFinderResponse
-	18, // 45: smcp.v1.AgentService.ReadResource:output_type -> smcp.v1.ReadResourceResponse
-	20, // 46: smcp.v1.AgentService.WatchOffice:output_type -> smcp.v1.WatchOfficeResponse
-	22, // 47: smcp.v1.AgentService.ListOffices:output_type -> smcp.v1.ListOfficesResponse
-	25, // 48: smcp.v1.AgentService.GetResources:output_type -> smcp.v1.GetResourcesResponse
-	27, // 49: smcp.v1.AgentService.GetSkills:output_type -> smcp.v1.GetSkillsResponse
-	29, // 50: smcp.v1.AgentService.GetSkill:output_type -> smcp.v1.GetSkillResponse
-	31, // 51: smcp.v1.AgentService.ReadBlob:output_type -> smcp.v1.ReadBlobResponse
-	34, // 52: smcp.v1.AgentService.PutBlob:output_type -> smcp.v1.PutBlobResponse
-	1,  // 53: smcp.v1.AgentService.EvictAgent:output_type -> smcp.v1.EvictAgentResponse
-	38, // [38:54] is the sub-list for method output_type
-	22, // [22:38] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	5,  // 1: smcp.v1.ListAuditResponse.records:type_name -> smcp.v1.AuditRecord
+	8,  // 2: smcp.v1.ListConnectionsResponse.connections:type_name -> smcp.v1.Connection
+	11, // 3: smcp.v1.ListQuotasResponse.quotas:type_name -> smcp.v1.QuotaState
+	47, // 4: smcp.v1.QuotaState.tools:type_name -> smcp.v1.QuotaState.ToolsEntry
+	48, // 5: smcp.v1.GetFiguresResponse.figures:type_name -> smcp.v1.GetFiguresResponse.FiguresEntry
+	14, // 6: smcp.v1.GetFiguresResponse.nodes:type_name -> smcp.v1.NodeFigures
+	49, // 7: smcp.v1.NodeFigures.figures:type_name -> smcp.v1.NodeFigures.FiguresEntry
+	51, // 8: smcp.v1.ListRoomResponse.sessions:type_name -> smcp.v1.SessionInfo
+	52, // 9: smcp.v1.GetToolsResponse.tools:type_name -> smcp.v1.SMCPTool
+	50, // 10: smcp.v1.GetConfigResponse.servers:type_name -> smcp.v1.GetConfigResponse.ServersEntry
+	53, // 11: smcp.v1.GetConfigResponse.inputs:type_name -> smcp.v1.MCPServerInput
+	54, // 12: smcp.v1.CallToolRequest.params:type_name -> google.protobuf.Struct
+	55, // 13: smcp.v1.CallToolResponse.result:type_name -> smcp.v1.CallToolResult
+	56, // 14: smcp.v1.GetFinderResponse.documents:type_name -> smcp.v1.DPEDocumentSummary
+	57, // 15: smcp.v1.ReadResourceResponse.contents:type_name -> smcp.v1.ResourceContents
+	58, // 16: smcp.v1.WatchOfficeResponse.enter_office:type_name -> smcp.v1.EnterOfficeNotification
+	59, // 17: smcp.v1.WatchOfficeResponse.leave_office:type_name -> smcp.v1.LeaveOfficeNotification
+	60, // 18: smcp.v1.WatchOfficeResponse.update_config:type_name -> smcp.v1.UpdateComputerConfigReq
+	60, // 19: smcp.v1.WatchOfficeResponse.update_tool_list:type_name -> smcp.v1.UpdateComputerConfigReq
+	60, // 20: smcp.v1.WatchOfficeResponse.update_desktop:type_name -> smcp.v1.UpdateComputerConfigReq
+	60, // 21: smcp.v1.WatchOfficeResponse.update_finder:type_name -> smcp.v1.UpdateComputerConfigReq
+	61, // 22: smcp.v1.WatchOfficeResponse.tool_call_cancel:type_name -> smcp.v1.AgentCallData
+	60, // 23: smcp.v1.WatchOfficeResponse.update_skills:type_name -> smcp.v1.UpdateComputerConfigReq
+	35, // 24: smcp.v1.ListOfficesResponse.offices:type_name -> smcp.v1.OfficeSummary
+	54, // 25: smcp.v1.GetResourcesResponse.resources:type_name -> google.protobuf.Struct
+	62, // 26: smcp.v1.GetSkillsResponse.skills:type_name -> smcp.v1.A2CSkillRef
+	45, // 27: smcp.v1.PutBlobRequest.header:type_name -> smcp.v1.PutBlobHeader
+	11, // 28: smcp.v1.QuotaState.ToolsEntry.value:type_name -> smcp.v1.QuotaState
+	63, // 29: smcp.v1.GetConfigResponse.ServersEntry.value:type_name -> smcp.v1.MCPServerConfig
+	15, // 30: smcp.v1.AgentService.ListRoom:input_type -> smcp.v1.ListRoomRequest
+	17, // 31: smcp.v1.AgentService.GetTools:input_type -> smcp.v1.GetToolsRequest
+	19, // 32: smcp.v1.AgentService.GetConfig:input_type -> smcp.v1.GetConfigRequest
+	21, // 33: smcp.v1.AgentService.CallTool:input_type -> smcp.v1.CallToolRequest
+	23, // 34: smcp.v1.AgentService.CancelToolCall:input_type -> smcp.v1.CancelToolCallRequest
+	25, // 35: smcp.v1.AgentService.GetDesktop:input_type -> smcp.v1.GetDesktopRequest
+	27, // 36: smcp.v1.AgentService.GetFinder:input_type -> smcp.v1.GetFinderRequest
+	29, // 37: smcp.v1.AgentService.ReadResource:input_type -> smcp.v1.ReadResourceRequest
+	31, // 38: smcp.v1.AgentService.WatchOffice:input_type -> smcp.v1.WatchOfficeRequest
+	33, // 39: smcp.v1.AgentService.ListOffices:input_type -> smcp.v1.ListOfficesRequest
+	36, // 40: smcp.v1.AgentService.GetResources:input_type -> smcp.v1.GetResourcesRequest
+	38, // 41: smcp.v1.AgentService.GetSkills:input_type -> smcp.v1.GetSkillsRequest
+	40, // 42: smcp.v1.AgentService.GetSkill:input_type -> smcp.v1.GetSkillRequest
+	42, // 43: smcp.v1.AgentService.ReadBlob:input_type -> smcp.v1.ReadBlobRequest
+	44, // 44: smcp.v1.AgentService.PutBlob:input_type -> smcp.v1.PutBlobRequest
+	0,  // 45: smcp.v1.AgentService.EvictAgent:input_type -> smcp.v1.EvictAgentRequest
+	3,  // 46: smcp.v1.AgentService.ListAudit:input_type -> smcp.v1.ListAuditRequest
+	6,  // 47: smcp.v1.AgentService.ListConnections:input_type -> smcp.v1.ListConnectionsRequest
+	9,  // 48: smcp.v1.AgentService.ListQuotas:input_type -> smcp.v1.ListQuotasRequest
+	12, // 49: smcp.v1.AgentService.GetFigures:input_type -> smcp.v1.GetFiguresRequest
+	16, // 50: smcp.v1.AgentService.ListRoom:output_type -> smcp.v1.ListRoomResponse
+	18, // 51: smcp.v1.AgentService.GetTools:output_type -> smcp.v1.GetToolsResponse
+	20, // 52: smcp.v1.AgentService.GetConfig:output_type -> smcp.v1.GetConfigResponse
+	22, // 53: smcp.v1.AgentService.CallTool:output_type -> smcp.v1.CallToolResponse
+	24, // 54: smcp.v1.AgentService.CancelToolCall:output_type -> smcp.v1.CancelToolCallResponse
+	26, // 55: smcp.v1.AgentService.GetDesktop:output_type -> smcp.v1.GetDesktopResponse
+	28, // 56: smcp.v1.AgentService.GetFinder:output_type -> smcp.v1.GetFinderResponse
+	30, // 57: smcp.v1.AgentService.ReadResource:output_type -> smcp.v1.ReadResourceResponse
+	32, // 58: smcp.v1.AgentService.WatchOffice:output_type -> smcp.v1.WatchOfficeResponse
+	34, // 59: smcp.v1.AgentService.ListOffices:output_type -> smcp.v1.ListOfficesResponse
+	37, // 60: smcp.v1.AgentService.GetResources:output_type -> smcp.v1.GetResourcesResponse
+	39, // 61: smcp.v1.AgentService.GetSkills:output_type -> smcp.v1.GetSkillsResponse
+	41, // 62: smcp.v1.AgentService.GetSkill:output_type -> smcp.v1.GetSkillResponse
+	43, // 63: smcp.v1.AgentService.ReadBlob:output_type -> smcp.v1.ReadBlobResponse
+	46, // 64: smcp.v1.AgentService.PutBlob:output_type -> smcp.v1.PutBlobResponse
+	1,  // 65: smcp.v1.AgentService.EvictAgent:output_type -> smcp.v1.EvictAgentResponse
+	4,  // 66: smcp.v1.AgentService.ListAudit:output_type -> smcp.v1.ListAuditResponse
+	7,  // 67: smcp.v1.AgentService.ListConnections:output_type -> smcp.v1.ListConnectionsResponse
+	10, // 68: smcp.v1.AgentService.ListQuotas:output_type -> smcp.v1.ListQuotasResponse
+	13, // 69: smcp.v1.AgentService.GetFigures:output_type -> smcp.v1.GetFiguresResponse
+	50, // [50:70] is the sub-list for method output_type
+	30, // [30:50] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_smcp_v1_service_proto_init() }
@@ -2721,9 +3768,10 @@ func file_smcp_v1_service_proto_init() {
 	}
 	file_smcp_v1_events_proto_init()
 	file_smcp_v1_types_proto_init()
-	file_smcp_v1_service_proto_msgTypes[13].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[15].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[20].OneofWrappers = []any{
+	file_smcp_v1_service_proto_msgTypes[11].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[25].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[27].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[32].OneofWrappers = []any{
 		(*WatchOfficeResponse_EnterOffice)(nil),
 		(*WatchOfficeResponse_LeaveOffice)(nil),
 		(*WatchOfficeResponse_UpdateConfig)(nil),
@@ -2733,23 +3781,23 @@ func file_smcp_v1_service_proto_init() {
 		(*WatchOfficeResponse_ToolCallCancel)(nil),
 		(*WatchOfficeResponse_UpdateSkills)(nil),
 	}
-	file_smcp_v1_service_proto_msgTypes[24].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[25].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[28].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[29].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[30].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[32].OneofWrappers = []any{
+	file_smcp_v1_service_proto_msgTypes[36].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[37].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[40].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[41].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[42].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[44].OneofWrappers = []any{
 		(*PutBlobRequest_Header)(nil),
 		(*PutBlobRequest_Data)(nil),
 	}
-	file_smcp_v1_service_proto_msgTypes[33].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[45].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smcp_v1_service_proto_rawDesc), len(file_smcp_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   36,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -70,6 +70,15 @@ const (
 	AgentServicePutBlobProcedure = "/smcp.v1.AgentService/PutBlob"
 	// AgentServiceEvictAgentProcedure is the fully-qualified name of the AgentService's EvictAgent RPC.
 	AgentServiceEvictAgentProcedure = "/smcp.v1.AgentService/EvictAgent"
+	// AgentServiceListAuditProcedure is the fully-qualified name of the AgentService's ListAudit RPC.
+	AgentServiceListAuditProcedure = "/smcp.v1.AgentService/ListAudit"
+	// AgentServiceListConnectionsProcedure is the fully-qualified name of the AgentService's
+	// ListConnections RPC.
+	AgentServiceListConnectionsProcedure = "/smcp.v1.AgentService/ListConnections"
+	// AgentServiceListQuotasProcedure is the fully-qualified name of the AgentService's ListQuotas RPC.
+	AgentServiceListQuotasProcedure = "/smcp.v1.AgentService/ListQuotas"
+	// AgentServiceGetFiguresProcedure is the fully-qualified name of the AgentService's GetFigures RPC.
+	AgentServiceGetFiguresProcedure = "/smcp.v1.AgentService/GetFigures"
 )
 
 // AgentServiceClient is a client for the smcp.v1.AgentService service.
@@ -100,10 +109,10 @@ type AgentServiceClient interface {
 	// names no office and holds none.
 	//
 	// On one node the list is the whole gateway. In cluster mode (Redis) it
-	// is this node's view: the offices this node has a member, a call or a
-	// WatchOffice stream in, each with its whole membership across nodes from
-	// the registry; an office whose members are all on other nodes is not
-	// listed.
+	// is the cluster's, whichever node answers: the offices this node has a
+	// member, a call or a WatchOffice stream in, and those the other nodes
+	// reported (every 2 s), each with its whole membership across nodes from
+	// the registry.
 	ListOffices(context.Context, *v1.ListOfficesRequest) (*v1.ListOfficesResponse, error)
 	// GetResources lists the MCP resources of one of a computer's MCP servers
 	// (client:get_resources; 0.3+ offices). In a 0.2 office it is NotFound
@@ -140,6 +149,27 @@ type AgentServiceClient interface {
 	// Only an operator key (an API key with no roles, offices or name scope)
 	// may: any other caller gets PERMISSION_DENIED. The seat is free at once.
 	EvictAgent(context.Context, *v1.EvictAgentRequest) (*v1.EvictAgentResponse, error)
+	// ListAudit lists the gateway's recent audit records, newest first: those
+	// each node keeps (the last ones it wrote to its audit sinks; in cluster
+	// mode read from Redis, where each node keeps its last ones), merged by
+	// time. Empty when the gateway keeps no audit. Only an operator key may:
+	// any other caller gets PERMISSION_DENIED.
+	ListAudit(context.Context, *v1.ListAuditRequest) (*v1.ListAuditResponse, error)
+	// ListConnections lists what is connected to the gateway, on every node
+	// of a cluster: Socket.IO sessions (agents, computers, sessions in no
+	// office), agent seats held by MCP sessions and RPC calls and streams,
+	// and watchers of offices (WatchOffice streams, MCP listen streams), each
+	// with its principal and since when. Operator keys only.
+	ListConnections(context.Context, *v1.ListConnectionsRequest) (*v1.ListConnectionsResponse, error)
+	// ListQuotas gives the quota state of principals: their limits, the
+	// calls they may still make at once (their rate's tokens left; shared by
+	// the nodes in cluster mode) and their calls in flight (per node, as the
+	// bound is). Operator keys only.
+	ListQuotas(context.Context, *v1.ListQuotasRequest) (*v1.ListQuotasResponse, error)
+	// GetFigures gives the gateway's own figures (those of /metrics that the
+	// console charts), summed over the nodes of a cluster, and each node's.
+	// Operator keys only; FAILED_PRECONDITION when metrics are off.
+	GetFigures(context.Context, *v1.GetFiguresRequest) (*v1.GetFiguresResponse, error)
 }
 
 // NewAgentServiceClient constructs a client for the smcp.v1.AgentService service. By default, it
@@ -249,27 +279,55 @@ func NewAgentServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(agentServiceMethods.ByName("EvictAgent")),
 			connect.WithClientOptions(opts...),
 		),
+		listAudit: connect.NewClient[v1.ListAuditRequest, v1.ListAuditResponse](
+			httpClient,
+			baseURL+AgentServiceListAuditProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("ListAudit")),
+			connect.WithClientOptions(opts...),
+		),
+		listConnections: connect.NewClient[v1.ListConnectionsRequest, v1.ListConnectionsResponse](
+			httpClient,
+			baseURL+AgentServiceListConnectionsProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("ListConnections")),
+			connect.WithClientOptions(opts...),
+		),
+		listQuotas: connect.NewClient[v1.ListQuotasRequest, v1.ListQuotasResponse](
+			httpClient,
+			baseURL+AgentServiceListQuotasProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("ListQuotas")),
+			connect.WithClientOptions(opts...),
+		),
+		getFigures: connect.NewClient[v1.GetFiguresRequest, v1.GetFiguresResponse](
+			httpClient,
+			baseURL+AgentServiceGetFiguresProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("GetFigures")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // agentServiceClient implements AgentServiceClient.
 type agentServiceClient struct {
-	listRoom       *connect.Client[v1.ListRoomRequest, v1.ListRoomResponse]
-	getTools       *connect.Client[v1.GetToolsRequest, v1.GetToolsResponse]
-	getConfig      *connect.Client[v1.GetConfigRequest, v1.GetConfigResponse]
-	callTool       *connect.Client[v1.CallToolRequest, v1.CallToolResponse]
-	cancelToolCall *connect.Client[v1.CancelToolCallRequest, v1.CancelToolCallResponse]
-	getDesktop     *connect.Client[v1.GetDesktopRequest, v1.GetDesktopResponse]
-	getFinder      *connect.Client[v1.GetFinderRequest, v1.GetFinderResponse]
-	readResource   *connect.Client[v1.ReadResourceRequest, v1.ReadResourceResponse]
-	watchOffice    *connect.Client[v1.WatchOfficeRequest, v1.WatchOfficeResponse]
-	listOffices    *connect.Client[v1.ListOfficesRequest, v1.ListOfficesResponse]
-	getResources   *connect.Client[v1.GetResourcesRequest, v1.GetResourcesResponse]
-	getSkills      *connect.Client[v1.GetSkillsRequest, v1.GetSkillsResponse]
-	getSkill       *connect.Client[v1.GetSkillRequest, v1.GetSkillResponse]
-	readBlob       *connect.Client[v1.ReadBlobRequest, v1.ReadBlobResponse]
-	putBlob        *connect.Client[v1.PutBlobRequest, v1.PutBlobResponse]
-	evictAgent     *connect.Client[v1.EvictAgentRequest, v1.EvictAgentResponse]
+	listRoom        *connect.Client[v1.ListRoomRequest, v1.ListRoomResponse]
+	getTools        *connect.Client[v1.GetToolsRequest, v1.GetToolsResponse]
+	getConfig       *connect.Client[v1.GetConfigRequest, v1.GetConfigResponse]
+	callTool        *connect.Client[v1.CallToolRequest, v1.CallToolResponse]
+	cancelToolCall  *connect.Client[v1.CancelToolCallRequest, v1.CancelToolCallResponse]
+	getDesktop      *connect.Client[v1.GetDesktopRequest, v1.GetDesktopResponse]
+	getFinder       *connect.Client[v1.GetFinderRequest, v1.GetFinderResponse]
+	readResource    *connect.Client[v1.ReadResourceRequest, v1.ReadResourceResponse]
+	watchOffice     *connect.Client[v1.WatchOfficeRequest, v1.WatchOfficeResponse]
+	listOffices     *connect.Client[v1.ListOfficesRequest, v1.ListOfficesResponse]
+	getResources    *connect.Client[v1.GetResourcesRequest, v1.GetResourcesResponse]
+	getSkills       *connect.Client[v1.GetSkillsRequest, v1.GetSkillsResponse]
+	getSkill        *connect.Client[v1.GetSkillRequest, v1.GetSkillResponse]
+	readBlob        *connect.Client[v1.ReadBlobRequest, v1.ReadBlobResponse]
+	putBlob         *connect.Client[v1.PutBlobRequest, v1.PutBlobResponse]
+	evictAgent      *connect.Client[v1.EvictAgentRequest, v1.EvictAgentResponse]
+	listAudit       *connect.Client[v1.ListAuditRequest, v1.ListAuditResponse]
+	listConnections *connect.Client[v1.ListConnectionsRequest, v1.ListConnectionsResponse]
+	listQuotas      *connect.Client[v1.ListQuotasRequest, v1.ListQuotasResponse]
+	getFigures      *connect.Client[v1.GetFiguresRequest, v1.GetFiguresResponse]
 }
 
 // ListRoom calls smcp.v1.AgentService.ListRoom.
@@ -404,6 +462,42 @@ func (c *agentServiceClient) EvictAgent(ctx context.Context, req *v1.EvictAgentR
 	return nil, err
 }
 
+// ListAudit calls smcp.v1.AgentService.ListAudit.
+func (c *agentServiceClient) ListAudit(ctx context.Context, req *v1.ListAuditRequest) (*v1.ListAuditResponse, error) {
+	response, err := c.listAudit.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ListConnections calls smcp.v1.AgentService.ListConnections.
+func (c *agentServiceClient) ListConnections(ctx context.Context, req *v1.ListConnectionsRequest) (*v1.ListConnectionsResponse, error) {
+	response, err := c.listConnections.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// ListQuotas calls smcp.v1.AgentService.ListQuotas.
+func (c *agentServiceClient) ListQuotas(ctx context.Context, req *v1.ListQuotasRequest) (*v1.ListQuotasResponse, error) {
+	response, err := c.listQuotas.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// GetFigures calls smcp.v1.AgentService.GetFigures.
+func (c *agentServiceClient) GetFigures(ctx context.Context, req *v1.GetFiguresRequest) (*v1.GetFiguresResponse, error) {
+	response, err := c.getFigures.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // AgentServiceHandler is an implementation of the smcp.v1.AgentService service.
 type AgentServiceHandler interface {
 	// ListRoom lists the members of an office.
@@ -432,10 +526,10 @@ type AgentServiceHandler interface {
 	// names no office and holds none.
 	//
 	// On one node the list is the whole gateway. In cluster mode (Redis) it
-	// is this node's view: the offices this node has a member, a call or a
-	// WatchOffice stream in, each with its whole membership across nodes from
-	// the registry; an office whose members are all on other nodes is not
-	// listed.
+	// is the cluster's, whichever node answers: the offices this node has a
+	// member, a call or a WatchOffice stream in, and those the other nodes
+	// reported (every 2 s), each with its whole membership across nodes from
+	// the registry.
 	ListOffices(context.Context, *v1.ListOfficesRequest) (*v1.ListOfficesResponse, error)
 	// GetResources lists the MCP resources of one of a computer's MCP servers
 	// (client:get_resources; 0.3+ offices). In a 0.2 office it is NotFound
@@ -472,6 +566,27 @@ type AgentServiceHandler interface {
 	// Only an operator key (an API key with no roles, offices or name scope)
 	// may: any other caller gets PERMISSION_DENIED. The seat is free at once.
 	EvictAgent(context.Context, *v1.EvictAgentRequest) (*v1.EvictAgentResponse, error)
+	// ListAudit lists the gateway's recent audit records, newest first: those
+	// each node keeps (the last ones it wrote to its audit sinks; in cluster
+	// mode read from Redis, where each node keeps its last ones), merged by
+	// time. Empty when the gateway keeps no audit. Only an operator key may:
+	// any other caller gets PERMISSION_DENIED.
+	ListAudit(context.Context, *v1.ListAuditRequest) (*v1.ListAuditResponse, error)
+	// ListConnections lists what is connected to the gateway, on every node
+	// of a cluster: Socket.IO sessions (agents, computers, sessions in no
+	// office), agent seats held by MCP sessions and RPC calls and streams,
+	// and watchers of offices (WatchOffice streams, MCP listen streams), each
+	// with its principal and since when. Operator keys only.
+	ListConnections(context.Context, *v1.ListConnectionsRequest) (*v1.ListConnectionsResponse, error)
+	// ListQuotas gives the quota state of principals: their limits, the
+	// calls they may still make at once (their rate's tokens left; shared by
+	// the nodes in cluster mode) and their calls in flight (per node, as the
+	// bound is). Operator keys only.
+	ListQuotas(context.Context, *v1.ListQuotasRequest) (*v1.ListQuotasResponse, error)
+	// GetFigures gives the gateway's own figures (those of /metrics that the
+	// console charts), summed over the nodes of a cluster, and each node's.
+	// Operator keys only; FAILED_PRECONDITION when metrics are off.
+	GetFigures(context.Context, *v1.GetFiguresRequest) (*v1.GetFiguresResponse, error)
 }
 
 // NewAgentServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -577,6 +692,30 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(agentServiceMethods.ByName("EvictAgent")),
 		connect.WithHandlerOptions(opts...),
 	)
+	agentServiceListAuditHandler := connect.NewUnaryHandlerSimple(
+		AgentServiceListAuditProcedure,
+		svc.ListAudit,
+		connect.WithSchema(agentServiceMethods.ByName("ListAudit")),
+		connect.WithHandlerOptions(opts...),
+	)
+	agentServiceListConnectionsHandler := connect.NewUnaryHandlerSimple(
+		AgentServiceListConnectionsProcedure,
+		svc.ListConnections,
+		connect.WithSchema(agentServiceMethods.ByName("ListConnections")),
+		connect.WithHandlerOptions(opts...),
+	)
+	agentServiceListQuotasHandler := connect.NewUnaryHandlerSimple(
+		AgentServiceListQuotasProcedure,
+		svc.ListQuotas,
+		connect.WithSchema(agentServiceMethods.ByName("ListQuotas")),
+		connect.WithHandlerOptions(opts...),
+	)
+	agentServiceGetFiguresHandler := connect.NewUnaryHandlerSimple(
+		AgentServiceGetFiguresProcedure,
+		svc.GetFigures,
+		connect.WithSchema(agentServiceMethods.ByName("GetFigures")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/smcp.v1.AgentService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AgentServiceListRoomProcedure:
@@ -611,6 +750,14 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 			agentServicePutBlobHandler.ServeHTTP(w, r)
 		case AgentServiceEvictAgentProcedure:
 			agentServiceEvictAgentHandler.ServeHTTP(w, r)
+		case AgentServiceListAuditProcedure:
+			agentServiceListAuditHandler.ServeHTTP(w, r)
+		case AgentServiceListConnectionsProcedure:
+			agentServiceListConnectionsHandler.ServeHTTP(w, r)
+		case AgentServiceListQuotasProcedure:
+			agentServiceListQuotasHandler.ServeHTTP(w, r)
+		case AgentServiceGetFiguresProcedure:
+			agentServiceGetFiguresHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -682,4 +829,20 @@ func (UnimplementedAgentServiceHandler) PutBlob(context.Context, *connect.Client
 
 func (UnimplementedAgentServiceHandler) EvictAgent(context.Context, *v1.EvictAgentRequest) (*v1.EvictAgentResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("smcp.v1.AgentService.EvictAgent is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) ListAudit(context.Context, *v1.ListAuditRequest) (*v1.ListAuditResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("smcp.v1.AgentService.ListAudit is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) ListConnections(context.Context, *v1.ListConnectionsRequest) (*v1.ListConnectionsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("smcp.v1.AgentService.ListConnections is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) ListQuotas(context.Context, *v1.ListQuotasRequest) (*v1.ListQuotasResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("smcp.v1.AgentService.ListQuotas is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) GetFigures(context.Context, *v1.GetFiguresRequest) (*v1.GetFiguresResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("smcp.v1.AgentService.GetFigures is not implemented"))
 }

@@ -15,7 +15,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file smcp/v1/service.proto.
  */
 export const file_smcp_v1_service: GenFile = /*@__PURE__*/
-  fileDesc("ChVzbWNwL3YxL3NlcnZpY2UucHJvdG8SB3NtY3AudjEiMQoRRXZpY3RBZ2VudFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQiOgoSRXZpY3RBZ2VudFJlc3BvbnNlEiQKB2hvbGRlcnMYASADKAsyEy5zbWNwLnYxLlNlYXRIb2xkZXIiRwoKU2VhdEhvbGRlchINCgVhZ2VudBgBIAEoCRINCgVmcm9udBgCIAEoCRINCgVzaW5jZRgDIAEoCRIMCgRub2RlGAQgASgJIi8KD0xpc3RSb29tUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZCJiChBMaXN0Um9vbVJlc3BvbnNlEiYKCHNlc3Npb25zGAEgAygLMhQuc21jcC52MS5TZXNzaW9uSW5mbxImCg5vZmZpY2VfdmVyc2lvbhgCIAEoCVIOb2ZmaWNlX3ZlcnNpb24iQQoPR2V0VG9vbHNSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJIjQKEEdldFRvb2xzUmVzcG9uc2USIAoFdG9vbHMYASADKAsyES5zbWNwLnYxLlNNQ1BUb29sIkIKEEdldENvbmZpZ1JlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkiwAEKEUdldENvbmZpZ1Jlc3BvbnNlEjgKB3NlcnZlcnMYASADKAsyJy5zbWNwLnYxLkdldENvbmZpZ1Jlc3BvbnNlLlNlcnZlcnNFbnRyeRInCgZpbnB1dHMYAiADKAsyFy5zbWNwLnYxLk1DUFNlcnZlcklucHV0GkgKDFNlcnZlcnNFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5zbWNwLnYxLk1DUFNlcnZlckNvbmZpZzoCOAEi0wEKD0NhbGxUb29sUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCRIcCgl0b29sX25hbWUYAyABKAlSCXRvb2xfbmFtZRInCgZwYXJhbXMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB3RpbWVvdXQYBSABKAUSFgoGcmVxX2lkGAYgASgJUgZyZXFfaWQSIAoLcGFyYW1zX2pzb24YByABKAxSC3BhcmFtc19qc29uInUKEENhbGxUb29sUmVzcG9uc2USJwoGcmVzdWx0GAEgASgLMhcuc21jcC52MS5DYWxsVG9vbFJlc3VsdBIWCgZyZXFfaWQYAiABKAlSBnJlcV9pZBIgCgtyZXN1bHRfanNvbhgDIAEoDFILcmVzdWx0X2pzb24iTQoVQ2FuY2VsVG9vbENhbGxSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhYKBnJlcV9pZBgCIAEoCVIGcmVxX2lkIhgKFkNhbmNlbFRvb2xDYWxsUmVzcG9uc2UinQEKEUdldERlc2t0b3BSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEicKDGRlc2t0b3Bfc2l6ZRgDIAEoBUgAUgxkZXNrdG9wX3NpemWIAQESEwoGd2luZG93GAQgASgJSAGIAQFCDwoNX2Rlc2t0b3Bfc2l6ZUIJCgdfd2luZG93IiYKEkdldERlc2t0b3BSZXNwb25zZRIQCghkZXNrdG9wcxgBIAMoCSLDAQoQR2V0RmluZGVyUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCRIQCghrZXl3b3JkcxgDIAMoCRIhCglmaWxlX3R5cGUYBCABKAlIAFIJZmlsZV90eXBliAEBEhMKBm9mZnNldBgFIAEoBUgBiAEBEhIKBWxpbWl0GAYgASgFSAKIAQFCDAoKX2ZpbGVfdHlwZUIJCgdfb2Zmc2V0QggKBl9saW1pdCJlChFHZXRGaW5kZXJSZXNwb25zZRIuCglkb2N1bWVudHMYASADKAsyGy5zbWNwLnYxLkRQRURvY3VtZW50U3VtbWFyeRIgCgt0b3RhbF9jb3VudBgCIAEoBVILdG90YWxfY291bnQiUgoTUmVhZFJlc291cmNlUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCRILCgN1cmkYAyABKAkiQwoUUmVhZFJlc291cmNlUmVzcG9uc2USKwoIY29udGVudHMYASADKAsyGS5zbWNwLnYxLlJlc291cmNlQ29udGVudHMiMgoSV2F0Y2hPZmZpY2VSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkIqwFChNXYXRjaE9mZmljZVJlc3BvbnNlEg0KBWV2ZW50GAEgASgJEkYKDGVudGVyX29mZmljZRgCIAEoCzIgLnNtY3AudjEuRW50ZXJPZmZpY2VOb3RpZmljYXRpb25IAFIMZW50ZXJfb2ZmaWNlEkYKDGxlYXZlX29mZmljZRgDIAEoCzIgLnNtY3AudjEuTGVhdmVPZmZpY2VOb3RpZmljYXRpb25IAFIMbGVhdmVfb2ZmaWNlEkgKDXVwZGF0ZV9jb25maWcYBCABKAsyIC5zbWNwLnYxLlVwZGF0ZUNvbXB1dGVyQ29uZmlnUmVxSABSDXVwZGF0ZV9jb25maWcSTgoQdXBkYXRlX3Rvb2xfbGlzdBgFIAEoCzIgLnNtY3AudjEuVXBkYXRlQ29tcHV0ZXJDb25maWdSZXFIAFIQdXBkYXRlX3Rvb2xfbGlzdBJKCg51cGRhdGVfZGVza3RvcBgGIAEoCzIgLnNtY3AudjEuVXBkYXRlQ29tcHV0ZXJDb25maWdSZXFIAFIOdXBkYXRlX2Rlc2t0b3ASSAoNdXBkYXRlX2ZpbmRlchgHIAEoCzIgLnNtY3AudjEuVXBkYXRlQ29tcHV0ZXJDb25maWdSZXFIAFINdXBkYXRlX2ZpbmRlchJEChB0b29sX2NhbGxfY2FuY2VsGAggASgLMhYuc21jcC52MS5BZ2VudENhbGxEYXRhSABSEHRvb2xfY2FsbF9jYW5jZWwSSAoNdXBkYXRlX3NraWxscxgJIAEoCzIgLnNtY3AudjEuVXBkYXRlQ29tcHV0ZXJDb25maWdSZXFIAFINdXBkYXRlX3NraWxscxImCg5vZmZpY2VfdmVyc2lvbhgKIAEoCVIOb2ZmaWNlX3ZlcnNpb25CDgoMbm90aWZpY2F0aW9uIhQKEkxpc3RPZmZpY2VzUmVxdWVzdCJQChNMaXN0T2ZmaWNlc1Jlc3BvbnNlEicKB29mZmljZXMYASADKAsyFi5zbWNwLnYxLk9mZmljZVN1bW1hcnkSEAoIb3BlcmF0b3IYAiABKAgifgoNT2ZmaWNlU3VtbWFyeRIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBINCgVhZ2VudBgCIAEoCRIcCglycGNfYWdlbnQYAyABKAlSCXJwY19hZ2VudBIRCgljb21wdXRlcnMYBCADKAkSDwoHdmVyc2lvbhgFIAEoCSKFAQoTR2V0UmVzb3VyY2VzUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCRIeCgptY3Bfc2VydmVyGAMgASgJUgptY3Bfc2VydmVyEhMKBmN1cnNvchgEIAEoCUgAiAEBQgkKB19jdXJzb3IieQoUR2V0UmVzb3VyY2VzUmVzcG9uc2USKgoJcmVzb3VyY2VzGAEgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIlCgtuZXh0X2N1cnNvchgCIAEoCUgAUgtuZXh0X2N1cnNvcogBAUIOCgxfbmV4dF9jdXJzb3IiQgoQR2V0U2tpbGxzUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCSI5ChFHZXRTa2lsbHNSZXNwb25zZRIkCgZza2lsbHMYASADKAsyFC5zbWNwLnYxLkEyQ1NraWxsUmVmIn0KD0dldFNraWxsUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCRIMCgRuYW1lGAMgASgJEh8KCHJlbF9wYXRoGAQgASgJSABSCHJlbF9wYXRoiAEBQgsKCV9yZWxfcGF0aCLdAQoQR2V0U2tpbGxSZXNwb25zZRIMCgRuYW1lGAEgASgJEhoKCHJlbF9wYXRoGAIgASgJUghyZWxfcGF0aBIcCgltaW1lX3R5cGUYAyABKAlSCW1pbWVfdHlwZRIeCgp0b3RhbF9zaXplGAQgASgDUgp0b3RhbF9zaXplEg4KBnNoYTI1NhgFIAEoCRIRCgRib2R5GAYgASgJSACIAQESJQoLYmxvYl9oYW5kbGUYByABKAlIAVILYmxvYl9oYW5kbGWIAQFCBwoFX2JvZHlCDgoMX2Jsb2JfaGFuZGxlIqYBCg9SZWFkQmxvYlJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSIAoLYmxvYl9oYW5kbGUYAyABKAlSC2Jsb2JfaGFuZGxlEi0KD21heF9jaHVua19ieXRlcxgEIAEoA0gAUg9tYXhfY2h1bmtfYnl0ZXOIAQFCEgoQX21heF9jaHVua19ieXRlcyKfAQoQUmVhZEJsb2JSZXNwb25zZRIMCgRkYXRhGAEgASgMEiIKDGNodW5rX29mZnNldBgCIAEoA1IMY2h1bmtfb2Zmc2V0Eh4KCnRvdGFsX3NpemUYAyABKANSCnRvdGFsX3NpemUSDgoGc2hhMjU2GAQgASgJEhwKCW1pbWVfdHlwZRgFIAEoCVIJbWltZV90eXBlEgsKA2VvZhgGIAEoCCJSCg5QdXRCbG9iUmVxdWVzdBIoCgZoZWFkZXIYASABKAsyFi5zbWNwLnYxLlB1dEJsb2JIZWFkZXJIABIOCgRkYXRhGAIgASgMSABCBgoEcGFydCKgAQoNUHV0QmxvYkhlYWRlchIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCRIeCgp0b3RhbF9zaXplGAMgASgDUgp0b3RhbF9zaXplEg4KBnNoYTI1NhgEIAEoCRIhCgluYW1lX2hpbnQYBSABKAlIAFIJbmFtZV9oaW50iAEBQgwKCl9uYW1lX2hpbnQigwEKD1B1dEJsb2JSZXNwb25zZRIiCgxsYW5kaW5nX3BhdGgYASABKAlSDGxhbmRpbmdfcGF0aBIeCgp0b3RhbF9zaXplGAIgASgDUgp0b3RhbF9zaXplEg4KBnNoYTI1NhgDIAEoCRIcCgl1cGxvYWRfaWQYBCABKAlSCXVwbG9hZF9pZDKSCQoMQWdlbnRTZXJ2aWNlEkEKCExpc3RSb29tEhguc21jcC52MS5MaXN0Um9vbVJlcXVlc3QaGS5zbWNwLnYxLkxpc3RSb29tUmVzcG9uc2UiABJBCghHZXRUb29scxIYLnNtY3AudjEuR2V0VG9vbHNSZXF1ZXN0Ghkuc21jcC52MS5HZXRUb29sc1Jlc3BvbnNlIgASRAoJR2V0Q29uZmlnEhkuc21jcC52MS5HZXRDb25maWdSZXF1ZXN0Ghouc21jcC52MS5HZXRDb25maWdSZXNwb25zZSIAEkEKCENhbGxUb29sEhguc21jcC52MS5DYWxsVG9vbFJlcXVlc3QaGS5zbWNwLnYxLkNhbGxUb29sUmVzcG9uc2UiABJTCg5DYW5jZWxUb29sQ2FsbBIeLnNtY3AudjEuQ2FuY2VsVG9vbENhbGxSZXF1ZXN0Gh8uc21jcC52MS5DYW5jZWxUb29sQ2FsbFJlc3BvbnNlIgASRwoKR2V0RGVza3RvcBIaLnNtY3AudjEuR2V0RGVza3RvcFJlcXVlc3QaGy5zbWNwLnYxLkdldERlc2t0b3BSZXNwb25zZSIAEkQKCUdldEZpbmRlchIZLnNtY3AudjEuR2V0RmluZGVyUmVxdWVzdBoaLnNtY3AudjEuR2V0RmluZGVyUmVzcG9uc2UiABJNCgxSZWFkUmVzb3VyY2USHC5zbWNwLnYxLlJlYWRSZXNvdXJjZVJlcXVlc3QaHS5zbWNwLnYxLlJlYWRSZXNvdXJjZVJlc3BvbnNlIgASTAoLV2F0Y2hPZmZpY2USGy5zbWNwLnYxLldhdGNoT2ZmaWNlUmVxdWVzdBocLnNtY3AudjEuV2F0Y2hPZmZpY2VSZXNwb25zZSIAMAESSgoLTGlzdE9mZmljZXMSGy5zbWNwLnYxLkxpc3RPZmZpY2VzUmVxdWVzdBocLnNtY3AudjEuTGlzdE9mZmljZXNSZXNwb25zZSIAEk0KDEdldFJlc291cmNlcxIcLnNtY3AudjEuR2V0UmVzb3VyY2VzUmVxdWVzdBodLnNtY3AudjEuR2V0UmVzb3VyY2VzUmVzcG9uc2UiABJECglHZXRTa2lsbHMSGS5zbWNwLnYxLkdldFNraWxsc1JlcXVlc3QaGi5zbWNwLnYxLkdldFNraWxsc1Jlc3BvbnNlIgASQQoIR2V0U2tpbGwSGC5zbWNwLnYxLkdldFNraWxsUmVxdWVzdBoZLnNtY3AudjEuR2V0U2tpbGxSZXNwb25zZSIAEkMKCFJlYWRCbG9iEhguc21jcC52MS5SZWFkQmxvYlJlcXVlc3QaGS5zbWNwLnYxLlJlYWRCbG9iUmVzcG9uc2UiADABEkAKB1B1dEJsb2ISFy5zbWNwLnYxLlB1dEJsb2JSZXF1ZXN0Ghguc21jcC52MS5QdXRCbG9iUmVzcG9uc2UiACgBEkcKCkV2aWN0QWdlbnQSGi5zbWNwLnYxLkV2aWN0QWdlbnRSZXF1ZXN0Ghsuc21jcC52MS5FdmljdEFnZW50UmVzcG9uc2UiAEIzWjFnaXRodWIuY29tL3NtY3Bndy9zbWNwLWdhdGV3YXkvZ2VuL3NtY3AvdjE7c21jcHYxYgZwcm90bzM", [file_google_protobuf_struct, file_smcp_v1_events, file_smcp_v1_types]);
+  fileDesc("ChVzbWNwL3YxL3NlcnZpY2UucHJvdG8SB3NtY3AudjEiMQoRRXZpY3RBZ2VudFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQiOgoSRXZpY3RBZ2VudFJlc3BvbnNlEiQKB2hvbGRlcnMYASADKAsyEy5zbWNwLnYxLlNlYXRIb2xkZXIiRwoKU2VhdEhvbGRlchINCgVhZ2VudBgBIAEoCRINCgVmcm9udBgCIAEoCRINCgVzaW5jZRgDIAEoCRIMCgRub2RlGAQgASgJIlUKEExpc3RBdWRpdFJlcXVlc3QSDgoGb2ZmaWNlGAEgASgJEhEKCXByaW5jaXBhbBgCIAEoCRIPCgdvdXRjb21lGAMgASgJEg0KBWxpbWl0GAQgASgFImsKEUxpc3RBdWRpdFJlc3BvbnNlEiUKB3JlY29yZHMYASADKAsyFC5zbWNwLnYxLkF1ZGl0UmVjb3JkEg8KB2VuYWJsZWQYAiABKAgSDQoFbm9kZXMYAyADKAkSDwoHcGFydGlhbBgEIAEoCSLkAgoLQXVkaXRSZWNvcmQSDAoEdGltZRgBIAEoCRIMCgRub2RlGAIgASgJEg0KBWZyb250GAMgASgJEg0KBWV2ZW50GAQgASgJEhEKCXByaW5jaXBhbBgFIAEoCRINCgVhZ2VudBgGIAEoCRIOCgZvZmZpY2UYByABKAkSEAoIY29tcHV0ZXIYCCABKAkSDAoEdG9vbBgJIAEoCRIQCghyZXNvdXJjZRgKIAEoCRIPCgdvdXRjb21lGAsgASgJEg4KBnJlYXNvbhgMIAEoCRIgCgtkdXJhdGlvbl9tcxgNIAEoAVILZHVyYXRpb25fbXMSGgoIYnl0ZXNfaW4YDiABKANSCGJ5dGVzX2luEhwKCWJ5dGVzX291dBgPIAEoA1IJYnl0ZXNfb3V0Eh4KCnJlcXVlc3RfaWQYECABKAlSCnJlcXVlc3RfaWQSGgoIdHJhY2VfaWQYESABKAlSCHRyYWNlX2lkIigKFkxpc3RDb25uZWN0aW9uc1JlcXVlc3QSDgoGb2ZmaWNlGAEgASgJImMKF0xpc3RDb25uZWN0aW9uc1Jlc3BvbnNlEigKC2Nvbm5lY3Rpb25zGAEgAygLMhMuc21jcC52MS5Db25uZWN0aW9uEg0KBW5vZGVzGAIgAygJEg8KB3BhcnRpYWwYAyABKAkimQEKCkNvbm5lY3Rpb24SDAoEa2luZBgBIAEoCRIOCgZvZmZpY2UYAiABKAkSDAoEbmFtZRgDIAEoCRIRCglwcmluY2lwYWwYBCABKAkSDQoFZnJvbnQYBSABKAkSEAoIcHJvdG9jb2wYBiABKAkSDgoGbGFwc2VzGAcgASgIEg0KBXNpbmNlGAggASgJEgwKBG5vZGUYCSABKAkiJgoRTGlzdFF1b3Rhc1JlcXVlc3QSEQoJcHJpbmNpcGFsGAEgASgJIlkKEkxpc3RRdW90YXNSZXNwb25zZRIjCgZxdW90YXMYASADKAsyEy5zbWNwLnYxLlF1b3RhU3RhdGUSDwoHZW5hYmxlZBgCIAEoCBINCgVyYXRlcxgDIAEoCSK0AgoKUXVvdGFTdGF0ZRIRCglwcmluY2lwYWwYASABKAkSKgoQY2FsbHNfcGVyX3NlY29uZBgCIAEoAVIQY2FsbHNfcGVyX3NlY29uZBINCgVidXJzdBgDIAEoBRIoCg9pbl9mbGlnaHRfbGltaXQYBCABKAVSD2luX2ZsaWdodF9saW1pdBITCgZ0b2tlbnMYBSABKAFIAIgBARIcCglpbl9mbGlnaHQYBiABKAVSCWluX2ZsaWdodBItCgV0b29scxgHIAMoCzIeLnNtY3AudjEuUXVvdGFTdGF0ZS5Ub29sc0VudHJ5GkEKClRvb2xzRW50cnkSCwoDa2V5GAEgASgJEiIKBXZhbHVlGAIgASgLMhMuc21jcC52MS5RdW90YVN0YXRlOgI4AUIJCgdfdG9rZW5zIhMKEUdldEZpZ3VyZXNSZXF1ZXN0IrUBChJHZXRGaWd1cmVzUmVzcG9uc2USOQoHZmlndXJlcxgBIAMoCzIoLnNtY3AudjEuR2V0RmlndXJlc1Jlc3BvbnNlLkZpZ3VyZXNFbnRyeRIjCgVub2RlcxgCIAMoCzIULnNtY3AudjEuTm9kZUZpZ3VyZXMSDwoHcGFydGlhbBgDIAEoCRouCgxGaWd1cmVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASKLAQoLTm9kZUZpZ3VyZXMSDAoEbm9kZRgBIAEoCRIyCgdmaWd1cmVzGAIgAygLMiEuc21jcC52MS5Ob2RlRmlndXJlcy5GaWd1cmVzRW50cnkSCgoCYXQYAyABKAkaLgoMRmlndXJlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEiLwoPTGlzdFJvb21SZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkImIKEExpc3RSb29tUmVzcG9uc2USJgoIc2Vzc2lvbnMYASADKAsyFC5zbWNwLnYxLlNlc3Npb25JbmZvEiYKDm9mZmljZV92ZXJzaW9uGAIgASgJUg5vZmZpY2VfdmVyc2lvbiJBCg9HZXRUb29sc1JlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkiNAoQR2V0VG9vbHNSZXNwb25zZRIgCgV0b29scxgBIAMoCzIRLnNtY3AudjEuU01DUFRvb2wiQgoQR2V0Q29uZmlnUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCSLAAQoRR2V0Q29uZmlnUmVzcG9uc2USOAoHc2VydmVycxgBIAMoCzInLnNtY3AudjEuR2V0Q29uZmlnUmVzcG9uc2UuU2VydmVyc0VudHJ5EicKBmlucHV0cxgCIAMoCzIXLnNtY3AudjEuTUNQU2VydmVySW5wdXQaSAoMU2VydmVyc0VudHJ5EgsKA2tleRgBIAEoCRInCgV2YWx1ZRgCIAEoCzIYLnNtY3AudjEuTUNQU2VydmVyQ29uZmlnOgI4ASLTAQoPQ2FsbFRvb2xSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEhwKCXRvb2xfbmFtZRgDIAEoCVIJdG9vbF9uYW1lEicKBnBhcmFtcxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHdGltZW91dBgFIAEoBRIWCgZyZXFfaWQYBiABKAlSBnJlcV9pZBIgCgtwYXJhbXNfanNvbhgHIAEoDFILcGFyYW1zX2pzb24idQoQQ2FsbFRvb2xSZXNwb25zZRInCgZyZXN1bHQYASABKAsyFy5zbWNwLnYxLkNhbGxUb29sUmVzdWx0EhYKBnJlcV9pZBgCIAEoCVIGcmVxX2lkEiAKC3Jlc3VsdF9qc29uGAMgASgMUgtyZXN1bHRfanNvbiJNChVDYW5jZWxUb29sQ2FsbFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQiGAoWQ2FuY2VsVG9vbENhbGxSZXNwb25zZSKdAQoRR2V0RGVza3RvcFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSJwoMZGVza3RvcF9zaXplGAMgASgFSABSDGRlc2t0b3Bfc2l6ZYgBARITCgZ3aW5kb3cYBCABKAlIAYgBAUIPCg1fZGVza3RvcF9zaXplQgkKB193aW5kb3ciJgoSR2V0RGVza3RvcFJlc3BvbnNlEhAKCGRlc2t0b3BzGAEgAygJIsMBChBHZXRGaW5kZXJSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEhAKCGtleXdvcmRzGAMgAygJEiEKCWZpbGVfdHlwZRgEIAEoCUgAUglmaWxlX3R5cGWIAQESEwoGb2Zmc2V0GAUgASgFSAGIAQESEgoFbGltaXQYBiABKAVIAogBAUIMCgpfZmlsZV90eXBlQgkKB19vZmZzZXRCCAoGX2xpbWl0ImUKEUdldEZpbmRlclJlc3BvbnNlEi4KCWRvY3VtZW50cxgBIAMoCzIbLnNtY3AudjEuRFBFRG9jdW1lbnRTdW1tYXJ5EiAKC3RvdGFsX2NvdW50GAIgASgFUgt0b3RhbF9jb3VudCJSChNSZWFkUmVzb3VyY2VSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEgsKA3VyaRgDIAEoCSJDChRSZWFkUmVzb3VyY2VSZXNwb25zZRIrCghjb250ZW50cxgBIAMoCzIZLnNtY3AudjEuUmVzb3VyY2VDb250ZW50cyIyChJXYXRjaE9mZmljZVJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQirAUKE1dhdGNoT2ZmaWNlUmVzcG9uc2USDQoFZXZlbnQYASABKAkSRgoMZW50ZXJfb2ZmaWNlGAIgASgLMiAuc21jcC52MS5FbnRlck9mZmljZU5vdGlmaWNhdGlvbkgAUgxlbnRlcl9vZmZpY2USRgoMbGVhdmVfb2ZmaWNlGAMgASgLMiAuc21jcC52MS5MZWF2ZU9mZmljZU5vdGlmaWNhdGlvbkgAUgxsZWF2ZV9vZmZpY2USSAoNdXBkYXRlX2NvbmZpZxgEIAEoCzIgLnNtY3AudjEuVXBkYXRlQ29tcHV0ZXJDb25maWdSZXFIAFINdXBkYXRlX2NvbmZpZxJOChB1cGRhdGVfdG9vbF9saXN0GAUgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUhB1cGRhdGVfdG9vbF9saXN0EkoKDnVwZGF0ZV9kZXNrdG9wGAYgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUg51cGRhdGVfZGVza3RvcBJICg11cGRhdGVfZmluZGVyGAcgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUg11cGRhdGVfZmluZGVyEkQKEHRvb2xfY2FsbF9jYW5jZWwYCCABKAsyFi5zbWNwLnYxLkFnZW50Q2FsbERhdGFIAFIQdG9vbF9jYWxsX2NhbmNlbBJICg11cGRhdGVfc2tpbGxzGAkgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUg11cGRhdGVfc2tpbGxzEiYKDm9mZmljZV92ZXJzaW9uGAogASgJUg5vZmZpY2VfdmVyc2lvbkIOCgxub3RpZmljYXRpb24iFAoSTGlzdE9mZmljZXNSZXF1ZXN0IlAKE0xpc3RPZmZpY2VzUmVzcG9uc2USJwoHb2ZmaWNlcxgBIAMoCzIWLnNtY3AudjEuT2ZmaWNlU3VtbWFyeRIQCghvcGVyYXRvchgCIAEoCCJ+Cg1PZmZpY2VTdW1tYXJ5EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEg0KBWFnZW50GAIgASgJEhwKCXJwY19hZ2VudBgDIAEoCVIJcnBjX2FnZW50EhEKCWNvbXB1dGVycxgEIAMoCRIPCgd2ZXJzaW9uGAUgASgJIoUBChNHZXRSZXNvdXJjZXNSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEh4KCm1jcF9zZXJ2ZXIYAyABKAlSCm1jcF9zZXJ2ZXISEwoGY3Vyc29yGAQgASgJSACIAQFCCQoHX2N1cnNvciJ5ChRHZXRSZXNvdXJjZXNSZXNwb25zZRIqCglyZXNvdXJjZXMYASADKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiUKC25leHRfY3Vyc29yGAIgASgJSABSC25leHRfY3Vyc29yiAEBQg4KDF9uZXh0X2N1cnNvciJCChBHZXRTa2lsbHNSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJIjkKEUdldFNraWxsc1Jlc3BvbnNlEiQKBnNraWxscxgBIAMoCzIULnNtY3AudjEuQTJDU2tpbGxSZWYifQoPR2V0U2tpbGxSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEgwKBG5hbWUYAyABKAkSHwoIcmVsX3BhdGgYBCABKAlIAFIIcmVsX3BhdGiIAQFCCwoJX3JlbF9wYXRoIt0BChBHZXRTa2lsbFJlc3BvbnNlEgwKBG5hbWUYASABKAkSGgoIcmVsX3BhdGgYAiABKAlSCHJlbF9wYXRoEhwKCW1pbWVfdHlwZRgDIAEoCVIJbWltZV90eXBlEh4KCnRvdGFsX3NpemUYBCABKANSCnRvdGFsX3NpemUSDgoGc2hhMjU2GAUgASgJEhEKBGJvZHkYBiABKAlIAIgBARIlCgtibG9iX2hhbmRsZRgHIAEoCUgBUgtibG9iX2hhbmRsZYgBAUIHCgVfYm9keUIOCgxfYmxvYl9oYW5kbGUipgEKD1JlYWRCbG9iUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCRIgCgtibG9iX2hhbmRsZRgDIAEoCVILYmxvYl9oYW5kbGUSLQoPbWF4X2NodW5rX2J5dGVzGAQgASgDSABSD21heF9jaHVua19ieXRlc4gBAUISChBfbWF4X2NodW5rX2J5dGVzIp8BChBSZWFkQmxvYlJlc3BvbnNlEgwKBGRhdGEYASABKAwSIgoMY2h1bmtfb2Zmc2V0GAIgASgDUgxjaHVua19vZmZzZXQSHgoKdG90YWxfc2l6ZRgDIAEoA1IKdG90YWxfc2l6ZRIOCgZzaGEyNTYYBCABKAkSHAoJbWltZV90eXBlGAUgASgJUgltaW1lX3R5cGUSCwoDZW9mGAYgASgIIlIKDlB1dEJsb2JSZXF1ZXN0EigKBmhlYWRlchgBIAEoCzIWLnNtY3AudjEuUHV0QmxvYkhlYWRlckgAEg4KBGRhdGEYAiABKAxIAEIGCgRwYXJ0IqABCg1QdXRCbG9iSGVhZGVyEhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEh4KCnRvdGFsX3NpemUYAyABKANSCnRvdGFsX3NpemUSDgoGc2hhMjU2GAQgASgJEiEKCW5hbWVfaGludBgFIAEoCUgAUgluYW1lX2hpbnSIAQFCDAoKX25hbWVfaGludCKDAQoPUHV0QmxvYlJlc3BvbnNlEiIKDGxhbmRpbmdfcGF0aBgBIAEoCVIMbGFuZGluZ19wYXRoEh4KCnRvdGFsX3NpemUYAiABKANSCnRvdGFsX3NpemUSDgoGc2hhMjU2GAMgASgJEhwKCXVwbG9hZF9pZBgEIAEoCVIJdXBsb2FkX2lkMsILCgxBZ2VudFNlcnZpY2USQQoITGlzdFJvb20SGC5zbWNwLnYxLkxpc3RSb29tUmVxdWVzdBoZLnNtY3AudjEuTGlzdFJvb21SZXNwb25zZSIAEkEKCEdldFRvb2xzEhguc21jcC52MS5HZXRUb29sc1JlcXVlc3QaGS5zbWNwLnYxLkdldFRvb2xzUmVzcG9uc2UiABJECglHZXRDb25maWcSGS5zbWNwLnYxLkdldENvbmZpZ1JlcXVlc3QaGi5zbWNwLnYxLkdldENvbmZpZ1Jlc3BvbnNlIgASQQoIQ2FsbFRvb2wSGC5zbWNwLnYxLkNhbGxUb29sUmVxdWVzdBoZLnNtY3AudjEuQ2FsbFRvb2xSZXNwb25zZSIAElMKDkNhbmNlbFRvb2xDYWxsEh4uc21jcC52MS5DYW5jZWxUb29sQ2FsbFJlcXVlc3QaHy5zbWNwLnYxLkNhbmNlbFRvb2xDYWxsUmVzcG9uc2UiABJHCgpHZXREZXNrdG9wEhouc21jcC52MS5HZXREZXNrdG9wUmVxdWVzdBobLnNtY3AudjEuR2V0RGVza3RvcFJlc3BvbnNlIgASRAoJR2V0RmluZGVyEhkuc21jcC52MS5HZXRGaW5kZXJSZXF1ZXN0Ghouc21jcC52MS5HZXRGaW5kZXJSZXNwb25zZSIAEk0KDFJlYWRSZXNvdXJjZRIcLnNtY3AudjEuUmVhZFJlc291cmNlUmVxdWVzdBodLnNtY3AudjEuUmVhZFJlc291cmNlUmVzcG9uc2UiABJMCgtXYXRjaE9mZmljZRIbLnNtY3AudjEuV2F0Y2hPZmZpY2VSZXF1ZXN0Ghwuc21jcC52MS5XYXRjaE9mZmljZVJlc3BvbnNlIgAwARJKCgtMaXN0T2ZmaWNlcxIbLnNtY3AudjEuTGlzdE9mZmljZXNSZXF1ZXN0Ghwuc21jcC52MS5MaXN0T2ZmaWNlc1Jlc3BvbnNlIgASTQoMR2V0UmVzb3VyY2VzEhwuc21jcC52MS5HZXRSZXNvdXJjZXNSZXF1ZXN0Gh0uc21jcC52MS5HZXRSZXNvdXJjZXNSZXNwb25zZSIAEkQKCUdldFNraWxscxIZLnNtY3AudjEuR2V0U2tpbGxzUmVxdWVzdBoaLnNtY3AudjEuR2V0U2tpbGxzUmVzcG9uc2UiABJBCghHZXRTa2lsbBIYLnNtY3AudjEuR2V0U2tpbGxSZXF1ZXN0Ghkuc21jcC52MS5HZXRTa2lsbFJlc3BvbnNlIgASQwoIUmVhZEJsb2ISGC5zbWNwLnYxLlJlYWRCbG9iUmVxdWVzdBoZLnNtY3AudjEuUmVhZEJsb2JSZXNwb25zZSIAMAESQAoHUHV0QmxvYhIXLnNtY3AudjEuUHV0QmxvYlJlcXVlc3QaGC5zbWNwLnYxLlB1dEJsb2JSZXNwb25zZSIAKAESRwoKRXZpY3RBZ2VudBIaLnNtY3AudjEuRXZpY3RBZ2VudFJlcXVlc3QaGy5zbWNwLnYxLkV2aWN0QWdlbnRSZXNwb25zZSIAEkQKCUxpc3RBdWRpdBIZLnNtY3AudjEuTGlzdEF1ZGl0UmVxdWVzdBoaLnNtY3AudjEuTGlzdEF1ZGl0UmVzcG9uc2UiABJWCg9MaXN0Q29ubmVjdGlvbnMSHy5zbWNwLnYxLkxpc3RDb25uZWN0aW9uc1JlcXVlc3QaIC5zbWNwLnYxLkxpc3RDb25uZWN0aW9uc1Jlc3BvbnNlIgASRwoKTGlzdFF1b3RhcxIaLnNtY3AudjEuTGlzdFF1b3Rhc1JlcXVlc3QaGy5zbWNwLnYxLkxpc3RRdW90YXNSZXNwb25zZSIAEkcKCkdldEZpZ3VyZXMSGi5zbWNwLnYxLkdldEZpZ3VyZXNSZXF1ZXN0Ghsuc21jcC52MS5HZXRGaWd1cmVzUmVzcG9uc2UiAEIzWjFnaXRodWIuY29tL3NtY3Bndy9zbWNwLWdhdGV3YXkvZ2VuL3NtY3AvdjE7c21jcHYxYgZwcm90bzM", [file_google_protobuf_struct, file_smcp_v1_events, file_smcp_v1_types]);
 
 /**
  * EvictAgentRequest names the office whose agent seat is freed.
@@ -102,6 +102,521 @@ export const SeatHolderSchema: GenMessage<SeatHolder> = /*@__PURE__*/
   messageDesc(file_smcp_v1_service, 2);
 
 /**
+ * ListAuditRequest filters the records; empty fields match all.
+ *
+ * @generated from message smcp.v1.ListAuditRequest
+ */
+export type ListAuditRequest = Message<"smcp.v1.ListAuditRequest"> & {
+  /**
+   * Only records of this office.
+   *
+   * @generated from field: string office = 1;
+   */
+  office: string;
+
+  /**
+   * Only records of this principal (a key's id, a token's subject).
+   *
+   * @generated from field: string principal = 2;
+   */
+  principal: string;
+
+  /**
+   * Only records of this outcome ("ok", "timeout", "cancelled", an SMCP
+   * code such as "403").
+   *
+   * @generated from field: string outcome = 3;
+   */
+  outcome: string;
+
+  /**
+   * At most this many records (default and maximum 500).
+   *
+   * @generated from field: int32 limit = 4;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message smcp.v1.ListAuditRequest.
+ * Use `create(ListAuditRequestSchema)` to create a new message.
+ */
+export const ListAuditRequestSchema: GenMessage<ListAuditRequest> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 3);
+
+/**
+ * ListAuditResponse holds the matching records, newest first.
+ *
+ * @generated from message smcp.v1.ListAuditResponse
+ */
+export type ListAuditResponse = Message<"smcp.v1.ListAuditResponse"> & {
+  /**
+   * @generated from field: repeated smcp.v1.AuditRecord records = 1;
+   */
+  records: AuditRecord[];
+
+  /**
+   * The gateway keeps an audit trail: false means there is none to show.
+   *
+   * @generated from field: bool enabled = 2;
+   */
+  enabled: boolean;
+
+  /**
+   * The nodes whose records were read.
+   *
+   * @generated from field: repeated string nodes = 3;
+   */
+  nodes: string[];
+
+  /**
+   * Why some nodes' records could not be read (e.g. Redis did not
+   * answer); empty when all were.
+   *
+   * @generated from field: string partial = 4;
+   */
+  partial: string;
+};
+
+/**
+ * Describes the message smcp.v1.ListAuditResponse.
+ * Use `create(ListAuditResponseSchema)` to create a new message.
+ */
+export const ListAuditResponseSchema: GenMessage<ListAuditResponse> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 4);
+
+/**
+ * AuditRecord is one record of the audit trail (gateway/audit), as the
+ * JSON lines sinks write it.
+ *
+ * @generated from message smcp.v1.AuditRecord
+ */
+export type AuditRecord = Message<"smcp.v1.AuditRecord"> & {
+  /**
+   * RFC 3339 UTC, with milliseconds.
+   *
+   * @generated from field: string time = 1;
+   */
+  time: string;
+
+  /**
+   * @generated from field: string node = 2;
+   */
+  node: string;
+
+  /**
+   * @generated from field: string front = 3;
+   */
+  front: string;
+
+  /**
+   * @generated from field: string event = 4;
+   */
+  event: string;
+
+  /**
+   * @generated from field: string principal = 5;
+   */
+  principal: string;
+
+  /**
+   * @generated from field: string agent = 6;
+   */
+  agent: string;
+
+  /**
+   * @generated from field: string office = 7;
+   */
+  office: string;
+
+  /**
+   * @generated from field: string computer = 8;
+   */
+  computer: string;
+
+  /**
+   * @generated from field: string tool = 9;
+   */
+  tool: string;
+
+  /**
+   * @generated from field: string resource = 10;
+   */
+  resource: string;
+
+  /**
+   * @generated from field: string outcome = 11;
+   */
+  outcome: string;
+
+  /**
+   * @generated from field: string reason = 12;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: double duration_ms = 13 [json_name = "duration_ms"];
+   */
+  durationMs: number;
+
+  /**
+   * @generated from field: int64 bytes_in = 14 [json_name = "bytes_in"];
+   */
+  bytesIn: bigint;
+
+  /**
+   * @generated from field: int64 bytes_out = 15 [json_name = "bytes_out"];
+   */
+  bytesOut: bigint;
+
+  /**
+   * @generated from field: string request_id = 16 [json_name = "request_id"];
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: string trace_id = 17 [json_name = "trace_id"];
+   */
+  traceId: string;
+};
+
+/**
+ * Describes the message smcp.v1.AuditRecord.
+ * Use `create(AuditRecordSchema)` to create a new message.
+ */
+export const AuditRecordSchema: GenMessage<AuditRecord> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 5);
+
+/**
+ * ListConnectionsRequest filters the connections.
+ *
+ * @generated from message smcp.v1.ListConnectionsRequest
+ */
+export type ListConnectionsRequest = Message<"smcp.v1.ListConnectionsRequest"> & {
+  /**
+   * Only this office's (empty: all, and the sessions in no office).
+   *
+   * @generated from field: string office = 1;
+   */
+  office: string;
+};
+
+/**
+ * Describes the message smcp.v1.ListConnectionsRequest.
+ * Use `create(ListConnectionsRequestSchema)` to create a new message.
+ */
+export const ListConnectionsRequestSchema: GenMessage<ListConnectionsRequest> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 6);
+
+/**
+ * ListConnectionsResponse lists the connections sorted by office, kind
+ * and since.
+ *
+ * @generated from message smcp.v1.ListConnectionsResponse
+ */
+export type ListConnectionsResponse = Message<"smcp.v1.ListConnectionsResponse"> & {
+  /**
+   * @generated from field: repeated smcp.v1.Connection connections = 1;
+   */
+  connections: Connection[];
+
+  /**
+   * The nodes whose connections are listed.
+   *
+   * @generated from field: repeated string nodes = 2;
+   */
+  nodes: string[];
+
+  /**
+   * Why some nodes could not be read; empty when all were.
+   *
+   * @generated from field: string partial = 3;
+   */
+  partial: string;
+};
+
+/**
+ * Describes the message smcp.v1.ListConnectionsResponse.
+ * Use `create(ListConnectionsResponseSchema)` to create a new message.
+ */
+export const ListConnectionsResponseSchema: GenMessage<ListConnectionsResponse> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 7);
+
+/**
+ * Connection is one thing connected to a node of the gateway.
+ *
+ * @generated from message smcp.v1.Connection
+ */
+export type Connection = Message<"smcp.v1.Connection"> & {
+  /**
+   * "agent" or "computer" (a Socket.IO session in an office), "session"
+   * (a Socket.IO session in no office), "seat" (an agent seat held by an
+   * MCP session, an RPC call or stream, the console), "watch" (a watcher
+   * of the office's notifications).
+   *
+   * @generated from field: string kind = 1;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string office = 2;
+   */
+  office: string;
+
+  /**
+   * Agent or computer name (empty for a watcher).
+   *
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * The caller's principal (a key's id, a token's subject).
+   *
+   * @generated from field: string principal = 4;
+   */
+  principal: string;
+
+  /**
+   * Front end: "socket.io", "rpc", "mcp", "console" (empty for a watcher).
+   *
+   * @generated from field: string front = 5;
+   */
+  front: string;
+
+  /**
+   * SMCP profile of a Socket.IO session, wire protocol of a seat.
+   *
+   * @generated from field: string protocol = 6;
+   */
+  protocol: string;
+
+  /**
+   * A seat held as a lease (an MCP session, an RPC stream) rather than
+   * for one call.
+   *
+   * @generated from field: bool lapses = 7;
+   */
+  lapses: boolean;
+
+  /**
+   * Since when, RFC 3339 UTC.
+   *
+   * @generated from field: string since = 8;
+   */
+  since: string;
+
+  /**
+   * Gateway node (empty on a single node).
+   *
+   * @generated from field: string node = 9;
+   */
+  node: string;
+};
+
+/**
+ * Describes the message smcp.v1.Connection.
+ * Use `create(ConnectionSchema)` to create a new message.
+ */
+export const ConnectionSchema: GenMessage<Connection> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 8);
+
+/**
+ * ListQuotasRequest names the principal whose state is wanted; empty: the
+ * keys file's keys with a quota of their own, and the principals with
+ * calls in flight or connections on the gateway.
+ *
+ * @generated from message smcp.v1.ListQuotasRequest
+ */
+export type ListQuotasRequest = Message<"smcp.v1.ListQuotasRequest"> & {
+  /**
+   * @generated from field: string principal = 1;
+   */
+  principal: string;
+};
+
+/**
+ * Describes the message smcp.v1.ListQuotasRequest.
+ * Use `create(ListQuotasRequestSchema)` to create a new message.
+ */
+export const ListQuotasRequestSchema: GenMessage<ListQuotasRequest> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 9);
+
+/**
+ * ListQuotasResponse gives each principal's quota state, by principal.
+ *
+ * @generated from message smcp.v1.ListQuotasResponse
+ */
+export type ListQuotasResponse = Message<"smcp.v1.ListQuotasResponse"> & {
+  /**
+   * @generated from field: repeated smcp.v1.QuotaState quotas = 1;
+   */
+  quotas: QuotaState[];
+
+  /**
+   * The gateway has quotas (a keys file with quota entries).
+   *
+   * @generated from field: bool enabled = 2;
+   */
+  enabled: boolean;
+
+  /**
+   * Where the rates are counted: "redis" (shared by the nodes) or "node".
+   *
+   * @generated from field: string rates = 3;
+   */
+  rates: string;
+};
+
+/**
+ * Describes the message smcp.v1.ListQuotasResponse.
+ * Use `create(ListQuotasResponseSchema)` to create a new message.
+ */
+export const ListQuotasResponseSchema: GenMessage<ListQuotasResponse> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 10);
+
+/**
+ * QuotaState is one principal's quota and its use.
+ *
+ * @generated from message smcp.v1.QuotaState
+ */
+export type QuotaState = Message<"smcp.v1.QuotaState"> & {
+  /**
+   * @generated from field: string principal = 1;
+   */
+  principal: string;
+
+  /**
+   * Calls per second (0: unlimited), burst and in-flight bound of its
+   * limits (0: unlimited).
+   *
+   * @generated from field: double calls_per_second = 2 [json_name = "calls_per_second"];
+   */
+  callsPerSecond: number;
+
+  /**
+   * @generated from field: int32 burst = 3;
+   */
+  burst: number;
+
+  /**
+   * @generated from field: int32 in_flight_limit = 4 [json_name = "in_flight_limit"];
+   */
+  inFlightLimit: number;
+
+  /**
+   * Calls it may make at once now (its rate's tokens left), up to burst;
+   * unset without a rate.
+   *
+   * @generated from field: optional double tokens = 5;
+   */
+  tokens?: number | undefined;
+
+  /**
+   * Its calls in flight, over the nodes that reported them.
+   *
+   * @generated from field: int32 in_flight = 6 [json_name = "in_flight"];
+   */
+  inFlight: number;
+
+  /**
+   * Its tools with a bound of their own, by name.
+   *
+   * @generated from field: map<string, smcp.v1.QuotaState> tools = 7;
+   */
+  tools: { [key: string]: QuotaState };
+};
+
+/**
+ * Describes the message smcp.v1.QuotaState.
+ * Use `create(QuotaStateSchema)` to create a new message.
+ */
+export const QuotaStateSchema: GenMessage<QuotaState> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 11);
+
+/**
+ * GetFiguresRequest is empty.
+ *
+ * @generated from message smcp.v1.GetFiguresRequest
+ */
+export type GetFiguresRequest = Message<"smcp.v1.GetFiguresRequest"> & {
+};
+
+/**
+ * Describes the message smcp.v1.GetFiguresRequest.
+ * Use `create(GetFiguresRequestSchema)` to create a new message.
+ */
+export const GetFiguresRequestSchema: GenMessage<GetFiguresRequest> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 12);
+
+/**
+ * GetFiguresResponse holds the figures summed over the nodes, and each
+ * node's.
+ *
+ * @generated from message smcp.v1.GetFiguresResponse
+ */
+export type GetFiguresResponse = Message<"smcp.v1.GetFiguresResponse"> & {
+  /**
+   * By metric name: "calls_total", "call_seconds_sum",
+   * "call_seconds_count", "refused_total", "calls_in_flight",
+   * "connections", "mcp_sessions".
+   *
+   * @generated from field: map<string, double> figures = 1;
+   */
+  figures: { [key: string]: number };
+
+  /**
+   * @generated from field: repeated smcp.v1.NodeFigures nodes = 2;
+   */
+  nodes: NodeFigures[];
+
+  /**
+   * Why some nodes could not be read; empty when all were.
+   *
+   * @generated from field: string partial = 3;
+   */
+  partial: string;
+};
+
+/**
+ * Describes the message smcp.v1.GetFiguresResponse.
+ * Use `create(GetFiguresResponseSchema)` to create a new message.
+ */
+export const GetFiguresResponseSchema: GenMessage<GetFiguresResponse> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 13);
+
+/**
+ * NodeFigures are one node's figures.
+ *
+ * @generated from message smcp.v1.NodeFigures
+ */
+export type NodeFigures = Message<"smcp.v1.NodeFigures"> & {
+  /**
+   * @generated from field: string node = 1;
+   */
+  node: string;
+
+  /**
+   * @generated from field: map<string, double> figures = 2;
+   */
+  figures: { [key: string]: number };
+
+  /**
+   * When the node reported them, RFC 3339 UTC.
+   *
+   * @generated from field: string at = 3;
+   */
+  at: string;
+};
+
+/**
+ * Describes the message smcp.v1.NodeFigures.
+ * Use `create(NodeFiguresSchema)` to create a new message.
+ */
+export const NodeFiguresSchema: GenMessage<NodeFigures> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 14);
+
+/**
  * ListRoomRequest names the office to list.
  *
  * @generated from message smcp.v1.ListRoomRequest
@@ -120,7 +635,7 @@ export type ListRoomRequest = Message<"smcp.v1.ListRoomRequest"> & {
  * Use `create(ListRoomRequestSchema)` to create a new message.
  */
 export const ListRoomRequestSchema: GenMessage<ListRoomRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 3);
+  messageDesc(file_smcp_v1_service, 15);
 
 /**
  * ListRoomResponse lists the office's members.
@@ -149,7 +664,7 @@ export type ListRoomResponse = Message<"smcp.v1.ListRoomResponse"> & {
  * Use `create(ListRoomResponseSchema)` to create a new message.
  */
 export const ListRoomResponseSchema: GenMessage<ListRoomResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 4);
+  messageDesc(file_smcp_v1_service, 16);
 
 /**
  * GetToolsRequest addresses a computer.
@@ -177,7 +692,7 @@ export type GetToolsRequest = Message<"smcp.v1.GetToolsRequest"> & {
  * Use `create(GetToolsRequestSchema)` to create a new message.
  */
 export const GetToolsRequestSchema: GenMessage<GetToolsRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 5);
+  messageDesc(file_smcp_v1_service, 17);
 
 /**
  * GetToolsResponse lists the tools.
@@ -198,7 +713,7 @@ export type GetToolsResponse = Message<"smcp.v1.GetToolsResponse"> & {
  * Use `create(GetToolsResponseSchema)` to create a new message.
  */
 export const GetToolsResponseSchema: GenMessage<GetToolsResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 6);
+  messageDesc(file_smcp_v1_service, 18);
 
 /**
  * GetConfigRequest addresses a computer.
@@ -226,7 +741,7 @@ export type GetConfigRequest = Message<"smcp.v1.GetConfigRequest"> & {
  * Use `create(GetConfigRequestSchema)` to create a new message.
  */
 export const GetConfigRequestSchema: GenMessage<GetConfigRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 7);
+  messageDesc(file_smcp_v1_service, 19);
 
 /**
  * GetConfigResponse carries the configuration.
@@ -254,7 +769,7 @@ export type GetConfigResponse = Message<"smcp.v1.GetConfigResponse"> & {
  * Use `create(GetConfigResponseSchema)` to create a new message.
  */
 export const GetConfigResponseSchema: GenMessage<GetConfigResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 8);
+  messageDesc(file_smcp_v1_service, 20);
 
 /**
  * CallToolRequest calls one tool.
@@ -328,7 +843,7 @@ export type CallToolRequest = Message<"smcp.v1.CallToolRequest"> & {
  * Use `create(CallToolRequestSchema)` to create a new message.
  */
 export const CallToolRequestSchema: GenMessage<CallToolRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 9);
+  messageDesc(file_smcp_v1_service, 21);
 
 /**
  * CallToolResponse carries the tool's result.
@@ -368,7 +883,7 @@ export type CallToolResponse = Message<"smcp.v1.CallToolResponse"> & {
  * Use `create(CallToolResponseSchema)` to create a new message.
  */
 export const CallToolResponseSchema: GenMessage<CallToolResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 10);
+  messageDesc(file_smcp_v1_service, 22);
 
 /**
  * CancelToolCallRequest names the call to cancel.
@@ -396,7 +911,7 @@ export type CancelToolCallRequest = Message<"smcp.v1.CancelToolCallRequest"> & {
  * Use `create(CancelToolCallRequestSchema)` to create a new message.
  */
 export const CancelToolCallRequestSchema: GenMessage<CancelToolCallRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 11);
+  messageDesc(file_smcp_v1_service, 23);
 
 /**
  * CancelToolCallResponse is empty: cancellation is fire and forget.
@@ -411,7 +926,7 @@ export type CancelToolCallResponse = Message<"smcp.v1.CancelToolCallResponse"> &
  * Use `create(CancelToolCallResponseSchema)` to create a new message.
  */
 export const CancelToolCallResponseSchema: GenMessage<CancelToolCallResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 12);
+  messageDesc(file_smcp_v1_service, 24);
 
 /**
  * GetDesktopRequest addresses a computer's desktop.
@@ -453,7 +968,7 @@ export type GetDesktopRequest = Message<"smcp.v1.GetDesktopRequest"> & {
  * Use `create(GetDesktopRequestSchema)` to create a new message.
  */
 export const GetDesktopRequestSchema: GenMessage<GetDesktopRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 13);
+  messageDesc(file_smcp_v1_service, 25);
 
 /**
  * GetDesktopResponse carries the rendered windows.
@@ -474,7 +989,7 @@ export type GetDesktopResponse = Message<"smcp.v1.GetDesktopResponse"> & {
  * Use `create(GetDesktopResponseSchema)` to create a new message.
  */
 export const GetDesktopResponseSchema: GenMessage<GetDesktopResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 14);
+  messageDesc(file_smcp_v1_service, 26);
 
 /**
  * GetFinderRequest queries a computer's document catalogue.
@@ -530,7 +1045,7 @@ export type GetFinderRequest = Message<"smcp.v1.GetFinderRequest"> & {
  * Use `create(GetFinderRequestSchema)` to create a new message.
  */
 export const GetFinderRequestSchema: GenMessage<GetFinderRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 15);
+  messageDesc(file_smcp_v1_service, 27);
 
 /**
  * GetFinderResponse carries one page of documents.
@@ -558,7 +1073,7 @@ export type GetFinderResponse = Message<"smcp.v1.GetFinderResponse"> & {
  * Use `create(GetFinderResponseSchema)` to create a new message.
  */
 export const GetFinderResponseSchema: GenMessage<GetFinderResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 16);
+  messageDesc(file_smcp_v1_service, 28);
 
 /**
  * ReadResourceRequest reads one resource through a computer.
@@ -593,7 +1108,7 @@ export type ReadResourceRequest = Message<"smcp.v1.ReadResourceRequest"> & {
  * Use `create(ReadResourceRequestSchema)` to create a new message.
  */
 export const ReadResourceRequestSchema: GenMessage<ReadResourceRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 17);
+  messageDesc(file_smcp_v1_service, 29);
 
 /**
  * ReadResourceResponse carries MCP's read result.
@@ -614,7 +1129,7 @@ export type ReadResourceResponse = Message<"smcp.v1.ReadResourceResponse"> & {
  * Use `create(ReadResourceResponseSchema)` to create a new message.
  */
 export const ReadResourceResponseSchema: GenMessage<ReadResourceResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 18);
+  messageDesc(file_smcp_v1_service, 30);
 
 /**
  * WatchOfficeRequest names the office to watch.
@@ -635,7 +1150,7 @@ export type WatchOfficeRequest = Message<"smcp.v1.WatchOfficeRequest"> & {
  * Use `create(WatchOfficeRequestSchema)` to create a new message.
  */
 export const WatchOfficeRequestSchema: GenMessage<WatchOfficeRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 19);
+  messageDesc(file_smcp_v1_service, 31);
 
 /**
  * WatchOfficeResponse is one notification of the office.
@@ -736,7 +1251,7 @@ export type WatchOfficeResponse = Message<"smcp.v1.WatchOfficeResponse"> & {
  * Use `create(WatchOfficeResponseSchema)` to create a new message.
  */
 export const WatchOfficeResponseSchema: GenMessage<WatchOfficeResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 20);
+  messageDesc(file_smcp_v1_service, 32);
 
 /**
  * ListOfficesRequest is empty: the key decides which offices are listed.
@@ -751,7 +1266,7 @@ export type ListOfficesRequest = Message<"smcp.v1.ListOfficesRequest"> & {
  * Use `create(ListOfficesRequestSchema)` to create a new message.
  */
 export const ListOfficesRequestSchema: GenMessage<ListOfficesRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 21);
+  messageDesc(file_smcp_v1_service, 33);
 
 /**
  * ListOfficesResponse lists offices by office id.
@@ -779,7 +1294,7 @@ export type ListOfficesResponse = Message<"smcp.v1.ListOfficesResponse"> & {
  * Use `create(ListOfficesResponseSchema)` to create a new message.
  */
 export const ListOfficesResponseSchema: GenMessage<ListOfficesResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 22);
+  messageDesc(file_smcp_v1_service, 34);
 
 /**
  * OfficeSummary is one office and who is in it.
@@ -831,7 +1346,7 @@ export type OfficeSummary = Message<"smcp.v1.OfficeSummary"> & {
  * Use `create(OfficeSummarySchema)` to create a new message.
  */
 export const OfficeSummarySchema: GenMessage<OfficeSummary> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 23);
+  messageDesc(file_smcp_v1_service, 35);
 
 /**
  * GetResourcesRequest lists the resources of one MCP server of a computer.
@@ -873,7 +1388,7 @@ export type GetResourcesRequest = Message<"smcp.v1.GetResourcesRequest"> & {
  * Use `create(GetResourcesRequestSchema)` to create a new message.
  */
 export const GetResourcesRequestSchema: GenMessage<GetResourcesRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 24);
+  messageDesc(file_smcp_v1_service, 36);
 
 /**
  * GetResourcesResponse is one page of MCP resources/list, unfiltered.
@@ -901,7 +1416,7 @@ export type GetResourcesResponse = Message<"smcp.v1.GetResourcesResponse"> & {
  * Use `create(GetResourcesResponseSchema)` to create a new message.
  */
 export const GetResourcesResponseSchema: GenMessage<GetResourcesResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 25);
+  messageDesc(file_smcp_v1_service, 37);
 
 /**
  * GetSkillsRequest addresses a computer.
@@ -929,7 +1444,7 @@ export type GetSkillsRequest = Message<"smcp.v1.GetSkillsRequest"> & {
  * Use `create(GetSkillsRequestSchema)` to create a new message.
  */
 export const GetSkillsRequestSchema: GenMessage<GetSkillsRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 26);
+  messageDesc(file_smcp_v1_service, 38);
 
 /**
  * GetSkillsResponse lists the available skills in the computer's order.
@@ -950,7 +1465,7 @@ export type GetSkillsResponse = Message<"smcp.v1.GetSkillsResponse"> & {
  * Use `create(GetSkillsResponseSchema)` to create a new message.
  */
 export const GetSkillsResponseSchema: GenMessage<GetSkillsResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 27);
+  messageDesc(file_smcp_v1_service, 39);
 
 /**
  * GetSkillRequest reads one file of a skill.
@@ -993,7 +1508,7 @@ export type GetSkillRequest = Message<"smcp.v1.GetSkillRequest"> & {
  * Use `create(GetSkillRequestSchema)` to create a new message.
  */
 export const GetSkillRequestSchema: GenMessage<GetSkillRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 28);
+  messageDesc(file_smcp_v1_service, 40);
 
 /**
  * GetSkillResponse is the computer's answer: exactly one of body and
@@ -1057,7 +1572,7 @@ export type GetSkillResponse = Message<"smcp.v1.GetSkillResponse"> & {
  * Use `create(GetSkillResponseSchema)` to create a new message.
  */
 export const GetSkillResponseSchema: GenMessage<GetSkillResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 29);
+  messageDesc(file_smcp_v1_service, 41);
 
 /**
  * ReadBlobRequest names the blob to read.
@@ -1100,7 +1615,7 @@ export type ReadBlobRequest = Message<"smcp.v1.ReadBlobRequest"> & {
  * Use `create(ReadBlobRequestSchema)` to create a new message.
  */
 export const ReadBlobRequestSchema: GenMessage<ReadBlobRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 30);
+  messageDesc(file_smcp_v1_service, 42);
 
 /**
  * ReadBlobResponse is one chunk of the blob.
@@ -1157,7 +1672,7 @@ export type ReadBlobResponse = Message<"smcp.v1.ReadBlobResponse"> & {
  * Use `create(ReadBlobResponseSchema)` to create a new message.
  */
 export const ReadBlobResponseSchema: GenMessage<ReadBlobResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 31);
+  messageDesc(file_smcp_v1_service, 43);
 
 /**
  * PutBlobRequest is one message of an upload: the header first, then data.
@@ -1195,7 +1710,7 @@ export type PutBlobRequest = Message<"smcp.v1.PutBlobRequest"> & {
  * Use `create(PutBlobRequestSchema)` to create a new message.
  */
 export const PutBlobRequestSchema: GenMessage<PutBlobRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 32);
+  messageDesc(file_smcp_v1_service, 44);
 
 /**
  * PutBlobHeader declares an upload.
@@ -1244,7 +1759,7 @@ export type PutBlobHeader = Message<"smcp.v1.PutBlobHeader"> & {
  * Use `create(PutBlobHeaderSchema)` to create a new message.
  */
 export const PutBlobHeaderSchema: GenMessage<PutBlobHeader> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 33);
+  messageDesc(file_smcp_v1_service, 45);
 
 /**
  * PutBlobResponse describes the landed file.
@@ -1286,7 +1801,7 @@ export type PutBlobResponse = Message<"smcp.v1.PutBlobResponse"> & {
  * Use `create(PutBlobResponseSchema)` to create a new message.
  */
 export const PutBlobResponseSchema: GenMessage<PutBlobResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 34);
+  messageDesc(file_smcp_v1_service, 46);
 
 /**
  * AgentService is the typed agent API of the gateway, served with Connect,
@@ -1411,10 +1926,10 @@ export const AgentService: GenService<{
    * names no office and holds none.
    *
    * On one node the list is the whole gateway. In cluster mode (Redis) it
-   * is this node's view: the offices this node has a member, a call or a
-   * WatchOffice stream in, each with its whole membership across nodes from
-   * the registry; an office whose members are all on other nodes is not
-   * listed.
+   * is the cluster's, whichever node answers: the offices this node has a
+   * member, a call or a WatchOffice stream in, and those the other nodes
+   * reported (every 2 s), each with its whole membership across nodes from
+   * the registry.
    *
    * @generated from rpc smcp.v1.AgentService.ListOffices
    */
@@ -1505,6 +2020,59 @@ export const AgentService: GenService<{
     methodKind: "unary";
     input: typeof EvictAgentRequestSchema;
     output: typeof EvictAgentResponseSchema;
+  },
+  /**
+   * ListAudit lists the gateway's recent audit records, newest first: those
+   * each node keeps (the last ones it wrote to its audit sinks; in cluster
+   * mode read from Redis, where each node keeps its last ones), merged by
+   * time. Empty when the gateway keeps no audit. Only an operator key may:
+   * any other caller gets PERMISSION_DENIED.
+   *
+   * @generated from rpc smcp.v1.AgentService.ListAudit
+   */
+  listAudit: {
+    methodKind: "unary";
+    input: typeof ListAuditRequestSchema;
+    output: typeof ListAuditResponseSchema;
+  },
+  /**
+   * ListConnections lists what is connected to the gateway, on every node
+   * of a cluster: Socket.IO sessions (agents, computers, sessions in no
+   * office), agent seats held by MCP sessions and RPC calls and streams,
+   * and watchers of offices (WatchOffice streams, MCP listen streams), each
+   * with its principal and since when. Operator keys only.
+   *
+   * @generated from rpc smcp.v1.AgentService.ListConnections
+   */
+  listConnections: {
+    methodKind: "unary";
+    input: typeof ListConnectionsRequestSchema;
+    output: typeof ListConnectionsResponseSchema;
+  },
+  /**
+   * ListQuotas gives the quota state of principals: their limits, the
+   * calls they may still make at once (their rate's tokens left; shared by
+   * the nodes in cluster mode) and their calls in flight (per node, as the
+   * bound is). Operator keys only.
+   *
+   * @generated from rpc smcp.v1.AgentService.ListQuotas
+   */
+  listQuotas: {
+    methodKind: "unary";
+    input: typeof ListQuotasRequestSchema;
+    output: typeof ListQuotasResponseSchema;
+  },
+  /**
+   * GetFigures gives the gateway's own figures (those of /metrics that the
+   * console charts), summed over the nodes of a cluster, and each node's.
+   * Operator keys only; FAILED_PRECONDITION when metrics are off.
+   *
+   * @generated from rpc smcp.v1.AgentService.GetFigures
+   */
+  getFigures: {
+    methodKind: "unary";
+    input: typeof GetFiguresRequestSchema;
+    output: typeof GetFiguresResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_smcp_v1_service, 0);
