@@ -58,6 +58,32 @@ func browserPath(t *testing.T) string {
 	return testdeps.Program(t, "chromium", "chromium")
 }
 
+// startBrowser starts headless chrome (1400 x 1000, a profile of its own)
+// for the life of ctx and t, and returns the context to run its actions in.
+func startBrowser(t *testing.T, ctx context.Context, chrome string) context.Context {
+	t.Helper()
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chrome),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(browserProfile(t)),
+		chromedp.WindowSize(1400, 1000),
+	)
+	t.Cleanup(cancelAlloc)
+	browser, cancelBrowser := chromedp.NewContext(alloc)
+	t.Cleanup(cancelBrowser)
+	// The browser starts with the first Run, and lives as long as that
+	// Run's context: this one, not a step's.
+	if err := chromedp.Run(browser); err != nil {
+		t.Fatalf("starting %s: %v", chrome, err)
+	}
+	return browser
+}
+
 // system is a gateway, the document server over a copy of examples/docs
 // (watched: a file added there reaches the console as notify:update_finder)
 // and a computer hosting it in office "demo": the demo, in this process;
@@ -151,27 +177,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	sys := startSystem(t, ctx)
 	shots := t.TempDir()
 	downloads := t.TempDir()
-	profile := browserProfile(t)
-
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chrome),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1400, 1000),
-	)
-	defer cancelAlloc()
-	browser, cancelBrowser := chromedp.NewContext(alloc)
-	defer cancelBrowser()
-	// The browser starts with the first Run, and lives as long as that
-	// Run's context: this one, not a step's.
-	if err := chromedp.Run(browser); err != nil {
-		t.Fatalf("starting %s: %v", chrome, err)
-	}
+	browser := startBrowser(t, ctx, chrome)
 	var log requestLog
 	chromedp.ListenTarget(browser, log.listen)
 

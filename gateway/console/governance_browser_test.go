@@ -51,16 +51,7 @@ func TestConsoleGovernanceInBrowser(t *testing.T) {
 		"everything": systest.Server(t, "everything", map[string]any{"command": "node", "args": []any{entry, "stdio"}}),
 	}, computer.Gateway{URL: gw.URL, Office: "gov", APIKey: "full-key", Dial: sioclient.Options{Logger: quiet}}, quiet)
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chrome), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(browserProfile(t)), chromedp.WindowSize(1400, 1000))
-	defer cancelAlloc()
-	browser, cancelBrowser := chromedp.NewContext(alloc)
-	defer cancelBrowser()
-	if err := chromedp.Run(browser); err != nil {
-		t.Fatalf("starting %s: %v", chrome, err)
-	}
+	browser := startBrowser(t, ctx, chrome)
 	step := func(name string, actions ...chromedp.Action) {
 		t.Helper()
 		sctx, cancel := context.WithTimeout(browser, 50*time.Second)

@@ -74,16 +74,7 @@ func TestConsoleOperatorViewsInBrowser(t *testing.T) {
 		t.Fatalf("caller's second call: HTTP %d, want 429", got)
 	}
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chrome), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(browserProfile(t)), chromedp.WindowSize(1400, 1000))
-	defer cancelAlloc()
-	browser, cancelBrowser := chromedp.NewContext(alloc)
-	defer cancelBrowser()
-	if err := chromedp.Run(browser); err != nil {
-		t.Fatalf("starting %s: %v", chrome, err)
-	}
+	browser := startBrowser(t, ctx, chrome)
 	step := func(name string, actions ...chromedp.Action) {
 		t.Helper()
 		sctx, cancel := context.WithTimeout(browser, 50*time.Second)

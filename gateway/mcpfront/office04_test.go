@@ -52,7 +52,15 @@ func startComputer04(t *testing.T, g *gateway.Running) (picture []byte, data []b
 	if err != nil {
 		t.Fatal(err)
 	}
-	pc, err := computer.New(computer.Options{Name: "pc4", Config: &config.Config{Servers: map[string]*config.Server{"fx": s}},
+	joinComputer04(t, g, "pc4", map[string]*config.Server{"fx": s}, skills)
+	return picture, data
+}
+
+// joinComputer04 starts a 0.4 computer named name with servers and a skills
+// folder, and joins it to office A with keyA; it is closed when t ends.
+func joinComputer04(t *testing.T, g *gateway.Running, name string, servers map[string]*config.Server, skills string) {
+	t.Helper()
+	pc, err := computer.New(computer.Options{Name: name, Config: &config.Config{Servers: servers},
 		Confirm: tools.ConfirmAuto, Logger: quiet, KeepAlive: -1, Protocol: computer.Protocol04, SkillDirs: []string{skills}})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +78,6 @@ func startComputer04(t *testing.T, g *gateway.Running) (picture []byte, data []b
 		t.Fatal(err)
 	}
 	t.Cleanup(link.Close)
-	return picture, data
 }
 
 // The official TypeScript SDK client in a 0.4 office: it lists and calls

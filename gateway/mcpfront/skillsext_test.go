@@ -18,9 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/config"
-	"github.com/smcpgw/smcp-gateway/computer/tools"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
@@ -28,7 +26,6 @@ import (
 	"github.com/smcpgw/smcp-gateway/internal/nodetest"
 	"github.com/smcpgw/smcp-gateway/internal/testfiles"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
-	"github.com/smcpgw/smcp-gateway/sioclient"
 )
 
 // skillsKey is an agent key of office A whose rule set denies the skill
@@ -68,24 +65,7 @@ func skillsOffice(t *testing.T) (g *gateway.Running, data []byte) {
 	testfiles.Write(t, filepath.Join(dir, "demo-skill", "data.bin"), string(data))
 	testfiles.Write(t, filepath.Join(dir, "demo-skill", "big.bin"), strings.Repeat("x", 300<<10))
 	testfiles.Write(t, filepath.Join(dir, "secret", "SKILL.md"), "---\nname: secret\ndescription: Not for skillsKey.\n---\n\nSecret.\n")
-	pc, err := computer.New(computer.Options{Name: "pc", Config: &config.Config{Servers: map[string]*config.Server{}},
-		Confirm: tools.ConfirmAuto, Logger: quiet, KeepAlive: -1, Protocol: computer.Protocol04, SkillDirs: []string{dir}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pc.Close)
-	ctx := ctxT(t)
-	if err := pc.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	link, err := pc.Connect(ctx, computer.Gateway{URL: g.URL, Office: "A", APIKey: keyA, Dial: sioclient.Options{Logger: quiet}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(link.Close)
+	joinComputer04(t, g, "pc", map[string]*config.Server{}, dir)
 	return g, data
 }
 
