@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"sort"
 
-	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 )
 
 // The json_name of every field in proto/ is its wire key, so protojson
@@ -56,7 +57,8 @@ func marshal(m proto.Message) ([]byte, error) {
 		return json.Marshal(inputToWire(m))
 	case *smcpv1.GetComputerConfigRet:
 		return marshalConfigRet(m)
-	case *smcpv1.GetBlobReq, *smcpv1.GetBlobRet, *smcpv1.PutBlobReq, *smcpv1.PutBlobRet, *smcpv1.GetSkillRet:
+	}
+	if int64AsNumbers(m) {
 		return marshalInt64AsNumbers(m)
 	}
 	return marshalOptions.Marshal(m)
@@ -72,8 +74,14 @@ func marshalInt64AsNumbers(m proto.Message) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(b, &obj); err != nil {
+	// The fields are scalars: each value is one token, written back as
+	// protojson wrote it (a blob chunk's 350 KB of base64 is copied once,
+	// never re-encoded nor compacted).
+	obj := map[string]json.RawMessage{}
+	if err := ObjectFields(b, func(key string, value json.RawMessage) error {
+		obj[key] = value
+		return nil
+	}); err != nil {
 		return nil, err
 	}
 	fields := m.ProtoReflect().Descriptor().Fields()
@@ -95,25 +103,19 @@ func marshalInt64AsNumbers(m proto.Message) ([]byte, error) {
 	// (and as the protocol lists them), not in encoding/json's sorted
 	// order: the answers stay byte for byte those of the hand-written
 	// structs they replace.
-	var out bytes.Buffer
-	out.WriteByte('{')
+	out := make([]byte, 0, len(b))
+	out = append(out, '{')
 	write := func(name string, raw json.RawMessage) error {
-		if out.Len() > 1 {
-			out.WriteByte(',')
+		if len(out) > 1 {
+			out = append(out, ',')
 		}
 		k, err := json.Marshal(name)
 		if err != nil {
 			return err
 		}
-		out.Write(k)
-		out.WriteByte(':')
-		var v bytes.Buffer
-		enc := json.NewEncoder(&v)
-		enc.SetEscapeHTML(false) // a skill body's <, > and & as written
-		if err := enc.Encode(raw); err != nil {
-			return err
-		}
-		out.Write(bytes.TrimSuffix(v.Bytes(), []byte("\n")))
+		out = append(out, k...)
+		out = append(out, ':')
+		out = append(out, raw...)
 		return nil
 	}
 	for i := range fields.Len() {
@@ -135,8 +137,18 @@ func marshalInt64AsNumbers(m proto.Message) ([]byte, error) {
 			return nil, err
 		}
 	}
-	out.WriteByte('}')
-	return out.Bytes(), nil
+	out = append(out, '}')
+	return out, nil
+}
+
+// int64AsNumbers reports whether m is written by marshalInt64AsNumbers,
+// whose output is compact already.
+func int64AsNumbers(m proto.Message) bool {
+	switch m.(type) {
+	case *smcpv1.GetBlobReq, *smcpv1.GetBlobRet, *smcpv1.PutBlobReq, *smcpv1.PutBlobRet, *smcpv1.GetSkillRet:
+		return true
+	}
+	return false
 }
 
 // Unmarshal decodes wire JSON into m. Besides the canonical form it accepts
@@ -207,6 +219,9 @@ func ToWire(m proto.Message) (json.RawMessage, error) {
 	b, err := Marshal(m)
 	if err != nil {
 		return nil, err
+	}
+	if int64AsNumbers(m) {
+		return b, nil
 	}
 	var c bytes.Buffer
 	c.Grow(len(b))
