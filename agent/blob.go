@@ -55,29 +55,33 @@ func (a *Client) GetSkill(ctx context.Context, computer, name, relPath string) (
 }
 
 // ReadBlob drains a blob handle of computer into w with client:get_blob,
-// chunk by chunk (ChunkSize), hashing as it writes: the blob is never held
-// whole. It fails with ErrBlobIntegrity when the bytes do not match the
-// declared sha256 or total_size, or when the declaration changes between
-// chunks; w then holds a partial or wrong copy, which the caller discards.
-// ctx bounds the whole transfer.
+// chunk by chunk (ChunkSize) with blobread.DefaultWindow requests in
+// flight, hashing as it writes in order: the blob is never held whole. It
+// fails with ErrBlobIntegrity when the bytes do not match the declared
+// sha256 or total_size, or when the declaration changes between chunks; w
+// then holds a partial or wrong copy, which the caller discards. ctx
+// bounds the whole transfer.
 func (a *Client) ReadBlob(ctx context.Context, computer, handle string, w io.Writer) (*BlobInfo, error) {
-	var r blobread.Reader
-	for !r.EOF() {
-		offset := r.Offset()
-		ret, err := request[*smcpv1.GetBlobRet](ctx, a, smcp.EventGetBlob, &smcpv1.GetBlobReq{
-			Computer: computer, BlobHandle: handle,
-			ChunkOffset: proto.Int64(offset), MaxChunkBytes: proto.Int64(ChunkSize),
+	get := func(ctx context.Context, offset, max int64) (*smcpv1.GetBlobRet, error) {
+		return request[*smcpv1.GetBlobRet](ctx, a, smcp.EventGetBlob, &smcpv1.GetBlobReq{
+			Computer: computer, BlobHandle: handle, ChunkOffset: proto.Int64(offset), MaxChunkBytes: proto.Int64(max),
 		})
-		if err != nil {
-			return nil, fmt.Errorf("get_blob at offset %d: %w", offset, err)
-		}
-		c, err := r.Next(ret)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrBlobIntegrity, err)
-		}
+	}
+	var werr error
+	r, err := blobread.Read(ctx, blobread.DefaultWindow, ChunkSize, get, func(_ *blobread.Reader, c blobread.Chunk) error {
 		if _, err := w.Write(c.Data); err != nil {
-			return nil, fmt.Errorf("write blob: %w", err)
+			werr = fmt.Errorf("write blob: %w", err)
+			return werr
 		}
+		return nil
+	})
+	switch {
+	case werr != nil:
+		return nil, werr
+	case errors.Is(err, blobread.ErrChanged), errors.Is(err, blobread.ErrCorrupt):
+		return nil, fmt.Errorf("%w: %w", ErrBlobIntegrity, err)
+	case err != nil:
+		return nil, err
 	}
 	return &BlobInfo{MIMEType: r.MIMEType(), Size: r.TotalSize(), SHA256: r.SHA256()}, nil
 }

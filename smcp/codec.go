@@ -3,8 +3,10 @@ package smcp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -70,6 +72,14 @@ func marshal(m proto.Message) ([]byte, error) {
 // which an SDK with typed integers (serde's u64, pydantic's strict int)
 // refuses.
 func marshalInt64AsNumbers(m proto.Message) ([]byte, error) {
+	// A chunk's base64 (blob) is written as it is, not scanned by protojson
+	// for characters to escape and again here: it has none.
+	blob, hasBlob := "", false
+	if c, ok := m.(interface{ GetBlob() string }); ok && quotesAsIs(c.GetBlob()) {
+		blob, hasBlob = c.GetBlob(), true
+		m = proto.Clone(m) // shares the string, not its bytes
+		m.ProtoReflect().Clear(m.ProtoReflect().Descriptor().Fields().ByJSONName("blob"))
+	}
 	b, err := marshalOptions.Marshal(m)
 	if err != nil {
 		return nil, err
@@ -103,7 +113,7 @@ func marshalInt64AsNumbers(m proto.Message) ([]byte, error) {
 	// (and as the protocol lists them), not in encoding/json's sorted
 	// order: the answers stay byte for byte those of the hand-written
 	// structs they replace.
-	out := make([]byte, 0, len(b))
+	out := make([]byte, 0, len(b)+len(blob)+2)
 	out = append(out, '{')
 	write := func(name string, raw json.RawMessage) error {
 		if len(out) > 1 {
@@ -115,6 +125,12 @@ func marshalInt64AsNumbers(m proto.Message) ([]byte, error) {
 		}
 		out = append(out, k...)
 		out = append(out, ':')
+		if hasBlob && name == "blob" {
+			out = append(out, '"')
+			out = append(out, blob...)
+			out = append(out, '"')
+			return nil
+		}
 		out = append(out, raw...)
 		return nil
 	}
@@ -164,6 +180,10 @@ func Unmarshal(b []byte, m proto.Message) error {
 
 func unmarshal(b []byte, m proto.Message) error {
 	switch m := m.(type) {
+	case *smcpv1.GetBlobRet:
+		return unmarshalBlob(b, m, func(s string) { m.Blob = s })
+	case *smcpv1.PutBlobReq:
+		return unmarshalBlob(b, m, func(s string) { m.Blob = s })
 	case *smcpv1.OfficeAck:
 		return unmarshalOfficeAck(b, m)
 	case *smcpv1.ToolCallReq:
@@ -190,6 +210,53 @@ func unmarshal(b []byte, m proto.Message) error {
 		return unmarshalInput(b, m)
 	}
 	return unmarshalOptions.Unmarshal(b, m)
+}
+
+// quotesAsIs reports whether s is a JSON string's body as it is: printable
+// ASCII without quote or backslash (base64 is).
+func quotesAsIs(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// unmarshalBlob decodes a message carrying a chunk's base64 in "blob":
+// the chunk, a plain string, is taken as it is (protojson would scan its
+// 350 KB for escapes once more, and copy it), the other fields take
+// protojson. A blob with escapes takes protojson whole.
+func unmarshalBlob(b []byte, m proto.Message, setBlob func(string)) error {
+	var blob json.RawMessage
+	rest := make([]byte, 0, 256)
+	rest = append(rest, '{')
+	err := ObjectFields(b, func(key string, value json.RawMessage) error {
+		if key == "blob" && len(value) >= 2 && value[0] == '"' && plainASCII(value[1:len(value)-1]) {
+			if blob != nil {
+				return errors.New("duplicate blob") // protojson says more
+			}
+			blob = value
+			return nil
+		}
+		if len(rest) > 1 {
+			rest = append(rest, ',')
+		}
+		k, err := json.Marshal(key)
+		if err != nil {
+			return err
+		}
+		rest = append(append(append(rest, k...), ':'), value...)
+		return nil
+	})
+	if err != nil || blob == nil {
+		return unmarshalOptions.Unmarshal(b, m)
+	}
+	if err := unmarshalOptions.Unmarshal(append(rest, '}'), m); err != nil {
+		return err
+	}
+	setBlob(string(blob[1 : len(blob)-1]))
+	return nil
 }
 
 // unmarshalCallToolResultSlow is the protojson path for a CallToolResult:

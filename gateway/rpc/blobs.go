@@ -25,12 +25,13 @@ import (
 // in the gateway, whatever the blob's size.
 const BlobChunkBytes = 256 << 10
 
-// ReadBlob streams a blob: one client:get_blob per chunk, in order, each
-// chunk's bytes sent on before the next is asked for, so the gateway never
-// holds more than one. It checks what PROTOCOL-0.4.md §5.7 asks of an agent
-// and fails the stream on the first violation. The message with eof set is
-// sent only once the SHA-256 of every byte matches the declared sha256: a
-// stream that ends without it must be discarded.
+// ReadBlob streams a blob: client:get_blob requests for its chunks,
+// blobread.DefaultWindow of them in flight, each chunk sent on in order as
+// soon as it is checked, so the gateway holds at most a window of chunks
+// whatever the blob's size. It checks what PROTOCOL-0.4.md §5.7 asks of an
+// agent and fails the stream on the first violation. The message with eof
+// set is sent only once the SHA-256 of every byte matches the declared
+// sha256: a stream that ends without it must be discarded.
 func (s *service) ReadBlob(ctx context.Context, req *smcpv1.ReadBlobRequest, stream *connect.ServerStream[smcpv1.ReadBlobResponse]) (err error) {
 	c, err := callerFrom(ctx)
 	if err != nil {
@@ -50,41 +51,33 @@ func (s *service) ReadBlob(ctx context.Context, req *smcpv1.ReadBlobRequest, str
 		return err
 	}
 	defer sess.Close()
-	var r blobread.Reader
-	for !r.EOF() {
-		offset := r.Offset()
+	get := func(ctx context.Context, offset, max int64) (*smcpv1.GetBlobRet, error) {
 		ret := &smcpv1.GetBlobRet{}
 		err := sess.Call(ctx, smcp.EventGetBlob, &smcpv1.GetBlobReq{
 			Agent: c.agent, ReqId: newReqID(), Computer: req.GetComputer(),
-			BlobHandle: req.GetBlobHandle(), ChunkOffset: &offset, MaxChunkBytes: &chunk,
+			BlobHandle: req.GetBlobHandle(), ChunkOffset: &offset, MaxChunkBytes: &max,
 		}, ret)
-		if err != nil {
-			return toConnect(err)
-		}
-		msg, err := readChunk(&r, ret)
-		if err != nil {
-			s.log.Warn("blob read failed", "office", req.GetOfficeId(), "computer", req.GetComputer(), "offset", offset, "err", err)
-			return err
-		}
-		if err := stream.Send(msg); err != nil {
-			return err
-		}
+		return ret, err
+	}
+	var sendErr error
+	_, err = blobread.Read(ctx, blobread.DefaultWindow, chunk, get, func(r *blobread.Reader, c blobread.Chunk) error {
+		sendErr = stream.Send(&smcpv1.ReadBlobResponse{Data: c.Data, ChunkOffset: c.Offset, TotalSize: r.TotalSize(), Sha256: r.SHA256(),
+			MimeType: r.MIMEType(), Eof: c.EOF})
+		return sendErr
+	})
+	switch {
+	case sendErr != nil:
+		return sendErr
+	case errors.Is(err, blobread.ErrChanged):
+		s.log.Warn("blob read failed", "office", req.GetOfficeId(), "computer", req.GetComputer(), "err", err)
+		return connect.NewError(connect.CodeAborted, err)
+	case errors.Is(err, blobread.ErrCorrupt):
+		s.log.Warn("blob read failed", "office", req.GetOfficeId(), "computer", req.GetComputer(), "err", err)
+		return connect.NewError(connect.CodeDataLoss, err)
+	case err != nil:
+		return toConnect(err)
 	}
 	return nil
-}
-
-// readChunk checks one chunk (blobread.Reader) and makes it the message to
-// send.
-func readChunk(r *blobread.Reader, ret *smcpv1.GetBlobRet) (*smcpv1.ReadBlobResponse, error) {
-	c, err := r.Next(ret)
-	switch {
-	case errors.Is(err, blobread.ErrChanged):
-		return nil, connect.NewError(connect.CodeAborted, err)
-	case err != nil:
-		return nil, connect.NewError(connect.CodeDataLoss, err)
-	}
-	return &smcpv1.ReadBlobResponse{Data: c.Data, ChunkOffset: c.Offset, TotalSize: r.TotalSize(), Sha256: r.SHA256(),
-		MimeType: r.MIMEType(), Eof: c.EOF}, nil
 }
 
 // PutBlob uploads the caller's stream to a computer with client:put_blob
