@@ -69,7 +69,10 @@ type blobRow struct {
 	// spawned gateway and computer, and of this process (the agent side).
 	GatewayRSS, ComputerRSS           int64
 	GatewayCPU, ComputerCPU, AgentCPU time.Duration
-	Err                               string `json:",omitempty"`
+	// GatewaySyscalls counts the gateway's read and write system calls
+	// over the transfer (/proc/<pid>/io).
+	GatewaySyscalls int64
+	Err             string `json:",omitempty"`
 }
 
 // blobBench is one invocation of the blob mode.
@@ -116,7 +119,7 @@ func runBlob(ctx context.Context, out io.Writer, size int64, paths string, compa
 	}
 	fmt.Fprintf(out, "bench blob  %s  file %d MiB  load avg %s -> %s\n\n", started.Format(time.RFC3339), size>>20, load, loadtest.LoadAvg())
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "path\tMiB/s\tseconds\tsha256\tgateway RSS +MiB\tcomputer RSS +MiB\tgateway CPU s\tcomputer CPU s\tagent CPU s\t")
+	fmt.Fprintln(tw, "path\tMiB/s\tseconds\tsha256\tgateway RSS +MiB\tcomputer RSS +MiB\tgateway CPU s\tcomputer CPU s\tagent CPU s\tgateway syscalls/MiB\t")
 	var httpGet, httpPut float64
 	for _, r := range b.rows {
 		switch r.Path {
@@ -138,8 +141,9 @@ func runBlob(ctx context.Context, out io.Writer, size int64, paths string, compa
 		if ref := map[bool]float64{true: httpPut, false: httpGet}[strings.HasSuffix(r.Path, "-put")]; ref > 0 && !strings.HasPrefix(r.Path, "http-") {
 			ratio = fmt.Sprintf(" (%.2fx http)", r.MiBps/ref)
 		}
-		fmt.Fprintf(tw, "%s\t%.1f%s\t%.2f\t%s\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t\n", r.Path, r.MiBps, ratio, r.Elapsed.Seconds(), ok,
-			float64(r.GatewayRSS)/(1<<20), float64(r.ComputerRSS)/(1<<20), r.GatewayCPU.Seconds(), r.ComputerCPU.Seconds(), r.AgentCPU.Seconds())
+		fmt.Fprintf(tw, "%s\t%.1f%s\t%.2f\t%s\t%.1f\t%.1f\t%.2f\t%.2f\t%.2f\t%.0f\t\n", r.Path, r.MiBps, ratio, r.Elapsed.Seconds(), ok,
+			float64(r.GatewayRSS)/(1<<20), float64(r.ComputerRSS)/(1<<20), r.GatewayCPU.Seconds(), r.ComputerCPU.Seconds(), r.AgentCPU.Seconds(),
+			float64(r.GatewaySyscalls)/float64(r.Bytes>>20))
 	}
 	_ = tw.Flush()
 	for _, r := range b.rows {
@@ -355,6 +359,7 @@ func (b *blobBench) measure(ctx context.Context, path string, fn func(context.Co
 	row.GatewayRSS, row.ComputerRSS = max(0, peak[0]-before[0].RSS), max(0, peak[1]-before[1].RSS)
 	row.GatewayCPU, row.ComputerCPU = after[0].CPU-before[0].CPU, after[1].CPU-before[1].CPU
 	row.AgentCPU = selfAfter.CPU - self.CPU
+	row.GatewaySyscalls = after[0].IO - before[0].IO
 	if err == nil && !row.SHA256 {
 		err = fmt.Errorf("the bytes that arrived hash to %s, the file's sha256 is %s", sum, b.sum)
 	}
