@@ -53,6 +53,8 @@ type blobComputer struct {
 	// putSum, when set, is the sha256 the last put ack claims.
 	putSum string
 	data   bytes.Buffer
+	// beforePutAck, when set, runs before a put_blob chunk is answered.
+	beforePutAck func(req map[string]any) error
 }
 
 func startBlobComputer(t *testing.T, ctx context.Context, url, office string, blobs map[string]func(off, max int64) map[string]any) *blobComputer {
@@ -89,6 +91,14 @@ func startBlobComputer(t *testing.T, ctx context.Context, url, office string, bl
 		chunk, err := base64.StdEncoding.DecodeString(req["blob"].(string))
 		if err != nil {
 			return nil, err
+		}
+		bc.mu.Lock()
+		hook := bc.beforePutAck
+		bc.mu.Unlock()
+		if hook != nil {
+			if err := hook(req); err != nil {
+				return nil, err
+			}
 		}
 		bc.mu.Lock()
 		defer bc.mu.Unlock()
@@ -384,5 +394,63 @@ func TestReadBlobShortChunks(t *testing.T) {
 	var e *smcp.Error
 	if !errors.As(err, &e) || e.Code != 4018 || !strings.Contains(err.Error(), fmt.Sprintf("offset %d", 2*agent.ChunkSize)) {
 		t.Errorf("refused mid-transfer: %v", err)
+	}
+}
+
+// readSignal closes reached once more than at bytes were read from it.
+type readSignal struct {
+	r       io.Reader
+	n, at   int
+	reached chan struct{}
+}
+
+func (s *readSignal) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if s.n <= s.at && s.n+n > s.at {
+		close(s.reached)
+	}
+	s.n += n
+	return n, err
+}
+
+// PutBlob reads, hashes and encodes the next chunk while the previous one
+// is at the computer: the computer answers the first chunk only once the
+// second's bytes were read (one step at a time, that read would wait for
+// the answer, and the upload would fail). The chunks still go one after
+// the other's ack, in order.
+func TestPutBlobReadsAhead(t *testing.T) {
+	ctx := testCtx(t)
+	url := startGateway(t, gateway.Config{})
+	comp := startBlobComputer(t, ctx, url, "o", nil)
+	data := randomBytes(t, 2*agent.ChunkSize+7)
+	src := &readSignal{r: bytes.NewReader(data), at: agent.ChunkSize, reached: make(chan struct{})}
+	comp.mu.Lock()
+	comp.beforePutAck = func(req map[string]any) error {
+		if req["chunk_offset"] != float64(0) {
+			return nil
+		}
+		select {
+		case <-src.reached:
+			return nil
+		case <-time.After(20 * time.Second):
+			return smcp.Errorf(4019, "held: the second chunk was not read meanwhile")
+		}
+	}
+	comp.mu.Unlock()
+	a, err := agent.Dial(ctx, sioclient.Options{URL: url, NoReconnect: true}, "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Join(ctx, "o"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.PutBlob(ctx, "pc", src, int64(len(data)), hexOf(data), "x.bin"); err != nil {
+		t.Fatal(err)
+	}
+	comp.mu.Lock()
+	defer comp.mu.Unlock()
+	if !bytes.Equal(comp.data.Bytes(), data) || len(comp.puts) != 3 {
+		t.Fatalf("%d chunks, %d bytes stored", len(comp.puts), comp.data.Len())
 	}
 }

@@ -232,7 +232,9 @@ func unmarshalBlob(b []byte, m proto.Message, setBlob func(string)) error {
 	rest := make([]byte, 0, 256)
 	rest = append(rest, '{')
 	err := ObjectFields(b, func(key string, value json.RawMessage) error {
-		if key == "blob" && len(value) >= 2 && value[0] == '"' && plainASCII(value[1:len(value)-1]) {
+		// A string without a backslash is its value as it is (the walk
+		// checked it is UTF-8 without control characters).
+		if key == "blob" && len(value) >= 2 && value[0] == '"' && bytes.IndexByte(value[1:len(value)-1], '\\') < 0 {
 			if blob != nil {
 				return errors.New("duplicate blob") // protojson says more
 			}
