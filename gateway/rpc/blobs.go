@@ -25,6 +25,11 @@ import (
 // in the gateway, whatever the blob's size.
 const BlobChunkBytes = 256 << 10
 
+// MinBlobChunkBytes is the smallest max_chunk_bytes a ReadBlob may ask:
+// every chunk is a client:get_blob to the computer, so a tiny one would
+// make a blob's download thousands of times as many requests.
+const MinBlobChunkBytes = 16 << 10
+
 // ReadBlob streams a blob: client:get_blob requests for its chunks,
 // blobread.DefaultWindow of them in flight, each chunk sent on in order as
 // soon as it is checked, so the gateway holds at most a window of chunks
@@ -41,8 +46,9 @@ func (s *service) ReadBlob(ctx context.Context, req *smcpv1.ReadBlobRequest, str
 	defer end(&err)
 	chunk := int64(BlobChunkBytes)
 	if req.MaxChunkBytes != nil {
-		if req.GetMaxChunkBytes() < 1 {
-			return toConnect(smcp.Errorf(smcp.CodeBadRequest, "max_chunk_bytes must be at least 1"))
+		if req.GetMaxChunkBytes() < MinBlobChunkBytes {
+			return toConnect(smcp.Errorf(smcp.CodeBadRequest, "max_chunk_bytes must be at least %d (each chunk is a request to the computer), not %d",
+				MinBlobChunkBytes, req.GetMaxChunkBytes()))
 		}
 		chunk = min(chunk, req.GetMaxChunkBytes())
 	}

@@ -165,8 +165,21 @@ func TestReadBlobFailures(t *testing.T) {
 	if e, _ := rpc.SMCPError(got.err); e.Details["reason"] != "invalid_handle" {
 		t.Fatalf("details %v", e.Details)
 	}
-	got = readBlob(ctx, cl, &smcpv1.ReadBlobRequest{OfficeId: officeA, Computer: "pc-04", BlobHandle: "h-data.bin", MaxChunkBytes: new(int64(0))})
-	wantCode(t, got.err, connect.CodeInvalidArgument, smcp.CodeBadRequest)
+	// A chunk below the minimum would be a computer round trip per few
+	// bytes: refused, naming the minimum, before any request is sent.
+	for _, n := range []int64{0, 1, rpc.MinBlobChunkBytes - 1} {
+		pc.mu.Lock()
+		before := pc.getBlobs
+		pc.mu.Unlock()
+		got = readBlob(ctx, cl, &smcpv1.ReadBlobRequest{OfficeId: officeA, Computer: "pc-04", BlobHandle: "h-data.bin", MaxChunkBytes: new(n)})
+		wantCode(t, got.err, connect.CodeInvalidArgument, smcp.CodeBadRequest)
+		pc.mu.Lock()
+		asked := pc.getBlobs - before
+		pc.mu.Unlock()
+		if !strings.Contains(got.err.Error(), "at least 16384") || asked != 0 {
+			t.Errorf("max_chunk_bytes %d: %v, %d get_blob sent", n, got.err, asked)
+		}
+	}
 	got = readBlob(ctx, cl, &smcpv1.ReadBlobRequest{OfficeId: officeA, Computer: "pc-gone", BlobHandle: "h-data.bin"})
 	wantCode(t, got.err, connect.CodeNotFound, smcp.CodeNotFound)
 	// After all that, a read still works.
