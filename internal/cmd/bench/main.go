@@ -131,7 +131,8 @@ landing root) and reports MiB/s, the sha256 check, and the RSS growth and
 CPU of gateway, computer and this process (the agent side): downloads
 sio-get (client:get_blob, Go agent), connect-get (ReadBlob), mcp-get
 (resources/read), uploads sio-put (client:put_blob, Go agent), connect-put
-(PutBlob); --compare http adds net/http serving and receiving the file;
+(PutBlob); --compare http adds net/http serving and receiving the file
+(the computer serves files up to its 100 MiB cap);
 --profile writes CPU profiles of the three processes over the whole run.
 
 modes: sio (client:tool_call; sio-0.4 the same in 0.4 offices), connect (CallTool, Connect protocol, stock
