@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 
 	"google.golang.org/protobuf/proto"
@@ -55,54 +54,59 @@ func (a *Client) GetSkill(ctx context.Context, computer, name, relPath string) (
 }
 
 // ReadBlob drains a blob handle of computer into w with client:get_blob,
-// chunk by chunk (ChunkSize), hashing as it writes: the blob is never held
-// whole. It fails with ErrBlobIntegrity when the bytes do not match the
-// declared sha256 or total_size, or when the declaration changes between
-// chunks; w then holds a partial or wrong copy, which the caller discards.
-// ctx bounds the whole transfer.
+// chunk by chunk (ChunkSize) with blobread.DefaultWindow requests in
+// flight, hashing as it writes in order: the blob is never held whole. It
+// fails with ErrBlobIntegrity when the bytes do not match the declared
+// sha256 or total_size, or when the declaration changes between chunks; w
+// then holds a partial or wrong copy, which the caller discards. ctx
+// bounds the whole transfer.
 func (a *Client) ReadBlob(ctx context.Context, computer, handle string, w io.Writer) (*BlobInfo, error) {
-	var r blobread.Reader
-	for !r.EOF() {
-		offset := r.Offset()
-		ret, err := request[*smcpv1.GetBlobRet](ctx, a, smcp.EventGetBlob, &smcpv1.GetBlobReq{
-			Computer: computer, BlobHandle: handle,
-			ChunkOffset: proto.Int64(offset), MaxChunkBytes: proto.Int64(ChunkSize),
+	get := func(ctx context.Context, offset, max int64) (*smcpv1.GetBlobRet, error) {
+		return request[*smcpv1.GetBlobRet](ctx, a, smcp.EventGetBlob, &smcpv1.GetBlobReq{
+			Computer: computer, BlobHandle: handle, ChunkOffset: proto.Int64(offset), MaxChunkBytes: proto.Int64(max),
 		})
-		if err != nil {
-			return nil, fmt.Errorf("get_blob at offset %d: %w", offset, err)
-		}
-		c, err := r.Next(ret)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrBlobIntegrity, err)
-		}
+	}
+	var werr error
+	r, err := blobread.Read(ctx, blobread.DefaultWindow, ChunkSize, get, func(_ *blobread.Reader, c blobread.Chunk) error {
 		if _, err := w.Write(c.Data); err != nil {
-			return nil, fmt.Errorf("write blob: %w", err)
+			werr = fmt.Errorf("write blob: %w", err)
+			return werr
 		}
+		return nil
+	})
+	switch {
+	case werr != nil:
+		return nil, werr
+	case errors.Is(err, blobread.ErrChanged), errors.Is(err, blobread.ErrCorrupt):
+		return nil, fmt.Errorf("%w: %w", ErrBlobIntegrity, err)
+	case err != nil:
+		return nil, err
 	}
 	return &BlobInfo{MIMEType: r.MIMEType(), Size: r.TotalSize(), SHA256: r.SHA256()}, nil
 }
 
 // PutBlob uploads size bytes of r to computer with client:put_blob (0.4):
-// chunks of at most ChunkSize, each sent after the previous one's ack; the
-// first declares size, sum (hex sha256 of the bytes) and nameHint. The
-// answer of the last chunk names the landed file; its sha256 and size are
-// checked against the upload's. A failed upload is not resumed: the next
-// attempt starts over.
+// chunks of at most ChunkSize, each sent after the previous one's ack (the
+// protocol's order), the next one read, hashed and encoded while the
+// previous is in flight; the first declares size, sum (hex sha256 of the
+// bytes) and nameHint. The answer of the last chunk names the landed file;
+// its sha256 and size are checked against the upload's. A failed upload is
+// not resumed: the next attempt starts over.
 func (a *Client) PutBlob(ctx context.Context, computer string, r io.Reader, size int64, sum, nameHint string) (*smcpv1.PutBlobRet, error) {
 	if size < 1 {
 		return nil, errors.New("put_blob: nothing to upload (the protocol refuses an empty file)")
 	}
-	var (
-		h        hash.Hash = sha256.New()
-		buf                = make([]byte, ChunkSize)
-		offset   int64
-		uploadID string
-	)
-	for {
+	h := sha256.New()
+	buf := make([]byte, ChunkSize)
+	var next int64 // offset of the chunk after the one prepared
+	// prepare reads the chunk at offset and makes its request. The chunk's
+	// bytes are in the request's base64 string, not in buf.
+	prepare := func(offset int64) (*smcpv1.PutBlobReq, error) {
 		n := int(min(int64(len(buf)), size-offset))
 		if _, err := io.ReadFull(r, buf[:n]); err != nil {
 			return nil, fmt.Errorf("put_blob: read at offset %d: %w", offset, err)
 		}
+		next = offset + int64(n)
 		h.Write(buf[:n])
 		eof := offset+int64(n) == size
 		req := &smcpv1.PutBlobReq{Computer: computer, ChunkOffset: offset, Eof: eof,
@@ -112,8 +116,6 @@ func (a *Client) PutBlob(ctx context.Context, computer string, r io.Reader, size
 			if nameHint != "" {
 				req.NameHint = proto.String(nameHint)
 			}
-		} else {
-			req.UploadId = proto.String(uploadID)
 		}
 		if eof {
 			// The bytes read must be the declared ones: a file that changed
@@ -122,10 +124,34 @@ func (a *Client) PutBlob(ctx context.Context, computer string, r io.Reader, size
 				return nil, fmt.Errorf("%w: the bytes read hash to %s, not the declared %s (did the file change?)", ErrBlobIntegrity, got, sum)
 			}
 		}
-		ret, err := request[*smcpv1.PutBlobRet](ctx, a, smcp.EventPutBlob, req)
-		if err != nil {
-			return nil, fmt.Errorf("put_blob at offset %d: %w", offset, err)
+		return req, nil
+	}
+	type answer struct {
+		ret *smcpv1.PutBlobRet
+		err error
+	}
+	req, err := prepare(0)
+	if err != nil {
+		return nil, err
+	}
+	var uploadID string
+	for {
+		offset := req.GetChunkOffset()
+		done := make(chan answer, 1)
+		go func() {
+			ret, err := request[*smcpv1.PutBlobRet](ctx, a, smcp.EventPutBlob, req)
+			done <- answer{ret, err}
+		}()
+		var nextReq *smcpv1.PutBlobReq
+		var nextErr error
+		if !req.GetEof() {
+			nextReq, nextErr = prepare(next)
 		}
+		ans := <-done
+		if ans.err != nil {
+			return nil, fmt.Errorf("put_blob at offset %d: %w", offset, ans.err)
+		}
+		ret := ans.ret
 		if offset == 0 {
 			uploadID = ret.GetUploadId()
 			if uploadID == "" {
@@ -135,8 +161,12 @@ func (a *Client) PutBlob(ctx context.Context, computer string, r io.Reader, size
 		if ret.GetChunkOffset() != offset {
 			return nil, fmt.Errorf("put_blob: sent offset %d, the computer acknowledged %d", offset, ret.GetChunkOffset())
 		}
-		offset += int64(n)
-		if !eof {
+		if !req.GetEof() {
+			if nextErr != nil {
+				return nil, nextErr
+			}
+			req = nextReq
+			req.UploadId = proto.String(uploadID)
 			continue
 		}
 		if ret.GetLandingPath() == "" {

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -51,6 +53,8 @@ type blobComputer struct {
 	// putSum, when set, is the sha256 the last put ack claims.
 	putSum string
 	data   bytes.Buffer
+	// beforePutAck, when set, runs before a put_blob chunk is answered.
+	beforePutAck func(req map[string]any) error
 }
 
 func startBlobComputer(t *testing.T, ctx context.Context, url, office string, blobs map[string]func(off, max int64) map[string]any) *blobComputer {
@@ -87,6 +91,14 @@ func startBlobComputer(t *testing.T, ctx context.Context, url, office string, bl
 		chunk, err := base64.StdEncoding.DecodeString(req["blob"].(string))
 		if err != nil {
 			return nil, err
+		}
+		bc.mu.Lock()
+		hook := bc.beforePutAck
+		bc.mu.Unlock()
+		if hook != nil {
+			if err := hook(req); err != nil {
+				return nil, err
+			}
 		}
 		bc.mu.Lock()
 		defer bc.mu.Unlock()
@@ -183,6 +195,11 @@ func TestReadBlob(t *testing.T) {
 	if len(asked) != 4 {
 		t.Errorf("%d get_blob requests, want 4", len(asked))
 	}
+	// The requests after the first are in flight together: they reach
+	// the computer in any order.
+	slices.SortFunc(asked, func(a, b map[string]any) int {
+		return cmp.Compare(a["chunk_offset"].(float64), b["chunk_offset"].(float64))
+	})
 	for i, req := range asked {
 		if req["max_chunk_bytes"] != float64(agent.ChunkSize) || req["chunk_offset"] != float64(i*agent.ChunkSize) {
 			t.Errorf("request %d: %v", i, req)
@@ -276,5 +293,164 @@ func TestDialRefusedVersion(t *testing.T) {
 	}
 	if refused.ClientVersion != agent.DefaultVersion || !slices.Equal(refused.Protocols(), []string{"0.2"}) {
 		t.Errorf("refusal %+v, protocols %v", refused, refused.Protocols())
+	}
+}
+
+// ReadBlob keeps a window of get_blob requests in flight: once the first
+// answer has declared the size, the requests for the three other chunks
+// are all at the computer before any is answered (one at a time, the
+// second would wait for an answer that waits for the third, and the read
+// would fail). The bytes still come out in order with their sha256
+// checked.
+func TestReadBlobWindow(t *testing.T) {
+	ctx := testCtx(t)
+	url := startGateway(t, gateway.Config{})
+	data := randomBytes(t, 3*agent.ChunkSize+1234)
+	serve := serveBlob(data, nil)
+	var mu sync.Mutex
+	waiting, all := 0, make(chan struct{})
+	comp := startBlobComputer(t, ctx, url, "o", map[string]func(off, max int64) map[string]any{
+		"held": func(off, max int64) map[string]any {
+			if off > 0 {
+				mu.Lock()
+				if waiting++; waiting == 3 {
+					close(all)
+				}
+				mu.Unlock()
+				select {
+				case <-all:
+				case <-time.After(20 * time.Second):
+					return map[string]any{"code": 4018, "message": "held: the other chunks were not asked for meanwhile"}
+				}
+			}
+			return serve(off, max)
+		},
+	})
+	a, err := agent.Dial(ctx, sioclient.Options{URL: url, NoReconnect: true}, "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Join(ctx, "o"); err != nil {
+		t.Fatal(err)
+	}
+	var got bytes.Buffer
+	if _, err := a.ReadBlob(ctx, "pc", "held", &got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), data) {
+		t.Fatalf("read %d bytes, not the %d served", got.Len(), len(data))
+	}
+	comp.mu.Lock()
+	defer comp.mu.Unlock()
+	if len(comp.asked) != 4 {
+		t.Errorf("%d get_blob requests, want 4", len(comp.asked))
+	}
+}
+
+// A computer whose chunks are smaller than asked (its cap), or that sends
+// one chunk short in the middle, is still read whole and in order: the
+// window follows the computer's chunk size, and restarts where the blob
+// stands after a short chunk. A refusal in the middle ends the read with
+// the computer's error, naming the offset.
+func TestReadBlobShortChunks(t *testing.T) {
+	ctx := testCtx(t)
+	url := startGateway(t, gateway.Config{})
+	data := randomBytes(t, 3*agent.ChunkSize+1234)
+	serve := serveBlob(data, nil)
+	startBlobComputer(t, ctx, url, "o", map[string]func(off, max int64) map[string]any{
+		"capped": func(off, max int64) map[string]any { return serve(off, min(max, 100<<10)) },
+		"short": func(off, max int64) map[string]any {
+			if off == agent.ChunkSize {
+				return serve(off, 1000)
+			}
+			return serve(off, max)
+		},
+		"refused": func(off, max int64) map[string]any {
+			if off == 2*agent.ChunkSize {
+				return map[string]any{"code": 4018, "message": "gone", "details": map[string]any{"reason": "gone"}}
+			}
+			return serve(off, max)
+		},
+	})
+	a, err := agent.Dial(ctx, sioclient.Options{URL: url, NoReconnect: true}, "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Join(ctx, "o"); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"capped", "short"} {
+		var got bytes.Buffer
+		if _, err := a.ReadBlob(ctx, "pc", h, &got); err != nil {
+			t.Fatalf("%s: %v", h, err)
+		}
+		if !bytes.Equal(got.Bytes(), data) {
+			t.Errorf("%s: read %d bytes, not the %d served", h, got.Len(), len(data))
+		}
+	}
+	_, err = a.ReadBlob(ctx, "pc", "refused", io.Discard)
+	var e *smcp.Error
+	if !errors.As(err, &e) || e.Code != 4018 || !strings.Contains(err.Error(), fmt.Sprintf("offset %d", 2*agent.ChunkSize)) {
+		t.Errorf("refused mid-transfer: %v", err)
+	}
+}
+
+// readSignal closes reached once more than at bytes were read from it.
+type readSignal struct {
+	r       io.Reader
+	n, at   int
+	reached chan struct{}
+}
+
+func (s *readSignal) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if s.n <= s.at && s.n+n > s.at {
+		close(s.reached)
+	}
+	s.n += n
+	return n, err
+}
+
+// PutBlob reads, hashes and encodes the next chunk while the previous one
+// is at the computer: the computer answers the first chunk only once the
+// second's bytes were read (one step at a time, that read would wait for
+// the answer, and the upload would fail). The chunks still go one after
+// the other's ack, in order.
+func TestPutBlobReadsAhead(t *testing.T) {
+	ctx := testCtx(t)
+	url := startGateway(t, gateway.Config{})
+	comp := startBlobComputer(t, ctx, url, "o", nil)
+	data := randomBytes(t, 2*agent.ChunkSize+7)
+	src := &readSignal{r: bytes.NewReader(data), at: agent.ChunkSize, reached: make(chan struct{})}
+	comp.mu.Lock()
+	comp.beforePutAck = func(req map[string]any) error {
+		if req["chunk_offset"] != float64(0) {
+			return nil
+		}
+		select {
+		case <-src.reached:
+			return nil
+		case <-time.After(20 * time.Second):
+			return smcp.Errorf(4019, "held: the second chunk was not read meanwhile")
+		}
+	}
+	comp.mu.Unlock()
+	a, err := agent.Dial(ctx, sioclient.Options{URL: url, NoReconnect: true}, "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if err := a.Join(ctx, "o"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.PutBlob(ctx, "pc", src, int64(len(data)), hexOf(data), "x.bin"); err != nil {
+		t.Fatal(err)
+	}
+	comp.mu.Lock()
+	defer comp.mu.Unlock()
+	if !bytes.Equal(comp.data.Bytes(), data) || len(comp.puts) != 3 {
+		t.Fatalf("%d chunks, %d bytes stored", len(comp.puts), comp.data.Len())
 	}
 }

@@ -80,6 +80,10 @@ type Options struct {
 	// uploads. Only from trusted settings (flag, environment, embedding):
 	// never from an MCP configuration file (PROTOCOL-0.4.md §7 C7).
 	LandingRoot string
+	// LandingQuotaBytes and LandingQuotaFiles bound what the landing root
+	// holds (uploads.Options.QuotaBytes, QuotaFiles); 0: no bound.
+	LandingQuotaBytes int64
+	LandingQuotaFiles int
 }
 
 // Computer is one SMCP computer.

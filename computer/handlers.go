@@ -154,21 +154,7 @@ func (c *Computer) History() []string { return c.exec.History() }
 // serves a tool call without a timeout with its default, and a request
 // without agent, as the gateway's own tests and in-process callers send.
 func checkPresent(e *smcp.EventInfo, b []byte) error {
-	var present []smcp.Field
-	err := smcp.ObjectFields(b, func(key string, _ json.RawMessage) error {
-		for _, f := range e.Fields {
-			if f.Key == key {
-				present = append(present, f)
-			}
-		}
-		return nil
-	})
-	if err != nil || len(present) == 0 {
-		return err
-	}
-	sub := smcp.EventInfo{Name: e.Name, Fields: present}
-	_, err = sub.Check(b)
-	return err
+	return e.CheckPresent(b)
 }
 
 // payloadJSON returns the JSON of a payload, which must be an object.

@@ -49,7 +49,8 @@ func (c *Computer) startLater() error {
 		return fmt.Errorf("computer: %w", err)
 	}
 	if c.version().Compare(smcp.V04) >= 0 {
-		c.uploads, err = uploads.New(uploads.Options{Root: c.opts.LandingRoot, Logger: c.log})
+		c.uploads, err = uploads.New(uploads.Options{Root: c.opts.LandingRoot, Logger: c.log,
+			QuotaBytes: c.opts.LandingQuotaBytes, QuotaFiles: c.opts.LandingQuotaFiles})
 		if err != nil {
 			c.skills.Close()
 			c.blobs.Close()

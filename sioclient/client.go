@@ -189,6 +189,7 @@ func Dial(ctx context.Context, o Options) (*Client, error) {
 	// Python SDK's default). Events are small JSON; the gateway answers
 	// this client uncompressed either way.
 	mopts.SetPerMessageDeflate(nil)
+	mopts.SetParser(rawParser{})
 	mopts.SetQuery(url.Values{"a2c_version": {o.Version}})
 	if o.TLSConfig != nil {
 		mopts.SetTLSClientConfig(o.TLSConfig)
@@ -808,7 +809,7 @@ func (c *Client) RequestArgs(ctx context.Context, event string, payload any) ([]
 		}
 		out := make([]json.RawMessage, len(r.args))
 		for i, a := range r.args {
-			if out[i], err = json.Marshal(a); err != nil {
+			if out[i], err = rawArg(a); err != nil {
 				return nil, fmt.Errorf("sioclient: %s: decode ack: %w", event, err)
 			}
 		}
@@ -852,7 +853,7 @@ func (c *Client) On(event string, fn func(payload json.RawMessage)) {
 		var payload json.RawMessage
 		if len(args) > 0 {
 			if _, isAck := args[0].(sockettypes.Ack); !isAck {
-				payload, _ = json.Marshal(args[0])
+				payload, _ = rawArg(args[0])
 			}
 		}
 		select {
@@ -897,7 +898,7 @@ func (c *Client) Handle(event string, h Handler) {
 		}
 		var payload json.RawMessage
 		if len(args) > 0 {
-			payload, _ = json.Marshal(args[0])
+			payload, _ = rawArg(args[0])
 		}
 		go func() {
 			out, err := h(ctx, payload)

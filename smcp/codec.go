@@ -3,13 +3,16 @@ package smcp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"unicode/utf8"
 
-	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 )
 
 // The json_name of every field in proto/ is its wire key, so protojson
@@ -56,7 +59,8 @@ func marshal(m proto.Message) ([]byte, error) {
 		return json.Marshal(inputToWire(m))
 	case *smcpv1.GetComputerConfigRet:
 		return marshalConfigRet(m)
-	case *smcpv1.GetBlobReq, *smcpv1.GetBlobRet, *smcpv1.PutBlobReq, *smcpv1.PutBlobRet, *smcpv1.GetSkillRet:
+	}
+	if int64AsNumbers(m) {
 		return marshalInt64AsNumbers(m)
 	}
 	return marshalOptions.Marshal(m)
@@ -68,12 +72,26 @@ func marshal(m proto.Message) ([]byte, error) {
 // which an SDK with typed integers (serde's u64, pydantic's strict int)
 // refuses.
 func marshalInt64AsNumbers(m proto.Message) ([]byte, error) {
+	// A chunk's base64 (blob) is written as it is, not scanned by protojson
+	// for characters to escape and again here: it has none.
+	blob, hasBlob := "", false
+	if c, ok := m.(interface{ GetBlob() string }); ok && quotesAsIs(c.GetBlob()) {
+		blob, hasBlob = c.GetBlob(), true
+		m = proto.Clone(m) // shares the string, not its bytes
+		m.ProtoReflect().Clear(m.ProtoReflect().Descriptor().Fields().ByJSONName("blob"))
+	}
 	b, err := marshalOptions.Marshal(m)
 	if err != nil {
 		return nil, err
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(b, &obj); err != nil {
+	// The fields are scalars: each value is one token, written back as
+	// protojson wrote it (a blob chunk's 350 KB of base64 is copied once,
+	// never re-encoded nor compacted).
+	obj := map[string]json.RawMessage{}
+	if err := ObjectFields(b, func(key string, value json.RawMessage) error {
+		obj[key] = value
+		return nil
+	}); err != nil {
 		return nil, err
 	}
 	fields := m.ProtoReflect().Descriptor().Fields()
@@ -95,25 +113,25 @@ func marshalInt64AsNumbers(m proto.Message) ([]byte, error) {
 	// (and as the protocol lists them), not in encoding/json's sorted
 	// order: the answers stay byte for byte those of the hand-written
 	// structs they replace.
-	var out bytes.Buffer
-	out.WriteByte('{')
+	out := make([]byte, 0, len(b)+len(blob)+2)
+	out = append(out, '{')
 	write := func(name string, raw json.RawMessage) error {
-		if out.Len() > 1 {
-			out.WriteByte(',')
+		if len(out) > 1 {
+			out = append(out, ',')
 		}
 		k, err := json.Marshal(name)
 		if err != nil {
 			return err
 		}
-		out.Write(k)
-		out.WriteByte(':')
-		var v bytes.Buffer
-		enc := json.NewEncoder(&v)
-		enc.SetEscapeHTML(false) // a skill body's <, > and & as written
-		if err := enc.Encode(raw); err != nil {
-			return err
+		out = append(out, k...)
+		out = append(out, ':')
+		if hasBlob && name == "blob" {
+			out = append(out, '"')
+			out = append(out, blob...)
+			out = append(out, '"')
+			return nil
 		}
-		out.Write(bytes.TrimSuffix(v.Bytes(), []byte("\n")))
+		out = append(out, raw...)
 		return nil
 	}
 	for i := range fields.Len() {
@@ -135,8 +153,18 @@ func marshalInt64AsNumbers(m proto.Message) ([]byte, error) {
 			return nil, err
 		}
 	}
-	out.WriteByte('}')
-	return out.Bytes(), nil
+	out = append(out, '}')
+	return out, nil
+}
+
+// int64AsNumbers reports whether m is written by marshalInt64AsNumbers,
+// whose output is compact already.
+func int64AsNumbers(m proto.Message) bool {
+	switch m.(type) {
+	case *smcpv1.GetBlobReq, *smcpv1.GetBlobRet, *smcpv1.PutBlobReq, *smcpv1.PutBlobRet, *smcpv1.GetSkillRet:
+		return true
+	}
+	return false
 }
 
 // Unmarshal decodes wire JSON into m. Besides the canonical form it accepts
@@ -152,6 +180,10 @@ func Unmarshal(b []byte, m proto.Message) error {
 
 func unmarshal(b []byte, m proto.Message) error {
 	switch m := m.(type) {
+	case *smcpv1.GetBlobRet:
+		return unmarshalBlob(b, m, func(s string) { m.Blob = s })
+	case *smcpv1.PutBlobReq:
+		return unmarshalBlob(b, m, func(s string) { m.Blob = s })
 	case *smcpv1.OfficeAck:
 		return unmarshalOfficeAck(b, m)
 	case *smcpv1.ToolCallReq:
@@ -178,6 +210,55 @@ func unmarshal(b []byte, m proto.Message) error {
 		return unmarshalInput(b, m)
 	}
 	return unmarshalOptions.Unmarshal(b, m)
+}
+
+// quotesAsIs reports whether s is a JSON string's body as it is: printable
+// ASCII without quote or backslash (base64 is).
+func quotesAsIs(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// unmarshalBlob decodes a message carrying a chunk's base64 in "blob":
+// the chunk, a plain string, is taken as it is (protojson would scan its
+// 350 KB for escapes once more, and copy it), the other fields take
+// protojson. A blob with escapes takes protojson whole.
+func unmarshalBlob(b []byte, m proto.Message, setBlob func(string)) error {
+	var blob json.RawMessage
+	rest := make([]byte, 0, 256)
+	rest = append(rest, '{')
+	err := ObjectFields(b, func(key string, value json.RawMessage) error {
+		// A string without a backslash is its value as it is (the walk
+		// checked it is UTF-8 without control characters).
+		if key == "blob" && len(value) >= 2 && value[0] == '"' && bytes.IndexByte(value[1:len(value)-1], '\\') < 0 {
+			if blob != nil {
+				return errors.New("duplicate blob") // protojson says more
+			}
+			blob = value
+			return nil
+		}
+		if len(rest) > 1 {
+			rest = append(rest, ',')
+		}
+		k, err := json.Marshal(key)
+		if err != nil {
+			return err
+		}
+		rest = append(append(append(rest, k...), ':'), value...)
+		return nil
+	})
+	if err != nil || blob == nil {
+		return unmarshalOptions.Unmarshal(b, m)
+	}
+	if err := unmarshalOptions.Unmarshal(append(rest, '}'), m); err != nil {
+		return err
+	}
+	setBlob(string(blob[1 : len(blob)-1]))
+	return nil
 }
 
 // unmarshalCallToolResultSlow is the protojson path for a CallToolResult:
@@ -207,6 +288,9 @@ func ToWire(m proto.Message) (json.RawMessage, error) {
 	b, err := Marshal(m)
 	if err != nil {
 		return nil, err
+	}
+	if int64AsNumbers(m) {
+		return b, nil
 	}
 	var c bytes.Buffer
 	c.Grow(len(b))

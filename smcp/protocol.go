@@ -351,6 +351,36 @@ func (e *EventInfo) Check(payload []byte) (RoutedFields, error) {
 	return out, nil
 }
 
+// CheckPresent is Check of the declared fields that payload carries, in
+// one walk over it: an absent field is not required (a computer serves a
+// direct caller's request without agent). Errors are 400s.
+func (e *EventInfo) CheckPresent(payload []byte) error {
+	var got [maxFields]json.RawMessage // by index in e.Fields
+	err := walkObject(payload, func(_ int, key []byte, v json.RawMessage) error {
+		for i := range e.Fields {
+			if e.Fields[i].Key == string(key) {
+				got[i] = v
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if i := skipSpace(payload, 0); i == len(payload) || payload[i] != '{' {
+			return Errorf(CodeBadRequest, "%s: payload must be a JSON object", e.Name)
+		}
+		return Errorf(CodeBadRequest, "%s: %v", e.Name, err)
+	}
+	for i, f := range e.Fields {
+		if got[i] == nil {
+			continue
+		}
+		if _, _, err := f.read(got[i], false); err != nil {
+			return Errorf(CodeBadRequest, "%s: %s", e.Name, err.Error())
+		}
+	}
+	return nil
+}
+
 type fieldError string
 
 func (e fieldError) Error() string { return string(e) }

@@ -47,6 +47,8 @@ func runComputer(ctx context.Context, args []string) error {
 	fs.Var(&skillDirs, "skills", "folder of skill folders (each with a SKILL.md), served to agents from 0.3; repeatable, "+
 		"or several separated by '"+string(os.PathListSeparator)+"'")
 	landingRoot := fs.String("landing-root", "", "folder where agents' uploads (client:put_blob, 0.4) land; unset refuses uploads")
+	quotaBytes := fs.Int64("landing-quota-bytes", 0, "bytes the landing root may hold (landed files and uploads in progress at their declared size); an upload that would go over is refused before it starts (4019 too_large); 0: no bound")
+	quotaFiles := fs.Int("landing-quota-files", 0, "files the landing root may hold (landed and in progress); 0: no bound")
 	authField := fs.String("auth-field", sioclient.DefaultAuthField,
 		"field of the Socket.IO auth object the API key is also sent in, from protocol 0.3 (beside the x-api-key header)")
 	fs.addLogFlags("info")
@@ -73,7 +75,10 @@ func runComputer(ctx context.Context, args []string) error {
 		return err
 	}
 	opts := computer.Options{Name: *name, Config: cfg, Logger: log, Confirm: *confirm,
-		Protocol: *protocol, SkillDirs: skillDirs, LandingRoot: *landingRoot}
+		Protocol: *protocol, SkillDirs: skillDirs, LandingRoot: *landingRoot, LandingQuotaBytes: *quotaBytes, LandingQuotaFiles: *quotaFiles}
+	if *quotaBytes < 0 || *quotaFiles < 0 {
+		return usagef("--landing-quota-bytes and --landing-quota-files must not be negative")
+	}
 	if terminal.Interactive() {
 		t := terminal.Stdio()
 		opts.InputAsker, opts.ConfirmAsker = t, t

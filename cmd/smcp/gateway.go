@@ -231,6 +231,7 @@ type gatewayConfig struct {
 	MCPListenKey    int           `yaml:"max_mcp_listen_streams_per_key"`
 	MCPViews        int           `yaml:"max_mcp_office_views"`
 	MCPViewsKey     int           `yaml:"max_mcp_office_views_per_key"`
+	MCPBlobBytes    int           `yaml:"mcp_max_blob_bytes"`
 	MCPOrigins      string        `yaml:"mcp_allowed_origins"`
 	ShutdownGrace   time.Duration `yaml:"shutdown_grace"`
 	IdleTimeout     time.Duration `yaml:"idle_timeout"`
@@ -293,7 +294,7 @@ func defaultGatewayConfig() *gatewayConfig {
 		MCPSessions: mcpfront.DefaultMaxSessions, MCPSessionsAddr: mcpfront.DefaultMaxSessionsPerAddr,
 		MCPSessionsKey: mcpfront.DefaultMaxSessionsPerKey, MCPListen: mcpfront.DefaultMaxListenStreams,
 		MCPListenAddr: mcpfront.DefaultMaxListenStreamsPerAddr, MCPListenKey: mcpfront.DefaultMaxListenStreamsPerKey,
-		MCPViews: mcpfront.DefaultMaxOfficeViews, MCPViewsKey: mcpfront.DefaultMaxOfficeViewsPerKey,
+		MCPViews: mcpfront.DefaultMaxOfficeViews, MCPViewsKey: mcpfront.DefaultMaxOfficeViewsPerKey, MCPBlobBytes: mcpfront.DefaultMaxBlobBytes,
 		IdleTimeout: gateway.DefaultIdleTimeout, BodyTimeout: gateway.DefaultBodyReadTimeout, HeaderTimeout: gateway.DefaultReadHeaderTimeout,
 		RPCAgent: rpc.DefaultAgent, Metrics: true, RedisTTL: cluster.DefaultHeartbeatTTL,
 		RedisTimeout: cluster.DefaultTimeout, RedisClaim: cluster.DefaultClaimTimeout, LogLevel: "info",
@@ -333,6 +334,7 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.MCPListenKey, "max-mcp-listen-streams-per-key", c.MCPListenKey, "open subscriptions/listen streams per key or token subject; more get 429 (-1: no limit)")
 	fs.IntVar(&c.MCPViews, "max-mcp-office-views", c.MCPViews, "offices with a shared view for MCP 2026-07-28 requests; at the bound the least recently used idle view is closed, else 429")
 	fs.IntVar(&c.MCPViewsKey, "max-mcp-office-views-per-key", c.MCPViewsKey, "shared office views made by one key or token subject (-1: no limit); at the bound its least recently used idle one is closed, else 429")
+	fs.IntVar(&c.MCPBlobBytes, "mcp-max-blob-bytes", c.MCPBlobBytes, "largest blob (a skill file, a tool result's binary items together) the MCP front end drains into one answer; a larger one is refused before it moves (MCP has no streaming: Connect ReadBlob and Socket.IO get_blob stream any size)")
 	fs.StringVar(&c.MCPOrigins, "mcp-allowed-origins", c.MCPOrigins, "comma-separated web origins (https://app.example.com, or *) whose pages may call /mcp/{office_id}; a request from another Origin gets 403. Always allowed: no Origin, the gateway's own host, loopback")
 	fs.DurationVar(&c.ShutdownGrace, "shutdown-grace", c.ShutdownGrace, "how long in-flight calls may finish on shutdown")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "close a keep-alive HTTP connection without a request after this")
@@ -458,7 +460,10 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 	mcpOpts := mcpfront.Options{MaxSessions: c.MCPSessions, MaxSessionsPerAddr: c.MCPSessionsAddr, PublicURL: c.PublicURL,
 		AllowedOrigins: splitList(c.MCPOrigins), MaxSessionsPerKey: c.MCPSessionsKey,
 		MaxListenStreams: c.MCPListen, MaxListenStreamsPerAddr: c.MCPListenAddr, MaxListenStreamsPerKey: c.MCPListenKey,
-		MaxOfficeViews: c.MCPViews, MaxOfficeViewsPerKey: c.MCPViewsKey}
+		MaxOfficeViews: c.MCPViews, MaxOfficeViewsPerKey: c.MCPViewsKey, MaxBlobBytes: c.MCPBlobBytes}
+	if c.MCPBlobBytes <= 0 {
+		return gateway.Config{}, errors.New("--mcp-max-blob-bytes must be positive")
+	}
 	if c.MCPListen <= 0 || c.MCPViews <= 0 || c.MCPSessionsKey == 0 || c.MCPListenAddr == 0 || c.MCPListenKey == 0 || c.MCPViewsKey == 0 {
 		return gateway.Config{}, errors.New("--max-mcp-listen-streams and --max-mcp-office-views must be positive, --max-mcp-sessions-per-key, --max-mcp-listen-streams-per-addr, --max-mcp-listen-streams-per-key and --max-mcp-office-views-per-key positive or -1 (no limit)")
 	}

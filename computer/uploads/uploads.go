@@ -63,7 +63,13 @@ type Options struct {
 	IdleTimeout time.Duration
 	// MaxSize is the largest upload (default 100 MiB).
 	MaxSize int64
-	Logger  *slog.Logger
+	// QuotaBytes and QuotaFiles bound the landing root: the bytes of its
+	// files (landed, and in progress counted at their declared size) and
+	// their number. An upload that would go over either is refused at its
+	// first chunk, before a byte is written. 0: no bound.
+	QuotaBytes int64
+	QuotaFiles int
+	Logger     *slog.Logger
 }
 
 // Manager lands uploads.
@@ -301,6 +307,11 @@ func (m *Manager) first(agent string, req *smcpv1.PutBlobReq, data []byte) (*Ret
 		m.mu.Unlock()
 		return nil, refuse(ReasonBusy, "%d uploads in progress; try again later", m.opts.MaxConcurrent)
 	}
+	// Under m.mu: two first chunks cannot both take the last room.
+	if e := m.checkQuota(req.GetTotalSize()); e != nil {
+		m.mu.Unlock()
+		return nil, e
+	}
 	f, err := m.root.OpenFile(id+".part", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		m.mu.Unlock()
@@ -315,6 +326,56 @@ func (m *Manager) first(agent string, req *smcpv1.PutBlobReq, data []byte) (*Ret
 	m.mu.Unlock()
 	m.log.Info("upload started", "upload_id", id, "agent", agent, "total_size", u.total)
 	return m.write(u, req, data)
+}
+
+// checkQuota refuses an upload of size that would take the landing root
+// over QuotaBytes or QuotaFiles (m.mu held). The root's files are counted
+// as they are on disk (what the user removed frees room), an upload in
+// progress at its declared size, not at what it wrote so far.
+func (m *Manager) checkQuota(size int64) *smcp.Error {
+	if m.opts.QuotaBytes <= 0 && m.opts.QuotaFiles <= 0 {
+		return nil
+	}
+	var used int64
+	files := 0
+	entries, err := fs.ReadDir(m.root.FS(), ".")
+	if err != nil {
+		m.log.Warn("read landing root", "err", err)
+		return refuse(ReasonIOError, "cannot read the landing root")
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if id, ok := strings.CutSuffix(e.Name(), ".part"); ok {
+			if _, mine := m.ups[id]; mine {
+				continue // counted below at its declared size
+			}
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		used += info.Size()
+		files++
+	}
+	for _, u := range m.ups {
+		used += u.total
+		files++
+	}
+	switch {
+	case m.opts.QuotaFiles > 0 && files+1 > m.opts.QuotaFiles:
+		e := refuse(ReasonTooLarge, "the landing root holds %d files, its quota is %d (smcp computer --landing-quota-files): remove landed files first",
+			files, m.opts.QuotaFiles)
+		e.Details["quota_files"], e.Details["files"] = m.opts.QuotaFiles, files
+		return e
+	case m.opts.QuotaBytes > 0 && used+size > m.opts.QuotaBytes:
+		e := refuse(ReasonTooLarge, "%d bytes would take the landing root to %d, its quota is %d (smcp computer --landing-quota-bytes): remove landed files first",
+			size, used+size, m.opts.QuotaBytes)
+		e.Details["quota_bytes"], e.Details["used_bytes"] = m.opts.QuotaBytes, used
+		return e
+	}
+	return nil
 }
 
 // fail discards a started upload and returns e.

@@ -240,3 +240,58 @@ func TestSanitizeName(t *testing.T) {
 		t.Errorf("long hint = %q", got)
 	}
 }
+
+// A landing root with a quota refuses, at its first chunk and before a
+// byte is written, the upload that would take it over: landed files count
+// at their size, an upload in progress at its declared size, and what the
+// user removes frees room. The file quota likewise.
+func TestLandingQuota(t *testing.T) {
+	root := t.TempDir()
+	m := newManager(t, Options{Root: root, QuotaBytes: 100 << 10, QuotaFiles: 3})
+	data := make([]byte, 40<<10)
+	_, _ = rand.Read(data)
+	// 40 KiB landed.
+	ret, err := m.Put("a", firstChunk(int64(len(data)), hexSum(data), "one.bin", true, data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	landed := ret.LandingPath
+	// 40 KiB in progress (declared 40, 10 written).
+	started, err := m.Put("a", firstChunk(int64(len(data)), hexSum(data), "two.bin", false, data[:10<<10]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 40 + 40 + 21 KiB is over 100 KiB: refused, nothing written.
+	before := files(t, root)
+	big := data[:21<<10]
+	_, err = m.Put("a", firstChunk(int64(len(big)), hexSum(big), "three.bin", true, big))
+	if got := reason(t, err); got != ReasonTooLarge || !strings.Contains(err.Error(), "quota is 102400") || !strings.Contains(err.Error(), "--landing-quota-bytes") {
+		t.Fatalf("over the byte quota: %v", err)
+	}
+	if e, _ := smcp.AsError(err); e.Details["quota_bytes"] != int64(100<<10) || e.Details["used_bytes"] != int64(80<<10) {
+		t.Errorf("details %v", e.Details)
+	}
+	if after := files(t, root); strings.Join(after, ",") != strings.Join(before, ",") {
+		t.Errorf("files %v, before the refusal %v", after, before)
+	}
+	// 20 KiB fits: a third file.
+	small := data[:20<<10]
+	if _, err := m.Put("a", firstChunk(int64(len(small)), hexSum(small), "three.bin", true, small)); err != nil {
+		t.Fatalf("within the quota: %v", err)
+	}
+	// A fourth file is over the file quota, however small.
+	_, err = m.Put("a", firstChunk(1, hexSum(data[:1]), "four.bin", true, data[:1]))
+	if got := reason(t, err); got != ReasonTooLarge || !strings.Contains(err.Error(), "--landing-quota-files") {
+		t.Fatalf("over the file quota: %v", err)
+	}
+	// Removing a landed file makes room; the upload in progress finishes.
+	if err := os.Remove(filepath.Join(root, landed)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Put("a", firstChunk(1, hexSum(data[:1]), "four.bin", true, data[:1])); err != nil {
+		t.Fatalf("after a removal: %v", err)
+	}
+	if _, err := m.Put("a", chunk(started.UploadID, 10<<10, true, data[10<<10:])); err != nil {
+		t.Fatalf("the upload in progress: %v", err)
+	}
+}

@@ -25,9 +25,13 @@ import (
 const skillPrefix = "skill://"
 
 // DefaultMaxBlobBytes bounds what the front end drains of blob handles for
-// one answer (a skill file, or the items of one tool result): an MCP answer
-// is one JSON message, so the bytes are held while it is made.
-const DefaultMaxBlobBytes = 32 << 20
+// one answer (a skill file, or the items of one tool result): MCP has no
+// streaming content, an answer is one JSON message, so its bytes are held
+// while it is made, about four times over (the bytes, their base64, the
+// encoded message and its write). A larger blob is refused before any
+// chunk moves, with an error naming the bound and the typed ReadBlob or
+// client:get_blob, which stream it.
+const DefaultMaxBlobBytes = 8 << 20
 
 func skillURI(computer, name string) string {
 	return skillPrefix + url.PathEscape(computer) + "/" + url.PathEscape(name)
@@ -151,6 +155,9 @@ func (x *session) readSkill(ctx context.Context, uri string) (*mcp.ReadResourceR
 	case ret.Body != nil:
 		rc.Text = ret.GetBody()
 	case ret.GetBlobHandle() != "":
+		if limit := int64(x.front.opts.MaxBlobBytes); ret.GetTotalSize() > limit {
+			return nil, mcpError(tooLarge(ret.GetTotalSize(), limit), true)
+		}
 		data, _, err := x.drainBlob(ctx, computer, ret.GetBlobHandle(), int64(x.front.opts.MaxBlobBytes))
 		if err != nil {
 			if ctx.Err() != nil {
@@ -172,35 +179,52 @@ func (x *session) readSkill(ctx context.Context, uri string) (*mcp.ReadResourceR
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{rc}}, nil
 }
 
-// drainBlob reads a blob handle of computer whole, chunk by chunk with
-// client:get_blob, checking each chunk and the sha256 (blobread); more
-// than limit bytes are refused before they are read.
+// drainBlob reads a blob handle of computer whole with client:get_blob,
+// blobread.DefaultWindow chunks in flight, checking each chunk and the
+// sha256 (blobread); more than limit bytes are refused once the first
+// chunk has declared the size, before the others are asked for.
 func (x *session) drainBlob(ctx context.Context, computer, handle string, limit int64) ([]byte, string, error) {
-	var r blobread.Reader
-	var out []byte
-	for !r.EOF() {
+	get := func(ctx context.Context, offset, max int64) (*smcpv1.GetBlobRet, error) {
 		raw, err := x.request(ctx, smcp.EventGetBlob, map[string]any{"computer": computer, "blob_handle": handle,
-			"chunk_offset": r.Offset()})
+			"chunk_offset": offset, "max_chunk_bytes": max})
 		if err != nil {
-			return nil, "", err
+			return nil, err
 		}
 		var ret smcpv1.GetBlobRet
 		if err := smcp.Unmarshal(raw, &ret); err != nil {
-			return nil, "", smcp.Errorf(smcp.CodeInternal, "malformed get_blob answer: %v", err)
+			return nil, smcp.Errorf(smcp.CodeInternal, "malformed get_blob answer: %v", err)
 		}
-		if r.Offset() == 0 && ret.GetTotalSize() > limit {
-			return nil, "", smcp.Errorf(smcp.CodeInternal, "blob of %d bytes is over the %d this front end hands over in one answer", ret.GetTotalSize(), limit)
+		if offset == 0 && ret.GetTotalSize() > limit {
+			return nil, tooLarge(ret.GetTotalSize(), limit)
 		}
-		c, err := r.Next(&ret)
-		if err != nil {
-			return nil, "", smcp.Errorf(smcp.CodeInternal, "blob read: %v", err)
-		}
+		return &ret, nil
+	}
+	var out []byte
+	r, err := blobread.Read(ctx, blobread.DefaultWindow, blobChunkBytes, get, func(r *blobread.Reader, c blobread.Chunk) error {
 		if out == nil {
 			out = make([]byte, 0, r.TotalSize())
 		}
 		out = append(out, c.Data...)
+		return nil
+	})
+	if err != nil {
+		if _, ok := smcp.AsError(err); ok {
+			return nil, "", err
+		}
+		return nil, "", smcp.Errorf(smcp.CodeInternal, "blob read: %v", err)
 	}
 	return out, r.MIMEType(), nil
+}
+
+// blobChunkBytes is the chunk asked for: the protocol's default and our
+// computer's cap (PROTOCOL-0.4.md §5.7).
+const blobChunkBytes = 256 << 10
+
+// tooLarge refuses a blob over what one MCP answer may carry.
+func tooLarge(size, limit int64) *smcp.Error {
+	return smcp.Errorf(smcp.CodeBadRequest,
+		"blob of %d bytes is over the %d bytes one MCP answer carries (the gateway's --mcp-max-blob-bytes; MCP has no streaming content): read it with the Connect ReadBlob or Socket.IO client:get_blob, which stream it",
+		size, limit)
 }
 
 // fillBlobs hands the MCP client real content where a tool result carries

@@ -2,75 +2,12 @@ package rpc_test
 
 import (
 	"context"
-	"runtime"
-	"runtime/metrics"
-	"sync"
 	"testing"
 	"time"
 
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/internal/testheap"
 )
-
-// heapSampler records, while it runs, the largest heap of the process
-// (live and not yet collected objects) and the largest live heap the GC
-// found (what was still reachable after a cycle), as growth over the
-// values when it started, after a GC.
-type heapSampler struct {
-	stop chan struct{}
-	wg   sync.WaitGroup
-
-	mu                   sync.Mutex
-	baseHeap, baseLive   uint64
-	peakHeap, peakLive   uint64
-	baseCycles, lastCycs uint64
-}
-
-var heapMetrics = []string{"/memory/classes/heap/objects:bytes", "/gc/heap/live:bytes", "/gc/cycles/total:gc-cycles"}
-
-func readHeap() (heap, live, cycles uint64) {
-	s := make([]metrics.Sample, len(heapMetrics))
-	for i, name := range heapMetrics {
-		s[i].Name = name
-	}
-	metrics.Read(s)
-	return s[0].Value.Uint64(), s[1].Value.Uint64(), s[2].Value.Uint64()
-}
-
-func startHeapSampler() *heapSampler {
-	runtime.GC()
-	h := &heapSampler{stop: make(chan struct{})}
-	h.baseHeap, h.baseLive, h.baseCycles = readHeap()
-	h.peakHeap, h.peakLive = h.baseHeap, h.baseLive
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			heap, live, cycles := readHeap()
-			h.mu.Lock()
-			h.peakHeap, h.peakLive, h.lastCycs = max(h.peakHeap, heap), max(h.peakLive, live), cycles
-			h.mu.Unlock()
-			select {
-			case <-h.stop:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return h
-}
-
-// done stops the sampler and returns the growths in MiB and the number of
-// GC cycles seen.
-func (h *heapSampler) done() (heapMiB, liveMiB float64, cycles uint64) {
-	close(h.stop)
-	h.wg.Wait()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	mib := func(peak, base uint64) float64 { return float64(int64(peak)-int64(base)) / (1 << 20) }
-	return mib(h.peakHeap, h.baseHeap), mib(h.peakLive, h.baseLive), h.lastCycs - h.baseCycles
-}
 
 // TestBlobTransferMemory measures the heap while 100 MiB go through the
 // gateway each way (ReadBlob, then PutBlob); 24 MiB under the race
@@ -96,9 +33,9 @@ func TestBlobTransferMemory(t *testing.T) {
 	defer cancel()
 	cl := newClient(t, g, protocols[2], "x-api-key", keyAgent)
 
-	check := func(what string, h *heapSampler, elapsed time.Duration) {
+	check := func(what string, h *testheap.Sampler, elapsed time.Duration) {
 		t.Helper()
-		heap, live, cycles := h.done()
+		heap, live, cycles := h.Done()
 		t.Logf("%s of %d MiB in %v: live heap grew by at most %.1f MiB, heap with garbage by at most %.1f MiB (%d GC cycles)",
 			what, size>>20, elapsed.Round(time.Millisecond), live, heap, cycles)
 		if cycles < 5 {
@@ -109,7 +46,7 @@ func TestBlobTransferMemory(t *testing.T) {
 		}
 	}
 
-	h := startHeapSampler()
+	h := testheap.Start()
 	start := time.Now()
 	got := readBlob(ctx, cl, &smcpv1.ReadBlobRequest{OfficeId: officeA, Computer: "pc-04", BlobHandle: "h-big.bin"})
 	elapsed := time.Since(start)
@@ -118,7 +55,7 @@ func TestBlobTransferMemory(t *testing.T) {
 	}
 	check("ReadBlob", h, elapsed)
 
-	h = startHeapSampler()
+	h = testheap.Start()
 	start = time.Now()
 	res, err := putFile(ctx, cl, &smcpv1.PutBlobHeader{OfficeId: officeA, Computer: "pc-04", TotalSize: size, Sha256: b.sha}, path, 1<<20-1024)
 	elapsed = time.Since(start)

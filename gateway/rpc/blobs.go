@@ -25,12 +25,18 @@ import (
 // in the gateway, whatever the blob's size.
 const BlobChunkBytes = 256 << 10
 
-// ReadBlob streams a blob: one client:get_blob per chunk, in order, each
-// chunk's bytes sent on before the next is asked for, so the gateway never
-// holds more than one. It checks what PROTOCOL-0.4.md §5.7 asks of an agent
-// and fails the stream on the first violation. The message with eof set is
-// sent only once the SHA-256 of every byte matches the declared sha256: a
-// stream that ends without it must be discarded.
+// MinBlobChunkBytes is the smallest max_chunk_bytes a ReadBlob may ask:
+// every chunk is a client:get_blob to the computer, so a tiny one would
+// make a blob's download thousands of times as many requests.
+const MinBlobChunkBytes = 16 << 10
+
+// ReadBlob streams a blob: client:get_blob requests for its chunks,
+// blobread.DefaultWindow of them in flight, each chunk sent on in order as
+// soon as it is checked, so the gateway holds at most a window of chunks
+// whatever the blob's size. It checks what PROTOCOL-0.4.md §5.7 asks of an
+// agent and fails the stream on the first violation. The message with eof
+// set is sent only once the SHA-256 of every byte matches the declared
+// sha256: a stream that ends without it must be discarded.
 func (s *service) ReadBlob(ctx context.Context, req *smcpv1.ReadBlobRequest, stream *connect.ServerStream[smcpv1.ReadBlobResponse]) (err error) {
 	c, err := callerFrom(ctx)
 	if err != nil {
@@ -40,8 +46,9 @@ func (s *service) ReadBlob(ctx context.Context, req *smcpv1.ReadBlobRequest, str
 	defer end(&err)
 	chunk := int64(BlobChunkBytes)
 	if req.MaxChunkBytes != nil {
-		if req.GetMaxChunkBytes() < 1 {
-			return toConnect(smcp.Errorf(smcp.CodeBadRequest, "max_chunk_bytes must be at least 1"))
+		if req.GetMaxChunkBytes() < MinBlobChunkBytes {
+			return toConnect(smcp.Errorf(smcp.CodeBadRequest, "max_chunk_bytes must be at least %d (each chunk is a request to the computer), not %d",
+				MinBlobChunkBytes, req.GetMaxChunkBytes()))
 		}
 		chunk = min(chunk, req.GetMaxChunkBytes())
 	}
@@ -50,41 +57,33 @@ func (s *service) ReadBlob(ctx context.Context, req *smcpv1.ReadBlobRequest, str
 		return err
 	}
 	defer sess.Close()
-	var r blobread.Reader
-	for !r.EOF() {
-		offset := r.Offset()
+	get := func(ctx context.Context, offset, max int64) (*smcpv1.GetBlobRet, error) {
 		ret := &smcpv1.GetBlobRet{}
 		err := sess.Call(ctx, smcp.EventGetBlob, &smcpv1.GetBlobReq{
 			Agent: c.agent, ReqId: newReqID(), Computer: req.GetComputer(),
-			BlobHandle: req.GetBlobHandle(), ChunkOffset: &offset, MaxChunkBytes: &chunk,
+			BlobHandle: req.GetBlobHandle(), ChunkOffset: &offset, MaxChunkBytes: &max,
 		}, ret)
-		if err != nil {
-			return toConnect(err)
-		}
-		msg, err := readChunk(&r, ret)
-		if err != nil {
-			s.log.Warn("blob read failed", "office", req.GetOfficeId(), "computer", req.GetComputer(), "offset", offset, "err", err)
-			return err
-		}
-		if err := stream.Send(msg); err != nil {
-			return err
-		}
+		return ret, err
+	}
+	var sendErr error
+	_, err = blobread.Read(ctx, blobread.DefaultWindow, chunk, get, func(r *blobread.Reader, c blobread.Chunk) error {
+		sendErr = stream.Send(&smcpv1.ReadBlobResponse{Data: c.Data, ChunkOffset: c.Offset, TotalSize: r.TotalSize(), Sha256: r.SHA256(),
+			MimeType: r.MIMEType(), Eof: c.EOF})
+		return sendErr
+	})
+	switch {
+	case sendErr != nil:
+		return sendErr
+	case errors.Is(err, blobread.ErrChanged):
+		s.log.Warn("blob read failed", "office", req.GetOfficeId(), "computer", req.GetComputer(), "err", err)
+		return connect.NewError(connect.CodeAborted, err)
+	case errors.Is(err, blobread.ErrCorrupt):
+		s.log.Warn("blob read failed", "office", req.GetOfficeId(), "computer", req.GetComputer(), "err", err)
+		return connect.NewError(connect.CodeDataLoss, err)
+	case err != nil:
+		return toConnect(err)
 	}
 	return nil
-}
-
-// readChunk checks one chunk (blobread.Reader) and makes it the message to
-// send.
-func readChunk(r *blobread.Reader, ret *smcpv1.GetBlobRet) (*smcpv1.ReadBlobResponse, error) {
-	c, err := r.Next(ret)
-	switch {
-	case errors.Is(err, blobread.ErrChanged):
-		return nil, connect.NewError(connect.CodeAborted, err)
-	case err != nil:
-		return nil, connect.NewError(connect.CodeDataLoss, err)
-	}
-	return &smcpv1.ReadBlobResponse{Data: c.Data, ChunkOffset: c.Offset, TotalSize: r.TotalSize(), Sha256: r.SHA256(),
-		MimeType: r.MIMEType(), Eof: c.EOF}, nil
 }
 
 // PutBlob uploads the caller's stream to a computer with client:put_blob
@@ -122,7 +121,13 @@ func (s *service) PutBlob(ctx context.Context, stream *connect.ClientStream[smcp
 		return nil, err
 	}
 	defer sess.Close()
-	up := &upload{sess: sess, agent: c.agent, hdr: hdr, sum: sha256.New(), buf: make([]byte, 0, BlobChunkBytes)}
+	ctx, cancel := context.WithCancel(ctx)
+	up := &upload{sess: sess, agent: c.agent, hdr: hdr, sum: sha256.New(), buf: make([]byte, 0, BlobChunkBytes),
+		spare: make([]byte, 0, BlobChunkBytes)}
+	defer func() {
+		cancel() // a chunk still in flight ends first
+		_, _ = up.acked()
+	}()
 	for stream.Receive() {
 		part, ok := stream.Msg().GetPart().(*smcpv1.PutBlobRequest_Data)
 		if !ok {
@@ -135,7 +140,7 @@ func (s *service) PutBlob(ctx context.Context, stream *connect.ClientStream[smcp
 	if err := stream.Err(); err != nil {
 		return nil, err
 	}
-	if got := up.sent + int64(len(up.buf)); got != hdr.GetTotalSize() {
+	if got := up.queued + int64(len(up.buf)); got != hdr.GetTotalSize() {
 		return nil, up.fail(s, smcp.Errorf(smcp.CodeBadRequest, "the upload ended after %d bytes, total_size is %d", got, hdr.GetTotalSize()))
 	}
 	ret, err := up.flush(ctx, true)
@@ -148,26 +153,36 @@ func (s *service) PutBlob(ctx context.Context, stream *connect.ClientStream[smcp
 	return &smcpv1.PutBlobResponse{LandingPath: ret.GetLandingPath(), TotalSize: ret.GetTotalSize(), Sha256: ret.GetSha256(), UploadId: up.id}, nil
 }
 
-// upload is one PutBlob's state: at most one chunk of the caller's bytes.
+// upload is one PutBlob's state: at most two chunks of the caller's
+// bytes, the one at the computer and the next being received.
 type upload struct {
-	sess  *core.Session
-	agent string
-	hdr   *smcpv1.PutBlobHeader
-	id    string // the computer's upload_id, from the first ack
-	sent  int64  // bytes acknowledged by the computer
-	sum   hash.Hash
-	buf   []byte
+	sess   *core.Session
+	agent  string
+	hdr    *smcpv1.PutBlobHeader
+	id     string // the computer's upload_id, from the first ack
+	sent   int64  // bytes acknowledged by the computer
+	queued int64  // bytes sent, acknowledged or not
+	sum    hash.Hash
+	buf    []byte // the bytes of the next chunk
+	spare  []byte // the chunk in flight, then buf's next backing array
+	// inFlight, when set, delivers the ack of the chunk in flight.
+	inFlight chan putAck
+}
+
+type putAck struct {
+	ret *smcpv1.PutBlobRet
+	err error
 }
 
 // write adds the caller's bytes, sending every full chunk but the last.
 func (u *upload) write(ctx context.Context, data []byte) error {
 	total := u.hdr.GetTotalSize()
-	if u.sent+int64(len(u.buf))+int64(len(data)) > total {
+	if u.queued+int64(len(u.buf))+int64(len(data)) > total {
 		return smcp.Errorf(smcp.CodeBadRequest, "the upload has more than total_size %d bytes", total)
 	}
 	for len(data) > 0 {
 		if len(u.buf) == cap(u.buf) {
-			if _, err := u.flush(ctx, false); err != nil {
+			if err := u.send(ctx, false); err != nil {
 				return err
 			}
 		}
@@ -177,29 +192,54 @@ func (u *upload) write(ctx context.Context, data []byte) error {
 	}
 	// A full chunk is sent once more bytes are known to follow it: the
 	// chunk that reaches total_size is the eof one, sent at the end.
-	if len(u.buf) == cap(u.buf) && u.sent+int64(len(u.buf)) < total {
-		_, err := u.flush(ctx, false)
-		return err
+	if len(u.buf) == cap(u.buf) && u.queued+int64(len(u.buf)) < total {
+		return u.send(ctx, false)
 	}
 	return nil
 }
 
-// flush sends the buffered bytes as one put_blob chunk and waits for its ack.
-func (u *upload) flush(ctx context.Context, eof bool) (*smcpv1.PutBlobRet, error) {
+// send waits for the ack of the chunk in flight (chunks go one after the
+// other's ack, PROTOCOL-0.4 §5.8), then sends the buffered bytes as the
+// next chunk without waiting for its ack: the caller's next bytes are
+// received meanwhile.
+func (u *upload) send(ctx context.Context, eof bool) error {
+	if _, err := u.acked(); err != nil {
+		return err
+	}
 	req := &smcpv1.PutBlobReq{
 		Agent: u.agent, ReqId: newReqID(), Computer: u.hdr.GetComputer(),
-		ChunkOffset: u.sent, Eof: eof, Blob: base64.StdEncoding.EncodeToString(u.buf),
+		ChunkOffset: u.queued, Eof: eof, Blob: base64.StdEncoding.EncodeToString(u.buf),
 	}
-	if u.sent == 0 {
+	if u.queued == 0 {
 		total, sha := u.hdr.GetTotalSize(), u.hdr.GetSha256()
 		req.TotalSize, req.Sha256, req.NameHint = &total, &sha, u.hdr.NameHint
 	} else {
 		req.UploadId = &u.id
 	}
-	ret := &smcpv1.PutBlobRet{}
-	if err := u.sess.Call(ctx, smcp.EventPutBlob, req, ret); err != nil {
-		return nil, err
+	u.sum.Write(u.buf)
+	u.queued += int64(len(u.buf))
+	u.buf, u.spare = u.spare[:0], u.buf
+	done := make(chan putAck, 1)
+	u.inFlight = done
+	go func() {
+		ret := &smcpv1.PutBlobRet{}
+		err := u.sess.Call(ctx, smcp.EventPutBlob, req, ret)
+		done <- putAck{ret, err}
+	}()
+	return nil
+}
+
+// acked waits for the ack of the chunk in flight, if any, and checks it.
+func (u *upload) acked() (*smcpv1.PutBlobRet, error) {
+	if u.inFlight == nil {
+		return nil, nil
 	}
+	a := <-u.inFlight
+	u.inFlight = nil
+	if a.err != nil {
+		return nil, a.err
+	}
+	ret := a.ret
 	if u.sent == 0 {
 		if ret.GetUploadId() == "" {
 			return nil, blobError(connect.CodeInternal, "the computer answered the first chunk without an upload_id")
@@ -209,10 +249,16 @@ func (u *upload) flush(ctx context.Context, eof bool) (*smcpv1.PutBlobRet, error
 	if ret.GetChunkOffset() != u.sent {
 		return nil, blobError(connect.CodeInternal, "sent the chunk at offset %d, the computer acknowledged offset %d", u.sent, ret.GetChunkOffset())
 	}
-	u.sum.Write(u.buf)
-	u.sent += int64(len(u.buf))
-	u.buf = u.buf[:0]
+	u.sent = u.queued
 	return ret, nil
+}
+
+// flush sends the buffered bytes as the last chunk and waits for its ack.
+func (u *upload) flush(ctx context.Context, eof bool) (*smcpv1.PutBlobRet, error) {
+	if err := u.send(ctx, eof); err != nil {
+		return nil, err
+	}
+	return u.acked()
 }
 
 // landed checks the eof ack against the header and the bytes forwarded.

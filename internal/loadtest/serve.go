@@ -76,6 +76,10 @@ const (
 // (gateway.Config.Redis and NodeID). The zero Node is a single gateway.
 type Node struct {
 	Redis, ID string
+	// MCPMaxBlobBytes is the MCP front end's bound on a blob drained into
+	// one answer (mcpfront.Options.MaxBlobBytes; 0: its default): the blob
+	// mode moves files above the default through it.
+	MCPMaxBlobBytes int
 }
 
 // Serve serves a gateway (insecure, for benchmarks; a cluster node when
@@ -105,7 +109,7 @@ func Serve(ctx context.Context, kind string, node Node, ln net.Listener, log *sl
 			SIO: sio.Config{EventsPerSecond: 1e7, MaxConnsPerAddr: -1}, MCP: mcpfront.Options{EventsPerSecond: 1e7,
 				MaxSessions: 1 << 20, MaxSessionsPerAddr: -1, MaxSessionsPerKey: -1, // one key (AllowAll), one address
 				MaxListenStreams: 1 << 20, MaxListenStreamsPerAddr: -1, MaxListenStreamsPerKey: -1,
-				MaxOfficeViews: 1 << 20, MaxOfficeViewsPerKey: -1},
+				MaxOfficeViews: 1 << 20, MaxOfficeViewsPerKey: -1, MaxBlobBytes: node.MCPMaxBlobBytes},
 			Redis: node.Redis, NodeID: node.ID, MaxUnauthenticatedPerAddr: -1})
 		if err != nil {
 			return err

@@ -1,10 +1,13 @@
 // Package blobread checks a blob download as an agent must (PROTOCOL-0.4.md
 // §5.7): the chunks of client:get_blob, in order, against the total_size and
 // sha256 the first one declares. It holds one running hash, never the
-// bytes: a front end hands each chunk on as it comes. No networking.
+// bytes: a front end hands each chunk on as it comes. Read keeps a window
+// of chunk requests in flight through a function given to it; no
+// networking here.
 package blobread
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -12,6 +15,7 @@ import (
 	"fmt"
 	"hash"
 	"strings"
+	"sync"
 
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 )
@@ -111,4 +115,92 @@ func IsSHA256(s string) bool {
 	}
 	_, err := hex.DecodeString(s)
 	return err == nil
+}
+
+// DefaultWindow is how many client:get_blob requests a reader keeps in
+// flight: one at a time, a chunk's two round trips (agent to gateway to
+// computer) leave both ends idle most of the time; eight keep the
+// computer's reads, the gateway and the agent's checks busy at once,
+// for at most eight chunks held per transfer (bench -mode blob).
+const DefaultWindow = 8
+
+// Get asks the computer for the chunk of at most max bytes at offset
+// (one client:get_blob).
+type Get func(ctx context.Context, offset, max int64) (*smcpv1.GetBlobRet, error)
+
+// Read drains a blob with up to window (at least 1) chunk requests of
+// chunk bytes in flight, checking each answer in order (Reader.Next) and
+// handing it to emit before the next is looked at. The first request goes
+// alone: its answer declares the size, and the length of its chunk is the
+// computer's cap, which the later requests then ask for. Should a chunk
+// still come shorter than asked, the requests in flight are dropped and
+// the window starts again where the blob stands. The first failing chunk
+// in order ends the read with its error; the requests still in flight are
+// cancelled and awaited before Read returns.
+func Read(ctx context.Context, window int, chunk int64, get Get, emit func(*Reader, Chunk) error) (*Reader, error) {
+	if window < 1 || chunk < 1 {
+		return nil, fmt.Errorf("blobread: window %d and chunk %d must be at least 1", window, chunk)
+	}
+	type answer struct {
+		ret *smcpv1.GetBlobRet
+		err error
+	}
+	type request struct {
+		offset int64
+		done   chan answer
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // before wg.Wait: the requests in flight end first
+	r := &Reader{}
+	var queue []request
+	var next int64 // offset of the next request
+	ask := func() {
+		req := request{offset: next, done: make(chan answer, 1)}
+		wg.Go(func() {
+			ret, err := get(ctx, req.offset, chunk)
+			req.done <- answer{ret, err}
+		})
+		queue = append(queue, req)
+		next += chunk
+	}
+	for !r.EOF() {
+		if len(queue) == 0 {
+			next = r.Offset()
+			ask()
+		}
+		for r.started && len(queue) < window && next < r.totalSize {
+			ask()
+		}
+		req := queue[0]
+		queue = queue[1:]
+		var a answer
+		select {
+		case a = <-req.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if a.err != nil {
+			return nil, fmt.Errorf("get_blob at offset %d: %w", req.offset, a.err)
+		}
+		if req.offset != r.Offset() {
+			// An earlier chunk was shorter than asked: the answers in
+			// flight do not follow on from it.
+			queue = nil
+			continue
+		}
+		first := !r.started
+		c, err := r.Next(a.ret)
+		if err != nil {
+			return nil, err
+		}
+		if err := emit(r, c); err != nil {
+			return nil, err
+		}
+		if first && !c.EOF && int64(len(c.Data)) < chunk {
+			chunk = int64(len(c.Data)) // the computer's cap
+		}
+	}
+	return r, nil
 }

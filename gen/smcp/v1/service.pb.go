@@ -2920,7 +2920,7 @@ type ReadBlobRequest struct {
 	Computer string `protobuf:"bytes,2,opt,name=computer,proto3" json:"computer,omitempty"`
 	// Opaque handle minted by the computer.
 	BlobHandle string `protobuf:"bytes,3,opt,name=blob_handle,proto3" json:"blob_handle,omitempty"`
-	// Largest chunk asked of the computer per client:get_blob: at least 1;
+	// Largest chunk asked of the computer per client:get_blob: at least 16 KiB;
 	// 256 KiB, the default, when unset or larger. The computer may send less.
 	MaxChunkBytes *int64 `protobuf:"varint,4,opt,name=max_chunk_bytes,proto3,oneof" json:"max_chunk_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields

@@ -88,6 +88,8 @@ func benchMain(ctx context.Context, args []string, out io.Writer) error {
 			return benchServe(ctx, args[1:])
 		case "mcp":
 			return benchMCP(ctx, args[1:])
+		case "computer":
+			return benchComputer(ctx, args[1:])
 		}
 	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -136,6 +138,16 @@ at the load they meet, not only at saturation.
 clients stay connected, and each row's --duration is cut into N turns, so that
 the machine's speed drifting over minutes falls on every row alike.
 
+mode blob (alone) moves a random file of --blob-size bytes through each
+blob path of a spawned gateway and a spawned 0.4 computer (skills folder and
+landing root) and reports MiB/s, the sha256 check, and the RSS growth and
+CPU of gateway, computer and this process (the agent side): downloads
+sio-get (client:get_blob, Go agent), connect-get (ReadBlob), mcp-get
+(resources/read), uploads sio-put (client:put_blob, Go agent), connect-put
+(PutBlob); --compare http adds net/http serving and receiving the file
+(the computer serves files up to its 100 MiB cap);
+--profile writes CPU profiles of the three processes over the whole run.
+
 modes: sio (client:tool_call; sio-0.4 the same in 0.4 offices), connect (CallTool, Connect protocol, stock
 connect-go client over HTTP/1.1), connect-h2c (the same over h2c), grpc
 (CallTool, gRPC over h2c, stock connect-go client), connect-raw (CallTool,
@@ -175,11 +187,29 @@ flags:
 	fs.IntVar(&c.repeat, "repeat", 1, "run each configuration this many times")
 	rates := fs.String("rate", "", `comma-separated offered loads, each one more run of every server after the saturated one: calls/s ("8000"), or a percentage ("25%") of the saturated calls/s of the Node relay (with --compare node) or else the gateway, in the same repetition`)
 	fs.IntVar(&c.turns, "turns", 0, "measure the sio and CallTool rows in rotation, each --duration cut into this many turns (0: one after the other)")
+	blobSize := fs.Int64("blob-size", 256<<20, "size of the random file of mode blob, bytes")
+	blobPaths := fs.String("blob-paths", "", "comma-separated paths of mode blob (default all): sio-get, connect-get, mcp-get, sio-put, connect-put")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *modes == modeBlob {
+		// The blob mode moves one file through each path: none of the call
+		// modes' load options apply.
+		if *blobSize < 1 {
+			return errors.New("--blob-size must be positive")
+		}
+		if *compare != "" && *compare != kindHTTP {
+			return fmt.Errorf("--compare: mode blob compares with %q only", kindHTTP)
+		}
+		if c.profileDir != "" {
+			if err := os.MkdirAll(c.profileDir, 0o755); err != nil {
+				return err
+			}
+		}
+		return runBlob(ctx, out, *blobSize, *blobPaths, *compare == kindHTTP, c.profileDir, c.jsonOut)
 	}
 	for m := range strings.SplitSeq(*modes, ",") {
 		switch mode := loadtest.Mode(strings.TrimSpace(m)); mode {
@@ -263,6 +293,13 @@ flags:
 }
 
 const modeStartup loadtest.Mode = "startup"
+
+// modeBlob moves a file through each blob path (blob.go); kindHTTP is its
+// reference, net/http serving and receiving the same file.
+const (
+	modeBlob = "blob"
+	kindHTTP = "http"
+)
 
 // serverCluster is the server of the rows measured through two gateway
 // nodes sharing a Redis; clusterServer(n) names those of n nodes.
@@ -739,9 +776,16 @@ func benchServe(ctx context.Context, args []string) error {
 	var node loadtest.Node
 	fs.StringVar(&node.Redis, "redis", "", "Redis URL: serve as one node of a cluster (gateway only)")
 	fs.StringVar(&node.ID, "node-id", "", "cluster node id")
+	fs.IntVar(&node.MCPMaxBlobBytes, "mcp-max-blob-bytes", 0, "MCP front end's bound on a blob drained into one answer (0: its default)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	stop, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return err

@@ -239,3 +239,30 @@ func TestBenchGovernance(t *testing.T) {
 		t.Errorf("text report has %d governance ratios, want 3:\n%s", n, text.String())
 	}
 }
+
+// TestBenchBlob runs `bench -mode blob -compare http` on a file of a few
+// chunks and an odd tail: every path (Socket.IO, Connect and MCP
+// downloads, Socket.IO and Connect uploads, net/http both ways) moves it
+// with its sha256 intact, and the text report names each path.
+func TestBenchBlob(t *testing.T) {
+	var out bytes.Buffer
+	if err := benchMain(t.Context(), []string{"-mode", "blob", "-blob-size", "1234567", "-compare", "http", "-json"}, &out); err != nil {
+		t.Fatalf("bench: %v\n%s", err, out.String())
+	}
+	var rows []blobRow
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		seen[r.Path] = true
+		if !r.SHA256 || r.Err != "" || r.Bytes != 1234567 || r.MiBps <= 0 {
+			t.Errorf("%s: %+v", r.Path, r)
+		}
+	}
+	for _, p := range blobPaths {
+		if !seen[p] {
+			t.Errorf("no %s row in %s", p, out.String())
+		}
+	}
+}

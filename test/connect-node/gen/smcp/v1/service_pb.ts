@@ -1602,7 +1602,7 @@ export type ReadBlobRequest = Message<"smcp.v1.ReadBlobRequest"> & {
   blobHandle: string;
 
   /**
-   * Largest chunk asked of the computer per client:get_blob: at least 1;
+   * Largest chunk asked of the computer per client:get_blob: at least 16 KiB;
    * 256 KiB, the default, when unset or larger. The computer may send less.
    *
    * @generated from field: optional int64 max_chunk_bytes = 4 [json_name = "max_chunk_bytes"];
