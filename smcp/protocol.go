@@ -52,6 +52,9 @@ const (
 	OfficeAck
 	// AnswerAck: one argument, the answer or a flat error.
 	AnswerAck
+	// EmptyAck: no argument when done, one flat error when refused (join
+	// and leave from 0.5).
+	EmptyAck
 )
 
 // Span is a stretch of versions over which an event keeps one ack form:
@@ -137,7 +140,7 @@ func msg[T any, P interface {
 
 // Spans of the table: the ack forms by version.
 var (
-	since02Office  = []Span{{V02, OfficeAck}}
+	since02Office  = []Span{{V02, OfficeAck}, {V05, EmptyAck}}
 	since02Answer  = []Span{{V02, AnswerAck}}
 	since03Answer  = []Span{{V03, AnswerAck}}
 	since04Answer  = []Span{{V04, AnswerAck}}
@@ -204,6 +207,12 @@ var protocol = []EventInfo{
 	{Name: NotifyToolCallCancel, Kind: Notify, Spans: since02NoAck, NewRequest: msg[smcpv1.AgentCallData]()},
 	{Name: NotifyUpdateSkills, Kind: Notify, Spans: since03NoAck, NewRequest: msg[smcpv1.UpdateComputerConfigReq]()},
 }
+
+// SeatPerRole reports whether offices of profile v hold one agent and one
+// computer, and refuse joins, leaves and listings with the room codes
+// (4101, 4103, 4104, 4106) rather than 403: 0.5's room model
+// (PROTOCOL-0.5.md rows 1-7).
+func (v Version) SeatPerRole() bool { return v.Compare(V05) >= 0 }
 
 var byName = func() map[string]*EventInfo {
 	m := make(map[string]*EventInfo, len(protocol))
