@@ -265,7 +265,7 @@ func roomModel05(t *testing.T, start func(t *testing.T) *gateway.Running) {
 		mustAck(t, "leave R2", a.leave("R2"), `[{"code":4104,"message":"Not a member of office \"R2\""}]`)
 		var ret struct {
 			Sessions []struct{ Name, Role, OfficeID string } `json:"sessions"`
-			ReqID    string                                   `json:"req_id"`
+			ReqID    string                                  `json:"req_id"`
 		}
 		var acked []json.RawMessage
 		if err := json.Unmarshal([]byte(list("R1")), &acked); err != nil || len(acked) != 1 || json.Unmarshal(acked[0], &ret) != nil {
