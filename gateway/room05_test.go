@@ -352,3 +352,38 @@ func TestRoomModel05ConcurrentJoinsAcrossNodes(t *testing.T) {
 		})
 	}
 }
+
+// One office of each profile on a gateway serving all four: each keeps its
+// own join acks and rules (several computers before 0.5, one in 0.5), tool
+// calls route in each, and a member of another profile is refused in the
+// form of its own.
+func TestFourProfilesSideBySide(t *testing.T) {
+	url := startGateway(t, gateway.Config{SIO: sio.Config{Protocols: []smcp.Version{smcp.V02, smcp.V03, smcp.V04, smcp.V05}},
+		Logger: testLogger}).URL
+	dialV := func(v smcp.Version) *peer05 {
+		return &peer05{rawSIO: dialRawQuery(t, url, "&a2c_version="+v.Full(), nil)}
+	}
+	for _, v := range []smcp.Version{smcp.V02, smcp.V03, smcp.V04, smcp.V05} {
+		office := "o" + v.String()
+		done := `[true,null]`
+		if v == smcp.V05 {
+			done = emptyAck
+		}
+		a, c1, c2 := dialV(v), dialV(v), dialV(v)
+		mustAck(t, v.String()+" agent joins", a.join("agent", "A", office), done)
+		mustAck(t, v.String()+" computer joins", c1.join("computer", "C1", office), done)
+		a.mustNext(v.String()+" agent", enter(office, "computer", "C1"))
+		second := done
+		if v == smcp.V05 {
+			second = roomFull(office, "computer")
+		}
+		mustAck(t, v.String()+" second computer joins", c2.join("computer", "C2", office), second)
+		c1.answering("C1 of " + v.String())
+		mustAck(t, v.String()+" tool call", a.toolCall("A", "C1"),
+			`[{"isError":false,"content":[{"type":"text","text":"C1 of `+v.String()+`"}]}]`)
+	}
+	mustAck(t, "0.4 computer in the 0.5 office", dialV(smcp.V04).join("computer", "C9", "o0.5"),
+		`[false,"office o0.5 speaks 0.5; this connection speaks 0.4"]`)
+	mustAck(t, "0.5 computer in the 0.4 office", dialV(smcp.V05).join("computer", "C9", "o0.4"),
+		`[{"code":403,"message":"office o0.4 speaks 0.4; this connection speaks 0.5"}]`)
+}
