@@ -250,6 +250,32 @@ func roomModel05(t *testing.T, start func(t *testing.T) *gateway.Running) {
 		mustAck(t, "C2 joins R1", c2.join("computer", "C2", "R1"), emptyAck)
 		a.mustNext("A", enter("R1", "computer", "C2"))
 	})
+	t.Run("fire and forget", func(t *testing.T) {
+		url := start(t).URL
+		a, c1 := dial05(t, url), dial05(t, url)
+		mustAck(t, "A joins R1", a.join("agent", "A", "R1"), emptyAck)
+		mustAck(t, "C1 joins R1", c1.join("computer", "C1", "R1"), emptyAck)
+		a.mustNext("A", enter("R1", "computer", "C1"))
+		// An update asked to be acked is not (0.5 forbids it); the office
+		// hears it under the sender's name, not the payload's.
+		upd := c1.emit(smcp.EventUpdateToolList, `{"computer":"someone-else"}`)
+		a.mustNext("A", `["notify:update_tool_list",{"computer":"C1"}]`)
+		// A refused one (from an agent) is dropped without an ack either.
+		bad := a.emit(smcp.EventUpdateConfig, `{"computer":"A"}`)
+		// A cancel naming another agent is told as the sender's.
+		a.fire(smcp.EventToolCallCancel, `{"agent":"not-A","req_id":"r9"}`)
+		c1.mustNext("C1", `["notify:tool_call_cancel",{"agent":"A","req_id":"r9"}]`)
+		// Acks of later events come back, those two never did.
+		_ = a.call(smcp.EventListRoom, `{"agent":"A","req_id":"q","office_id":"R1"}`)
+		mustAck(t, "C1's leave", c1.leave("R1"), emptyAck)
+		select {
+		case b := <-upd:
+			t.Fatalf("update acked: %s", b)
+		case b := <-bad:
+			t.Fatalf("refused update acked: %s", b)
+		default:
+		}
+	})
 	t.Run("room codes", func(t *testing.T) {
 		url := start(t).URL
 		a, c1 := dial05(t, url), dial05(t, url)

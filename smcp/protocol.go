@@ -144,8 +144,9 @@ var (
 	since02Answer  = []Span{{V02, AnswerAck}}
 	since03Answer  = []Span{{V03, AnswerAck}}
 	since04Answer  = []Span{{V04, AnswerAck}}
-	since02IfAsked = []Span{{V02, AckIfAsked}}
-	since03IfAsked = []Span{{V03, AckIfAsked}}
+	// 0.5 forbids acking server:update_* (PROTOCOL-0.5.md row 12).
+	since02IfAsked = []Span{{V02, AckIfAsked}, {V05, NoAck}}
+	since03IfAsked = []Span{{V03, AckIfAsked}, {V05, NoAck}}
 	since02NoAck   = []Span{{V02, NoAck}}
 	since03NoAck   = []Span{{V03, NoAck}}
 )
@@ -213,6 +214,12 @@ var protocol = []EventInfo{
 // (4101, 4103, 4104, 4106) rather than 403: 0.5's room model
 // (PROTOCOL-0.5.md rows 1-7).
 func (v Version) SeatPerRole() bool { return v.Compare(V05) >= 0 }
+
+// SenderNamesItself reports whether, in profile v, a fire-and-forget event
+// is told to the office under its sender's session name whatever name its
+// payload gives, rather than refused for a name that is not the sender's
+// (server:tool_call_cancel): 0.5's rule (PROTOCOL-0.5.md row 12).
+func (v Version) SenderNamesItself() bool { return v.Compare(V05) >= 0 }
 
 var byName = func() map[string]*EventInfo {
 	m := make(map[string]*EventInfo, len(protocol))

@@ -750,7 +750,8 @@ func (s *Session) Update(event string) error {
 }
 
 // CancelToolCall handles server:tool_call_cancel: from the office's agent with
-// its own name, it tells the rest of the office.
+// its own name (from 0.5, whatever name it gives), it tells the rest of the
+// office under the agent's name.
 func (s *Session) CancelToolCall(req *smcpv1.AgentCallData) error {
 	h := s.hub
 	h.mu.Lock()
@@ -758,7 +759,7 @@ func (s *Session) CancelToolCall(req *smcpv1.AgentCallData) error {
 	switch {
 	case s.role != smcp.RoleAgent || s.officeID == "" || s.closed:
 		return smcp.Errorf(smcp.CodeNotInOffice, "only an agent in an office may cancel")
-	case req.GetAgent() != s.name:
+	case req.GetAgent() != s.name && !s.proto.Version.SenderNamesItself():
 		return smcp.Errorf(smcp.CodeForbidden, "agent %q is not the caller", req.GetAgent())
 	case req.GetReqId() == "":
 		return smcp.Errorf(smcp.CodeBadRequest, "req_id is required")
