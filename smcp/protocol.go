@@ -140,10 +140,10 @@ func msg[T any, P interface {
 
 // Spans of the table: the ack forms by version.
 var (
-	since02Office  = []Span{{V02, OfficeAck}, {V05, EmptyAck}}
-	since02Answer  = []Span{{V02, AnswerAck}}
-	since03Answer  = []Span{{V03, AnswerAck}}
-	since04Answer  = []Span{{V04, AnswerAck}}
+	since02Office = []Span{{V02, OfficeAck}, {V05, EmptyAck}}
+	since02Answer = []Span{{V02, AnswerAck}}
+	since03Answer = []Span{{V03, AnswerAck}}
+	since04Answer = []Span{{V04, AnswerAck}}
 	// 0.5 forbids acking server:update_* (PROTOCOL-0.5.md row 12).
 	since02IfAsked = []Span{{V02, AckIfAsked}, {V05, NoAck}}
 	since03IfAsked = []Span{{V03, AckIfAsked}, {V05, NoAck}}
