@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"reflect"
 	"strings"
 	"sync"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/sio"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 	"github.com/smcpgw/smcp-gateway/internal/systest"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -381,8 +384,8 @@ func TestRoomModel05ConcurrentJoinsAcrossNodes(t *testing.T) {
 
 // One office of each profile on a gateway serving all four: each keeps its
 // own join acks and rules (several computers before 0.5, one in 0.5), tool
-// calls route in each, and a member of another profile is refused in the
-// form of its own.
+// calls route in each (from Socket.IO agents and from the typed API), and a
+// member of another profile is refused in the form of its own.
 func TestFourProfilesSideBySide(t *testing.T) {
 	url := startGateway(t, gateway.Config{SIO: sio.Config{Protocols: []smcp.Version{smcp.V02, smcp.V03, smcp.V04, smcp.V05}},
 		Logger: testLogger}).URL
@@ -407,6 +410,22 @@ func TestFourProfilesSideBySide(t *testing.T) {
 		c1.answering("C1 of " + v.String())
 		mustAck(t, v.String()+" tool call", a.toolCall("A", "C1"),
 			`[{"isError":false,"content":[{"type":"text","text":"C1 of `+v.String()+`"}]}]`)
+	}
+	// The typed API acts in an office of each profile as its one-call agent.
+	rpc := smcpv1connect.NewAgentServiceClient(http.DefaultClient, url)
+	for _, v := range []smcp.Version{smcp.V02, smcp.V03, smcp.V04, smcp.V05} {
+		office := "rpc" + v.String()
+		pc := dialV(v)
+		pc.answering("RPC in " + v.String())
+		done := `[true,null]`
+		if v == smcp.V05 {
+			done = emptyAck
+		}
+		mustAck(t, v.String()+" computer joins "+office, pc.join("computer", "PC", office), done)
+		res, err := rpc.CallTool(ctxT(t), &smcpv1.CallToolRequest{OfficeId: office, Computer: "PC", ToolName: "echo", Timeout: 5})
+		if err != nil || res.GetResult().GetContent()[0].GetFields()["text"].GetStringValue() != "RPC in "+v.String() {
+			t.Fatalf("CallTool in %s: %v %v", office, res, err)
+		}
 	}
 	mustAck(t, "0.4 computer in the 0.5 office", dialV(smcp.V04).join("computer", "C9", "o0.5"),
 		`[false,"office o0.5 speaks 0.5; this connection speaks 0.4"]`)
