@@ -359,7 +359,7 @@ func TestProtocolRefusesOldPickString(t *testing.T) {
 	if _, err := computer.New(computer.Options{Name: "pc", Config: cfg}); err != nil {
 		t.Errorf("0.2 with string options: %v", err)
 	}
-	if _, err := computer.New(computer.Options{Name: "pc", Config: cfg, Protocol: "0.5"}); err == nil {
+	if _, err := computer.New(computer.Options{Name: "pc", Config: cfg, Protocol: "0.6"}); err == nil {
 		t.Error("protocol 0.5 accepted")
 	}
 }

@@ -72,7 +72,8 @@ type Options struct {
 	// Protocol is the protocol version the computer speaks: Protocol02
 	// (PROTOCOL.md; the default, what the zero value always meant),
 	// Protocol03 or Protocol04 (PROTOCOL-0.4.md: tools, configuration,
-	// resources and desktop by bundle id). `smcp computer` defaults to 0.4.
+	// resources and desktop by bundle id), or Protocol05 (the 0.5 draft,
+	// PROTOCOL-0.5.md). `smcp computer` defaults to 0.4.
 	Protocol string
 	// SkillDirs hold the user's skill folders (0.3+), in discovery order.
 	SkillDirs []string
@@ -158,7 +159,7 @@ func New(opts Options) (*Computer, error) {
 		opts.Protocol = Protocol02
 	}
 	if _, ok := A2CVersion(opts.Protocol); !ok {
-		return nil, fmt.Errorf("computer: protocol %q (want %s, %s or %s)", opts.Protocol, Protocol02, Protocol03, Protocol04)
+		return nil, fmt.Errorf("computer: protocol %q (want %s, %s, %s or %s)", opts.Protocol, Protocol02, Protocol03, Protocol04, Protocol05)
 	}
 	if err := opts.Config.CheckProtocol(opts.Protocol); err != nil {
 		return nil, fmt.Errorf("computer: %w", err)

@@ -16,16 +16,19 @@ import (
 
 // Protocol versions a computer speaks (Options.Protocol): the MAJOR.MINOR
 // of its profile. 0.2 is PROTOCOL.md; 0.3 and 0.4 are PROTOCOL-0.4.md,
-// whose computer side is the same but for client:put_blob (0.4).
+// whose computer side is the same but for client:put_blob (0.4); 0.5 is
+// PROTOCOL-0.5.md, the draft whose room model changes only the join and
+// leave acks on the computer side.
 const (
 	Protocol02 = "0.2"
 	Protocol03 = "0.3"
 	Protocol04 = "0.4"
+	Protocol05 = "0.5"
 )
 
 // a2cVersions is what the computer sends as a2c_version for each profile
 // (PROTOCOL-0.4.md §2): the full version of the profile it implements.
-var a2cVersions = map[string]string{Protocol02: "0.2.0", Protocol03: "0.3.2", Protocol04: "0.4.0"}
+var a2cVersions = map[string]string{Protocol02: "0.2.0", Protocol03: "0.3.2", Protocol04: "0.4.0", Protocol05: "0.5.0"}
 
 // A2CVersion returns the a2c_version a computer of protocol sends, and
 // whether protocol is one the computer speaks.

@@ -123,8 +123,10 @@ func between(s, from, to string) string {
 }
 
 // The handshake matrix of PROTOCOL-0.4.md §2, every row, run against
-// gateways serving 0.2, 0.3 and 0.4 alone (the rows shifted by their MINOR)
-// and all three on one path, on long-polling and on WebSocket-only. A
+// gateways serving 0.2, 0.3, 0.4 and 0.5 alone (the rows shifted by their
+// MINOR) and all three released ones on one path (the default, which does
+// not serve the 0.5 draft: a 0.5 client gets 4008 naming 0.2-0.4), and all
+// four, on long-polling and on WebSocket-only. A
 // WebSocket-only client of a wrong version gets the very 400 a polling one
 // gets, byte for byte, and is never admitted. The v1.0 rows (backward
 // compatible minors) need a 1.x profile, which no version has yet: the
@@ -180,6 +182,11 @@ func TestHandshakeMatrix(t *testing.T) {
 		{"0.3", sio.Config{Protocols: []smcp.Version{smcp.V03}}, single(smcp.V03)},
 		{"0.4", sio.Config{Protocols: []smcp.Version{smcp.V04}}, single(smcp.V04)},
 		{"all", sio.Config{}, all},
+		{"0.5", sio.Config{Protocols: []smcp.Version{smcp.V05}}, single(smcp.V05)},
+		{"all four", sio.Config{Protocols: []smcp.Version{smcp.V02, smcp.V03, smcp.V04, smcp.V05}}, []row{
+			{"0.2", "&a2c_version=0.2.0", ok}, {"0.4", "&a2c_version=0.4.0", ok}, {"0.5", "&a2c_version=0.5.0", ok},
+			{"0.6", "&a2c_version=0.6.0", mismatch("0.5.0", "0.6.0", "0.2.0", "0.5.999", "0.2", "0.3", "0.4", "0.5")},
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := startGateway(t, gateway.Config{SIO: c.sio})

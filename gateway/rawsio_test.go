@@ -45,7 +45,14 @@ func (r *rawSIO) setOnEvent(fn func(array []byte, reply func(ack []byte))) {
 
 func dialRaw(t testing.TB, gwURL string, onEvent func(array []byte, reply func(ack []byte))) *rawSIO {
 	t.Helper()
-	url := "ws" + strings.TrimPrefix(gwURL, "http") + "/socket.io/?EIO=4&transport=websocket"
+	return dialRawQuery(t, gwURL, "", onEvent)
+}
+
+// dialRawQuery is dialRaw with query ("&a2c_version=0.5.0") added to the
+// handshake's.
+func dialRawQuery(t testing.TB, gwURL, query string, onEvent func(array []byte, reply func(ack []byte))) *rawSIO {
+	t.Helper()
+	url := "ws" + strings.TrimPrefix(gwURL, "http") + "/socket.io/?EIO=4&transport=websocket" + query
 	c, _, err := ws.DefaultDialer.Dial(url, http.Header{})
 	if err != nil {
 		t.Fatal(err)

@@ -964,11 +964,15 @@ func (c *Client) Joined() string {
 	return c.joined.GetOfficeId()
 }
 
-// officeRequest sends join or leave and reads the two-argument ack.
+// officeRequest sends join or leave and reads the ack: [true, null] or
+// [false, reason] before 0.5; from 0.5 an empty ack or a flat error.
 func (c *Client) officeRequest(ctx context.Context, event string, req proto.Message) error {
 	args, err := c.RequestArgs(ctx, event, req)
 	if err != nil {
 		return err
+	}
+	if len(args) == 0 && c.emptyAck(event) {
+		return nil
 	}
 	if len(args) > 0 {
 		if e, isErr := smcp.ErrorFromAck(args[0]); isErr {
@@ -987,6 +991,14 @@ func (c *Client) officeRequest(ctx context.Context, event string, req proto.Mess
 		_ = json.Unmarshal(args[1], &reason)
 	}
 	return smcp.Errorf(smcp.CodeForbidden, "%s", reason)
+}
+
+// emptyAck reports whether event's ack is empty when done in the profile
+// the client announced.
+func (c *Client) emptyAck(event string) bool {
+	cv, ok := smcp.ParseClientVersion(c.opts.Version)
+	e, known := smcp.Event(event)
+	return ok && known && e.Ack(cv.Version) == smcp.EmptyAck
 }
 
 func (c *Client) rejoin() {

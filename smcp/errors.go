@@ -24,6 +24,12 @@ const (
 	CodeNotSupported    = 501
 	CodeVersionMismatch = 4008
 	CodeNotInOffice     = 4103
+	// Room codes of 0.5 (PROTOCOL-0.5.md): the office's seat of the role
+	// is taken (4101), a request names an office other than the caller's
+	// (4104), an agent joins while in another office (4106).
+	CodeRoomFull        = 4101
+	CodeCrossOffice     = 4104
+	CodeAlreadyInOffice = 4106
 	// Codes of the 0.3 and 0.4 profiles (PROTOCOL-0.4.md §6).
 	CodeToolNotFound               = 4001
 	CodeToolExecutionFailed        = 4003

@@ -52,6 +52,9 @@ const (
 	OfficeAck
 	// AnswerAck: one argument, the answer or a flat error.
 	AnswerAck
+	// EmptyAck: no argument when done, one flat error when refused (join
+	// and leave from 0.5).
+	EmptyAck
 )
 
 // Span is a stretch of versions over which an event keeps one ack form:
@@ -137,12 +140,13 @@ func msg[T any, P interface {
 
 // Spans of the table: the ack forms by version.
 var (
-	since02Office  = []Span{{V02, OfficeAck}}
-	since02Answer  = []Span{{V02, AnswerAck}}
-	since03Answer  = []Span{{V03, AnswerAck}}
-	since04Answer  = []Span{{V04, AnswerAck}}
-	since02IfAsked = []Span{{V02, AckIfAsked}}
-	since03IfAsked = []Span{{V03, AckIfAsked}}
+	since02Office = []Span{{V02, OfficeAck}, {V05, EmptyAck}}
+	since02Answer = []Span{{V02, AnswerAck}}
+	since03Answer = []Span{{V03, AnswerAck}}
+	since04Answer = []Span{{V04, AnswerAck}}
+	// 0.5 forbids acking server:update_* (PROTOCOL-0.5.md row 12).
+	since02IfAsked = []Span{{V02, AckIfAsked}, {V05, NoAck}}
+	since03IfAsked = []Span{{V03, AckIfAsked}, {V05, NoAck}}
 	since02NoAck   = []Span{{V02, NoAck}}
 	since03NoAck   = []Span{{V03, NoAck}}
 )
@@ -204,6 +208,18 @@ var protocol = []EventInfo{
 	{Name: NotifyToolCallCancel, Kind: Notify, Spans: since02NoAck, NewRequest: msg[smcpv1.AgentCallData]()},
 	{Name: NotifyUpdateSkills, Kind: Notify, Spans: since03NoAck, NewRequest: msg[smcpv1.UpdateComputerConfigReq]()},
 }
+
+// SeatPerRole reports whether offices of profile v hold one agent and one
+// computer, and refuse joins, leaves and listings with the room codes
+// (4101, 4103, 4104, 4106) rather than 403: 0.5's room model
+// (PROTOCOL-0.5.md rows 1-7).
+func (v Version) SeatPerRole() bool { return v.Compare(V05) >= 0 }
+
+// SenderNamesItself reports whether, in profile v, a fire-and-forget event
+// is told to the office under its sender's session name whatever name its
+// payload gives, rather than refused for a name that is not the sender's
+// (server:tool_call_cancel): 0.5's rule (PROTOCOL-0.5.md row 12).
+func (v Version) SenderNamesItself() bool { return v.Compare(V05) >= 0 }
 
 var byName = func() map[string]*EventInfo {
 	m := make(map[string]*EventInfo, len(protocol))

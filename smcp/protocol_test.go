@@ -1,6 +1,7 @@
 package smcp
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,6 +154,17 @@ func TestProfiles(t *testing.T) {
 	if join.Ack(V04) != OfficeAck {
 		t.Errorf("join ack in 0.4: %v", join.Ack(V04))
 	}
+	leave, _ := Event(EventLeaveOffice)
+	if join.Ack(V05) != EmptyAck || leave.Ack(V05) != EmptyAck {
+		t.Errorf("join/leave acks in 0.5: %v %v", join.Ack(V05), leave.Ack(V05))
+	}
+	// 0.5 is a draft: known, never served by default.
+	if !V05.Known() || !V05.Draft() || V04.Draft() || slices.Contains(DefaultVersions(), V05) || len(DefaultVersions()) != 3 {
+		t.Errorf("0.5: known %v, draft %v, default versions %v", V05.Known(), V05.Draft(), DefaultVersions())
+	}
+	if n, want := len(ProfileOf(V05).Events(Routed)), 11; n != want {
+		t.Errorf("0.5 has %d routed events, want 0.4's %d", n, want)
+	}
 	if n, want := len(ProfileOf(V02).Events(Routed)), 6; n != want {
 		t.Errorf("0.2 has %d routed events, want %d", n, want)
 	}
@@ -204,11 +216,11 @@ func TestClientVersion(t *testing.T) {
 	if v, ok := LookupProfile("0.4"); !ok || v != V04 {
 		t.Errorf("LookupProfile(0.4) = %v, %v", v, ok)
 	}
-	if _, ok := LookupProfile("0.5"); ok {
-		t.Errorf("0.5 found as a profile")
+	if _, ok := LookupProfile("0.6"); ok {
+		t.Errorf("0.6 found as a profile")
 	}
-	if _, err := ParseProfile("0.5"); err == nil {
-		t.Errorf("0.5 accepted as a profile")
+	if _, err := ParseProfile("0.6"); err == nil {
+		t.Errorf("0.6 accepted as a profile")
 	}
 	if v, err := ParseProfile("0.3"); err != nil || v != V03 {
 		t.Errorf("ParseProfile(0.3) = %v, %v", v, err)

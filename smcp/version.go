@@ -17,6 +17,9 @@ var (
 	V02 = Version{0, 2}
 	V03 = Version{0, 3}
 	V04 = Version{0, 4}
+	// V05 is the draft of 0.5 (PROTOCOL-0.5.md): served only where an
+	// operator names it, until 0.5.0 is tagged.
+	V05 = Version{0, 5}
 )
 
 // Profiles are the known profiles, oldest first, each with the full version
@@ -24,12 +27,16 @@ var (
 type profile struct {
 	v    Version
 	full string
+	// draft: not yet released; not served unless asked for
+	// (DefaultVersions leaves it out).
+	draft bool
 }
 
 var profiles = []profile{
-	{V02, "0.2.0"},
-	{V03, "0.3.2"},
-	{V04, "0.4.0"},
+	{V02, "0.2.0", false},
+	{V03, "0.3.2", false},
+	{V04, "0.4.0", false},
+	{V05, "0.5.0", true},
 }
 
 // Versions returns the known profiles, oldest first.
@@ -39,6 +46,23 @@ func Versions() []Version {
 		out[i] = p.v
 	}
 	return out
+}
+
+// DefaultVersions returns the released profiles, oldest first: what a
+// server serves unless told otherwise.
+func DefaultVersions() []Version {
+	var out []Version
+	for _, p := range profiles {
+		if !p.draft {
+			out = append(out, p.v)
+		}
+	}
+	return out
+}
+
+// Draft reports whether v is a known profile not yet released.
+func (v Version) Draft() bool {
+	return slices.ContainsFunc(profiles, func(p profile) bool { return p.v == v && p.draft })
 }
 
 func (v Version) String() string { return strconv.Itoa(v.Major) + "." + strconv.Itoa(v.Minor) }

@@ -99,7 +99,7 @@ func runAgent(ctx context.Context, args []string) error {
 	window := fs.String("window", "", "desktop: only this window URI")
 	count := fs.Int("count", 0, "watch: stop after this many notifications (0: until Ctrl-C)")
 	protocol := fs.String("protocol", agent.DefaultVersion[:strings.LastIndexByte(agent.DefaultVersion, '.')],
-		"protocol profile of skills, skill, blob and put: 0.2, 0.3 or 0.4")
+		"protocol profile of skills, skill, blob and put: 0.2, 0.3, 0.4 or the 0.5 draft")
 	var output string
 	fs.StringVar(&output, "o", "", "skill, blob: write to this file (a partial or corrupt download leaves none)")
 	fs.StringVar(&output, "output", "", "the same as -o")

@@ -40,7 +40,7 @@ func runComputer(ctx context.Context, args []string) error {
 	name := fs.String("name", hostname, "computer name in the office")
 	apiKeyArg, apiKeyFile := fs.addAPIKey("API key for the gateway")
 	protocol := fs.String("protocol", computer.Protocol04,
-		"protocol version to speak: 0.2, 0.3 or 0.4 (sent as a2c_version 0.2.0, 0.3.2 or 0.4.0; it must be one the gateway serves)")
+		"protocol version to speak: 0.2, 0.3, 0.4 or the 0.5 draft (sent as a2c_version 0.2.0, 0.3.2, 0.4.0 or 0.5.0; it must be one the gateway serves)")
 	confirm := fs.String("confirm", tools.ConfirmDeny,
 		"tools that are not auto_apply, when no terminal can ask: auto (run them) or deny (refuse them)")
 	var skillDirs pathList
@@ -135,15 +135,15 @@ func versionAdvice(gateway, protocol string, ve *sioclient.VersionError) error {
 	switch {
 	case ve.CloseCode != 0:
 		return fmt.Errorf("gateway %s refused protocol %s (a2c_version %s; WebSocket close %d, supported versions not given): "+
-			"try --protocol with another of 0.2, 0.3, 0.4", gateway, protocol, sent, ve.CloseCode)
+			"try --protocol with another of 0.2, 0.3, 0.4, 0.5", gateway, protocol, sent, ve.CloseCode)
 	case use != "":
 		return fmt.Errorf("gateway %s refused protocol %s (a2c_version %s); it supports %s: run with --protocol %s",
 			gateway, protocol, sent, strings.Join(supported, ", "), use)
 	case len(supported) > 0:
-		return fmt.Errorf("gateway %s refused protocol %s (a2c_version %s); it supports %s, which this computer does not speak (it speaks 0.2, 0.3, 0.4)",
+		return fmt.Errorf("gateway %s refused protocol %s (a2c_version %s); it supports %s, which this computer does not speak (it speaks 0.2, 0.3, 0.4, 0.5)",
 			gateway, protocol, sent, strings.Join(supported, ", "))
 	default:
-		return fmt.Errorf("gateway %s refused protocol %s (a2c_version %s) without saying which it supports: try --protocol with another of 0.2, 0.3, 0.4",
+		return fmt.Errorf("gateway %s refused protocol %s (a2c_version %s) without saying which it supports: try --protocol with another of 0.2, 0.3, 0.4, 0.5",
 			gateway, protocol, sent)
 	}
 }

@@ -175,7 +175,7 @@ func TestComputerCommandVersionRefused(t *testing.T) {
 	if took := time.Since(start); took > 15*time.Second {
 		t.Errorf("took %v: the refusal was retried", took)
 	}
-	if err := runComputer(context.Background(), []string{"--config", cfg, "--office", "o", "--protocol", "0.5"}); err == nil || !strings.Contains(err.Error(), "--protocol") {
+	if err := runComputer(context.Background(), []string{"--config", cfg, "--office", "o", "--protocol", "0.6"}); err == nil || !strings.Contains(err.Error(), "--protocol") {
 		t.Errorf("--protocol 0.5: %v", err)
 	}
 	t.Setenv("SMCP_PROTOCOL", "0.9")

@@ -311,7 +311,7 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.SIOPath, "sio-path", c.SIOPath, "Engine.IO HTTP path of the Socket.IO endpoint")
 	fs.StringVar(&c.APIKeyHeader, "api-key-header", c.APIKeyHeader, "header carrying the API key")
 	fs.BoolVar(&c.RequireVersion, "require-version", c.RequireVersion, "refuse clients that do not send a2c_version (otherwise they speak 0.2)")
-	fs.StringVar(&c.Protocols, "protocols", c.Protocols, "comma-separated SMCP protocol versions served side by side, each office in one of them")
+	fs.StringVar(&c.Protocols, "protocols", c.Protocols, "comma-separated SMCP protocol versions served side by side, each office in one of them; 0.5 (draft: the room model of one agent and one computer per office) is served only when named here")
 	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "TLS certificate file (PEM); serve HTTPS with --tls-key")
 	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "TLS private key file (PEM)")
 	fs.IntVar(&c.MaxMessageBytes, "max-message-bytes", c.MaxMessageBytes, "largest event payload accepted")
@@ -506,7 +506,7 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		protocols = append(protocols, v)
 	}
 	if len(protocols) == 0 {
-		return gateway.Config{}, errors.New("--protocols: name at least one version (0.2, 0.3, 0.4)")
+		return gateway.Config{}, errors.New("--protocols: name at least one version (0.2, 0.3, 0.4, or the 0.5 draft)")
 	}
 	return gateway.Config{
 		Auth: auth,

@@ -123,6 +123,14 @@ local function holder(k)
   return best, ''
 end
 
+-- seat_per_role: a record of profile 0.5 on holds the office's only
+-- computer seat (smcp.Version.SeatPerRole, core.RoomFull).
+local function seat_per_role(ver)
+  local maj, min = string.match(ver, '^(%d+)%.(%d+)$')
+  if not maj then return false end
+  return tonumber(maj) > 0 or tonumber(min) >= 5
+end
+
 local function claim(k, idx, role, name, sid, lease, rec)
   -- The office's version is its "v" field while a non-lease member holds a
   -- slot; a record's own is its "v" key (core.Member, as encoding/json
@@ -162,6 +170,11 @@ local function claim(k, idx, role, name, sid, lease, rec)
   else
     local cur = redis.call('HGET', k, 'c:' .. name)
     if cur and cur ~= rec then return {'computer', cur} end
+    if not cur and seat_per_role(ver) then
+      for _, f in ipairs(redis.call('HKEYS', k)) do
+        if string.sub(f, 1, 2) == 'c:' then return {'computer', redis.call('HGET', k, f)} end
+      end
+    end
     redis.call('HSET', k, 'c:' .. name, rec)
   end
   if ver ~= '' then redis.call('HSET', k, 'v', ver) end
@@ -466,6 +479,9 @@ func (r *Registry) Claim(ctx context.Context, m core.Member) error {
 				}
 				continue
 			}
+		}
+		if m.SeatPerRole() {
+			return core.RoomFull(m.OfficeID, m.Role)
 		}
 		if reason == "agent" {
 			return core.SeatRefusal(m.OfficeID, holder, lapses)

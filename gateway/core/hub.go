@@ -610,6 +610,9 @@ func (s *Session) joinableLocked(role, name, officeID string) error {
 	case s.name != "" && s.name != name:
 		return smcp.Errorf(smcp.CodeForbidden, "name mismatch: this session is %q", s.name)
 	case role == smcp.RoleAgent && s.officeID != "" && s.officeID != officeID:
+		if s.proto.Version.SeatPerRole() {
+			return smcp.Errorf(smcp.CodeAlreadyInOffice, "Agent already in another room")
+		}
 		return smcp.Errorf(smcp.CodeForbidden, "agent already in office %q: leave it first", s.officeID)
 	}
 	return nil
@@ -624,8 +627,9 @@ func (s *Session) Leave(officeID string) error {
 		return smcp.Errorf(smcp.CodeForbidden, "a one-call agent cannot leave")
 	}
 	if s.officeID == "" || s.officeID != officeID {
+		err := s.notInLocked(officeID, "not in office %q")
 		h.mu.Unlock()
-		return smcp.Errorf(smcp.CodeForbidden, "not in office %q", officeID)
+		return err
 	}
 	released := s.leaveLocked()
 	h.mu.Unlock()
@@ -694,6 +698,20 @@ func (s *Session) leaveLocked() []Member {
 	return released
 }
 
+// notInLocked refuses a leave or a listing of officeID by a session that is
+// not in it: 403 with the message format older before 0.5; from 0.5, 4103
+// when it is in no office, 4104 when it names another (PROTOCOL-0.5.md
+// row 2).
+func (s *Session) notInLocked(officeID, older string) error {
+	switch {
+	case !s.proto.Version.SeatPerRole():
+		return smcp.Errorf(smcp.CodeForbidden, older, officeID)
+	case s.officeID == "" || s.closed:
+		return smcp.Errorf(smcp.CodeNotInOffice, "Not in any room")
+	}
+	return smcp.Errorf(smcp.CodeCrossOffice, "Not a member of office %q", officeID)
+}
+
 // ListRoom is ListRoomContext without a caller's context: the registry's
 // own timeout bounds it.
 func (s *Session) ListRoom(officeID string) ([]*smcpv1.SessionInfo, error) {
@@ -706,10 +724,17 @@ func (s *Session) ListRoom(officeID string) ([]*smcpv1.SessionInfo, error) {
 func (s *Session) ListRoomContext(ctx context.Context, officeID string) ([]*smcpv1.SessionInfo, error) {
 	h := s.hub
 	h.mu.Lock()
+	if officeID == "" && s.proto.Version.SeatPerRole() {
+		officeID = s.officeID // 0.5: a listing that names no office is of the caller's
+	}
 	member := s.officeID != "" && s.officeID == officeID && !s.closed
-	h.mu.Unlock()
+	var err error
 	if !member {
-		return nil, smcp.Errorf(smcp.CodeForbidden, "not a member of office %q", officeID)
+		err = s.notInLocked(officeID, "not a member of office %q")
+	}
+	h.mu.Unlock()
+	if err != nil {
+		return nil, err
 	}
 	return h.listMembers(ctx, officeID)
 }
@@ -735,7 +760,8 @@ func (s *Session) Update(event string) error {
 }
 
 // CancelToolCall handles server:tool_call_cancel: from the office's agent with
-// its own name, it tells the rest of the office.
+// its own name (from 0.5, whatever name it gives), it tells the rest of the
+// office under the agent's name.
 func (s *Session) CancelToolCall(req *smcpv1.AgentCallData) error {
 	h := s.hub
 	h.mu.Lock()
@@ -743,7 +769,7 @@ func (s *Session) CancelToolCall(req *smcpv1.AgentCallData) error {
 	switch {
 	case s.role != smcp.RoleAgent || s.officeID == "" || s.closed:
 		return smcp.Errorf(smcp.CodeNotInOffice, "only an agent in an office may cancel")
-	case req.GetAgent() != s.name:
+	case req.GetAgent() != s.name && !s.proto.Version.SenderNamesItself():
 		return smcp.Errorf(smcp.CodeForbidden, "agent %q is not the caller", req.GetAgent())
 	case req.GetReqId() == "":
 		return smcp.Errorf(smcp.CodeBadRequest, "req_id is required")

@@ -72,7 +72,8 @@ func NewMemRegistry() *MemRegistry {
 var _ Registry = (*MemRegistry)(nil)
 
 // Claim implements Registry: one agent session per office, one-call agents
-// (leases) sharing the slot by name, one computer per name. Claiming the
+// (leases) sharing the slot by name, one computer per name (one computer at
+// all in an office of a profile with one seat per role: RoomFull). Claiming the
 // very record that holds a slot again succeeds.
 func (r *MemRegistry) Claim(_ context.Context, m Member) error {
 	r.mu.Lock()
@@ -96,6 +97,9 @@ func (r *MemRegistry) Claim(_ context.Context, m Member) error {
 			holder := o.holderLocked()
 			lapses := o.lapses[holder.SID]
 			r.gcLocked(m.OfficeID, o)
+			if m.SeatPerRole() {
+				return RoomFull(m.OfficeID, m.Role)
+			}
 			return SeatRefusal(m.OfficeID, holder, lapses)
 		}
 		if o.agents == nil {
@@ -114,6 +118,8 @@ func (r *MemRegistry) Claim(_ context.Context, m Member) error {
 	}
 	if cur, taken := o.computers[m.Name]; taken && cur == m {
 		return nil
+	} else if m.SeatPerRole() && len(o.computers) > 0 {
+		return RoomFull(m.OfficeID, m.Role) // the same name too: 4101, never 4105
 	} else if taken {
 		return smcp.Errorf(smcp.CodeForbidden, "a computer named %q is already in office %q", m.Name, m.OfficeID)
 	}

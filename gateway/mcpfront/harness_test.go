@@ -121,8 +121,9 @@ func startComputer(t testing.TB, g *gateway.Running, key, office, name string, u
 }
 
 // startComputerWith is startComputer with the link's options (gw's URL,
-// office and key are filled in).
-func startComputerWith(t testing.TB, g *gateway.Running, key, office, name string, urls map[string]string, gw computer.Gateway) func() {
+// office and key are filled in) and, optionally, the computer's protocol
+// (default 0.2).
+func startComputerWith(t testing.TB, g *gateway.Running, key, office, name string, urls map[string]string, gw computer.Gateway, protocol ...string) func() {
 	t.Helper()
 	servers := map[string]*config.Server{}
 	for n, u := range urls {
@@ -132,8 +133,11 @@ func startComputerWith(t testing.TB, g *gateway.Running, key, office, name strin
 		}
 		servers[n] = s
 	}
-	pc, err := computer.New(computer.Options{Name: name, Config: &config.Config{Servers: servers},
-		Confirm: tools.ConfirmAuto, Logger: quiet, KeepAlive: -1})
+	opts := computer.Options{Name: name, Config: &config.Config{Servers: servers}, Confirm: tools.ConfirmAuto, Logger: quiet, KeepAlive: -1}
+	if len(protocol) > 0 {
+		opts.Protocol = protocol[0]
+	}
+	pc, err := computer.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,6 +42,20 @@ func ToolName(computer, tool string) string {
 	return c + Separator + t + "." + digest
 }
 
+// BareToolName names a tool in an office of one computer (protocol 0.5):
+// the name the computer lists, when it is a valid MCP tool name (of
+// [A-Za-z0-9_-], at most 128 characters), so that it stays the same when
+// another computer takes the office's seat; otherwise the name made safe,
+// a dot and 16 hex digits of SHA-256 over it (as ToolName's fallback).
+func BareToolName(tool string) string {
+	if tool != "" && safe(tool) && len(tool) <= MaxToolName {
+		return tool
+	}
+	sum := sha256.Sum256([]byte(tool))
+	digest := hex.EncodeToString(sum[:8])
+	return sanitize(tool, MaxToolName-1-len(digest)) + "." + digest
+}
+
 func safe(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if !safeByte(s[i]) {

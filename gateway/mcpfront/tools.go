@@ -39,9 +39,15 @@ type wireTool struct {
 
 // syncTools lists a computer's tools and makes the session's server hold
 // exactly them; the go-sdk tells the client (tools/list_changed) when
-// anything changed.
+// anything changed. In an office of one computer (0.5) the tools are named
+// as the computer lists them (BareToolName): a rebind keeps their names.
 func (x *session) syncTools(ctx context.Context, computer string) {
 	raw, err := x.syncRequest(ctx, smcp.EventGetTools, map[string]any{"computer": computer})
+	if err != nil {
+		x.listFailed("list tools", computer, err)
+		return
+	}
+	bare, err := x.oneComputer(ctx)
 	if err != nil {
 		x.listFailed("list tools", computer, err)
 		return
@@ -60,6 +66,9 @@ func (x *session) syncTools(ctx context.Context, computer string) {
 		if err != nil {
 			x.log.Warn("tool not offered", "computer", computer, "tool", wt.Name, "err", err)
 			continue
+		}
+		if bare {
+			t.Name = BareToolName(wt.Name)
 		}
 		next[t.Name] = t
 		tools[t.Name] = wt.Name
@@ -95,6 +104,17 @@ func (x *session) syncTools(ctx context.Context, computer string) {
 		}
 		c.tools[name] = b
 	}
+}
+
+// oneComputer reports whether the session's office speaks a profile of one
+// computer per office (0.5), read from the registry.
+func (x *session) oneComputer(ctx context.Context) (bool, error) {
+	v, err := x.front.hub.OfficeVersion(ctx, x.principal, x.office)
+	if err != nil {
+		return false, err
+	}
+	p, ok := smcp.LookupProfile(v)
+	return ok && p.SeatPerRole(), nil
 }
 
 // addTool adds t, turning the go-sdk's panics on a tool it cannot serve into

@@ -153,6 +153,21 @@ func wireError(err error) map[string]any {
 	return smcp.Errorf(smcp.CodeInternal, "internal error").Wire()
 }
 
+// officeAnswer answers join and leave in the form of the connection's
+// profile: [true, null] / [false, reason] before 0.5, then an empty ack or a
+// flat error.
+func (h *handler) officeAnswer(event string, ack socket.Ack, err error) {
+	if e, ok := smcp.Event(event); ok && e.Ack(h.sess.Protocol().Version) == smcp.EmptyAck {
+		if err != nil {
+			flat(ack, err)
+		} else if ack != nil {
+			ack([]any{}, nil)
+		}
+		return
+	}
+	officeAck(ack, err)
+}
+
 // officeAck answers join and leave: [true, null] or [false, "<reason>"].
 func officeAck(ack socket.Ack, err error) {
 	if ack == nil {
@@ -178,7 +193,7 @@ func (h *handler) join(ctx context.Context, payload any, ack socket.Ack) {
 	if err != nil {
 		h.log().Info("join refused", "office", req.GetOfficeId(), "name", req.GetName(), "role", req.GetRole(), "reason", err)
 	}
-	officeAck(ack, err)
+	h.officeAnswer(smcp.EventJoinOffice, ack, err)
 }
 
 func (h *handler) leave(payload any, ack socket.Ack) {
@@ -187,7 +202,7 @@ func (h *handler) leave(payload any, ack socket.Ack) {
 	if err == nil {
 		err = h.sess.Leave(req.GetOfficeId())
 	}
-	officeAck(ack, err)
+	h.officeAnswer(smcp.EventLeaveOffice, ack, err)
 }
 
 func (h *handler) listRoom(ctx context.Context, payload any, ack socket.Ack) {

@@ -72,7 +72,8 @@ type Config struct {
 	// more, close the connection.
 	MaxMessageBytes int
 	// Protocols are the profiles served (PROTOCOL-0.4.md §3); empty: every
-	// profile smcp knows.
+	// released profile smcp knows (smcp.DefaultVersions: a draft is served
+	// only when named).
 	Protocols []smcp.Version
 	// RequireVersion refuses handshakes without the a2c_version parameter
 	// (otherwise they speak 0.2, when 0.2 is served).
@@ -520,7 +521,9 @@ var eventsOf = func() map[smcp.Version]map[string]*eventSpec {
 		for _, e := range prof.Events(smcp.Server) {
 			switch spec, ok := own[e.Name]; {
 			case ok:
-				m[e.Name] = spec
+				spec := *spec
+				spec.officeAck = spec.officeAck && e.Ack(v) == smcp.OfficeAck // from 0.5 refusals are flat
+				m[e.Name] = &spec
 			case e.Name == smcp.EventToolCallCancel:
 				m[e.Name] = &eventSpec{fn: func(h *handler, _ string, p any, ack socket.Ack, _ context.Context) { h.cancel(p, ack) },
 					noAck: e.Ack(v) == smcp.NoAck}

@@ -21,7 +21,7 @@ type versions struct {
 
 func newVersions(enabled []smcp.Version, requireVersion bool) versions {
 	if len(enabled) == 0 {
-		enabled = smcp.Versions()
+		enabled = smcp.DefaultVersions()
 	}
 	enabled = slices.Clone(enabled)
 	slices.SortFunc(enabled, smcp.Version.Compare)

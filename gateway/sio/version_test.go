@@ -17,6 +17,7 @@ func TestVersionsPick(t *testing.T) {
 	only02 := newVersions([]smcp.Version{smcp.V02}, false)
 	only04 := newVersions([]smcp.Version{smcp.V04}, false)
 	strict := newVersions(nil, true)
+	with05 := newVersions([]smcp.Version{smcp.V02, smcp.V03, smcp.V04, smcp.V05}, false)
 	mismatchAll := `{"code":4008,"message":"Protocol version mismatch","server_version":"0.4.0","client_version":"%s","min_supported":"0.2.0","max_supported":"0.4.999","details":{"supported":["0.2","0.3","0.4"]}}`
 	for _, c := range []struct {
 		name  string
@@ -36,6 +37,8 @@ func TestVersionsPick(t *testing.T) {
 		{"0.4", all, "a2c_version=0.4.0", smcp.V04, ""},
 		{"0.4 patch", all, "a2c_version=0.4.7", smcp.V04, ""},
 		{"0.5", all, "a2c_version=0.5.0", smcp.Version{}, fmt.Sprintf(mismatchAll, "0.5.0")},
+		{"0.5 named", with05, "a2c_version=0.5.0", smcp.V05, ""},
+		{"0.4 beside 0.5", with05, "a2c_version=0.4.0", smcp.V04, ""},
 		{"1.0", all, "a2c_version=1.0.0", smcp.Version{}, fmt.Sprintf(mismatchAll, "1.0.0")},
 		{"0.3 on 0.2 only", only02, "a2c_version=0.3.0", smcp.Version{},
 			`{"code":4008,"message":"Protocol version mismatch","server_version":"0.2.0","client_version":"0.3.0","min_supported":"0.2.0","max_supported":"0.2.999","details":{"supported":["0.2"]}}`},

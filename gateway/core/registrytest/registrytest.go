@@ -37,6 +37,8 @@ func Run(t *testing.T, newRegistry func(t *testing.T) core.Registry) {
 		{"SeatLapses", seatLapses},
 		{"RefusalNamesHolder", refusalNamesHolder},
 		{"EvictAgent", evictAgent},
+		{"SeatPerRole", seatPerRole},
+		{"ComputerSeatRace", computerSeatRace},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.f(t, newRegistry(t)) })
 	}
@@ -270,7 +272,7 @@ func race(t *testing.T, r core.Registry, ms []core.Member) []int {
 				mu.Unlock()
 				return
 			}
-			if e, ok := smcp.AsError(err); !ok || e.Code != smcp.CodeForbidden {
+			if e, ok := smcp.AsError(err); !ok || (e.Code != smcp.CodeForbidden && e.Code != smcp.CodeRoomFull) {
 				t.Errorf("claim %+v: %v", m, err)
 			}
 		})
@@ -476,5 +478,66 @@ func evictAgent(t *testing.T, r core.Registry) {
 	wantNames(t, r, "o", "a:bob@s2", "c:pc@s9")
 	if got, err := r.EvictAgent(ctx, "empty"); err != nil || len(got) != 0 {
 		t.Fatalf("evict in an empty office = %v, %v", got, err)
+	}
+}
+
+// mustBeFull checks that err is 0.5's 4101 for role in office, word for
+// word (PROTOCOL-0.5.md row 3).
+func mustBeFull(t *testing.T, err error, office, role, what string) {
+	t.Helper()
+	e, ok := smcp.AsError(err)
+	if !ok {
+		t.Fatalf("%s: %v, want a 4101 *smcp.Error", what, err)
+	}
+	want := "Room already has a computer"
+	if role == smcp.RoleAgent {
+		want = "Room already has an agent"
+	}
+	if e.Code != smcp.CodeRoomFull || e.Message != want || len(e.Details) != 2 ||
+		e.Details["office_id"] != office || e.Details["role"] != role {
+		t.Fatalf("%s: %+v, want 4101 %q {office_id: %s, role: %s}", what, e, want, office, role)
+	}
+}
+
+// seatPerRole: in a 0.5 office the first computer keeps the only computer
+// seat against any other, of another name or the same; the agent seat is
+// refused with 4101 too; the seat is free once released; 0.4 offices keep
+// their computers by name.
+func seatPerRole(t *testing.T, r core.Registry) {
+	ctx := context.Background()
+	c1 := versioned(computer("R1", "C1", "s1"), "0.5")
+	mustClaim(t, r, c1)
+	mustClaim(t, r, c1) // the very record again: held
+	mustBeFull(t, r.Claim(ctx, versioned(computer("R1", "C2", "s2"), "0.5")), "R1", smcp.RoleComputer, "second computer")
+	mustBeFull(t, r.Claim(ctx, versioned(computer("R1", "C1", "s3"), "0.5")), "R1", smcp.RoleComputer, "second computer of the same name")
+	a := versioned(agent("R1", "A", "s4"), "0.5")
+	mustClaim(t, r, a)
+	mustBeFull(t, r.Claim(ctx, versioned(agent("R1", "B", "s5"), "0.5")), "R1", smcp.RoleAgent, "second agent")
+	wantNames(t, r, "R1", "a:A@s4", "c:C1@s1")
+	mustRelease(t, r, c1, true)
+	mustClaim(t, r, versioned(computer("R1", "C2", "s2"), "0.5"))
+	wantNames(t, r, "R1", "a:A@s4", "c:C2@s2")
+
+	// Beside it, a 0.4 office holds computers by name as before.
+	mustClaim(t, r, versioned(computer("R4", "C1", "t1"), "0.4"))
+	mustClaim(t, r, versioned(computer("R4", "C2", "t2"), "0.4"))
+	mustRefuse(t, r.Claim(ctx, versioned(computer("R4", "C1", "t3"), "0.4")), "0.4 computer of a taken name")
+	wantNames(t, r, "R4", "c:C1@t1", "c:C2@t2")
+}
+
+// computerSeatRace: computers of different names and of one name racing
+// for an empty 0.5 office: exactly one wins, the others get 4101.
+func computerSeatRace(t *testing.T, r core.Registry) {
+	for round := range 5 {
+		office := fmt.Sprintf("R%d", round)
+		var ms []core.Member
+		for i := range 16 {
+			ms = append(ms, versioned(computer(office, fmt.Sprintf("C%d", i%(round+1)), fmt.Sprintf("s%d", i)), "0.5"))
+		}
+		w := race(t, r, ms)
+		if len(w) != 1 {
+			t.Fatalf("round %d: %d computers won, want 1", round, len(w))
+		}
+		wantNames(t, r, office, "c:"+ms[w[0]].Name+"@"+ms[w[0]].SID)
 	}
 }

@@ -84,7 +84,11 @@ func profilesTable() string {
 		if v == smcp.V02 {
 			announce += ", or none (unless `--require-version`)"
 		}
-		fmt.Fprintf(&b, "| %s | %s | `%s` | %d |\n", v, announce, v.Full(), n)
+		name := v.String()
+		if v.Draft() {
+			name += " (draft: served only when `--protocols` names it)"
+		}
+		fmt.Fprintf(&b, "| %s | %s | `%s` | %d |\n", name, announce, v.Full(), n)
 	}
 	return b.String()
 }
@@ -93,7 +97,11 @@ func eventsTable() string {
 	var b strings.Builder
 	b.WriteString("| event | kind |")
 	for _, v := range smcp.Versions() {
-		fmt.Fprintf(&b, " %s |", v)
+		if v.Draft() {
+			fmt.Fprintf(&b, " %s (draft) |", v)
+		} else {
+			fmt.Fprintf(&b, " %s |", v)
+		}
 	}
 	b.WriteString(" payload | answer | the gateway |\n|---|---|")
 	for range smcp.Versions() {
@@ -138,6 +146,8 @@ func ackName(a smcp.AckForm) string {
 		return "`[true, null]` / `[false, reason]`"
 	case smcp.AnswerAck:
 		return "answer / flat error"
+	case smcp.EmptyAck:
+		return "`[]` / flat error"
 	}
 	return "?"
 }
