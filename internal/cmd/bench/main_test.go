@@ -131,6 +131,39 @@ func TestBenchNodeAndMCPFloor(t *testing.T) {
 	}
 }
 
+// TestBenchRate runs a tiny `bench -compare node -rate 50%`: after the
+// saturated rows, the gateway and the Node relay are measured again at half
+// the Node relay's saturated calls/s, and the ratio at that rate printed.
+func TestBenchRate(t *testing.T) {
+	testdeps.Program(t, "node", "nodejs")
+	rep, out := benchJSON(t, "-mode", "sio", "-offices", "1", "-compare", "node", "-rate", "50%",
+		"-warmup", "200ms", "-duration", "600ms", "-json")
+	var node float64
+	for _, row := range rep.Rows {
+		if row.Server == kindNode && row.Rate == 0 {
+			node = row.CallsPerSec()
+		}
+	}
+	paced := 0
+	for _, row := range rep.Rows {
+		if row.Rate == 0 {
+			continue
+		}
+		paced++
+		if row.Rate < node/2*0.99 || row.Rate > node/2*1.01 || row.Calls <= 0 || row.Errors != 0 {
+			t.Errorf("%s offered %.0f calls/s (Node saturated %.0f): %+v", row.Server, row.Rate, node, row.Result)
+		}
+	}
+	if paced != 2 {
+		t.Errorf("%d rows at an offered rate, want the gateway's and Node's: %s", paced, out)
+	}
+	var text bytes.Buffer
+	rep.print(&text)
+	if !strings.Contains(text.String(), "calls/s offered: gateway/Node socket.io relay CPU per call") {
+		t.Errorf("text report lacks the ratio at the offered rate:\n%s", text.String())
+	}
+}
+
 // TestReportTellsStragglers: calls lost or stalled, which the columns do
 // not show when they ended after the window, get a line of their own.
 func TestReportTellsStragglers(t *testing.T) {
@@ -189,6 +222,9 @@ func TestBenchFlags(t *testing.T) {
 		{"-gateway", "http://127.0.0.1:1", "-profile", t.TempDir()},
 		{"-turns", "-1"},
 		{"-turns", "2", "-profile", t.TempDir()},
+		{"-rate", "fast"},
+		{"-rate", "0"},
+		{"-rate", "-5%"},
 	} {
 		if err := benchMain(t.Context(), args, &bytes.Buffer{}); err == nil {
 			t.Errorf("%q accepted", args)
