@@ -1,13 +1,19 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/smcpgw/smcp-gateway/agent"
 	smcpcomputer "github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/tools"
 	"github.com/smcpgw/smcp-gateway/gateway"
@@ -19,6 +25,8 @@ import (
 	"github.com/smcpgw/smcp-gateway/internal/nodetest"
 	"github.com/smcpgw/smcp-gateway/internal/testmcp"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
+	"github.com/smcpgw/smcp-gateway/sioclient"
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 // hostedConfig writes the MCP configuration of a hosted computer:
@@ -93,5 +101,118 @@ func TestHostedComputerOnEveryFrontEnd(t *testing.T) {
 	t.Run("grpc", func(t *testing.T) { check(t, e.rpcFront(t, true, rpc.DefaultAPIKeyHeader, ""), "") })
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run("mcp "+version, func(t *testing.T) { check(t, e.mcpFront(t, version, "x-api-key", ""), govPC+"__") })
+	}
+}
+
+// A hosted computer behaves as an external one beyond tools: its Desktop
+// (window:// resources), its skill folder, update_desktop when a window
+// appears, and an agent's tool_call_cancel stopping its call at the MCP
+// server. Its name stays its own while it runs: an external computer of
+// the same name is refused.
+func TestHostedComputerDesktopSkillsCancel(t *testing.T) {
+	web := testmcp.New("web", testmcp.Options{})
+	web.SetWindow(testmcp.Window{URI: "window://web/status", Text: "all good"})
+	srv := httptest.NewServer(web.HTTPHandler())
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	skills := filepath.Join(dir, "skills", "report")
+	if err := os.MkdirAll(skills, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(skills, "SKILL.md"), []byte("---\nname: report\ndescription: Write reports.\n---\n# Report\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"web": map[string]any{"url": srv.URL}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(cfg, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startGateway(t, gateway.Config{Logger: testLogger, Computers: []hosted.Spec{{
+		Name: "pc", Office: "o", Config: cfg, Skills: []string{filepath.Join(dir, "skills")}, Confirm: tools.ConfirmAuto,
+	}}})
+	ag, err := agent.Dial(ctxT(t), sioclient.Options{URL: r.URL, Logger: testLogger, Version: smcp.V04.Full()}, "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ag.Close)
+	updates := make(chan string, 64)
+	ag.OnNotification(func(n agent.Notification) {
+		select {
+		case updates <- n.Event:
+		default:
+		}
+	})
+	if err := ag.Join(ctxT(t), "o"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "the hosted computer's window", func() bool {
+		d, err := ag.GetDesktop(ctxT(t), &smcpv1.GetDeskTopReq{Computer: "pc", ReqId: agent.NewReqID()})
+		return err == nil && len(d.GetDesktops()) == 1 && strings.Contains(d.GetDesktops()[0], "all good")
+	})
+	sk, err := ag.GetSkills(ctxT(t), "pc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sk.GetSkills()) != 1 || sk.GetSkills()[0].GetName() != "report" {
+		t.Fatalf("skills: %v", sk)
+	}
+
+	web.SetWindow(testmcp.Window{URI: "window://web/second", Text: "more"})
+	testwait.Until(t, "notify:update_desktop", func() bool {
+		for {
+			select {
+			case ev := <-updates:
+				if ev == smcp.NotifyUpdateDesktop {
+					return true
+				}
+			default:
+				return false
+			}
+		}
+	})
+
+	params, err := structpb.NewStruct(map[string]any{"tag": "cancel-me", "seconds": 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqID := agent.NewReqID()
+	answered := make(chan error, 1)
+	go func() {
+		_, err := ag.CallTool(context.Background(), &smcpv1.ToolCallReq{Agent: "bot", ReqId: reqID, Computer: "pc",
+			ToolName: "web__slow", Params: params, Timeout: 120})
+		answered <- err
+	}()
+	recv(t, web.SlowStarted, "the slow call at the MCP server")
+	if err := ag.CancelToolCall(reqID); err != nil {
+		t.Fatal(err)
+	}
+	if got := recv(t, web.SlowCancelled, "the cancellation at the MCP server"); got != "cancel-me" {
+		t.Fatalf("cancelled %q", got)
+	}
+	recv(t, answered, "the cancelled call's answer")
+
+	other, err := sioclient.Dial(ctxT(t), sioclient.Options{URL: r.URL, Logger: testLogger, Version: smcp.V04.Full()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	if err := other.JoinOffice(ctxT(t), smcp.RoleComputer, "pc", "o"); err == nil || !strings.Contains(err.Error(), "already in office") {
+		t.Fatalf("an external computer named as the hosted one: %v", err)
+	}
+}
+
+// recv is the next value of ch, within testwait.Timeout.
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(testwait.Timeout):
+		var zero T
+		t.Fatalf("timed out waiting for %s", what)
+		return zero
 	}
 }
