@@ -1,7 +1,10 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http/httptest"
 	"os"
@@ -105,11 +108,12 @@ func TestHostedComputerOnEveryFrontEnd(t *testing.T) {
 }
 
 // A hosted computer behaves as an external one beyond tools: its Desktop
-// (window:// resources), its skill folder, update_desktop when a window
+// (window:// resources), its skill folder, an upload to its landing root
+// (put_blob in chunks), update_desktop when a window
 // appears, and an agent's tool_call_cancel stopping its call at the MCP
 // server. Its name stays its own while it runs: an external computer of
 // the same name is refused.
-func TestHostedComputerDesktopSkillsCancel(t *testing.T) {
+func TestHostedComputerDesktopSkillsUploadCancel(t *testing.T) {
 	web := testmcp.New("web", testmcp.Options{})
 	web.SetWindow(testmcp.Window{URI: "window://web/status", Text: "all good"})
 	srv := httptest.NewServer(web.HTTPHandler())
@@ -126,12 +130,17 @@ func TestHostedComputerDesktopSkillsCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	landing := filepath.Join(dir, "landing")
+	if err := os.Mkdir(landing, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	cfg := filepath.Join(dir, "mcp.json")
 	if err := os.WriteFile(cfg, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := startGateway(t, gateway.Config{Logger: testLogger, Computers: []hosted.Spec{{
 		Name: "pc", Office: "o", Config: cfg, Skills: []string{filepath.Join(dir, "skills")}, Confirm: tools.ConfirmAuto,
+		LandingRoot: landing,
 	}}})
 	ag, err := agent.Dial(ctxT(t), sioclient.Options{URL: r.URL, Logger: testLogger, Version: smcp.V04.Full()}, "bot")
 	if err != nil {
@@ -158,6 +167,18 @@ func TestHostedComputerDesktopSkillsCancel(t *testing.T) {
 	}
 	if len(sk.GetSkills()) != 1 || sk.GetSkills()[0].GetName() != "report" {
 		t.Fatalf("skills: %v", sk)
+	}
+
+	// An upload of several chunks lands in the landing root.
+	upload := bytes.Repeat([]byte("hosted upload\n"), 40<<10)
+	digest := sha256.Sum256(upload)
+	put, err := ag.PutBlob(ctxT(t), "pc", bytes.NewReader(upload), int64(len(upload)), hex.EncodeToString(digest[:]), "up.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// landing_path is relative to the landing root.
+	if landed, err := os.ReadFile(filepath.Join(landing, put.GetLandingPath())); err != nil || !bytes.Equal(landed, upload) {
+		t.Fatalf("upload landed at %q (%v), want its bytes in %s", put.GetLandingPath(), err, landing)
 	}
 
 	web.SetWindow(testmcp.Window{URI: "window://web/second", Text: "more"})

@@ -444,7 +444,7 @@ func (c *gatewayConfig) load(path string) error {
 	}
 	for i := range c.Computers {
 		hc := &c.Computers[i]
-		for _, p := range append([]*string{&hc.Config}, pointers(hc.Skills)...) {
+		for _, p := range append([]*string{&hc.Config, &hc.LandingRoot}, pointers(hc.Skills)...) {
 			if *p != "" && !filepath.IsAbs(*p) {
 				*p = filepath.Join(dir, *p)
 			}

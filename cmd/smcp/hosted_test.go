@@ -152,13 +152,13 @@ func TestGatewayHostsComputerFromYAML(t *testing.T) {
 	}
 }
 
-// computers: in the YAML: the configuration files and skill folders are
-// read from the YAML's folder; a computer speaking a protocol the gateway
+// computers: in the YAML: the configuration files, skill folders and
+// landing roots are read from the YAML's folder; a computer speaking a protocol the gateway
 // does not serve is refused at start.
 func TestGatewayConfigComputers(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "gateway.yaml")
-	yml := "insecure: true\ncomputers:\n  - {name: pc, office: o, config: pc/mcp.json, skills: [skills, /abs/skills], protocol: \"0.2\"}\n"
+	yml := "insecure: true\ncomputers:\n  - {name: pc, office: o, config: pc/mcp.json, skills: [skills, /abs/skills], landing_root: in, protocol: \"0.2\"}\n"
 	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestGatewayConfigComputers(t *testing.T) {
 		t.Fatalf("computers: %+v", c.Computers)
 	}
 	got := c.Computers[0]
-	if got.Config != filepath.Join(dir, "pc", "mcp.json") || !slices.Equal(got.Skills, []string{filepath.Join(dir, "skills"), "/abs/skills"}) {
+	if got.Config != filepath.Join(dir, "pc", "mcp.json") || got.LandingRoot != filepath.Join(dir, "in") || !slices.Equal(got.Skills, []string{filepath.Join(dir, "skills"), "/abs/skills"}) {
 		t.Fatalf("paths not read from the YAML's folder: %+v", got)
 	}
 	c.Protocols = "0.4"

@@ -51,6 +51,9 @@ type Spec struct {
 	// Confirm decides the tools that are not auto_apply, as `smcp computer
 	// --confirm` does with no terminal: deny (default) or auto.
 	Confirm string `yaml:"confirm"`
+	// LandingRoot is where agents' uploads (client:put_blob, 0.4) land, as
+	// `smcp computer --landing-root`; empty refuses uploads.
+	LandingRoot string `yaml:"landing_root"`
 }
 
 // Retry pacing of a claim the registry refused (the name held by another
@@ -123,7 +126,7 @@ func (s *Set) add(specs []Spec) error {
 		}
 		hl := log.With("hosted", sp.Name, "office", sp.Office)
 		pc, err := computer.New(computer.Options{Name: sp.Name, Config: cfg, Logger: hl, Confirm: sp.Confirm,
-			Protocol: sp.Protocol, SkillDirs: sp.Skills})
+			Protocol: sp.Protocol, SkillDirs: sp.Skills, LandingRoot: sp.LandingRoot})
 		if err != nil {
 			return fmt.Errorf("hosted computer %q: %w", sp.Name, err)
 		}
@@ -266,9 +269,6 @@ func newConn(pc *computer.Computer) *conn {
 	return &conn{pc: pc, ctx: ctx, cancel: cancel}
 }
 
-// errClosed answers a request that reaches a hosted computer being stopped.
-var errClosed = errors.New("hosted: computer stopping")
-
 // Notify passes on the one notification a computer acts on: a tool call's
 // cancellation. It runs under the hub's lock: CancelToolCall only signals
 // the call's context.
@@ -285,7 +285,8 @@ func (c *conn) Request(event string, payload json.RawMessage, done func(json.Raw
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		go done(nil, errClosed) // not under the caller's locks
+		// Only after the session closed, when the core has forgotten the
+		// request already (core.Conn allows done never to be called).
 		return nil
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
