@@ -60,14 +60,26 @@ func hostedConfig(t *testing.T) string {
 
 // A computer the gateway hosts (no Socket.IO connection of its own), with
 // a stdio server from npm and a streamable HTTP one, is called by agents
-// on Socket.IO, Connect, gRPC and MCP as an external computer is, and is
-// listed as a hosted connection.
+// on Socket.IO, Connect, gRPC and MCP as an external computer is, in the
+// 0.2 and 0.4 profiles, and is listed as a hosted connection.
 func TestHostedComputerOnEveryFrontEnd(t *testing.T) {
+	for _, protocol := range []string{smcpcomputer.Protocol02, smcpcomputer.Protocol04} {
+		t.Run(protocol, func(t *testing.T) { testHostedComputer(t, protocol) })
+	}
+}
+
+func testHostedComputer(t *testing.T, protocol string) {
 	r := startGateway(t, gateway.Config{Logger: testLogger, Computers: []hosted.Spec{{
-		Name: govPC, Office: govOffice, Config: hostedConfig(t), Protocol: smcpcomputer.Protocol04, Confirm: tools.ConfirmAuto,
+		Name: govPC, Office: govOffice, Config: hostedConfig(t), Protocol: protocol, Confirm: tools.ConfirmAuto,
 	}}})
-	e := &govEnv{g: r, version: smcpcomputer.Protocol04, prefix: "everything__"}
-	echo, sum := e.prefix+"echo", "web__sum"
+	e := &govEnv{g: r, version: protocol}
+	// A tool of each server: server-everything's get-sum (stdio) and the
+	// fixture's add listed as sum (streamable HTTP); from 0.3 each under
+	// its server's bundle id.
+	callable := []string{"get-sum", "sum"}
+	if protocol != smcpcomputer.Protocol02 {
+		callable = []string{"everything__get-sum", "web__sum", "everything__echo"}
+	}
 	full := rpcClient(t, r.URL, false, connecttest.Headers(rpc.AgentHeader, "bot"))
 	testwait.Until(t, "the hosted computer's tools", func() bool {
 		res, err := full.GetTools(ctxT(t), &smcpv1.GetToolsRequest{OfficeId: govOffice, Computer: govPC})
@@ -78,10 +90,11 @@ func TestHostedComputerOnEveryFrontEnd(t *testing.T) {
 		for _, tool := range res.GetTools() {
 			names = append(names, tool.GetName())
 		}
-		return slices.Contains(names, echo) && slices.Contains(names, sum) && slices.Contains(names, e.prefix+"get-sum")
+		return !slices.ContainsFunc(callable, func(tool string) bool { return !slices.Contains(names, tool) })
 	})
 	hostedConn := slices.IndexFunc(r.Hub.Connections(), func(c core.Connection) bool {
-		return c.Kind == core.ConnComputer && c.Front == core.FrontHosted && c.Name == govPC && c.Office == govOffice
+		return c.Kind == core.ConnComputer && c.Front == core.FrontHosted && c.Name == govPC && c.Office == govOffice &&
+			c.Protocol == protocol
 	})
 	if hostedConn < 0 {
 		t.Fatalf("no hosted computer among the connections: %+v", r.Hub.Connections())
@@ -89,12 +102,12 @@ func TestHostedComputerOnEveryFrontEnd(t *testing.T) {
 	check := func(t *testing.T, fe frontEnd, prefix string) {
 		t.Helper()
 		listed := fe.list(t)
-		for _, tool := range []string{prefix + echo, prefix + sum} {
-			if !slices.Contains(listed, tool) {
-				t.Fatalf("%s not listed: %v", tool, listed)
+		for _, tool := range callable {
+			if !slices.Contains(listed, prefix+tool) {
+				t.Fatalf("%s not listed: %v", prefix+tool, listed)
 			}
-			if refused := fe.call(t, tool); refused != "" {
-				t.Fatalf("%s refused: %s", tool, refused)
+			if refused := fe.call(t, prefix+tool); refused != "" {
+				t.Fatalf("%s refused: %s", prefix+tool, refused)
 			}
 		}
 	}
