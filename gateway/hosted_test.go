@@ -121,14 +121,15 @@ func testHostedComputer(t *testing.T, protocol string) {
 }
 
 // A hosted computer behaves as an external one beyond tools: its Desktop
-// (window:// resources), its skill folder, an upload to its landing root
+// (window:// resources), its Finder (dpe:// documents), its skill folder, an upload to its landing root
 // (put_blob in chunks), update_desktop when a window
 // appears, and an agent's tool_call_cancel stopping its call at the MCP
 // server. Its name stays its own while it runs: an external computer of
 // the same name is refused.
-func TestHostedComputerDesktopSkillsUploadCancel(t *testing.T) {
+func TestHostedComputerDesktopFinderSkillsUploadCancel(t *testing.T) {
 	web := testmcp.New("web", testmcp.Options{})
 	web.SetWindow(testmcp.Window{URI: "window://web/status", Text: "all good"})
+	web.SetDocs("h", testmcp.Doc{DocRef: "d1", Title: "Doc one", Pages: []testmcp.Page{{Title: "p1"}}})
 	srv := httptest.NewServer(web.HTTPHandler())
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
@@ -173,6 +174,10 @@ func TestHostedComputerDesktopSkillsUploadCancel(t *testing.T) {
 	testwait.Until(t, "the hosted computer's window", func() bool {
 		d, err := ag.GetDesktop(ctxT(t), &smcpv1.GetDeskTopReq{Computer: "pc", ReqId: agent.NewReqID()})
 		return err == nil && len(d.GetDesktops()) == 1 && strings.Contains(d.GetDesktops()[0], "all good")
+	})
+	testwait.Until(t, "the hosted computer's document", func() bool {
+		fin, err := ag.GetFinder(ctxT(t), &smcpv1.GetFinderReq{Computer: "pc", ReqId: agent.NewReqID()})
+		return err == nil && fin.GetTotalCount() == 1 && fin.GetDocuments()[0].GetUri() == "dpe://h/d1"
 	})
 	sk, err := ag.GetSkills(ctxT(t), "pc")
 	if err != nil {

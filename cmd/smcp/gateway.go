@@ -183,6 +183,10 @@ comes from, the first found winning: the command line, $SMCP_<FLAG>, the
 docs/gateway.example.yaml), the defaults. Relative paths in the file
 (keys_file, tls_cert, tls_key) are read from the file's folder.
 
+Hosted computers: the file's computers: (a list of {name, office, config,
+skills, protocol, confirm, landing_root}) run in the gateway itself, config
+being the file smcp computer --config reads; SIGHUP reloads those files.
+
 Authentication: --keys-file (docs/keys.example.yaml: keys with roles, offices
 and names), else --api-key/$SMCP_API_KEY (one key for everyone), else
 --insecure. With a keys file, $SMCP_API_KEY in the environment is left to the
