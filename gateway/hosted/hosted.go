@@ -82,6 +82,13 @@ type host struct {
 	// that office, nothing else.
 	principal *core.Principal
 	proto     core.Protocol
+
+	// mu orders reloads with the start of the MCP servers: until this
+	// node holds the computer (hosting), a reloaded configuration waits in
+	// next, so that a node that does not host it never starts its servers.
+	mu      sync.Mutex
+	hosting bool
+	next    *config.Config
 }
 
 // New makes the computers of specs; their configurations are read and
@@ -158,17 +165,54 @@ func (s *Set) Run(ctx context.Context) {
 func (s *Set) Reload() error {
 	var errs []error
 	for _, h := range s.hosts {
-		next, err := config.Load(h.spec.Config)
-		if err == nil {
-			err = h.pc.ApplyConfig(next)
-		}
-		if err != nil {
+		if err := h.reload(); err != nil {
 			errs = append(errs, fmt.Errorf("hosted computer %q: reload: %w", h.spec.Name, err))
-			continue
 		}
-		h.log.Info("configuration reloaded", "servers", len(next.Servers))
 	}
 	return errors.Join(errs...)
+}
+
+func (h *host) reload() error {
+	next, err := config.Load(h.spec.Config)
+	if err != nil {
+		return err
+	}
+	if err := next.CheckProtocol(h.spec.Protocol); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.hosting {
+		h.next = next
+		h.log.Info("configuration reloaded; applied when this node hosts the computer", "servers", len(next.Servers))
+		return nil
+	}
+	if err := h.pc.ApplyConfig(next); err != nil {
+		return err
+	}
+	h.log.Info("configuration reloaded", "servers", len(next.Servers))
+	return nil
+}
+
+// start starts the MCP servers of the configuration in force: the one
+// read at start, moved to the last reload's if any (servers the reload
+// removed start and stop at once: ApplyConfig moves a running computer).
+func (h *host) start() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hosting = true
+	if err := h.pc.Start(); err != nil {
+		return err
+	}
+	if h.next != nil {
+		next := h.next
+		h.next = nil
+		if err := h.pc.ApplyConfig(next); err != nil {
+			// What could start serves, as after a reload while hosting.
+			h.log.Error("hosted computer: the reloaded configuration applied in part", "err", err)
+		}
+	}
+	return nil
 }
 
 // Computer is the hosted computer named name in office, or nil.
@@ -198,7 +242,7 @@ func (h *host) run(ctx context.Context) {
 	}
 	h.pc.SetLink(updates{sess})
 	defer h.pc.SetLink(nil)
-	if err := h.pc.Start(); err != nil {
+	if err := h.start(); err != nil {
 		h.log.Error("hosted computer: MCP servers not started", "err", err)
 		return
 	}
