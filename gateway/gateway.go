@@ -32,6 +32,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/console"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/hosted"
 	"github.com/smcpgw/smcp-gateway/gateway/httpauth"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/gateway/metrics"
@@ -140,6 +141,10 @@ type Config struct {
 	// per office and tool, for at most this many offices and tools each
 	// (the rest are "other"); 0: off.
 	MetricsPerTool int
+	// Computers are run by the gateway itself (gateway/hosted): each joins
+	// its office in process once Serve starts, and leaves it when Serve
+	// has drained the calls. In a cluster, one node at a time hosts each.
+	Computers []hosted.Spec
 }
 
 // Gateway is an assembled gateway, not yet serving.
@@ -167,6 +172,8 @@ type Gateway struct {
 	peers *cluster.Peers
 	// ops answers the console's operator views.
 	ops *operatorViews
+	// hosted are the computers of Config.Computers.
+	hosted *hosted.Set
 }
 
 // New assembles a gateway.
@@ -376,8 +383,17 @@ func New(cfg Config) (*Gateway, error) {
 	if m != nil && gov != nil {
 		m.Registry().MustRegister(gov.collectors()...)
 	}
+	// Last: the computers' skill folders are watched from here on, and
+	// Serve stops them.
+	if g.hosted, err = hosted.New(hub, cfg.Computers, cfg.Logger.With("component", "hosted")); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
 	return g, nil
 }
+
+// ReloadHosted reads the configuration files of the hosted computers
+// again and applies them (SIGHUP).
+func (g *Gateway) ReloadHosted() error { return g.hosted.Reload() }
 
 // operatorsOnly serves h to callers with an operator key: the metrics name
 // offices and key ids, which no agent or computer key, nor a token, may
@@ -589,6 +605,11 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		// The console's views of the whole cluster (gateway/opsview).
 		eg.Go(func() error { g.ops.board.Run(beat); return nil })
 	}
+	// Hosted computers join once the cluster's peers run (a call from
+	// another node reaches them), and stay until the calls are drained.
+	hostCtx, stopHosted := context.WithCancel(context.Background())
+	defer stopHosted()
+	eg.Go(func() error { g.hosted.Run(hostCtx); return nil })
 	g.log.Info("gateway listening", "addr", ln.Addr().String(), "sio_path", g.SIO.Path(), "tls", g.cfg.TLS != nil)
 
 	select {
@@ -596,6 +617,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	g.shutdown(srv)
+	stopHosted()
 	if metricsSrv != nil {
 		// After the drain: scrapes go on while it lasts. A scrape is short.
 		ctx, cancel := context.WithTimeout(context.Background(), g.cfg.ShutdownGrace)

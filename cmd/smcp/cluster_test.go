@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -173,9 +174,16 @@ type node struct {
 // it is ready.
 func startNode(t *testing.T, redisURL, id string, ttl time.Duration) node {
 	t.Helper()
+	return startNodeWith(t, redisURL, id, ttl, os.Stderr, "--log-level", "warn")
+}
+
+// startNodeWith is startNode with its log to stderr and further flags.
+func startNodeWith(t *testing.T, redisURL, id string, ttl time.Duration, stderr io.Writer, flags ...string) node {
+	t.Helper()
 	addr := freeAddr(t)
-	cmd := smcpCommand(t, "gateway", "--insecure", "--listen", addr, "--redis", redisURL,
-		"--node-id", id, "--redis-ttl", ttl.String(), "--log-level", "warn")
+	cmd := smcpCommand(t, append([]string{"gateway", "--insecure", "--listen", addr, "--redis", redisURL,
+		"--node-id", id, "--redis-ttl", ttl.String()}, flags...)...)
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -21,9 +21,11 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"gopkg.in/yaml.v3"
 
+	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/gateway/hosted"
 	"github.com/smcpgw/smcp-gateway/gateway/httpauth"
 	"github.com/smcpgw/smcp-gateway/gateway/mcpfront"
 	"github.com/smcpgw/smcp-gateway/gateway/policy"
@@ -118,7 +120,38 @@ func runGateway(ctx context.Context, args []string) error {
 		stop := watchKeys(ctx, c.keyRing, log)
 		defer stop()
 	}
+	if len(c.Computers) > 0 {
+		stop := watchHosted(ctx, g, log)
+		defer stop()
+	}
 	return g.Serve(ctx, ln)
+}
+
+// watchHosted reloads the hosted computers' configuration files on SIGHUP
+// (beside the keys file, which has its own watch), until stop is called.
+func watchHosted(ctx context.Context, g *gateway.Gateway, log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if err := g.ReloadHosted(); err != nil {
+					log.Error("hosted computers: reload", "err", err)
+				}
+			}
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		signal.Stop(hup)
+	}
 }
 
 // watchKeys reloads the keys file on SIGHUP and when it changes, until
@@ -149,6 +182,10 @@ comes from, the first found winning: the command line, $SMCP_<FLAG>, the
 --config file (YAML, every flag is a key with underscores: see
 docs/gateway.example.yaml), the defaults. Relative paths in the file
 (keys_file, tls_cert, tls_key) are read from the file's folder.
+
+Hosted computers: the file's computers: (a list of {name, office, config,
+skills, protocol, confirm, landing_root}) run in the gateway itself, config
+being the file smcp computer --config reads; SIGHUP reloads those files.
 
 Authentication: --keys-file (docs/keys.example.yaml: keys with roles, offices
 and names), else --api-key/$SMCP_API_KEY (one key for everyone), else
@@ -271,6 +308,10 @@ type gatewayConfig struct {
 
 	// The answers' digests (--audit-hash-results), beside the arguments'.
 	AuditHashResults bool `yaml:"audit_hash_results"`
+
+	// Computers the gateway hosts itself (YAML only: docs/OPERATIONS.md,
+	// Hosted computers).
+	Computers []hosted.Spec `yaml:"computers"`
 
 	// apiKeyFromEnv: APIKey came from $SMCP_API_KEY, not the command line
 	// or the file; a keys file then takes precedence over it.
@@ -407,7 +448,24 @@ func (c *gatewayConfig) load(path string) error {
 	if c.APIKey != before.APIKey {
 		c.apiKeyFromEnv = false
 	}
+	for i := range c.Computers {
+		hc := &c.Computers[i]
+		for _, p := range append([]*string{&hc.Config, &hc.LandingRoot}, pointers(hc.Skills)...) {
+			if *p != "" && !filepath.IsAbs(*p) {
+				*p = filepath.Join(dir, *p)
+			}
+		}
+	}
 	return nil
+}
+
+// pointers are the addresses of ss's elements.
+func pointers(ss []string) []*string {
+	ps := make([]*string, len(ss))
+	for i := range ss {
+		ps[i] = &ss[i]
+	}
+	return ps
 }
 
 // gatewayConfig checks c and builds the gateway's configuration.
@@ -508,6 +566,15 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 	if len(protocols) == 0 {
 		return gateway.Config{}, errors.New("--protocols: name at least one version (0.2, 0.3, 0.4, or the 0.5 draft)")
 	}
+	for _, hc := range c.Computers {
+		p := hc.Protocol
+		if p == "" {
+			p = computer.Protocol04
+		}
+		if v, err := smcp.ParseProfile(p); err != nil || !slices.Contains(protocols, v) {
+			return gateway.Config{}, fmt.Errorf("computers: %q speaks protocol %q, which --protocols does not serve (%s)", hc.Name, p, c.Protocols)
+		}
+	}
 	return gateway.Config{
 		Auth: auth,
 		Core: core.Config{RequestTimeout: c.CallTimeout, SeatLease: c.SeatLease, MaxPending: c.MaxPending, MaxAgentInFlight: c.MaxAgentCalls, MaxAnswerBytes: c.MaxAnswerBytes,
@@ -537,6 +604,7 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		Quotas:                    quotas,
 		Audit:                     auditCfg,
 		MetricsPerTool:            c.MetricsPerTool,
+		Computers:                 c.Computers,
 	}, nil
 }
 

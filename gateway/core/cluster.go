@@ -50,6 +50,8 @@ const (
 	FrontRPC      = "rpc"
 	FrontMCP      = "mcp"
 	FrontConsole  = "console"
+	// FrontHosted is a computer the gateway runs itself (AttachHosted).
+	FrontHosted = "hosted"
 )
 
 // SeatRefusal is how a Registry refuses an agent when holder has the

@@ -57,7 +57,7 @@ func (h *Hub) Connections() []Connection {
 	h.mu.Lock()
 	out := make([]Connection, 0, len(h.sessions))
 	for _, s := range h.sessions {
-		c := Connection{Kind: ConnSession, Principal: s.principal.ID, Front: FrontSocketIO,
+		c := Connection{Kind: ConnSession, Principal: s.principal.ID, Front: s.front,
 			Protocol: s.proto.Version.String(), Since: s.attached, Node: node}
 		if s.officeID != "" {
 			c.Office, c.Name, c.Kind = s.officeID, s.name, ConnComputer

@@ -301,6 +301,17 @@ type Protocol struct {
 // Attach registers a connection that speaks proto. sid must be unique
 // among attached sessions.
 func (h *Hub) Attach(sid string, p *Principal, conn Conn, proto Protocol) (*Session, error) {
+	return h.attach(FrontSocketIO, sid, p, conn, proto)
+}
+
+// AttachHosted registers a computer the gateway runs in its own process
+// (gateway/hosted): a session like a Socket.IO one, listed and reported as
+// FrontHosted.
+func (h *Hub) AttachHosted(sid string, p *Principal, conn Conn, proto Protocol) (*Session, error) {
+	return h.attach(FrontHosted, sid, p, conn, proto)
+}
+
+func (h *Hub) attach(front, sid string, p *Principal, conn Conn, proto Protocol) (*Session, error) {
 	if sid == "" || p == nil || conn == nil {
 		return nil, fmt.Errorf("core: attach needs a sid, a principal and a conn")
 	}
@@ -312,7 +323,7 @@ func (h *Hub) Attach(sid string, p *Principal, conn Conn, proto Protocol) (*Sess
 	if !proto.Version.Known() {
 		return nil, fmt.Errorf("core: attach: unknown protocol version %s", proto.Version)
 	}
-	s := &Session{hub: h, sid: sid, principal: p, conn: conn, proto: proto, front: FrontSocketIO,
+	s := &Session{hub: h, sid: sid, principal: p, conn: conn, proto: proto, front: front,
 		attached: time.Now().UnixMilli()}
 	h.sessions[sid] = s
 	return s, nil
@@ -518,7 +529,7 @@ func (s *Session) Join(req *smcpv1.EnterOfficeReq) error {
 func (s *Session) JoinContext(ctx context.Context, req *smcpv1.EnterOfficeReq) error {
 	err := s.join(ctx, req)
 	if h := s.hub; err != nil && h.cfg.Events != nil {
-		h.event(Event{Kind: EventJoin, Principal: s.principal, Front: FrontSocketIO, Office: req.GetOfficeId(),
+		h.event(Event{Kind: EventJoin, Principal: s.principal, Front: s.front, Office: req.GetOfficeId(),
 			Role: req.GetRole(), Name: req.GetName(), Err: err})
 	}
 	return err
@@ -596,7 +607,7 @@ func (s *Session) join(ctx context.Context, req *smcpv1.EnterOfficeReq) error {
 	}
 	h.notifyLocked(o, s, smcp.NotifyEnterOffice, n)
 	h.log.Info("joined office", "sid", s.sid, "role", role, "name", name, "office", officeID, "key", s.principal.ID)
-	h.event(Event{Kind: EventJoin, Principal: s.principal, Front: FrontSocketIO, Office: officeID, Role: role, Name: name})
+	h.event(Event{Kind: EventJoin, Principal: s.principal, Front: s.front, Office: officeID, Role: role, Name: name})
 	return nil
 }
 
@@ -691,7 +702,7 @@ func (s *Session) leaveLocked() []Member {
 	}
 	h.notifyLocked(o, s, smcp.NotifyLeaveOffice, n)
 	h.log.Info("left office", "sid", s.sid, "role", s.role, "name", s.name, "office", s.officeID)
-	h.event(Event{Kind: EventLeave, Principal: s.principal, Front: FrontSocketIO, Office: s.officeID, Role: s.role, Name: s.name})
+	h.event(Event{Kind: EventLeave, Principal: s.principal, Front: s.front, Office: s.officeID, Role: s.role, Name: s.name})
 	s.officeID = ""
 	s.endMember()
 	h.gcLocked(o)
