@@ -1,4 +1,4 @@
-package sioclient
+package sioclient_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/smcpgw/smcp-gateway/sioclient"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
@@ -57,7 +59,7 @@ func TestDialFirstAttempt(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 50 {
-				c, err := Dial(t.Context(), Options{URL: gw.URL, NoReconnect: true, ConnectTimeout: 10 * time.Second, Logger: slog.New(retries)})
+				c, err := sioclient.Dial(t.Context(), sioclient.Options{URL: gw.URL, NoReconnect: true, ConnectTimeout: 10 * time.Second, Logger: slog.New(retries)})
 				if err != nil {
 					t.Error(err)
 					return
@@ -84,7 +86,7 @@ func TestDialRefusedIsReported(t *testing.T) {
 	retries := newRetryCounter()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
-	_, err = Dial(ctx, Options{URL: "http://" + addr, ConnectTimeout: time.Minute, ReconnectDelay: 50 * time.Millisecond, Logger: slog.New(retries)})
+	_, err = sioclient.Dial(ctx, sioclient.Options{URL: "http://" + addr, ConnectTimeout: time.Minute, ReconnectDelay: 50 * time.Millisecond, Logger: slog.New(retries)})
 	if err == nil {
 		t.Fatal("dial to a closed port succeeded")
 	}
@@ -100,12 +102,12 @@ func TestRotate(t *testing.T) {
 	for _, tc := range []struct{ last, want string }{
 		{"a", "b c a"}, {"b", "c a b"}, {"c", "a b c"}, {"x", "a b c"},
 	} {
-		first, rest := Rotate(urls, tc.last)
+		first, rest := sioclient.Rotate(urls, tc.last)
 		if got := strings.Join(append([]string{first}, rest...), " "); got != tc.want {
 			t.Errorf("Rotate after %s = %s, want %s", tc.last, got, tc.want)
 		}
 	}
-	if first, rest := Rotate(nil, "a"); first != "" || rest != nil {
+	if first, rest := sioclient.Rotate(nil, "a"); first != "" || rest != nil {
 		t.Errorf("Rotate(nil) = %q %v", first, rest)
 	}
 }

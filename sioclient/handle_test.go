@@ -1,4 +1,4 @@
-package sioclient
+package sioclient_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/smcpgw/smcp-gateway/sioclient"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
@@ -25,7 +27,7 @@ func TestHandlerEndsWithItsConnection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
-	pc, err := Dial(ctx, Options{URL: r.URL, Logger: quiet})
+	pc, err := sioclient.Dial(ctx, sioclient.Options{URL: r.URL, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func TestHandlerEndsWithItsConnection(t *testing.T) {
 	if err := pc.JoinOffice(ctx, smcp.RoleComputer, "pc", "o"); err != nil {
 		t.Fatal(err)
 	}
-	bot, err := Dial(ctx, Options{URL: r.URL, Logger: quiet})
+	bot, err := sioclient.Dial(ctx, sioclient.Options{URL: r.URL, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +95,7 @@ func TestPayloadsCrossByteForByte(t *testing.T) {
 		req = `{"req_id":"r1","computer":"pc","agent":"bot","blob_handle":"<h&>","chunk_offset":0}`
 		ans = `{"req_id":"r1","blob":"<&>","eof":true,"blob_handle":"<h&>","total_size":3}`
 	)
-	pc, err := Dial(ctx, Options{URL: r.URL, Version: "0.4.0", Logger: quiet})
+	pc, err := sioclient.Dial(ctx, sioclient.Options{URL: r.URL, Version: "0.4.0", Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +108,7 @@ func TestPayloadsCrossByteForByte(t *testing.T) {
 	if err := pc.JoinOffice(ctx, smcp.RoleComputer, "pc", "o"); err != nil {
 		t.Fatal(err)
 	}
-	bot, err := Dial(ctx, Options{URL: r.URL, Version: "0.4.0", Logger: quiet})
+	bot, err := sioclient.Dial(ctx, sioclient.Options{URL: r.URL, Version: "0.4.0", Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

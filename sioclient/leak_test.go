@@ -1,4 +1,4 @@
-package sioclient
+package sioclient_test
 
 import (
 	"runtime"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/smcpgw/smcp-gateway/sioclient"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
@@ -32,7 +34,7 @@ func TestClosedClientsAreReleased(t *testing.T) {
 	}
 	dialClose := func(n int) {
 		for range n {
-			c, err := Dial(t.Context(), Options{URL: gw.URL, NoReconnect: true, Transports: TransportsPollingFirst})
+			c, err := sioclient.Dial(t.Context(), sioclient.Options{URL: gw.URL, NoReconnect: true, Transports: sioclient.TransportsPollingFirst})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package sioclient
+package sioclient_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/smcpgw/smcp-gateway/sioclient"
 
 	"github.com/gorilla/websocket"
 
@@ -92,7 +94,7 @@ func TestDialVersionRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
-	_, err := Dial(ctx, Options{URL: url})
+	_, err := sioclient.Dial(ctx, sioclient.Options{URL: url})
 	e, ok := smcp.AsError(err)
 	if !ok || e.Code != smcp.CodeVersionMismatch || !strings.Contains(err.Error(), "0.3.0") {
 		t.Fatalf("Dial: %v; want a 4008 error naming the gateway's version", err)
@@ -141,7 +143,7 @@ func TestClose4900StopsClient(t *testing.T) {
 	defer cancel()
 	// WebSocket only: the close code is the WebSocket's (this server
 	// speaks nothing else).
-	c, err := Dial(ctx, Options{URL: url, Logger: slog.New(logs), ReconnectDelay: 50 * time.Millisecond, Transports: TransportsWebSocketOnly})
+	c, err := sioclient.Dial(ctx, sioclient.Options{URL: url, Logger: slog.New(logs), ReconnectDelay: 50 * time.Millisecond, Transports: sioclient.TransportsWebSocketOnly})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,9 +179,9 @@ func TestFailuresAreLogged(t *testing.T) {
 	logs := &logRecorder{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	dialed := make(chan *Client, 1)
+	dialed := make(chan *sioclient.Client, 1)
 	go func() {
-		c, err := Dial(ctx, Options{URL: "http://" + addr, Logger: slog.New(logs), ReconnectDelay: 50 * time.Millisecond})
+		c, err := sioclient.Dial(ctx, sioclient.Options{URL: "http://" + addr, Logger: slog.New(logs), ReconnectDelay: 50 * time.Millisecond})
 		if err != nil {
 			t.Error(err)
 		}
@@ -207,7 +209,7 @@ func TestFailuresAreLogged(t *testing.T) {
 	}
 	defer func() { _ = gw.Stop() }()
 	logs.waitFor(t, "INFO reconnected to the gateway")
-	if errors.Is(c.Err(), errClosed) {
+	if errors.Is(c.Err(), sioclient.ErrClosed) {
 		t.Error("the client is over")
 	}
 }
@@ -226,8 +228,8 @@ func TestVersionErrorNamesSupported(t *testing.T) {
 	}))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err := Dial(ctx, Options{URL: url, Version: "0.5.0"})
-	var ve *VersionError
+	_, err := sioclient.Dial(ctx, sioclient.Options{URL: url, Version: "0.5.0"})
+	var ve *sioclient.VersionError
 	if !errors.As(err, &ve) {
 		t.Fatalf("Dial: %v; want a *VersionError", err)
 	}
@@ -241,11 +243,11 @@ func TestVersionErrorNamesSupported(t *testing.T) {
 		t.Errorf("message %q does not name the supported versions", err)
 	}
 	// Without details.supported, the range gives them.
-	ve = &VersionError{MinSupported: "0.2.0", MaxSupported: "0.4.999"}
+	ve = &sioclient.VersionError{MinSupported: "0.2.0", MaxSupported: "0.4.999"}
 	if got := strings.Join(ve.Protocols(), ","); got != "0.2,0.3,0.4" {
 		t.Errorf("range protocols %q", got)
 	}
-	if got := (&VersionError{ServerVersion: "0.2.0"}).Protocols(); len(got) != 1 || got[0] != "0.2" {
+	if got := (&sioclient.VersionError{ServerVersion: "0.2.0"}).Protocols(); len(got) != 1 || got[0] != "0.2" {
 		t.Errorf("server_version protocols %q", got)
 	}
 }
@@ -261,18 +263,18 @@ func TestCheckVersion(t *testing.T) {
 	defer func() { _ = g.Stop() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	err = CheckVersion(ctx, Options{URL: g.URL, Version: "0.4.0"})
-	var refused *VersionError
+	err = sioclient.CheckVersion(ctx, sioclient.Options{URL: g.URL, Version: "0.4.0"})
+	var refused *sioclient.VersionError
 	if !errors.As(err, &refused) || strings.Join(refused.Protocols(), ",") != "0.2,0.3" || refused.ClientVersion != "0.4.0" {
 		t.Fatalf("0.4 at a 0.2/0.3 gateway: %v", err)
 	}
 	for _, v := range []string{"0.3.2", "0.2.0", ""} {
-		if err := CheckVersion(ctx, Options{URL: g.URL, Version: v}); err != nil {
+		if err := sioclient.CheckVersion(ctx, sioclient.Options{URL: g.URL, Version: v}); err != nil {
 			t.Errorf("version %q: %v", v, err)
 		}
 	}
 	other := serve(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "no", http.StatusBadRequest) }))
-	if err := CheckVersion(ctx, Options{URL: other, Version: "0.4.0"}); err != nil {
+	if err := sioclient.CheckVersion(ctx, sioclient.Options{URL: other, Version: "0.4.0"}); err != nil {
 		t.Errorf("a plain 400: %v", err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -281,7 +283,7 @@ func TestCheckVersion(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	if err := CheckVersion(ctx, Options{URL: "http://" + addr, Version: "0.4.0"}); err != nil {
+	if err := sioclient.CheckVersion(ctx, sioclient.Options{URL: "http://" + addr, Version: "0.4.0"}); err != nil {
 		t.Errorf("unreachable: %v", err)
 	}
 }
@@ -315,7 +317,7 @@ func TestReconnectRefusedKeyIsRetried(t *testing.T) {
 	logs := &logRecorder{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, Options{URL: "http://" + addr, APIKey: key, Logger: slog.New(logs), ReconnectDelay: 50 * time.Millisecond})
+	c, err := sioclient.Dial(ctx, sioclient.Options{URL: "http://" + addr, APIKey: key, Logger: slog.New(logs), ReconnectDelay: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,8 +442,8 @@ func TestRefusedRejoinIsRetried(t *testing.T) {
 	// WebSocket only: the session then lives and dies with the TCP
 	// connection the proxy cuts (a polling session outlives it until the
 	// gateway's ping timeout).
-	c, err := Dial(ctx, Options{URL: proxy.URL(), Version: smcp.V04.Full(), Logger: slog.New(logs), ReconnectDelay: 50 * time.Millisecond,
-		Transports: TransportsWebSocketOnly})
+	c, err := sioclient.Dial(ctx, sioclient.Options{URL: proxy.URL(), Version: smcp.V04.Full(), Logger: slog.New(logs), ReconnectDelay: 50 * time.Millisecond,
+		Transports: sioclient.TransportsWebSocketOnly})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,7 +456,7 @@ func TestRefusedRejoinIsRetried(t *testing.T) {
 	logs.waitFor(t, "WARN disconnected from the gateway, reconnecting")
 
 	// The office is the 0.3 agent's once the gateway saw the computer go.
-	ag, err := Dial(ctx, Options{URL: gw.URL, Version: smcp.V03.Full()})
+	ag, err := sioclient.Dial(ctx, sioclient.Options{URL: gw.URL, Version: smcp.V03.Full()})
 	if err != nil {
 		t.Fatal(err)
 	}

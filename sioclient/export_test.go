@@ -1,0 +1,5 @@
+package sioclient
+
+// ErrClosed is what a client closed by its owner ends with, for the
+// external tests.
+var ErrClosed = errClosed
