@@ -459,21 +459,15 @@ func plain(w http.ResponseWriter, status int, body string) {
 }
 
 func connectRedis(url string) (*goredis.Client, error) {
-	opts, err := goredis.ParseURL(url)
+	rdb, err := cluster.NewClient(url)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: --redis %q: %w", url, err)
+		return nil, fmt.Errorf("gateway: --redis: %w", err)
 	}
-	// The registry bounds its calls with context deadlines, which go-redis
-	// applies to a read in progress only when asked to (the earlier of the
-	// deadline and ReadTimeout). The subscription of cluster.Peers reads
-	// without a deadline: its reads keep the client's own timeouts.
-	opts.ContextTimeoutEnabled = true
-	rdb := goredis.NewClient(opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		_ = rdb.Close()
-		return nil, fmt.Errorf("gateway: redis %s: %w", opts.Addr, err)
+		return nil, fmt.Errorf("gateway: redis %s: %w", cluster.Redacted(url), err)
 	}
 	return rdb, nil
 }

@@ -1,0 +1,72 @@
+package cluster
+
+import (
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// NewClient makes the Redis client of a node from the URL of --redis, in
+// one of go-redis's own forms:
+//
+//	redis://host:6379/0                        one Redis (or a primary whose
+//	                                           replicas nobody promotes)
+//	redis://s1:26379?master_name=NAME&addr=s2:26379&addr=s3:26379
+//	                                           Sentinel: the host and every
+//	                                           addr are sentinels, asked for
+//	                                           the primary of NAME
+//
+// With Sentinel the client asks the sentinels for the primary at each new
+// connection and drops its connections to a former primary when they
+// announce a failover, so every user of the client (the registry, the
+// heartbeat, the subscription of Peers) follows the new primary without a
+// restart of the node.
+//
+// The registry bounds its calls with context deadlines, which go-redis
+// applies to a read in progress only when asked to (the earlier of the
+// deadline and ReadTimeout): both forms are asked to. The subscription of
+// Peers reads without a deadline and keeps the client's own timeouts.
+//
+// Errors name the URL without its password.
+func NewClient(rawURL string) (*redis.Client, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// url.Parse's error quotes the URL, password included.
+		return nil, fmt.Errorf("redis URL: not a URL (redis://[user:password@]host:port[/db][?master_name=NAME&addr=host:port...])")
+	}
+	if u.Query().Has("master_name") {
+		opts, err := redis.ParseFailoverURL(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("redis URL %s (Sentinel): %s", u.Redacted(), redact(err, u))
+		}
+		opts.ContextTimeoutEnabled = true
+		return redis.NewFailoverClient(opts), nil
+	}
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("redis URL %s: %s", u.Redacted(), redact(err, u))
+	}
+	opts.ContextTimeoutEnabled = true
+	return redis.NewClient(opts), nil
+}
+
+// Redacted is the URL of --redis as a log line or an error may name it:
+// without its password.
+func Redacted(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(not a URL)"
+	}
+	return u.Redacted()
+}
+
+// redact keeps a parser's message from carrying the URL's password.
+func redact(err error, u *url.URL) string {
+	msg := err.Error()
+	if p, ok := u.User.Password(); ok && p != "" {
+		msg = strings.ReplaceAll(msg, p, "xxxxx")
+	}
+	return msg
+}

@@ -1,0 +1,230 @@
+package systest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/smcpgw/smcp-gateway/internal/loadtest"
+	"github.com/smcpgw/smcp-gateway/internal/testdeps"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
+)
+
+// SentinelMaster is the master name the sentinels of RedisSentinel watch.
+const SentinelMaster = "smcp"
+
+// SentinelDownAfter is how long the sentinels of RedisSentinel wait for a
+// silent primary before they agree it is down and fail over.
+const SentinelDownAfter = time.Second
+
+// Sentinel is a Redis primary, its replica and three sentinels (quorum 2),
+// all on loopback, as production runs Redis with Sentinel.
+type Sentinel struct {
+	// URL is the failover URL of the sentinels (go-redis's form, the one
+	// --redis takes).
+	URL string
+	// sentinels are the sentinels' addresses.
+	sentinels []string
+	mu        sync.Mutex
+	servers   map[string]*loadtest.Child // redis-servers by address
+}
+
+// RedisSentinel starts a primary, a replica of it and three sentinels
+// watching it, and returns once the sentinels know the replica (a failover
+// can promote it). Everything stops after whatever the test registers later.
+// Without redis-sentinel the test is skipped (see internal/testdeps).
+func RedisSentinel(t testing.TB) *Sentinel {
+	t.Helper()
+	testdeps.Program(t, "redis-server", "redis-server")
+	bin := testdeps.Program(t, "redis-sentinel", "redis-sentinel")
+	s := &Sentinel{servers: map[string]*loadtest.Child{}}
+	t.Cleanup(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, c := range s.servers {
+			c.Stop()
+		}
+	})
+	primary := freeAddr(t)
+	s.startServer(t, primary, "")
+	s.startServer(t, freeAddr(t), primary)
+	dir := t.TempDir()
+	for i := range 3 {
+		addr := freeAddr(t)
+		_, port, _ := net.SplitHostPort(addr)
+		// A sentinel rewrites its configuration file: one each.
+		conf := filepath.Join(dir, fmt.Sprintf("sentinel%d.conf", i))
+		body := fmt.Sprintf("port %s\nbind 127.0.0.1\n", port) +
+			fmt.Sprintf("sentinel monitor %s %s 2\n", SentinelMaster, hostPort(primary)) +
+			fmt.Sprintf("sentinel down-after-milliseconds %s %d\n", SentinelMaster, SentinelDownAfter.Milliseconds()) +
+			fmt.Sprintf("sentinel failover-timeout %s 10000\n", SentinelMaster)
+		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ch, err := loadtest.StartChild(exec.Command(bin, conf, "--loglevel", "warning"))
+		if err != nil {
+			t.Fatalf("start redis-sentinel: %v", err)
+		}
+		t.Cleanup(ch.Stop)
+		s.sentinels = append(s.sentinels, addr)
+	}
+	s.URL = "redis://" + s.sentinels[0] + "?master_name=" + SentinelMaster + "&addr=" + s.sentinels[1] + "&addr=" + s.sentinels[2]
+	s.waitReplica(t)
+	return s
+}
+
+// hostPort is a "host:port" address as sentinel.conf takes it: "host port".
+func hostPort(addr string) string {
+	h, p, _ := net.SplitHostPort(addr)
+	return h + " " + p
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+// startServer starts a redis-server without persistence on addr, a
+// replica of replicaOf unless that is empty.
+func (s *Sentinel) startServer(t testing.TB, addr, replicaOf string) {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(addr)
+	args := []string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"}
+	if replicaOf != "" {
+		h, p, _ := net.SplitHostPort(replicaOf)
+		args = append(args, "--replicaof", h, p)
+	}
+	// The port may be held a moment by a client's dial (a TCP
+	// self-connect while nothing listens): retried.
+	var ch *loadtest.Child
+	testwait.Within(t, 20*time.Second, "redis-server listening on "+addr, func() bool {
+		if ch == nil {
+			c, err := loadtest.StartChild(exec.Command("redis-server", args...))
+			if err != nil {
+				t.Fatalf("start redis-server: %v", err)
+			}
+			ch = c
+		}
+		select {
+		case <-ch.Done():
+			ch = nil
+			return false
+		default:
+		}
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false
+		}
+		_ = conn.Close()
+		return true
+	})
+	s.mu.Lock()
+	s.servers[addr] = ch
+	s.mu.Unlock()
+}
+
+// sentinel is a client of the i-th sentinel.
+func (s *Sentinel) sentinel(t testing.TB, i int) *redis.SentinelClient {
+	t.Helper()
+	c := redis.NewSentinelClient(&redis.Options{Addr: s.sentinels[i]})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Primary is the address of the primary as the sentinels name it now.
+func (s *Sentinel) Primary(t testing.TB) string {
+	t.Helper()
+	return s.primaryOf(t, s.sentinel(t, 0))
+}
+
+func (s *Sentinel) primaryOf(t testing.TB, sc *redis.SentinelClient) string {
+	t.Helper()
+	addr, err := primaryOf(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+func primaryOf(sc *redis.SentinelClient) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	addr, err := sc.GetMasterAddrByName(ctx, SentinelMaster).Result()
+	if err != nil || len(addr) != 2 {
+		return "", fmt.Errorf("sentinel: primary of %s: %v %v", SentinelMaster, addr, err)
+	}
+	return net.JoinHostPort(addr[0], addr[1]), nil
+}
+
+// waitReplica waits until every sentinel knows a replica in sync with the
+// primary (one a failover can promote).
+func (s *Sentinel) waitReplica(t testing.TB) {
+	t.Helper()
+	for i := range s.sentinels {
+		sc := s.sentinel(t, i)
+		testwait.Within(t, time.Minute, "a replica in sync, known to sentinel "+strconv.Itoa(i), func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			replicas, err := sc.Replicas(ctx, SentinelMaster).Result()
+			if err != nil {
+				return false
+			}
+			for _, r := range replicas {
+				if r["flags"] == "slave" && r["master-link-status"] == "ok" {
+					return true
+				}
+			}
+			return false
+		})
+	}
+}
+
+// Failover kills the primary (SIGKILL: what it had not sent its replica is
+// lost), waits until the sentinels have promoted the replica, and starts
+// the former primary again, empty: the sentinels make it the new replica.
+// It returns once that replica is in sync (so that Failover may be called
+// again) and the time from the kill to the sentinels naming the new primary.
+func (s *Sentinel) Failover(t testing.TB) time.Duration {
+	t.Helper()
+	old := s.Primary(t)
+	s.mu.Lock()
+	ch := s.servers[old]
+	delete(s.servers, old)
+	s.mu.Unlock()
+	if ch == nil {
+		t.Fatalf("sentinel names %s the primary, which this test did not start", old)
+	}
+	killed := time.Now()
+	if err := syscall.Kill(ch.PID, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the primary: %v", err)
+	}
+	<-ch.Done()
+	sc := s.sentinel(t, 0)
+	var promoted time.Duration
+	testwait.Within(t, time.Minute, "the sentinels promoting the replica", func() bool {
+		if addr, err := primaryOf(sc); err != nil || addr == old {
+			return false
+		}
+		promoted = time.Since(killed)
+		return true
+	})
+	s.startServer(t, old, "")
+	s.waitReplica(t)
+	return promoted
+}
