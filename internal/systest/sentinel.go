@@ -199,8 +199,9 @@ func (s *Sentinel) waitReplica(t testing.TB) {
 // lost), waits until the sentinels have promoted the replica, and starts
 // the former primary again, empty: the sentinels make it the new replica.
 // It returns once that replica is in sync (so that Failover may be called
-// again) and the time from the kill to the sentinels naming the new primary.
-func (s *Sentinel) Failover(t testing.TB) time.Duration {
+// again): when the primary was killed, and how long after that the
+// sentinels named the new one.
+func (s *Sentinel) Failover(t testing.TB) (killed time.Time, promoted time.Duration) {
 	t.Helper()
 	old := s.Primary(t)
 	s.mu.Lock()
@@ -210,13 +211,12 @@ func (s *Sentinel) Failover(t testing.TB) time.Duration {
 	if ch == nil {
 		t.Fatalf("sentinel names %s the primary, which this test did not start", old)
 	}
-	killed := time.Now()
+	killed = time.Now()
 	if err := syscall.Kill(ch.PID, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill the primary: %v", err)
 	}
 	<-ch.Done()
 	sc := s.sentinel(t, 0)
-	var promoted time.Duration
 	testwait.Within(t, time.Minute, "the sentinels promoting the replica", func() bool {
 		if addr, err := primaryOf(sc); err != nil || addr == old {
 			return false
@@ -226,5 +226,5 @@ func (s *Sentinel) Failover(t testing.TB) time.Duration {
 	})
 	s.startServer(t, old, "")
 	s.waitReplica(t)
-	return promoted
+	return killed, promoted
 }
