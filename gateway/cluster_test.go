@@ -250,3 +250,19 @@ func containsEach(got []string, subs ...string) bool {
 	}
 	return true
 }
+
+// TestClusterCrossNodeCallsSentinel: --redis as a Sentinel URL (go-redis's
+// failover form) makes the nodes one cluster on the primary the sentinels
+// name.
+func TestClusterCrossNodeCallsSentinel(t *testing.T) {
+	nodes := startCluster(t, systest.RedisSentinel(t).URL, 2)
+	dialComputer(t, nodes[1].URL, "pcB", "o")
+	a := dialAgent(t, nodes[0].URL, "alice", "o")
+	res, err := a.CallTool(ctxT(t), &smcpv1.ToolCallReq{Computer: "pcB", ToolName: "echo", ReqId: "r1", Timeout: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != "pcB:r1" {
+		t.Fatalf("pcB answered %q", got)
+	}
+}

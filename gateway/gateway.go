@@ -94,7 +94,8 @@ type Config struct {
 	// routed Socket.IO client: event and every MCP request.
 	TracerProvider trace.TracerProvider
 	Logger         *slog.Logger
-	// Redis, when set (redis://host:port/db), makes this gateway one node of
+	// Redis, when set (redis://host:port/db, or a Sentinel URL: see
+	// cluster.NewClient), makes this gateway one node of
 	// a cluster: the office registry, node heartbeats, and the calls and
 	// notifications between nodes in Redis (gateway/cluster). Empty: one
 	// node, no Redis.
