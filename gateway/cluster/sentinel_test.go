@@ -154,6 +154,27 @@ func TestSentinelFailoverCallsResume(t *testing.T) {
 	}
 	testwait.Within(t, time.Minute, "every agent's calls answered before the failover", func() bool { return answeredSince(time.Time{}) })
 
+	// Meanwhile a second agent tries each office, on another node, again
+	// and again: refused, or failed while Redis is away, never admitted.
+	for i := range n {
+		wg.Go(func() {
+			nd := nodes[(i+2)%n]
+			for k := 0; run.Err() == nil; k++ {
+				sess, err := nd.hub.Attach(fmt.Sprintf("mallory-o%d-%d", i, k), &core.Principal{ID: "test"}, &computerConn{}, v02)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				ctx, cancel := context.WithTimeout(run, 30*time.Second)
+				if err := sess.JoinContext(ctx, &smcpv1.EnterOfficeReq{Role: smcp.RoleAgent, Name: "mallory", OfficeId: fmt.Sprintf("o%d", i)}); err == nil {
+					t.Errorf("office o%d admitted a second agent during the failover", i)
+				}
+				cancel()
+				sess.Close()
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
 	killed, promoted := s.Failover(t)
 	testwait.Within(t, 2*time.Minute, "every agent's calls answered after the failover", func() bool { return answeredSince(killed.Add(promoted)) })
 	stop()

@@ -37,6 +37,7 @@ type Sentinel struct {
 	sentinels []string
 	mu        sync.Mutex
 	servers   map[string]*loadtest.Child // redis-servers by address
+	dir       string                     // their working folder
 }
 
 // RedisSentinel starts a primary, a replica of it and three sentinels
@@ -47,7 +48,7 @@ func RedisSentinel(t testing.TB) *Sentinel {
 	t.Helper()
 	testdeps.Program(t, "redis-server", "redis-server")
 	bin := testdeps.Program(t, "redis-sentinel", "redis-sentinel")
-	s := &Sentinel{servers: map[string]*loadtest.Child{}}
+	s := &Sentinel{servers: map[string]*loadtest.Child{}, dir: t.TempDir()}
 	t.Cleanup(func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -58,12 +59,11 @@ func RedisSentinel(t testing.TB) *Sentinel {
 	primary := freeAddr(t)
 	s.startServer(t, primary, "")
 	s.startServer(t, freeAddr(t), primary)
-	dir := t.TempDir()
 	for i := range 3 {
 		addr := freeAddr(t)
 		_, port, _ := net.SplitHostPort(addr)
 		// A sentinel rewrites its configuration file: one each.
-		conf := filepath.Join(dir, fmt.Sprintf("sentinel%d.conf", i))
+		conf := filepath.Join(s.dir, fmt.Sprintf("sentinel%d.conf", i))
 		body := fmt.Sprintf("port %s\nbind 127.0.0.1\n", port) +
 			fmt.Sprintf("sentinel monitor %s %s 2\n", SentinelMaster, hostPort(primary)) +
 			fmt.Sprintf("sentinel down-after-milliseconds %s %d\n", SentinelMaster, SentinelDownAfter.Milliseconds()) +
@@ -105,7 +105,10 @@ func freeAddr(t testing.TB) string {
 func (s *Sentinel) startServer(t testing.TB, addr, replicaOf string) {
 	t.Helper()
 	_, port, _ := net.SplitHostPort(addr)
-	args := []string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning"}
+	// Its own folder: a replica's sync writes dump.rdb there, which a
+	// redis-server started later in the same folder would load.
+	args := []string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning",
+		"--dir", s.dir}
 	if replicaOf != "" {
 		h, p, _ := net.SplitHostPort(replicaOf)
 		args = append(args, "--replicaof", h, p)
