@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
@@ -264,5 +265,15 @@ func TestClusterCrossNodeCallsSentinel(t *testing.T) {
 	}
 	if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != "pcB:r1" {
 		t.Fatalf("pcB answered %q", got)
+	}
+}
+
+// TestClusterRefusesRedisCluster: a node of a Redis Cluster, on which the
+// registry's scripts would fail join by join (their keys span hash slots),
+// is refused at start, saying so.
+func TestClusterRefusesRedisCluster(t *testing.T) {
+	_, err := gateway.New(gateway.Config{Auth: core.AllowAll{}, Redis: systest.RedisClusterNode(t)})
+	if err == nil || !strings.Contains(err.Error(), "Redis Cluster") {
+		t.Fatalf("gateway on a Redis Cluster node: %v, want refused naming Redis Cluster", err)
 	}
 }

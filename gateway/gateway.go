@@ -466,7 +466,11 @@ func connectRedis(url string) (*goredis.Client, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
+	err = rdb.Ping(ctx).Err()
+	if err == nil {
+		err = cluster.CheckServer(ctx, rdb)
+	}
+	if err != nil {
 		_ = rdb.Close()
 		return nil, fmt.Errorf("gateway: redis %s: %w", cluster.Redacted(url), err)
 	}

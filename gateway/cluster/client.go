@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -69,4 +71,22 @@ func redact(err error, u *url.URL) string {
 		msg = strings.ReplaceAll(msg, p, "xxxxx")
 	}
 	return msg
+}
+
+// CheckServer refuses a Redis the cluster cannot run on: a Redis Cluster
+// node, on which the join and reaper scripts, whose keys span hash slots
+// (an office's and a node's), fail with CROSSSLOT or MOVED once offices
+// spread. Refused at start, with the reason, rather than join by join.
+func CheckServer(ctx context.Context, rdb *redis.Client) error {
+	// INFO's default sections (not "cluster" alone: miniredis knows only
+	// some). A server that will not say (a proxy without INFO) is not
+	// refused: its scripts' errors will say more than a guess.
+	info, err := rdb.Info(ctx).Result()
+	if err != nil {
+		return nil //nolint:nilerr // see above
+	}
+	if strings.Contains(info, "cluster_enabled:1") {
+		return errors.New("redis is a Redis Cluster node: not supported (the office registry's scripts touch keys of several hash slots); use one Redis or Sentinel (docs/CLUSTER.md)")
+	}
+	return nil
 }

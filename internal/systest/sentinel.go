@@ -104,15 +104,26 @@ func freeAddr(t testing.TB) string {
 // replica of replicaOf unless that is empty.
 func (s *Sentinel) startServer(t testing.TB, addr, replicaOf string) {
 	t.Helper()
-	_, port, _ := net.SplitHostPort(addr)
-	// Its own folder: a replica's sync writes dump.rdb there, which a
-	// redis-server started later in the same folder would load.
-	args := []string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning",
-		"--dir", s.dir}
+	var args []string
 	if replicaOf != "" {
 		h, p, _ := net.SplitHostPort(replicaOf)
 		args = append(args, "--replicaof", h, p)
 	}
+	ch := startRedisIn(t, s.dir, addr, args...)
+	s.mu.Lock()
+	s.servers[addr] = ch
+	s.mu.Unlock()
+}
+
+// startRedisIn starts a redis-server without persistence on addr, in the
+// folder dir (a replica's sync writes dump.rdb there, a cluster node its
+// nodes.conf, which a redis-server started later in the same folder would
+// load), with the extra arguments given. The caller stops it.
+func startRedisIn(t testing.TB, dir, addr string, extra ...string) *loadtest.Child {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(addr)
+	args := append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning",
+		"--dir", dir}, extra...)
 	// The port may be held a moment by a client's dial (a TCP
 	// self-connect while nothing listens): retried.
 	var ch *loadtest.Child
@@ -137,9 +148,18 @@ func (s *Sentinel) startServer(t testing.TB, addr, replicaOf string) {
 		_ = conn.Close()
 		return true
 	})
-	s.mu.Lock()
-	s.servers[addr] = ch
-	s.mu.Unlock()
+	return ch
+}
+
+// RedisClusterNode starts a redis-server with Redis Cluster on (a node of
+// no cluster yet, holding no slot) and returns its URL.
+func RedisClusterNode(t testing.TB) string {
+	t.Helper()
+	testdeps.Program(t, "redis-server", "redis-server")
+	addr := freeAddr(t)
+	ch := startRedisIn(t, t.TempDir(), addr, "--cluster-enabled", "yes")
+	t.Cleanup(ch.Stop)
+	return "redis://" + addr
 }
 
 // sentinel is a client of the i-th sentinel.
