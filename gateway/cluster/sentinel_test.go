@@ -73,6 +73,22 @@ func TestPeersConformanceSentinel(t *testing.T) {
 // meanwhile, are logged: docs/RELIABILITY.md quotes them.
 func TestSentinelFailoverCallsResume(t *testing.T) {
 	s := systest.RedisSentinel(t)
+	callsThroughFailover(t, s, s.Failover)
+}
+
+// TestSentinelSwitchoverCallsResume is TestSentinelFailoverCallsResume
+// with a switchover (SENTINEL FAILOVER): the former primary stays up,
+// becoming a replica, with the subscriptions of Peers still on it (go-redis
+// moves only its command connections on a switch).
+func TestSentinelSwitchoverCallsResume(t *testing.T) {
+	s := systest.RedisSentinel(t)
+	callsThroughFailover(t, s, s.Switchover)
+}
+
+// callsThroughFailover runs the calls and joins of
+// TestSentinelFailoverCallsResume across fail, which returns when the
+// primary went and how long after that the sentinels named another.
+func callsThroughFailover(t *testing.T, s *systest.Sentinel, fail func(testing.TB) (time.Time, time.Duration)) {
 	const n = 3
 	const callTimeout = 2 * time.Second
 	var nodes []*testNode
@@ -175,7 +191,7 @@ func TestSentinelFailoverCallsResume(t *testing.T) {
 			}
 		})
 	}
-	killed, promoted := s.Failover(t)
+	killed, promoted := fail(t)
 	testwait.Within(t, 2*time.Minute, "every agent's calls answered after the failover", func() bool { return answeredSince(killed.Add(promoted)) })
 	stop()
 	wg.Wait()
@@ -194,7 +210,7 @@ func TestSentinelFailoverCallsResume(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("primary killed: replica promoted after %v, every agent's calls answered again %v after the kill; %d of %d calls started after the kill failed (given up after %v)",
+	t.Logf("primary gone: replica promoted %v after, every agent's calls answered again %v after; %d of %d calls started after failed (given up after %v)",
 		promoted, resumed, failed, total, callTimeout)
 
 	for i, pc := range pcs {
@@ -207,7 +223,7 @@ func TestSentinelFailoverCallsResume(t *testing.T) {
 		}
 	}
 	// A second agent, on any node, is refused: the office's agent is known
-	// to the promoted primary.
+	// to the new primary.
 	for i := range n {
 		for j, nd := range nodes {
 			_, err := join(nd, fmt.Sprintf("mallory-%d-%d", i, j), smcp.RoleAgent, "mallory", fmt.Sprintf("o%d", i), &computerConn{})

@@ -251,3 +251,29 @@ func (s *Sentinel) Failover(t testing.TB) (killed time.Time, promoted time.Durat
 	s.waitReplica(t)
 	return killed, promoted
 }
+
+// Switchover asks the sentinels to make the replica the primary (SENTINEL
+// FAILOVER, as an operator does before maintenance): the former primary
+// stays up and becomes a replica. It returns once the new replica is in
+// sync, with when it was asked and how long after that the sentinels named
+// the new primary.
+func (s *Sentinel) Switchover(t testing.TB) (asked time.Time, promoted time.Duration) {
+	t.Helper()
+	old := s.Primary(t)
+	sc := s.sentinel(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	asked = time.Now()
+	if err := sc.Failover(ctx, SentinelMaster).Err(); err != nil {
+		t.Fatalf("SENTINEL FAILOVER: %v", err)
+	}
+	testwait.Within(t, time.Minute, "the sentinels switching to the replica", func() bool {
+		if addr, err := primaryOf(sc); err != nil || addr == old {
+			return false
+		}
+		promoted = time.Since(asked)
+		return true
+	})
+	s.waitReplica(t)
+	return asked, promoted
+}
