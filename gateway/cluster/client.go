@@ -18,7 +18,11 @@ import (
 //	redis://s1:26379?master_name=NAME&addr=s2:26379&addr=s3:26379
 //	                                           Sentinel: the host and every
 //	                                           addr are sentinels, asked for
-//	                                           the primary of NAME
+//	                                           the primary of NAME; the
+//	                                           user and password of the URL
+//	                                           are the sentinels', those of
+//	                                           Redis are username= and
+//	                                           password=
 //
 // With Sentinel the client asks the sentinels for the primary at each new
 // connection and drops its connections to a former primary when they
@@ -41,34 +45,48 @@ func NewClient(rawURL string) (*redis.Client, error) {
 	if u.Query().Has("master_name") {
 		opts, err := redis.ParseFailoverURL(rawURL)
 		if err != nil {
-			return nil, fmt.Errorf("redis URL %s (Sentinel): %s", u.Redacted(), redact(err, u))
+			return nil, fmt.Errorf("redis URL %s (Sentinel): %s", redacted(u), redact(err, u))
 		}
 		opts.ContextTimeoutEnabled = true
 		return redis.NewFailoverClient(opts), nil
 	}
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("redis URL %s: %s", u.Redacted(), redact(err, u))
+		return nil, fmt.Errorf("redis URL %s: %s", redacted(u), redact(err, u))
 	}
 	opts.ContextTimeoutEnabled = true
 	return redis.NewClient(opts), nil
 }
 
 // Redacted is the URL of --redis as a log line or an error may name it:
-// without its password.
+// without its passwords (the URL's and a Sentinel URL's password=).
 func Redacted(rawURL string) string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return "(not a URL)"
 	}
-	return u.Redacted()
+	return redacted(u)
 }
 
-// redact keeps a parser's message from carrying the URL's password.
+func redacted(u *url.URL) string {
+	c := *u
+	if q := c.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		c.RawQuery = q.Encode()
+	}
+	return c.Redacted()
+}
+
+// redact keeps a parser's message from carrying the URL's passwords.
 func redact(err error, u *url.URL) string {
 	msg := err.Error()
 	if p, ok := u.User.Password(); ok && p != "" {
 		msg = strings.ReplaceAll(msg, p, "xxxxx")
+	}
+	for _, p := range u.Query()["password"] {
+		if p != "" {
+			msg = strings.ReplaceAll(msg, p, "xxxxx")
+		}
 	}
 	return msg
 }

@@ -29,6 +29,8 @@ func TestNewClientForms(t *testing.T) {
 	}
 	for _, bad := range []string{
 		"redis://u:s3cret@127.0.0.1:26379?master_name=m&nope=1",
+		"redis://127.0.0.1:26379?master_name=m&password=s3cret&db=x",
+		"redis://127.0.0.1:26379/x?master_name=m&password=s3cret",
 		"redis://u:s3cret@127.0.0.1:6379/0?nope=1",
 		"redis://u:s3cret@127.0.0.1:6379/x",
 		"redis://u:s3cret@[::1/0",
@@ -40,6 +42,9 @@ func TestNewClientForms(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("%s: the error carries the password: %v", bad, err)
+		}
+		if got := cluster.Redacted(bad); strings.Contains(got, "s3cret") {
+			t.Errorf("Redacted(%s) = %s", bad, got)
 		}
 	}
 }
