@@ -268,12 +268,17 @@ func TestClusterCrossNodeCallsSentinel(t *testing.T) {
 	}
 }
 
-// TestClusterRefusesRedisCluster: a node of a Redis Cluster, on which the
-// registry's scripts would fail join by join (their keys span hash slots),
-// is refused at start, saying so.
+// TestClusterRefusesRedisCluster: a Redis Cluster, on which the registry's
+// scripts would fail join by join (their keys span hash slots), is refused
+// at start, saying so: a lone cluster node, a seed of a three-primary
+// cluster, and the cluster URL form (several addr= without master_name=).
 func TestClusterRefusesRedisCluster(t *testing.T) {
-	_, err := gateway.New(gateway.Config{Auth: core.AllowAll{}, Redis: systest.RedisClusterNode(t)})
-	if err == nil || !strings.Contains(err.Error(), "Redis Cluster") {
-		t.Fatalf("gateway on a Redis Cluster node: %v, want refused naming Redis Cluster", err)
+	seeds := systest.RedisCluster(t)
+	seed, _, _ := strings.Cut(seeds, "?")
+	for _, url := range []string{systest.RedisClusterNode(t), seed, seeds} {
+		_, err := gateway.New(gateway.Config{Auth: core.AllowAll{}, Redis: url})
+		if err == nil || !strings.Contains(err.Error(), "Redis Cluster") {
+			t.Errorf("gateway on %s: %v, want refused naming Redis Cluster", url, err)
+		}
 	}
 }

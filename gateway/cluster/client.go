@@ -50,6 +50,11 @@ func NewClient(rawURL string) (*redis.Client, error) {
 		opts.ContextTimeoutEnabled = true
 		return redis.NewFailoverClient(opts), nil
 	}
+	if u.Query().Has("addr") {
+		// go-redis's cluster URL form: refused by name rather than by
+		// ParseURL's "unexpected option: addr".
+		return nil, fmt.Errorf("redis URL %s: several addresses (addr=) without master_name=: Sentinel needs master_name=NAME, and Redis Cluster is not supported (docs/CLUSTER.md)", redacted(u))
+	}
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("redis URL %s: %s", redacted(u), redact(err, u))
