@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
@@ -249,4 +250,35 @@ func containsEach(got []string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestClusterCrossNodeCallsSentinel: --redis as a Sentinel URL (go-redis's
+// failover form) makes the nodes one cluster on the primary the sentinels
+// name.
+func TestClusterCrossNodeCallsSentinel(t *testing.T) {
+	nodes := startCluster(t, systest.RedisSentinel(t).URL, 2)
+	dialComputer(t, nodes[1].URL, "pcB", "o")
+	a := dialAgent(t, nodes[0].URL, "alice", "o")
+	res, err := a.CallTool(ctxT(t), &smcpv1.ToolCallReq{Computer: "pcB", ToolName: "echo", ReqId: "r1", Timeout: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != "pcB:r1" {
+		t.Fatalf("pcB answered %q", got)
+	}
+}
+
+// TestClusterRefusesRedisCluster: a Redis Cluster, on which the registry's
+// scripts would fail join by join (their keys span hash slots), is refused
+// at start, saying so: a lone cluster node, a seed of a three-primary
+// cluster, and the cluster URL form (several addr= without master_name=).
+func TestClusterRefusesRedisCluster(t *testing.T) {
+	seeds := systest.RedisCluster(t)
+	seed, _, _ := strings.Cut(seeds, "?")
+	for _, url := range []string{systest.RedisClusterNode(t), seed, seeds} {
+		_, err := gateway.New(gateway.Config{Auth: core.AllowAll{}, Redis: url})
+		if err == nil || !strings.Contains(err.Error(), "Redis Cluster") {
+			t.Errorf("gateway on %s: %v, want refused naming Redis Cluster", url, err)
+		}
+	}
 }

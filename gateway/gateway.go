@@ -95,7 +95,8 @@ type Config struct {
 	// routed Socket.IO client: event and every MCP request.
 	TracerProvider trace.TracerProvider
 	Logger         *slog.Logger
-	// Redis, when set (redis://host:port/db), makes this gateway one node of
+	// Redis, when set (redis://host:port/db, or a Sentinel URL: see
+	// cluster.NewClient), makes this gateway one node of
 	// a cluster: the office registry, node heartbeats, and the calls and
 	// notifications between nodes in Redis (gateway/cluster). Empty: one
 	// node, no Redis.
@@ -475,21 +476,19 @@ func plain(w http.ResponseWriter, status int, body string) {
 }
 
 func connectRedis(url string) (*goredis.Client, error) {
-	opts, err := goredis.ParseURL(url)
+	rdb, err := cluster.NewClient(url)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: --redis %q: %w", url, err)
+		return nil, fmt.Errorf("gateway: --redis: %w", err)
 	}
-	// The registry bounds its calls with context deadlines, which go-redis
-	// applies to a read in progress only when asked to (the earlier of the
-	// deadline and ReadTimeout). The subscription of cluster.Peers reads
-	// without a deadline: its reads keep the client's own timeouts.
-	opts.ContextTimeoutEnabled = true
-	rdb := goredis.NewClient(opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := rdb.Ping(ctx).Err(); err != nil {
+	err = rdb.Ping(ctx).Err()
+	if err == nil {
+		err = cluster.CheckServer(ctx, rdb)
+	}
+	if err != nil {
 		_ = rdb.Close()
-		return nil, fmt.Errorf("gateway: redis %s: %w", opts.Addr, err)
+		return nil, fmt.Errorf("gateway: redis %s: %w", cluster.Redacted(url), err)
 	}
 	return rdb, nil
 }

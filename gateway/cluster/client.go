@@ -1,0 +1,115 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// NewClient makes the Redis client of a node from the URL of --redis, in
+// one of go-redis's own forms:
+//
+//	redis://host:6379/0                        one Redis (or a primary whose
+//	                                           replicas nobody promotes)
+//	redis://s1:26379?master_name=NAME&addr=s2:26379&addr=s3:26379
+//	                                           Sentinel: the host and every
+//	                                           addr are sentinels, asked for
+//	                                           the primary of NAME; the
+//	                                           user and password of the URL
+//	                                           are the sentinels', those of
+//	                                           Redis are username= and
+//	                                           password=
+//
+// With Sentinel the client asks the sentinels for the primary at each new
+// connection and drops its connections to a former primary when they
+// announce a failover, so every user of the client (the registry, the
+// heartbeat, the subscription of Peers) follows the new primary without a
+// restart of the node.
+//
+// The registry bounds its calls with context deadlines, which go-redis
+// applies to a read in progress only when asked to (the earlier of the
+// deadline and ReadTimeout): both forms are asked to. The subscription of
+// Peers reads without a deadline and keeps the client's own timeouts.
+//
+// Errors name the URL without its password.
+func NewClient(rawURL string) (*redis.Client, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// url.Parse's error quotes the URL, password included.
+		return nil, fmt.Errorf("redis URL: not a URL (redis://[user:password@]host:port[/db][?master_name=NAME&addr=host:port...])")
+	}
+	if u.Query().Has("master_name") {
+		opts, err := redis.ParseFailoverURL(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("redis URL %s (Sentinel): %s", redacted(u), redact(err, u))
+		}
+		opts.ContextTimeoutEnabled = true
+		return redis.NewFailoverClient(opts), nil
+	}
+	if u.Query().Has("addr") {
+		// go-redis's cluster URL form: refused by name rather than by
+		// ParseURL's "unexpected option: addr".
+		return nil, fmt.Errorf("redis URL %s: several addresses (addr=) without master_name=: Sentinel needs master_name=NAME, and Redis Cluster is not supported (docs/CLUSTER.md)", redacted(u))
+	}
+	opts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("redis URL %s: %s", redacted(u), redact(err, u))
+	}
+	opts.ContextTimeoutEnabled = true
+	return redis.NewClient(opts), nil
+}
+
+// Redacted is the URL of --redis as a log line or an error may name it:
+// without its passwords (the URL's and a Sentinel URL's password=).
+func Redacted(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(not a URL)"
+	}
+	return redacted(u)
+}
+
+func redacted(u *url.URL) string {
+	c := *u
+	if q := c.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		c.RawQuery = q.Encode()
+	}
+	return c.Redacted()
+}
+
+// redact keeps a parser's message from carrying the URL's passwords.
+func redact(err error, u *url.URL) string {
+	msg := err.Error()
+	if p, ok := u.User.Password(); ok && p != "" {
+		msg = strings.ReplaceAll(msg, p, "xxxxx")
+	}
+	for _, p := range u.Query()["password"] {
+		if p != "" {
+			msg = strings.ReplaceAll(msg, p, "xxxxx")
+		}
+	}
+	return msg
+}
+
+// CheckServer refuses a Redis the cluster cannot run on: a Redis Cluster
+// node, on which the join and reaper scripts, whose keys span hash slots
+// (an office's and a node's), fail with CROSSSLOT or MOVED once offices
+// spread. Refused at start, with the reason, rather than join by join.
+func CheckServer(ctx context.Context, rdb *redis.Client) error {
+	// INFO's default sections (not "cluster" alone: miniredis knows only
+	// some). A server that will not say (a proxy without INFO) is not
+	// refused: its scripts' errors will say more than a guess.
+	info, err := rdb.Info(ctx).Result()
+	if err != nil {
+		return nil //nolint:nilerr // see above
+	}
+	if strings.Contains(info, "cluster_enabled:1") {
+		return errors.New("redis is a Redis Cluster node: not supported (the office registry's scripts touch keys of several hash slots); use one Redis or Sentinel (docs/CLUSTER.md)")
+	}
+	return nil
+}
