@@ -323,7 +323,7 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SeatLease, "seat-lease", c.SeatLease, "an office's agent seat held by an MCP session or an RPC stream lapses this long after its holder's last request (docs/OPERATIONS.md, Seats)")
 	fs.IntVar(&c.MaxPending, "max-pending", c.MaxPending, "requests awaiting one computer's answer, at most")
 	fs.IntVar(&c.MaxAgentCalls, "max-agent-in-flight", c.MaxAgentCalls, "requests one office's agent may have in flight, at most")
-	fs.Float64Var(&c.EventsPerSecond, "events-per-second", c.EventsPerSecond, "Socket.IO events per second per connection (token bucket; excess gets 429, twice the rate disconnects; -1: no limit)")
+	fs.Float64Var(&c.EventsPerSecond, "events-per-second", c.EventsPerSecond, "Socket.IO events per second per connection (token bucket; excess gets 429, twice the rate disconnects; -1: no limit); also ReadBlob's chunk requests per stream, which wait for their token")
 	fs.IntVar(&c.EventBurst, "event-burst", c.EventBurst, "token bucket size of --events-per-second")
 	fs.IntVar(&c.MaxConnsPerAddr, "max-conns-per-addr", c.MaxConnsPerAddr, "Socket.IO connections per client IP address (-1: no limit)")
 	fs.IntVar(&c.MaxUnauthAddr, "max-unauthenticated-per-addr", c.MaxUnauthAddr, "per client IP address: HTTP connections without an authenticated request yet (more are closed), and Socket.IO sessions not authenticated yet (more get 429), each counted on its own (-1: no limit)")
