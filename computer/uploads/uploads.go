@@ -241,6 +241,27 @@ func (m *Manager) sweep(ctx context.Context) {
 	}
 }
 
+// EndAgent discards the uploads agent has in progress: they belong to it
+// and end with it (it left the office, or its connection did), freeing
+// their slots and their room in the landing root at once rather than after
+// the idle timeout. It returns how many there were.
+func (m *Manager) EndAgent(agent string) int {
+	var ended []*upload
+	m.mu.Lock()
+	for id, u := range m.ups {
+		if u.agent == agent {
+			ended = append(ended, u)
+			delete(m.ups, id)
+		}
+	}
+	m.mu.Unlock()
+	for _, u := range ended {
+		m.log.Info("upload discarded: its agent left", "upload_id", u.id, "agent", agent)
+		m.discard(u)
+	}
+	return len(ended)
+}
+
 // discard closes and removes an upload's .part (it is out of the map).
 func (m *Manager) discard(u *upload) {
 	u.mu.Lock()
