@@ -94,3 +94,26 @@ func heldHeap() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
 }
+
+// TestClusterStoppedComputerRefusal: an agent on another node than the
+// stopped computer gets the computer node's refusal as it is (429 naming
+// the bound), not "computer gone".
+func TestClusterStoppedComputerRefusal(t *testing.T) {
+	nodes := startCluster(t, miniRedis(t), 2)
+	resume := make(chan struct{})
+	o := newRelayOfficeOn(t, nodes[0], nodes[1], func(string, []byte) string {
+		<-resume
+		return `{"content":[],"isError":false}`
+	})
+	t.Cleanup(func() { close(resume) })
+	params := `{"data":"` + strings.Repeat("a", 930_000) + `"}`
+	acks := make([]<-chan []byte, 40)
+	for i := range acks {
+		acks[i] = o.agent.emit("client:tool_call", toolCall("r"+strconv.Itoa(i), params, 60))
+	}
+	// In order, as on one node: the last is refused once the queue is full.
+	got := o.agent.wait(acks[len(acks)-1], 30*time.Second)
+	if !bytes.Contains(got, []byte(`"code":429`)) || !bytes.Contains(got, []byte("max_queued_bytes_per_computer")) {
+		t.Fatalf("a call across nodes toward a stopped computer: %s", got)
+	}
+}
