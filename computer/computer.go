@@ -85,6 +85,9 @@ type Options struct {
 	// holds (uploads.Options.QuotaBytes, QuotaFiles); 0: no bound.
 	LandingQuotaBytes int64
 	LandingQuotaFiles int
+	// MaxBlobBytes is the largest blob the computer serves (a skill file, a
+	// tool result's binary items) or takes (an upload); 0: 100 MiB.
+	MaxBlobBytes int64
 }
 
 // Computer is one SMCP computer.

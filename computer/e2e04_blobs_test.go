@@ -270,3 +270,54 @@ func TestE2ESkillsAndBlobs04(t *testing.T) {
 		t.Fatalf("after the edit: %v", ans)
 	}
 }
+
+// TestUploadsEndWithTheirAgent: an upload belongs to the agent that opened
+// it and ends with it: once the agent leaves the office, the computer
+// discards its .part and frees its slot at once, not after the idle
+// timeout (120 s).
+func TestUploadsEndWithTheirAgent(t *testing.T) {
+	landing := t.TempDir()
+	gw, err := gateway.Start(gateway.Config{Auth: core.AllowAll{}, Logger: quietLogger()}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gw.Stop() })
+	h := newComputer(t, nil, func(o *computer.Options) {
+		o.Protocol = computer.Protocol04
+		o.LandingRoot = landing
+	})
+	link, err := h.c.Connect(ctxT(t), computer.Gateway{URL: gw.URL, Office: "office-04", Dial: sioclient.Options{Logger: quietLogger()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(link.Close)
+	c, err := sioclient.Dial(ctxT(t), sioclient.Options{URL: gw.URL, Version: "0.4.0", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	if err := c.JoinOffice(ctxT(t), smcp.RoleAgent, "bot", "office-04"); err != nil {
+		t.Fatal(err)
+	}
+	ag := &agent04{t: t, c: c}
+	data := make([]byte, 1<<20)
+	rand.Read(data)
+	req := map[string]any{"chunk_offset": 0, "eof": false, "total_size": len(data), "sha256": sum(data),
+		"blob": base64.StdEncoding.EncodeToString(data[:64<<10])}
+	var ans map[string]any
+	// The computer's join races the agent's: poll until the office routes.
+	if !testwait.Poll(30*time.Second, func() bool { ans = ag.ask(smcp.EventPutBlob, req); return ans["upload_id"] != nil }) {
+		t.Fatalf("put_blob: %v", ans)
+	}
+	part := filepath.Join(landing, ans["upload_id"].(string)+".part")
+	if _, err := os.Stat(part); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.LeaveOffice(ctxT(t), "office-04"); err != nil {
+		t.Fatal(err)
+	}
+	testwait.Until(t, "the agent's upload discarded once it left", func() bool {
+		_, err := os.Stat(part)
+		return os.IsNotExist(err)
+	})
+}

@@ -287,6 +287,13 @@ func (c *Computer) notifyHandler(event string) func(proto.Message) {
 				c.CancelToolCall(req.GetAgent(), req.GetReqId())
 			}
 		}
+	case smcp.NotifyLeaveOffice:
+		return func(m proto.Message) {
+			// An agent's uploads end with it (uploads.Manager.EndAgent).
+			if n, ok := m.(*smcpv1.LeaveOfficeNotification); ok && n.Agent != nil && c.uploads != nil {
+				c.uploads.EndAgent(n.GetAgent())
+			}
+		}
 	}
 	return nil
 }

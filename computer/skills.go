@@ -37,19 +37,19 @@ func (c *Computer) startLater() error {
 	}
 	var err error
 	c.skills, err = skills.New(skills.Options{
-		Dirs: c.opts.SkillDirs, Logger: c.log,
+		Dirs: c.opts.SkillDirs, Logger: c.log, MaxSize: c.opts.MaxBlobBytes,
 		OnChange: func() { c.notify(smcp.EventUpdateSkills) },
 	})
 	if err != nil {
 		return fmt.Errorf("computer: %w", err)
 	}
-	c.blobs, err = blobs.New(blobs.Options{Logger: c.log, Skills: c.openSkillBlob})
+	c.blobs, err = blobs.New(blobs.Options{Logger: c.log, Skills: c.openSkillBlob, MaxSize: c.opts.MaxBlobBytes})
 	if err != nil {
 		c.skills.Close()
 		return fmt.Errorf("computer: %w", err)
 	}
 	if c.version().Compare(smcp.V04) >= 0 {
-		c.uploads, err = uploads.New(uploads.Options{Root: c.opts.LandingRoot, Logger: c.log,
+		c.uploads, err = uploads.New(uploads.Options{Root: c.opts.LandingRoot, Logger: c.log, MaxSize: c.opts.MaxBlobBytes,
 			QuotaBytes: c.opts.LandingQuotaBytes, QuotaFiles: c.opts.LandingQuotaFiles})
 		if err != nil {
 			c.skills.Close()

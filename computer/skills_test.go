@@ -268,3 +268,30 @@ func TestPutBlobAndProfiles(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxBlobBytes: Options.MaxBlobBytes (smcp computer --max-blob-bytes)
+// is the cap of what the computer serves and takes: at 1 MiB a 2 MiB skill
+// file and a 2 MiB upload are refused with too_large, each before a byte
+// moves.
+func TestMaxBlobBytes(t *testing.T) {
+	skillDir := t.TempDir()
+	write(t, filepath.Join(skillDir, "report", "SKILL.md"), []byte("---\nname: report\ndescription: Write reports.\n---\n# Report\n"))
+	big := make([]byte, 2<<20)
+	rand.Read(big)
+	write(t, filepath.Join(skillDir, "report", "big.bin"), big)
+	h := newComputer(t, nil, func(o *computer.Options) {
+		o.Protocol = computer.Protocol04
+		o.SkillDirs = []string{skillDir}
+		o.LandingRoot = t.TempDir()
+		o.MaxBlobBytes = 1 << 20
+	})
+	ans := h.call(smcp.EventGetSkill, map[string]any{"name": "report", "rel_path": "big.bin"})
+	if ans["code"] != 4017.0 || ans["details"].(map[string]any)["reason"] != "too_large" {
+		t.Fatalf("get_skill of a file over the cap: %.300v", ans)
+	}
+	ans = h.call(smcp.EventPutBlob, map[string]any{"chunk_offset": 0, "eof": false, "total_size": len(big), "sha256": sum(big),
+		"blob": base64.StdEncoding.EncodeToString(big[:1024])})
+	if ans["code"] != 4019.0 || ans["details"].(map[string]any)["reason"] != "too_large" {
+		t.Fatalf("put_blob over the cap: %v", ans)
+	}
+}

@@ -318,6 +318,9 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.RPC.APIKeyHeader == "" {
 		cfg.RPC.APIKeyHeader = cfg.SIO.APIKeyHeader
 	}
+	if cfg.RPC.EventsPerSecond == 0 { // ReadBlob's chunk requests count as Socket.IO events do
+		cfg.RPC.EventsPerSecond, cfg.RPC.EventBurst = cfg.SIO.EventsPerSecond, cfg.SIO.EventBurst
+	}
 	if cfg.RPC.Logger == nil {
 		cfg.RPC.Logger = cfg.Logger.With("component", "rpc")
 	}

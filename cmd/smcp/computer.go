@@ -48,6 +48,7 @@ func runComputer(ctx context.Context, args []string) error {
 		"or several separated by '"+string(os.PathListSeparator)+"'")
 	landingRoot := fs.String("landing-root", "", "folder where agents' uploads (client:put_blob, 0.4) land; unset refuses uploads")
 	quotaBytes := fs.Int64("landing-quota-bytes", 0, "bytes the landing root may hold (landed files and uploads in progress at their declared size); an upload that would go over is refused before it starts (4019 too_large); 0: no bound")
+	maxBlob := fs.Int64("max-blob-bytes", 100<<20, "largest blob the computer serves (a skill file, a tool result's binary items) or takes (an upload)")
 	quotaFiles := fs.Int("landing-quota-files", 0, "files the landing root may hold (landed and in progress); 0: no bound")
 	authField := fs.String("auth-field", sioclient.DefaultAuthField,
 		"field of the Socket.IO auth object the API key is also sent in, from protocol 0.3 (beside the x-api-key header)")
@@ -75,7 +76,11 @@ func runComputer(ctx context.Context, args []string) error {
 		return err
 	}
 	opts := computer.Options{Name: *name, Config: cfg, Logger: log, Confirm: *confirm,
-		Protocol: *protocol, SkillDirs: skillDirs, LandingRoot: *landingRoot, LandingQuotaBytes: *quotaBytes, LandingQuotaFiles: *quotaFiles}
+		Protocol: *protocol, SkillDirs: skillDirs, LandingRoot: *landingRoot, LandingQuotaBytes: *quotaBytes, LandingQuotaFiles: *quotaFiles,
+		MaxBlobBytes: *maxBlob}
+	if *maxBlob <= 0 {
+		return usagef("--max-blob-bytes must be positive")
+	}
 	if *quotaBytes < 0 || *quotaFiles < 0 {
 		return usagef("--landing-quota-bytes and --landing-quota-files must not be negative")
 	}

@@ -260,6 +260,8 @@ type gatewayConfig struct {
 	MaxUnauthAddr   int           `yaml:"max_unauthenticated_per_addr"`
 	AuthTimeout     time.Duration `yaml:"auth_timeout"`
 	MaxQueued       int           `yaml:"max_queued_events"`
+	QueuedBytesPC   int           `yaml:"max_queued_bytes_per_computer"`
+	QueuedBytes     int           `yaml:"max_queued_bytes"`
 	MCPSessions     int           `yaml:"max_mcp_sessions"`
 	MCPSessionsAddr int           `yaml:"max_mcp_sessions_per_addr"`
 	MCPSessionsKey  int           `yaml:"max_mcp_sessions_per_key"`
@@ -332,6 +334,7 @@ func defaultGatewayConfig() *gatewayConfig {
 		EventsPerSecond: sio.DefaultEventsPerSecond, EventBurst: sio.DefaultEventBurst,
 		MaxConnsPerAddr: sio.DefaultMaxConnsPerAddr, MaxUnauthAddr: sio.DefaultMaxUnauthenticatedPerAddr, AuthTimeout: sio.DefaultAuthTimeout,
 		MaxQueued: sio.DefaultMaxQueuedEvents, ShutdownGrace: gateway.DefaultShutdownGrace,
+		QueuedBytesPC: sio.DefaultMaxQueuedBytesPerComputer, QueuedBytes: sio.DefaultMaxQueuedBytes,
 		MCPSessions: mcpfront.DefaultMaxSessions, MCPSessionsAddr: mcpfront.DefaultMaxSessionsPerAddr,
 		MCPSessionsKey: mcpfront.DefaultMaxSessionsPerKey, MCPListen: mcpfront.DefaultMaxListenStreams,
 		MCPListenAddr: mcpfront.DefaultMaxListenStreamsPerAddr, MCPListenKey: mcpfront.DefaultMaxListenStreamsPerKey,
@@ -361,12 +364,14 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SeatLease, "seat-lease", c.SeatLease, "an office's agent seat held by an MCP session or an RPC stream lapses this long after its holder's last request (docs/OPERATIONS.md, Seats)")
 	fs.IntVar(&c.MaxPending, "max-pending", c.MaxPending, "requests awaiting one computer's answer, at most")
 	fs.IntVar(&c.MaxAgentCalls, "max-agent-in-flight", c.MaxAgentCalls, "requests one office's agent may have in flight, at most")
-	fs.Float64Var(&c.EventsPerSecond, "events-per-second", c.EventsPerSecond, "Socket.IO events per second per connection (token bucket; excess gets 429, twice the rate disconnects; -1: no limit)")
+	fs.Float64Var(&c.EventsPerSecond, "events-per-second", c.EventsPerSecond, "Socket.IO events per second per connection (token bucket; excess gets 429, twice the rate disconnects; -1: no limit); also ReadBlob's chunk requests per stream, which wait for their token")
 	fs.IntVar(&c.EventBurst, "event-burst", c.EventBurst, "token bucket size of --events-per-second")
 	fs.IntVar(&c.MaxConnsPerAddr, "max-conns-per-addr", c.MaxConnsPerAddr, "Socket.IO connections per client IP address (-1: no limit)")
 	fs.IntVar(&c.MaxUnauthAddr, "max-unauthenticated-per-addr", c.MaxUnauthAddr, "per client IP address: HTTP connections without an authenticated request yet (more are closed), and Socket.IO sessions not authenticated yet (more get 429), each counted on its own (-1: no limit)")
 	fs.DurationVar(&c.AuthTimeout, "auth-timeout", c.AuthTimeout, "a Socket.IO session must authenticate within this; an HTTP connection without an authenticated request waits at most this for its next request")
 	fs.IntVar(&c.MaxQueued, "max-queued-events", c.MaxQueued, "Socket.IO events of one connection waiting behind its joins, leaves and list_room (which wait on the office registry); more get 429")
+	fs.IntVar(&c.QueuedBytesPC, "max-queued-bytes-per-computer", c.QueuedBytesPC, "bytes of requests toward one computer's Socket.IO connection not written yet (it is not reading); more get 429")
+	fs.IntVar(&c.QueuedBytes, "max-queued-bytes", c.QueuedBytes, "bytes of requests toward computers not written yet, over the whole gateway; more get 503")
 	fs.IntVar(&c.MCPSessions, "max-mcp-sessions", c.MCPSessions, "open MCP sessions (/mcp/{office_id}) of the gateway; more get 429")
 	fs.IntVar(&c.MCPSessionsAddr, "max-mcp-sessions-per-addr", c.MCPSessionsAddr, "open MCP sessions per client IP address; more get 429 (-1: no limit)")
 	fs.IntVar(&c.MCPSessionsKey, "max-mcp-sessions-per-key", c.MCPSessionsKey, "open MCP sessions per key or token subject, from any address (-1: no limit); at this or the per-address bound, the least recently used idle session of that address or key is closed for the new one, else 429")
@@ -546,8 +551,9 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	if c.CallTimeout <= 0 || c.SeatLease <= 0 || c.MaxMessageBytes <= 0 || c.MaxAnswerBytes <= 0 || c.MaxPending <= 0 || c.ShutdownGrace <= 0 || c.MaxAgentCalls <= 0 || c.RedisTTL <= 0 ||
-		c.IdleTimeout <= 0 || c.BodyTimeout <= 0 || c.HeaderTimeout <= 0 || c.MaxQueued <= 0 || c.MCPSessions <= 0 || c.AuthTimeout <= 0 {
-		return gateway.Config{}, errors.New("--call-timeout, --seat-lease, --max-message-bytes, --max-answer-bytes, --max-pending, --max-agent-in-flight, --max-queued-events, --max-mcp-sessions, --redis-ttl, --shutdown-grace, --idle-timeout, --body-read-timeout, --read-header-timeout and --auth-timeout must be positive")
+		c.IdleTimeout <= 0 || c.BodyTimeout <= 0 || c.HeaderTimeout <= 0 || c.MaxQueued <= 0 || c.MCPSessions <= 0 || c.AuthTimeout <= 0 ||
+		c.QueuedBytesPC <= 0 || c.QueuedBytes <= 0 {
+		return gateway.Config{}, errors.New("--call-timeout, --seat-lease, --max-message-bytes, --max-answer-bytes, --max-pending, --max-agent-in-flight, --max-queued-events, --max-queued-bytes-per-computer, --max-queued-bytes, --max-mcp-sessions, --redis-ttl, --shutdown-grace, --idle-timeout, --body-read-timeout, --read-header-timeout and --auth-timeout must be positive")
 	}
 	if c.RedisTimeout <= 0 || c.RedisClaim <= c.RedisTTL {
 		return gateway.Config{}, errors.New("--redis-timeout must be positive, --redis-claim-timeout above --redis-ttl (a claim may wait out a dead node's heartbeat)")
@@ -582,7 +588,7 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		SIO: sio.Config{
 			Path: c.SIOPath, APIKeyHeader: c.APIKeyHeader, MaxMessageBytes: c.MaxMessageBytes, RequireVersion: c.RequireVersion,
 			Protocols: protocols, EventsPerSecond: c.EventsPerSecond, EventBurst: c.EventBurst, MaxConnsPerAddr: c.MaxConnsPerAddr,
-			MaxQueuedEvents: c.MaxQueued,
+			MaxQueuedEvents: c.MaxQueued, MaxQueuedBytesPerComputer: c.QueuedBytesPC, MaxQueuedBytes: c.QueuedBytes,
 		},
 		RPC:                       rpc.Options{CORSOrigins: splitList(c.CORSOrigins), DefaultAgent: c.RPCAgent},
 		MCP:                       mcpOpts,

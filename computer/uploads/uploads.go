@@ -7,7 +7,10 @@
 // atomically to <upload_id>-<name> (name: the sanitized name_hint). Any
 // refusal of a started upload discards it (the agent starts over, §5.8);
 // an upload idle for longer than the idle timeout is discarded too, and
-// .part files left by an earlier process are removed at start.
+// .part files left by an earlier process are removed at start. Each .part
+// is locked while its upload is in progress, so that a second computer on
+// the same landing root tells an orphan from another process's upload and
+// removes only the former.
 package uploads
 
 import (
@@ -182,14 +185,33 @@ func (m *Manager) collectOrphans() {
 		return
 	}
 	for _, e := range entries {
-		if e.Type().IsRegular() && partName.MatchString(e.Name()) {
-			if err := m.root.Remove(e.Name()); err != nil {
-				m.log.Warn("remove orphaned upload", "file", e.Name(), "err", err)
-			} else {
-				m.log.Info("orphaned upload removed", "file", e.Name())
-			}
+		if !e.Type().IsRegular() || !partName.MatchString(e.Name()) {
+			continue
+		}
+		orphan, err := m.orphan(e.Name())
+		switch {
+		case err != nil:
+			m.log.Warn("upload left in place: cannot tell whether a process owns it", "file", e.Name(), "err", err)
+			continue
+		case !orphan:
+			continue // another process's upload in progress
+		}
+		if err := m.root.Remove(e.Name()); err != nil {
+			m.log.Warn("remove orphaned upload", "file", e.Name(), "err", err)
+		} else {
+			m.log.Info("orphaned upload removed", "file", e.Name())
 		}
 	}
+}
+
+// orphan reports whether no process holds the lock of the .part name.
+func (m *Manager) orphan(name string) (bool, error) {
+	f, err := m.root.Open(name)
+	if err != nil {
+		return false, fmt.Errorf("open: %w", err)
+	}
+	defer f.Close()
+	return tryLock(f)
 }
 
 func (m *Manager) sweep(ctx context.Context) {
@@ -217,6 +239,27 @@ func (m *Manager) sweep(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// EndAgent discards the uploads agent has in progress: they belong to it
+// and end with it (it left the office, or its connection did), freeing
+// their slots and their room in the landing root at once rather than after
+// the idle timeout. It returns how many there were.
+func (m *Manager) EndAgent(agent string) int {
+	var ended []*upload
+	m.mu.Lock()
+	for id, u := range m.ups {
+		if u.agent == agent {
+			ended = append(ended, u)
+			delete(m.ups, id)
+		}
+	}
+	m.mu.Unlock()
+	for _, u := range ended {
+		m.log.Info("upload discarded: its agent left", "upload_id", u.id, "agent", agent)
+		m.discard(u)
+	}
+	return len(ended)
 }
 
 // discard closes and removes an upload's .part (it is out of the map).
@@ -320,6 +363,11 @@ func (m *Manager) first(agent string, req *smcpv1.PutBlobReq, data []byte) (*Ret
 		}
 		m.log.Warn("create upload", "err", err)
 		return nil, refuse(ReasonIOError, "cannot create the upload file")
+	}
+	if locked, err := tryLock(f); !locked {
+		// Only a computer starting on this root could then take the upload
+		// for an orphan: it goes on, unlocked.
+		m.log.Warn("upload not locked", "upload_id", id, "err", err)
 	}
 	u := &upload{id: id, agent: agent, name: name, total: req.GetTotalSize(), want: want, h: sha256.New(), f: f, last: time.Now()}
 	m.ups[id] = u

@@ -219,6 +219,35 @@ func TestAbandonedUploadsAreCollected(t *testing.T) {
 	}
 }
 
+// TestSecondManagerKeepsAnUploadInProgress: a second computer starting on
+// the same landing root removes the orphans of earlier processes but not
+// the .part of the first one's upload in progress, which then lands.
+func TestSecondManagerKeepsAnUploadInProgress(t *testing.T) {
+	dir := t.TempDir()
+	first := newManager(t, Options{Root: dir})
+	data := make([]byte, 10)
+	rand.Read(data)
+	ret, err := first.Put("a", firstChunk(10, hexSum(data), "x", false, data[:4]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan := filepath.Join(dir, "0123456789abcdef0123456789abcdef.part")
+	if err := os.WriteFile(orphan, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	newManager(t, Options{Root: dir})
+	if _, err := os.Stat(orphan); !os.IsNotExist(err) {
+		t.Fatal("an orphaned .part was kept")
+	}
+	if _, err := os.Stat(filepath.Join(dir, ret.UploadID+".part")); err != nil {
+		t.Fatalf("the first computer's upload in progress: %v", err)
+	}
+	ret, err = first.Put("a", chunk(ret.UploadID, 4, true, data[4:]))
+	if err != nil || ret.SHA256 != hexSum(data) {
+		t.Fatalf("the first computer's upload after the second started: %+v %v", ret, err)
+	}
+}
+
 func TestSanitizeName(t *testing.T) {
 	for in, want := range map[string]string{
 		"../../etc/passwd": "passwd",

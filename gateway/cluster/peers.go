@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 // Peers carries what crosses nodes, over Redis pub/sub: the calls of
@@ -96,6 +97,7 @@ const (
 	answerBad       = 1 // core.BadAnswerError: the body is the reason
 	answerNoSession = 2 // core.ErrNoSession
 	answerFailed    = 3 // the computer's request failed: the body says why
+	answerRefused   = 4 // core.RefusedError: the body is its flat error
 )
 
 // ErrNodeGone answers the calls in flight to a node found dead.
@@ -344,6 +346,8 @@ func (c *Peers) handle(b []byte) error {
 			p.done(nil, &core.BadAnswerError{Reason: string(body)})
 		case answerNoSession:
 			p.done(nil, core.ErrNoSession)
+		case answerRefused:
+			p.done(nil, refusedFrom(p.node, body))
 		default:
 			p.done(nil, fmt.Errorf("cluster: node %s: %s", p.node, body))
 		}
@@ -473,7 +477,29 @@ func failedAnswer(err error) (byte, []byte) {
 	case errors.Is(err, core.ErrNoSession):
 		return answerNoSession, nil
 	}
+	var refused *core.RefusedError
+	if errors.As(err, &refused) {
+		if b, jerr := json.Marshal(refused.Wire.Wire()); jerr == nil {
+			return answerRefused, b
+		}
+	}
 	return answerFailed, []byte(err.Error())
+}
+
+// refusedFrom is the core.RefusedError of node's answerRefused body, so
+// that the caller gets the flat error the computer's node refused with.
+func refusedFrom(node string, body []byte) error {
+	var w struct {
+		Code    int            `json:"code"`
+		Message string         `json:"message"`
+		Details map[string]any `json:"details"`
+	}
+	if err := json.Unmarshal(body, &w); err != nil {
+		return fmt.Errorf("cluster: node %s: refused, unreadably: %w", node, err)
+	}
+	e := smcp.Errorf(w.Code, "%s", w.Message)
+	e.Details = w.Details
+	return &core.RefusedError{Wire: e}
 }
 
 // sendFailed answers call id, whose frame could not be published.

@@ -392,9 +392,12 @@ func (c *remoteCall) settled(raw json.RawMessage, err error) {
 	c.done(raw, err)
 }
 
+// isBadAnswer reports whether err came from the computer's node (a bad
+// answer, a refusal), which therefore holds the computer where it was.
 func isBadAnswer(err error) bool {
 	var bad *BadAnswerError
-	return errors.As(err, &bad)
+	var refused *RefusedError
+	return errors.As(err, &bad) || errors.As(err, &refused)
 }
 
 // claim takes m's slot in the registry; ctx is the caller's (a connection

@@ -126,7 +126,8 @@ type Conn interface {
 	Notify(n Notification)
 	// Request sends a client: event to the session (a computer) and returns at
 	// once. done is called at most once, with the session's answer, with a
-	// *BadAnswerError when the answer cannot be relayed, or with another
+	// *BadAnswerError when the answer cannot be relayed, with a
+	// *RefusedError when the request was not sent, or with another
 	// error when the answer can no longer come; it may never be called when
 	// the session closes, since the core then forgets the request anyway.
 	// forget, when not nil, is called when the core no longer awaits the

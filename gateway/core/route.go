@@ -31,6 +31,15 @@ type BadAnswerError struct{ Reason string }
 
 func (e *BadAnswerError) Error() string { return "core: bad answer: " + e.Reason }
 
+// RefusedError is what a Conn reports for a request it did not send (a
+// bound of its transport, such as the bytes queued toward a computer that
+// stopped reading): the caller gets Wire as the answer, unchanged, and the
+// computer stays joined.
+type RefusedError struct{ Wire *smcp.Error }
+
+func (e *RefusedError) Error() string { return "core: request refused: " + e.Wire.Error() }
+func (e *RefusedError) Unwrap() error { return e.Wire }
+
 type goneError struct{ wire *smcp.Error }
 
 func (e goneError) Error() string   { return e.wire.Error() }
@@ -395,7 +404,13 @@ func (s *Session) dispatch(r *Request, gone *goneWatch, pending, agentSlots *ato
 func (s *Session) answerRefused(p *pendingCall, r *Request, raw json.RawMessage, err error) {
 	h := s.hub
 	var bad *BadAnswerError
+	var refused *RefusedError
 	switch {
+	case errors.As(err, &refused):
+		e := *refused.Wire
+		e.Message = fmt.Sprintf("computer %q: %s", r.Computer, e.Message)
+		p.settle(true, answer{err: &e})
+		return
 	case errors.As(err, &bad):
 	case err != nil:
 		h.log.Warn("computer request failed", "event", r.Event, "computer", r.Computer, "err", err)

@@ -91,6 +91,16 @@ func (m *Metrics) Handler() http.Handler {
 // Registry is where more collectors may be registered.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
+// QueuedBytes reports, at each scrape, the bytes of requests toward
+// computers that the gateway holds unwritten (queued reads them).
+func (m *Metrics) QueuedBytes(queued func() int64) {
+	if m != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "smcp_queued_bytes", Help: "Bytes of requests toward computers not written to them yet (a computer that does not read holds them).",
+		}, func() float64 { return float64(queued()) }))
+	}
+}
+
 // Connected adds delta to the open connections.
 func (m *Metrics) Connected(delta int) {
 	if m != nil {

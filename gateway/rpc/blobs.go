@@ -10,6 +10,8 @@ import (
 	"hash"
 	"strings"
 
+	"golang.org/x/time/rate"
+
 	"connectrpc.com/connect"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
@@ -29,6 +31,10 @@ const BlobChunkBytes = 256 << 10
 // every chunk is a client:get_blob to the computer, so a tiny one would
 // make a blob's download thousands of times as many requests.
 const MinBlobChunkBytes = 16 << 10
+
+// DefaultEventsPerSecond is Options.EventsPerSecond's default, the
+// Socket.IO front end's.
+const DefaultEventsPerSecond = 2000
 
 // ReadBlob streams a blob: client:get_blob requests for its chunks,
 // blobread.DefaultWindow of them in flight, each chunk sent on in order as
@@ -57,7 +63,11 @@ func (s *service) ReadBlob(ctx context.Context, req *smcpv1.ReadBlobRequest, str
 		return err
 	}
 	defer sess.Close()
+	limit := s.chunkLimit()
 	get := func(ctx context.Context, offset, max int64) (*smcpv1.GetBlobRet, error) {
+		if err := limit(ctx); err != nil {
+			return nil, err
+		}
 		ret := &smcpv1.GetBlobRet{}
 		err := sess.Call(ctx, smcp.EventGetBlob, &smcpv1.GetBlobReq{
 			Agent: c.agent, ReqId: newReqID(), Computer: req.GetComputer(),
@@ -85,6 +95,31 @@ func (s *service) ReadBlob(ctx context.Context, req *smcpv1.ReadBlobRequest, str
 	}
 	return nil
 }
+
+// chunkLimit is one ReadBlob stream's token bucket (Options.EventsPerSecond):
+// its wait for a chunk request's token, failing when ctx ends first.
+func (s *service) chunkLimit() func(ctx context.Context) error {
+	o := &s.opts
+	if o.EventsPerSecond < 0 {
+		return func(context.Context) error { return nil }
+	}
+	l := rate.NewLimiter(rate.Limit(o.EventsPerSecond), o.EventBurst)
+	return func(ctx context.Context) error {
+		if err := l.Wait(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// The wait would outlast ctx's deadline.
+			return smcp.Errorf(codeRateLimited, "rate limit of %g chunk requests per second: the next one would come after the call's deadline",
+				o.EventsPerSecond)
+		}
+		return nil
+	}
+}
+
+// codeRateLimited is the Socket.IO front end's answer to an event beyond
+// its rate (429, ResourceExhausted over Connect).
+const codeRateLimited = 429
 
 // PutBlob uploads the caller's stream to a computer with client:put_blob
 // (PROTOCOL-0.4.md §5.8): chunks of BlobChunkBytes, in order, each after the

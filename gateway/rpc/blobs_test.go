@@ -15,6 +15,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/rpc"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
@@ -507,5 +508,30 @@ func TestReadBlobUncompressed(t *testing.T) {
 			t.Errorf("%s: the stream's encoding is %q, want none", p.name, seen.got)
 		}
 		seen.mu.Unlock()
+	}
+}
+
+// TestReadBlobChunksAreRateLimited: a ReadBlob's chunk requests take tokens
+// of the Socket.IO event rate (here a burst of 5 and almost no refill): the
+// stream asks the computer for five chunks, then fails with
+// ResourceExhausted naming the limit, since the sixth token would come after
+// its deadline.
+func TestReadBlobChunksAreRateLimited(t *testing.T) {
+	g := startGateway(t, func(c *gateway.Config) { c.SIO.EventsPerSecond, c.SIO.EventBurst = 0.001, 5 })
+	pc := startBlobComputer(t, g, "pc-04", officeA, "0.4.0")
+	pc.addBlob(t, writeRandomFile(t, t.TempDir(), "data.bin", 1<<20), "application/octet-stream")
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cl := newClient(t, g, protocols[0], "x-api-key", keyAgent)
+	got := readBlob(ctx, cl, &smcpv1.ReadBlobRequest{OfficeId: officeA, Computer: "pc-04", BlobHandle: "h-data.bin",
+		MaxChunkBytes: new(int64(rpc.MinBlobChunkBytes))})
+	if connect.CodeOf(got.err) != connect.CodeResourceExhausted || !strings.Contains(got.err.Error(), "rate limit") {
+		t.Fatalf("ReadBlob beyond the rate: %v", got.err)
+	}
+	pc.mu.Lock()
+	asked := pc.getBlobs
+	pc.mu.Unlock()
+	if asked != 5 {
+		t.Fatalf("the computer was asked %d chunks, want the burst's 5", asked)
 	}
 }

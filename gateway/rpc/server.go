@@ -79,6 +79,13 @@ type Options struct {
 	// sets the Socket.IO limit); larger ones are refused with
 	// ResourceExhausted before they are decoded.
 	MaxRequestBytes int
+	// EventsPerSecond and EventBurst are the token bucket of one ReadBlob
+	// stream's chunk requests (each a client:get_blob to the computer), as
+	// a Socket.IO connection's are of its events: a stream waits for its
+	// next token. Zero: DefaultEventsPerSecond (the gateway sets the
+	// Socket.IO figures); negative: no limit.
+	EventsPerSecond float64
+	EventBurst      int
 	// HandlerOptions are added to the AgentService handler (interceptors,
 	// e.g. otelconnect).
 	HandlerOptions []connect.HandlerOption
@@ -127,6 +134,12 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 	}
 	if opts.MaxRequestBytes <= 0 {
 		opts.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if opts.EventsPerSecond == 0 {
+		opts.EventsPerSecond = DefaultEventsPerSecond
+	}
+	if opts.EventBurst <= 0 {
+		opts.EventBurst = max(1, int(2*opts.EventsPerSecond))
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)

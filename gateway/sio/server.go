@@ -24,6 +24,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/metrics"
 	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/parsers/socket/parser"
 	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/pkg/types"
+	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/servers/engine"
 	"github.com/smcpgw/smcp-gateway/internal/fork/socketio/servers/socket"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
@@ -115,6 +116,13 @@ type Config struct {
 	// list_room, calls to a computer of another node, and what follows
 	// them): more get a flat 429 ack. Zero: DefaultMaxQueuedEvents.
 	MaxQueuedEvents int
+	// MaxQueuedBytesPerComputer bounds the bytes of requests toward one
+	// computer's connection that are not written yet (it stopped reading);
+	// more get a flat 429 until it reads. MaxQueuedBytes bounds them over
+	// every connection of the gateway; more get a flat 503. Zero: the
+	// defaults.
+	MaxQueuedBytesPerComputer int
+	MaxQueuedBytes            int
 }
 
 // Server is the Socket.IO front end.
@@ -129,8 +137,11 @@ type Server struct {
 	vers    versions
 
 	addrs *httpauth.AddrSlots // connections per client address
-	calls inflight.Gate       // client: requests in flight
-	pre   *preauth            // sessions not authenticated yet
+	// queued: bytes of requests toward computers not written yet, over
+	// every connection (sendQueue).
+	queued atomic.Int64
+	calls  inflight.Gate // client: requests in flight
+	pre    *preauth      // sessions not authenticated yet
 	// maxFrame is the Engine.IO frame limit once authenticated.
 	maxFrame int64
 }
@@ -171,12 +182,19 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	if cfg.MaxQueuedEvents <= 0 {
 		cfg.MaxQueuedEvents = DefaultMaxQueuedEvents
 	}
+	if cfg.MaxQueuedBytesPerComputer <= 0 {
+		cfg.MaxQueuedBytesPerComputer = DefaultMaxQueuedBytesPerComputer
+	}
+	if cfg.MaxQueuedBytes <= 0 {
+		cfg.MaxQueuedBytes = DefaultMaxQueuedBytes
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{cfg: cfg, hub: hub, auth: auth, log: cfg.Logger, addrs: httpauth.NewAddrSlots(cfg.MaxConnsPerAddr),
 		vers: newVersions(cfg.Protocols, cfg.RequireVersion),
 		pre:  newPreauth(cfg.MaxUnauthenticatedPerAddr, cfg.AuthTimeout, cfg.Metrics, cfg.Logger)}
+	cfg.Metrics.QueuedBytes(s.queued.Load)
 
 	opts := socket.DefaultServerOptions()
 	opts.SetPath(strings.TrimSuffix(cfg.Path, "/"))
@@ -364,7 +382,8 @@ func (s *Server) onConnection(sock *socket.Socket) {
 	p := d.principal
 	ip := clientIP(sock)
 	sid := string(sock.Id())
-	out := &conn{sock: sock}
+	out := &conn{sock: sock, sendq: sendQueue{srv: s}}
+	out.sent = out.sendq.sent
 	sess, err := s.hub.Attach(sid, p, out, d.proto)
 	if err != nil {
 		s.addrs.Give(ip)
@@ -426,6 +445,7 @@ func (s *Server) onConnection(sock *socket.Socket) {
 		// session, so that no join of it lands after the session's close.
 		stopEnding()
 		cancel()
+		out.sendq.close()
 		h.work.close()
 		sess.Close()
 		s.addrs.Give(ip)
@@ -553,7 +573,9 @@ func (h *handler) unknownEvent(name string) *smcp.Error {
 
 // conn is how the core reaches one socket.
 type conn struct {
-	sock *socket.Socket
+	sock  *socket.Socket
+	sendq sendQueue
+	sent  engine.SendCallback // sendq.sent, made once
 }
 
 func (c *conn) Notify(n core.Notification) {
@@ -579,6 +601,11 @@ func (c *conn) Disconnect(string) { c.sock.Disconnect(true) }
 // listeners, connection state recovery, per-emit flags) the gateway uses
 // none of.
 func (c *conn) Request(event string, payload json.RawMessage, done func(json.RawMessage, error)) (forget func()) {
+	n := int64(len(payload))
+	if err := c.sendq.reserve(n); err != nil {
+		done(nil, err)
+		return nil
+	}
 	nsp := c.sock.Nsp()
 	id := nsp.Ids()
 	acks := c.sock.Acks()
@@ -598,7 +625,8 @@ func (c *conn) Request(event string, payload json.RawMessage, done func(json.Raw
 	// every encoded packet, made for broadcasts that share one) cost seven
 	// allocations and a copy per call, and its JSON encoding of the event
 	// name a deep stack on a goroutine that often starts afresh.
-	c.write(appendEvent(make([]byte, 0, len(nsp.Name())+len(event)+len(payload)+32), nsp.Name(), id, event, payload))
+	c.sock.Conn().Write(types.NewStringBuffer(appendEvent(make([]byte, 0, len(nsp.Name())+len(event)+len(payload)+32), nsp.Name(), id, event, payload)),
+		nil, c.sent)
 	return func() { acks.Delete(id) }
 }
 

@@ -185,7 +185,7 @@ func (b *blobBench) run(ctx context.Context) error {
 		return err
 	}
 	gwArgs := []string{"serve", "-kind", loadtest.KindGateway, "-mcp-max-blob-bytes", strconv.FormatInt(b.size, 10)}
-	pcArgs := []string{"computer", "-skills", filepath.Dir(skill), "-landing", b.landing}
+	pcArgs := []string{"computer", "-skills", filepath.Dir(skill), "-landing", b.landing, "-max-blob-bytes", strconv.FormatInt(b.size, 10)}
 	if b.profileDir != "" {
 		gwArgs = append(gwArgs, "-cpuprofile", filepath.Join(b.profileDir, "blob-gateway.pprof"))
 		pcArgs = append(pcArgs, "-cpuprofile", filepath.Join(b.profileDir, "blob-computer.pprof"))
@@ -596,6 +596,7 @@ func benchComputer(ctx context.Context, args []string) error {
 	url := fs.String("url", "", "gateway URL")
 	skills := fs.String("skills", "", "skills folder")
 	landing := fs.String("landing", "", "landing root")
+	maxBlob := fs.Int64("max-blob-bytes", 0, "the computer's blob cap (0: its default)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -607,7 +608,7 @@ func benchComputer(ctx context.Context, args []string) error {
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c, err := computer.New(computer.Options{Name: blobComputer, Confirm: tools.ConfirmAuto, Config: &config.Config{Servers: map[string]*config.Server{}},
-		Protocol: computer.Protocol04, SkillDirs: []string{*skills}, LandingRoot: *landing, Logger: log})
+		Protocol: computer.Protocol04, SkillDirs: []string{*skills}, LandingRoot: *landing, MaxBlobBytes: *maxBlob, Logger: log})
 	if err != nil {
 		return err
 	}
