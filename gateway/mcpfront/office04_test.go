@@ -56,6 +56,28 @@ func startComputer04(t *testing.T, g *gateway.Running) (picture []byte, data []b
 	return picture, data
 }
 
+// runNodeScript runs the Node script in dir against the MCP endpoint url
+// with key, and returns what it printed; a failure fails t with its output.
+// Only what node needs reaches the child: no secret of this process beyond
+// the test key.
+func runNodeScript(t *testing.T, dir, script, url, key string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitFor)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", script)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "MCP_URL=" + url, "MCP_KEY=" + key}
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("node %s: %v\n%s\n%s", script, err, out, stderr)
+	}
+	return out
+}
+
 // joinComputer04 starts a 0.4 computer named name with servers and a skills
 // folder, and joins it to office A with keyA; it is closed when t ends.
 func joinComputer04(t *testing.T, g *gateway.Running, name string, servers map[string]*config.Server, skills string) {
@@ -88,19 +110,7 @@ func TestTypeScriptSDKClient04(t *testing.T) {
 	dir := nodetest.Require(t, nodeDir)
 	g := startGateway(t, gateway.Config{})
 	picture, data := startComputer04(t, g)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*waitFor)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "client04.mjs")
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "MCP_URL=" + endpoint(g, "A"), "MCP_KEY=" + keyA}
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("node: %v\n%s\n%s", err, out, stderr)
-	}
+	out := runNodeScript(t, dir, "client04.mjs", endpoint(g, "A"), keyA)
 	var got struct {
 		Tools []string `json:"tools"`
 		Echo  string   `json:"echo"`

@@ -2,15 +2,12 @@ package mcpfront_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -290,19 +287,7 @@ func TestSkillsExtension(t *testing.T) {
 func TestTypeScriptSDKSkills(t *testing.T) {
 	dir := nodetest.Require(t, nodeDir)
 	g, data := skillsOffice(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*waitFor)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "skills.mjs")
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "MCP_URL=" + endpoint(g, "A"), "MCP_KEY=" + skillsKey}
-	out, err := cmd.Output()
-	if err != nil {
-		var stderr []byte
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = ee.Stderr
-		}
-		t.Fatalf("node: %v\n%s\n%s", err, out, stderr)
-	}
+	out := runNodeScript(t, dir, "skills.mjs", endpoint(g, "A"), skillsKey)
 	var got struct {
 		Declared json.RawMessage `json:"declared"`
 		Skills   []skillEntry    `json:"skills"`
