@@ -333,20 +333,9 @@ type RoutedFields struct {
 // changed. Errors are 400s.
 func (e *EventInfo) Check(payload []byte) (RoutedFields, error) {
 	var out RoutedFields
-	var got [maxFields]json.RawMessage // by index in e.Fields
-	err := walkObject(payload, func(_ int, key []byte, v json.RawMessage) error {
-		for i := range e.Fields {
-			if e.Fields[i].Key == string(key) {
-				got[i] = v
-			}
-		}
-		return nil
-	})
+	got, err := e.fields(payload)
 	if err != nil {
-		if i := skipSpace(payload, 0); i == len(payload) || payload[i] != '{' {
-			return out, Errorf(CodeBadRequest, "%s: payload must be a JSON object", e.Name)
-		}
-		return out, Errorf(CodeBadRequest, "%s: %v", e.Name, err)
+		return out, err
 	}
 	for i, f := range e.Fields {
 		s, n, err := f.read(got[i], f.Key == "agent" || f.Key == "req_id" || f.Key == "computer")
@@ -367,11 +356,11 @@ func (e *EventInfo) Check(payload []byte) (RoutedFields, error) {
 	return out, nil
 }
 
-// CheckPresent is Check of the declared fields that payload carries, in
-// one walk over it: an absent field is not required (a computer serves a
-// direct caller's request without agent). Errors are 400s.
-func (e *EventInfo) CheckPresent(payload []byte) error {
-	var got [maxFields]json.RawMessage // by index in e.Fields
+// fields are the declared fields' values in payload, by index in e.Fields
+// (nil where absent), from one walk over it; a payload that is not a JSON
+// object is a 400.
+func (e *EventInfo) fields(payload []byte) ([maxFields]json.RawMessage, error) {
+	var got [maxFields]json.RawMessage
 	err := walkObject(payload, func(_ int, key []byte, v json.RawMessage) error {
 		for i := range e.Fields {
 			if e.Fields[i].Key == string(key) {
@@ -382,9 +371,20 @@ func (e *EventInfo) CheckPresent(payload []byte) error {
 	})
 	if err != nil {
 		if i := skipSpace(payload, 0); i == len(payload) || payload[i] != '{' {
-			return Errorf(CodeBadRequest, "%s: payload must be a JSON object", e.Name)
+			return got, Errorf(CodeBadRequest, "%s: payload must be a JSON object", e.Name)
 		}
-		return Errorf(CodeBadRequest, "%s: %v", e.Name, err)
+		return got, Errorf(CodeBadRequest, "%s: %v", e.Name, err)
+	}
+	return got, nil
+}
+
+// CheckPresent is Check of the declared fields that payload carries, in
+// one walk over it: an absent field is not required (a computer serves a
+// direct caller's request without agent). Errors are 400s.
+func (e *EventInfo) CheckPresent(payload []byte) error {
+	got, err := e.fields(payload)
+	if err != nil {
+		return err
 	}
 	for i, f := range e.Fields {
 		if got[i] == nil {
