@@ -19,17 +19,11 @@ import (
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
-// everythingServer returns the entry point of the npm package
-// @modelcontextprotocol/server-everything pinned in test/npm-mcp, installed
-// from the committed lockfile.
+// everythingServer returns the entry point of server-everything in
+// test/npm-mcp.
 func everythingServer(t *testing.T) string {
 	t.Helper()
-	dir := nodetest.Require(t, filepath.Join("..", "test", "npm-mcp"))
-	entry := filepath.Join(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	if _, err := os.Stat(entry); err != nil {
-		t.Fatalf("server-everything not installed: %v", err)
-	}
-	return entry
+	return nodetest.EverythingServer(t, filepath.Join("..", "test", "npm-mcp"))
 }
 
 // TestNPMServerEverything runs the reference MCP server from npm over stdio,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -59,11 +58,7 @@ const govOffice, govPC = "gov", "pc"
 
 func startGovernance(t *testing.T, protocol string) *govEnv {
 	t.Helper()
-	dir := nodetest.Require(t, filepath.Join("..", "test", "npm-mcp"))
-	entry := filepath.Join(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	if _, err := os.Stat(entry); err != nil {
-		t.Fatalf("server-everything not installed: %v", err)
-	}
+	entry := nodetest.EverythingServer(t, filepath.Join("..", "test", "npm-mcp"))
 	rules, err := policy.LoadFile(govKeys)
 	if err != nil {
 		t.Fatal(err)

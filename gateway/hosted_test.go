@@ -37,11 +37,7 @@ import (
 // fixture over streamable HTTP with its add tool listed as sum.
 func hostedConfig(t *testing.T) string {
 	t.Helper()
-	dir := nodetest.Require(t, filepath.Join("..", "test", "npm-mcp"))
-	entry := filepath.Join(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	if _, err := os.Stat(entry); err != nil {
-		t.Fatalf("server-everything not installed: %v", err)
-	}
+	entry := nodetest.EverythingServer(t, filepath.Join("..", "test", "npm-mcp"))
 	web := httptest.NewServer(testmcp.New("web", testmcp.Options{}).HTTPHandler())
 	t.Cleanup(web.Close)
 	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -29,11 +28,7 @@ import (
 // with full-key it lists every tool.
 func TestConsoleGovernanceInBrowser(t *testing.T) {
 	chrome := browserPath(t)
-	dir := nodetest.Require(t, filepath.Join("..", "..", "test", "npm-mcp"))
-	entry := filepath.Join(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	if _, err := os.Stat(entry); err != nil {
-		t.Fatalf("server-everything not installed: %v", err)
-	}
+	entry := nodetest.EverythingServer(t, filepath.Join("..", "..", "test", "npm-mcp"))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const keysFile = "../../examples/governance/keys.yaml"

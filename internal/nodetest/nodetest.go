@@ -52,3 +52,16 @@ func Require(t testing.TB, dir string) string {
 	}
 	return abs
 }
+
+// EverythingServer returns the entry point of the npm package
+// @modelcontextprotocol/server-everything pinned in the Node project
+// npmMCP (the repository's test/npm-mcp, relative to the test's package),
+// installed from its lockfile as Require does.
+func EverythingServer(t testing.TB, npmMCP string) string {
+	t.Helper()
+	entry := filepath.Join(Require(t, npmMCP), "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	if _, err := os.Stat(entry); err != nil {
+		t.Fatalf("server-everything not installed: %v", err)
+	}
+	return entry
+}
