@@ -172,14 +172,7 @@ func TestReadBlob(t *testing.T) {
 			}
 		}),
 	})
-	a, err := agent.Dial(ctx, sioclient.Options{URL: url, NoReconnect: true}, "bot")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	if err := a.Join(ctx, "o"); err != nil {
-		t.Fatal(err)
-	}
+	a := joinBot(ctx, t, url)
 
 	var got bytes.Buffer
 	info, err := a.ReadBlob(ctx, "pc", "good", &got)
@@ -224,14 +217,7 @@ func TestPutBlob(t *testing.T) {
 	ctx := testCtx(t)
 	url := startGateway(t, gateway.Config{})
 	comp := startBlobComputer(t, ctx, url, "o", nil)
-	a, err := agent.Dial(ctx, sioclient.Options{URL: url, NoReconnect: true}, "bot")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	if err := a.Join(ctx, "o"); err != nil {
-		t.Fatal(err)
-	}
+	a := joinBot(ctx, t, url)
 	data := randomBytes(t, 2*agent.ChunkSize+7)
 	sum := sha256.Sum256(data)
 	hexSum := hex.EncodeToString(sum[:])
@@ -326,14 +312,7 @@ func TestReadBlobWindow(t *testing.T) {
 			return serve(off, max)
 		},
 	})
-	a, err := agent.Dial(ctx, sioclient.Options{URL: url, NoReconnect: true}, "bot")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	if err := a.Join(ctx, "o"); err != nil {
-		t.Fatal(err)
-	}
+	a := joinBot(ctx, t, url)
 	var got bytes.Buffer
 	if _, err := a.ReadBlob(ctx, "pc", "held", &got); err != nil {
 		t.Fatal(err)
@@ -373,14 +352,7 @@ func TestReadBlobShortChunks(t *testing.T) {
 			return serve(off, max)
 		},
 	})
-	a, err := agent.Dial(ctx, sioclient.Options{URL: url, NoReconnect: true}, "bot")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	if err := a.Join(ctx, "o"); err != nil {
-		t.Fatal(err)
-	}
+	a := joinBot(ctx, t, url)
 	for _, h := range []string{"capped", "short"} {
 		var got bytes.Buffer
 		if _, err := a.ReadBlob(ctx, "pc", h, &got); err != nil {
@@ -390,7 +362,7 @@ func TestReadBlobShortChunks(t *testing.T) {
 			t.Errorf("%s: read %d bytes, not the %d served", h, got.Len(), len(data))
 		}
 	}
-	_, err = a.ReadBlob(ctx, "pc", "refused", io.Discard)
+	_, err := a.ReadBlob(ctx, "pc", "refused", io.Discard)
 	var e *smcp.Error
 	if !errors.As(err, &e) || e.Code != 4018 || !strings.Contains(err.Error(), fmt.Sprintf("offset %d", 2*agent.ChunkSize)) {
 		t.Errorf("refused mid-transfer: %v", err)
@@ -437,14 +409,7 @@ func TestPutBlobReadsAhead(t *testing.T) {
 		}
 	}
 	comp.mu.Unlock()
-	a, err := agent.Dial(ctx, sioclient.Options{URL: url, NoReconnect: true}, "bot")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	if err := a.Join(ctx, "o"); err != nil {
-		t.Fatal(err)
-	}
+	a := joinBot(ctx, t, url)
 	if _, err := a.PutBlob(ctx, "pc", src, int64(len(data)), hexOf(data), "x.bin"); err != nil {
 		t.Fatal(err)
 	}
@@ -453,4 +418,19 @@ func TestPutBlobReadsAhead(t *testing.T) {
 	if !bytes.Equal(comp.data.Bytes(), data) || len(comp.puts) != 3 {
 		t.Fatalf("%d chunks, %d bytes stored", len(comp.puts), comp.data.Len())
 	}
+}
+
+// joinBot dials url as agent "bot" and joins office "o"; the agent is
+// closed when t ends.
+func joinBot(ctx context.Context, t *testing.T, url string) *agent.Client {
+	t.Helper()
+	a, err := agent.Dial(ctx, sioclient.Options{URL: url, NoReconnect: true}, "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	if err := a.Join(ctx, "o"); err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
