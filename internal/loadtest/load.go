@@ -262,17 +262,24 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return r, nil
 }
 
-// settle waits (up to 10 s) for the server to release what the clients
-// held: goroutines back to their starting count, then reads the heap.
+// settle waits for the server to release what the clients held, then reads
+// the heap: until its goroutines are back to their starting count, or their
+// count has not moved for a second (a goroutine a server starts once, on
+// first use, such as a log file's rotation worker, stays for good: End then
+// shows it), or 10 s have passed.
 func settle(ctx context.Context, o Options, r *Result) {
 	deadline := time.Now().Add(10 * time.Second)
+	last, since := -1, time.Now()
 	for {
 		s, err := o.Stats(ctx, true)
 		if err != nil {
 			return
 		}
 		r.GoroutinesEnd, r.HeapEnd = s.Goroutines, s.HeapInuse
-		if s.Goroutines <= r.GoroutinesStart || time.Now().After(deadline) {
+		if s.Goroutines != last {
+			last, since = s.Goroutines, time.Now()
+		}
+		if s.Goroutines <= r.GoroutinesStart || time.Since(since) >= time.Second || time.Now().After(deadline) {
 			return
 		}
 		select {

@@ -270,7 +270,13 @@ func readStats(ctx context.Context, base string, gc bool) (RuntimeStats, error) 
 		b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
 		return s, fmt.Errorf("loadtest: server stats: %s: %s", res.Status, b)
 	}
-	return s, json.NewDecoder(res.Body).Decode(&s)
+	if err := json.NewDecoder(res.Body).Decode(&s); err != nil {
+		return s, fmt.Errorf("loadtest: server stats: %w", err)
+	}
+	// Read to EOF so that the connection is reused: an abandoned one is a
+	// goroutine of the server's until it notices, counted in the figures.
+	_, _ = io.Copy(io.Discard, res.Body)
+	return s, nil
 }
 
 // FetchProfile writes the server's CPU profile over the next d to w.
