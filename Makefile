@@ -4,7 +4,7 @@ GO ?= go
 # buf and goreleaser at the versions tools/ pins, built into bin/ on first use (tools/run says so).
 BUF := tools/buf
 GORELEASER := tools/run goreleaser
-GOTEST_FLAGS ?= -race -count=1 -timeout 20m
+GOTEST_FLAGS ?= -race -count=1 -timeout 20m -parallel 4
 
 .PHONY: run build test test-deps generate lint check-generated breaking unit bench deps-node interop bench-gateway bench-load \
 	release-snapshot release-check release-cross image

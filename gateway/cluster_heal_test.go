@@ -72,6 +72,7 @@ func wantRefused(t *testing.T, err error, what, reason string) {
 // cross-node calls work again; afterwards a second agent and a second
 // computer of the same name are refused.
 func TestClusterHealsAfterRedisRestartsEmpty(t *testing.T) {
+	t.Parallel()
 	rd := systest.RedisProcess(t)
 	nodes := startCluster(t, rd.URL, 2)
 	pc := dialComputer(t, nodes[1].URL, "pcB", "o")
@@ -122,6 +123,7 @@ func TestClusterHealsAfterRedisRestartsEmpty(t *testing.T) {
 // answered; a second agent that tried to join during the pause, and one
 // after, are refused.
 func TestClusterSurvivesRedisPause(t *testing.T) {
+	t.Parallel()
 	rd := systest.RedisProcess(t)
 	nodes := startCluster(t, rd.URL, 2) // TTL 600 ms
 	pc := dialComputer(t, nodes[1].URL, "pcB", "o")
@@ -202,6 +204,7 @@ func (b *lineBuffer) lines() []string {
 // info level. (Before: ~31,000 WARN lines a second per node from the Redis
 // adapter's receive loops.)
 func TestClusterRedisOutageLogsQuietly(t *testing.T) {
+	t.Parallel()
 	rd := systest.RedisProcess(t)
 	logs := []*lineBuffer{{}, {}}
 	nodes := make([]*gateway.Running, 2)

@@ -105,6 +105,7 @@ func (w warnings) WithGroup(string) slog.Handler         { return w }
 // most cluster runs; the receive loop of cluster.Peers must not do the
 // same.
 func TestClusterNodeStopsQuietly(t *testing.T) {
+	t.Parallel()
 	url := systest.RedisServer(t)
 	var mu sync.Mutex
 	var msgs []string

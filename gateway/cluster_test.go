@@ -200,6 +200,7 @@ func TestClusterListRoomAndNotifications(t *testing.T) {
 }
 
 func TestClusterAgentExclusivityRace(t *testing.T) {
+	t.Parallel()
 	nodes := startCluster(t, miniRedis(t), 3)
 	for round := range 10 {
 		office := fmt.Sprintf("race-%d", round)
@@ -256,6 +257,7 @@ func containsEach(got []string, subs ...string) bool {
 // failover form) makes the nodes one cluster on the primary the sentinels
 // name.
 func TestClusterCrossNodeCallsSentinel(t *testing.T) {
+	t.Parallel()
 	nodes := startCluster(t, systest.RedisSentinel(t).URL, 2)
 	dialComputer(t, nodes[1].URL, "pcB", "o")
 	a := dialAgent(t, nodes[0].URL, "alice", "o")

@@ -405,17 +405,22 @@ func TestGuardRefusalOnEveryFrontEnd(t *testing.T) {
 	}
 	a.Close()
 
-	req, err := http.NewRequestWithContext(ctxT(t), http.MethodPost, g.URL+"/smcp.v1.AgentService/CallTool",
-		strings.NewReader(`{"office_id":"o","computer":"pc","tool_name":"echo"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
+	// alice's seat is freed as the gateway sees her connection end: until
+	// then the office refuses another agent (403).
+	var resp *http.Response
+	testwait.Until(t, "alice's seat freed", func() bool {
+		req, err := http.NewRequestWithContext(ctxT(t), http.MethodPost, g.URL+"/smcp.v1.AgentService/CallTool",
+			strings.NewReader(`{"office_id":"o","computer":"pc","tool_name":"echo"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err = http.DefaultClient.Do(req); err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode != http.StatusForbidden
+	})
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "2" {
 		t.Fatalf("Connect: HTTP %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}

@@ -132,6 +132,7 @@ func between(s, from, to string) string {
 // compatible minors) need a 1.x profile, which no version has yet: the
 // rule is smcp.TestClientVersion's.
 func TestHandshakeMatrix(t *testing.T) {
+	t.Parallel()
 	mismatch := func(server, client, lo, hi string, supported ...string) string {
 		return fmt.Sprintf(`{"code":4008,"message":"Protocol version mismatch","server_version":"%s","client_version":"%s","min_supported":"%s","max_supported":"%s","details":{"supported":["%s"]}}`,
 			server, client, lo, hi, strings.Join(supported, `","`))

@@ -108,6 +108,7 @@ func TestRequestLimitOnConnect(t *testing.T) {
 // computer's --max-pending many times over) leave the computer reachable;
 // the late answers of half of them are ignored and free no slot twice.
 func TestTimedOutCallsFreeTheirSlots(t *testing.T) {
+	t.Parallel()
 	const maxPending = 16
 	o := newRelayOffice(t, gateway.Config{Core: core.Config{RequestTimeout: 30 * time.Millisecond, MaxPending: maxPending}},
 		func(event string, payload []byte) string {

@@ -155,6 +155,7 @@ func leave(office, role, name string) string {
 // a gateway of its own made by start.
 func roomModel05(t *testing.T, start func(t *testing.T) *gateway.Running) {
 	t.Run("1 second computer is 4101 and nothing is broadcast", func(t *testing.T) {
+		t.Parallel()
 		url := start(t).URL
 		a, c1, c2 := dial05(t, url), dial05(t, url), dial05(t, url)
 		mustAck(t, "A joins R1", a.join("agent", "A", "R1"), emptyAck)
@@ -166,6 +167,7 @@ func roomModel05(t *testing.T, start func(t *testing.T) *gateway.Running) {
 		quietComputer(t, c1, a, "A")
 	})
 	t.Run("2 second computer of the same name is 4101, not 4105", func(t *testing.T) {
+		t.Parallel()
 		url := start(t).URL
 		a, c1, c2 := dial05(t, url), dial05(t, url), dial05(t, url)
 		mustAck(t, "A joins R1", a.join("agent", "A", "R1"), emptyAck)
@@ -176,6 +178,7 @@ func roomModel05(t *testing.T, start func(t *testing.T) *gateway.Running) {
 		quietAgent(t, a, c1, "PC")
 	})
 	t.Run("3 idempotent re-join is not broadcast again", func(t *testing.T) {
+		t.Parallel()
 		url := start(t).URL
 		a, c1 := dial05(t, url), dial05(t, url)
 		mustAck(t, "A joins R1", a.join("agent", "A", "R1"), emptyAck)
@@ -186,6 +189,7 @@ func roomModel05(t *testing.T, start func(t *testing.T) *gateway.Running) {
 		quietAgent(t, a, c1, "C1")
 	})
 	t.Run("4 refused switch leaves the old office untouched", func(t *testing.T) {
+		t.Parallel()
 		url := start(t).URL
 		a2, c1, c2 := dial05(t, url), dial05(t, url), dial05(t, url)
 		mustAck(t, "A2 joins R2", a2.join("agent", "A2", "R2"), emptyAck)
@@ -201,6 +205,7 @@ func roomModel05(t *testing.T, start func(t *testing.T) *gateway.Running) {
 		mustAck(t, "A2 calls C2", a2.toolCall("A2", "C2"), `[{"isError":false,"content":[{"type":"text","text":"still C2"}]}]`)
 	})
 	t.Run("5 rebind is leave then enter, and routes to the new computer", func(t *testing.T) {
+		t.Parallel()
 		url := start(t).URL
 		a, c1, c2 := dial05(t, url), dial05(t, url), dial05(t, url)
 		mustAck(t, "A joins R1", a.join("agent", "A", "R1"), emptyAck)
@@ -216,6 +221,7 @@ func roomModel05(t *testing.T, start func(t *testing.T) *gateway.Running) {
 		mustAck(t, "A calls C1", a.toolCall("A", "C1"), `[{"code":404,"message":"computer not found in this office"}]`)
 	})
 	t.Run("6 switch into an occupied office is 4101 and the computer stays", func(t *testing.T) {
+		t.Parallel()
 		url := start(t).URL
 		a, c1, c2 := dial05(t, url), dial05(t, url), dial05(t, url)
 		mustAck(t, "A joins R1", a.join("agent", "A", "R1"), emptyAck)
@@ -229,16 +235,19 @@ func roomModel05(t *testing.T, start func(t *testing.T) *gateway.Running) {
 		mustAck(t, "A calls C1", a.toolCall("A", "C1"), `[{"isError":false,"content":[{"type":"text","text":"still C1"}]}]`)
 	})
 	t.Run("7 second agent is 4101 with the agent role", func(t *testing.T) {
+		t.Parallel()
 		url := start(t).URL
 		a, b := dial05(t, url), dial05(t, url)
 		mustAck(t, "A joins R1", a.join("agent", "A", "R1"), emptyAck)
 		mustAck(t, "B joins R1", b.join("agent", "B", "R1"), roomFull("R1", "agent"))
 	})
 	t.Run("8 concurrent joins of an empty office have one winner", func(t *testing.T) {
+		t.Parallel()
 		url := start(t).URL
 		concurrentComputers(t, url, url)
 	})
 	t.Run("9 switch into an empty office is told to both offices", func(t *testing.T) {
+		t.Parallel()
 		url := start(t).URL
 		a, a2, c1 := dial05(t, url), dial05(t, url), dial05(t, url)
 		mustAck(t, "A joins R1", a.join("agent", "A", "R1"), emptyAck)
@@ -254,6 +263,7 @@ func roomModel05(t *testing.T, start func(t *testing.T) *gateway.Running) {
 		a.mustNext("A", enter("R1", "computer", "C2"))
 	})
 	t.Run("fire and forget", func(t *testing.T) {
+		t.Parallel()
 		url := start(t).URL
 		a, c1 := dial05(t, url), dial05(t, url)
 		mustAck(t, "A joins R1", a.join("agent", "A", "R1"), emptyAck)
@@ -280,6 +290,7 @@ func roomModel05(t *testing.T, start func(t *testing.T) *gateway.Running) {
 		}
 	})
 	t.Run("room codes", func(t *testing.T) {
+		t.Parallel()
 		url := start(t).URL
 		a, c1 := dial05(t, url), dial05(t, url)
 		list := func(office string) string {
@@ -355,12 +366,14 @@ func TestRoomModel05(t *testing.T) {
 }
 
 func TestRoomModel05Miniredis(t *testing.T) {
+	t.Parallel()
 	roomModel05(t, func(t *testing.T) *gateway.Running {
 		return startGateway(t, gateway.Config{SIO: only05, Redis: miniRedis(t), NodeID: "n0", HeartbeatTTL: clusterTTL, Logger: testLogger})
 	})
 }
 
 func TestRoomModel05RedisServer(t *testing.T) {
+	t.Parallel()
 	roomModel05(t, func(t *testing.T) *gateway.Running {
 		return startGateway(t, gateway.Config{SIO: only05, Redis: systest.RedisServer(t), NodeID: "n0", HeartbeatTTL: clusterTTL, Logger: testLogger})
 	})
@@ -369,6 +382,7 @@ func TestRoomModel05RedisServer(t *testing.T) {
 // Two computers joining one empty 0.5 office through two nodes of a
 // cluster: one seat, cluster-wide.
 func TestRoomModel05ConcurrentJoinsAcrossNodes(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name  string
 		redis func(t *testing.T) string
