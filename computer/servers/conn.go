@@ -171,6 +171,12 @@ func (c *conn) run() {
 		}
 		delay := backoff(attempt, c.m.opts.BackoffMin, c.m.opts.BackoffMax)
 		attempt++
+		// A server that waits for a sign-in is tried again soon, so that
+		// the computer takes the token of `smcp computer auth login`
+		// (written to the store by another process) within seconds.
+		if errors.As(err, new(*AuthError)) {
+			delay = min(delay, authRetry)
+		}
 		c.setState(StateDisconnected, fmt.Errorf("%w; restarting in %s", err, delay))
 		select {
 		case <-c.ctx.Done():
@@ -179,6 +185,9 @@ func (c *conn) run() {
 		}
 	}
 }
+
+// authRetry caps the restart delay of a server refused for authorization.
+const authRetry = 3 * time.Second
 
 func backoff(attempt int, lo, hi time.Duration) time.Duration {
 	d := lo
