@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/smcpgw/smcp-gateway/agent"
@@ -117,14 +116,7 @@ func TestComputerAuthLoginThroughGateway(t *testing.T) {
 		t.Fatalf("login printed no authorization URL: %v", <-loggedIn)
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	if err := chromedp.Run(browser,
-		chromedp.Navigate(authURL),
-		chromedp.WaitVisible("#username", chromedp.ByQuery),
-		chromedp.SendKeys("#username", as.Username, chromedp.ByQuery),
-		chromedp.SendKeys("#password", oauthtest.Password, chromedp.ByQuery),
-		chromedp.Submit("#password", chromedp.ByQuery),
-		chromedp.WaitVisible(`//p[contains(., "Signed in")]`, chromedp.BySearch),
-	); err != nil {
+	if err := oauthtest.SignIn(browser, as, authURL); err != nil {
 		t.Fatalf("browser: %v", err)
 	}
 	if err := <-loggedIn; err != nil {

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-
 	"github.com/smcpgw/smcp-gateway/computer/upstreamauth"
 	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/mcp"
 	"github.com/smcpgw/smcp-gateway/internal/oauthtest"
@@ -31,16 +29,7 @@ func signInWith(t *testing.T, browser context.Context, as *oauthtest.AS) (func(c
 		// The browser works while Login waits for the callback.
 		go func() {
 			defer close(done)
-			sctx, cancel := context.WithTimeout(browser, 60*time.Second)
-			defer cancel()
-			if err := chromedp.Run(sctx,
-				chromedp.Navigate(authURL),
-				chromedp.WaitVisible("#username", chromedp.ByQuery),
-				chromedp.SendKeys("#username", as.Username, chromedp.ByQuery),
-				chromedp.SendKeys("#password", oauthtest.Password, chromedp.ByQuery),
-				chromedp.Submit("#password", chromedp.ByQuery),
-				chromedp.WaitVisible(`//p[contains(., "Signed in")]`, chromedp.BySearch),
-			); err != nil {
+			if err := oauthtest.SignIn(browser, as, authURL); err != nil {
 				t.Errorf("browser sign-in: %v", err)
 			}
 		}()

@@ -121,6 +121,12 @@ type Store struct {
 	path string
 	aead cipher.AEAD
 	mu   sync.Mutex
+	// cached is the file's content as last read, valid while the file's
+	// size and modification time are cachedAt's: a server's transport asks
+	// the store on each request while it has no token (a server that never
+	// asks for one among them), and a stat is cheaper than a decryption.
+	cached   *storeFile
+	cachedAt fs.FileInfo
 }
 
 // storeAAD binds the sealed content to this format.
@@ -222,14 +228,26 @@ func (s *Store) save(f *storeFile) error {
 	return nil
 }
 
-// List returns the entries (copies).
+// List returns the entries. They are shared: the caller must not change
+// them (Modify does).
 func (s *Store) List() ([]*Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	fi, err := os.Stat(s.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		s.cached, s.cachedAt = nil, nil
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("token store: %w", err)
+	case s.cached != nil && s.cachedAt.Size() == fi.Size() && s.cachedAt.ModTime().Equal(fi.ModTime()):
+		return s.cached.Entries, nil
+	}
 	f, err := s.load()
 	if err != nil {
 		return nil, err
 	}
+	s.cached, s.cachedAt = f, fi
 	return f.Entries, nil
 }
 
@@ -291,6 +309,9 @@ func (s *Store) Delete(server string) ([]*Entry, error) {
 func (s *Store) update(change func(*storeFile) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Read afresh (another process may have written), and changed copies
+	// only: the cache is dropped.
+	s.cached, s.cachedAt = nil, nil
 	f, err := s.load()
 	if err != nil {
 		return err

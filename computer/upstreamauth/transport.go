@@ -60,7 +60,11 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 			t.forget(src)
 		}
 	case http.StatusForbidden:
-		t.recordStepUp(resp.Header.Values("WWW-Authenticate"))
+		// A step-up sign-in writes a token with more scopes: the next
+		// request reads the store again.
+		if t.recordStepUp(resp.Header.Values("WWW-Authenticate")) && sent {
+			t.forget(src)
+		}
 	}
 	return resp, nil
 }
@@ -106,11 +110,12 @@ func (t *Transport) logRefresh(err error) {
 }
 
 // recordStepUp keeps the scopes of an insufficient_scope challenge so that
-// the next sign-in asks for them (step-up authorization).
-func (t *Transport) recordStepUp(challenges []string) {
+// the next sign-in asks for them (step-up authorization). It reports
+// whether the challenge was one.
+func (t *Transport) recordStepUp(challenges []string) bool {
 	cs, err := oauthex.ParseWWWAuthenticate(challenges)
 	if err != nil {
-		return
+		return false
 	}
 	for _, c := range cs {
 		if c.Scheme != "bearer" || c.Params["error"] != "insufficient_scope" {
@@ -118,7 +123,7 @@ func (t *Transport) recordStepUp(challenges []string) {
 		}
 		want := strings.Fields(c.Params["scope"])
 		if len(want) == 0 {
-			return
+			return true
 		}
 		err := t.Store.Modify(t.Server, t.Resource, func(e *Entry) {
 			for _, s := range want {
@@ -130,8 +135,9 @@ func (t *Transport) recordStepUp(challenges []string) {
 		if err != nil {
 			t.Log.Warn("upstream auth: cannot record the scopes asked for", "err", err)
 		}
-		return
+		return true
 	}
+	return false
 }
 
 // InsufficientScope reports whether a challenge list is a Bearer

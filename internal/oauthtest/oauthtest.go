@@ -13,9 +13,12 @@
 package oauthtest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"io"
+	"slices"
 
 	"fmt"
 	"net"
@@ -27,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/coreos/go-oidc/v3/oidc"
 	"github.com/zitadel/oidc/v3/example/server/exampleop"
 	"github.com/zitadel/oidc/v3/example/server/storage"
@@ -204,6 +208,15 @@ func (mcpClient) IsScopeAllowed(s string) bool        { return strings.HasPrefix
 // endpoint's URL.
 func Protected(t testing.TB, as *AS, mcpHandler http.Handler, scopes ...string) string {
 	t.Helper()
+	return ProtectedTools(t, as, mcpHandler, scopes, nil)
+}
+
+// ProtectedTools is Protected where calling a tool of toolScopes also
+// needs that scope: a token without it gets 403 with a Bearer
+// insufficient_scope challenge naming the scopes wanted (step-up, MCP
+// authorization 2025-11-25).
+func ProtectedTools(t testing.TB, as *AS, mcpHandler http.Handler, scopes []string, toolScopes map[string]string) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +239,28 @@ func Protected(t testing.TB, as *AS, mcpHandler http.Handler, scopes ...string) 
 	}
 	prmURL := base + "/.well-known/oauth-protected-resource/mcp"
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: prmURL, Scopes: scopes})(mcpHandler))
+	guarded := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && len(toolScopes) > 0 {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var msg struct {
+				Method string `json:"method"`
+				Params struct {
+					Name string `json:"name"`
+				} `json:"params"`
+			}
+			if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
+				if need := toolScopes[msg.Params.Name]; need != "" && !slices.Contains(auth.TokenInfoFromContext(r.Context()).Scopes, need) {
+					w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q, resource_metadata=%q`,
+						strings.Join(append(slices.Clone(scopes), need), " "), prmURL))
+					http.Error(w, "insufficient scope", http.StatusForbidden)
+					return
+				}
+			}
+		}
+		mcpHandler.ServeHTTP(w, r)
+	})
+	mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: prmURL, Scopes: scopes})(guarded))
 	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource: base + "/mcp", AuthorizationServers: []string{as.Issuer}, ScopesSupported: scopes,
 	}))
@@ -234,4 +268,20 @@ func Protected(t testing.TB, as *AS, mcpHandler http.Handler, scopes ...string) 
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return base + "/mcp"
+}
+
+// SignIn signs in at the authorization server's login page in a chromedp
+// browser, from the authorization URL to the page the client's loopback
+// callback shows ("Signed in").
+func SignIn(browser context.Context, as *AS, authURL string) error {
+	ctx, cancel := context.WithTimeout(browser, 60*time.Second)
+	defer cancel()
+	return chromedp.Run(ctx,
+		chromedp.Navigate(authURL),
+		chromedp.WaitVisible("#username", chromedp.ByQuery),
+		chromedp.SendKeys("#username", as.Username, chromedp.ByQuery),
+		chromedp.SendKeys("#password", Password, chromedp.ByQuery),
+		chromedp.Submit("#password", chromedp.ByQuery),
+		chromedp.WaitVisible(`//p[contains(., "Signed in")]`, chromedp.BySearch),
+	)
 }
