@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -47,29 +46,7 @@ func addAuthStoreFlags(f *flags) authStoreFlags {
 
 // open opens the store; with required false, no key means no store (nil).
 func (a authStoreFlags) open(required bool) (*upstreamauth.Store, error) {
-	var key []byte
-	switch {
-	case *a.keyFile != "":
-		b, err := os.ReadFile(*a.keyFile)
-		if err != nil {
-			return nil, fmt.Errorf("--auth-store-key-file: %w", err)
-		}
-		key = b
-	default:
-		key = []byte(os.Getenv(upstreamauth.KeyEnv))
-	}
-	if len(strings.TrimSpace(string(key))) == 0 && !required {
-		return nil, nil
-	}
-	path := *a.path
-	if path == "" {
-		dir, err := upstreamauth.DefaultDir()
-		if err != nil {
-			return nil, err
-		}
-		path = filepath.Join(dir, upstreamauth.DefaultFile)
-	}
-	return upstreamauth.OpenStore(path, key)
+	return upstreamauth.Open(*a.path, *a.keyFile, required)
 }
 
 // runComputerAuth is `smcp computer auth`.

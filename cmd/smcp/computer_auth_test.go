@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/agent"
 	"github.com/smcpgw/smcp-gateway/computer/upstreamauth"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 	"github.com/smcpgw/smcp-gateway/internal/oauthtest"
 	"github.com/smcpgw/smcp-gateway/internal/testbrowser"
 	"github.com/smcpgw/smcp-gateway/internal/testmcp"
@@ -96,32 +98,7 @@ func TestComputerAuthLoginThroughGateway(t *testing.T) {
 	}
 
 	// `smcp computer auth login`, the browser driven by chromedp.
-	browser := testbrowser.Start(t, ctx, testbrowser.Path(t))
-	pr, pw := io.Pipe()
-	loggedIn := make(chan error, 1)
-	go func() {
-		err := runComputerAuth(ctx, append([]string{"login", "Guarded API", "--config", cfg, "--browser", "none"}, storeFlags...), pw)
-		_ = pw.CloseWithError(err)
-		loggedIn <- err
-	}()
-	sc := bufio.NewScanner(pr)
-	authURL := ""
-	for sc.Scan() {
-		if u := strings.TrimSpace(sc.Text()); strings.HasPrefix(u, as.Issuer) {
-			authURL = u
-			break
-		}
-	}
-	if authURL == "" {
-		t.Fatalf("login printed no authorization URL: %v", <-loggedIn)
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	if err := oauthtest.SignIn(browser, as, authURL); err != nil {
-		t.Fatalf("browser: %v", err)
-	}
-	if err := <-loggedIn; err != nil {
-		t.Fatalf("smcp computer auth login: %v", err)
-	}
+	cliLogin(t, ctx, as, append([]string{"login", "Guarded API", "--config", cfg}, storeFlags...))
 
 	// The running computer takes the stored token.
 	if !testwait.Poll(30*time.Second, func() bool { res = call(); return !res.GetIsError() }) {
@@ -166,5 +143,97 @@ func TestComputerAuthLoginThroughGateway(t *testing.T) {
 	// back to 4006.
 	if !testwait.Poll(30*time.Second, func() bool { res = call(); return code(res) == smcp.CodeToolAuthorizationRequired }) {
 		t.Fatalf("after logout: %v, want 4006", res)
+	}
+}
+
+// cliLogin runs `smcp computer auth login` (args) with --browser none and
+// signs in at the URL it prints, in headless Chromium.
+func cliLogin(t *testing.T, ctx context.Context, as *oauthtest.AS, args []string) {
+	t.Helper()
+	browser := testbrowser.Start(t, ctx, testbrowser.Path(t))
+	pr, pw := io.Pipe()
+	loggedIn := make(chan error, 1)
+	go func() {
+		err := runComputerAuth(ctx, append(args, "--browser", "none"), pw)
+		_ = pw.CloseWithError(err)
+		loggedIn <- err
+	}()
+	sc := bufio.NewScanner(pr)
+	authURL := ""
+	for sc.Scan() {
+		if u := strings.TrimSpace(sc.Text()); strings.HasPrefix(u, as.Issuer) {
+			authURL = u
+			break
+		}
+	}
+	if authURL == "" {
+		t.Fatalf("login printed no authorization URL: %v", <-loggedIn)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if err := oauthtest.SignIn(browser, as, authURL); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	if err := <-loggedIn; err != nil {
+		t.Fatalf("smcp computer auth login: %v", err)
+	}
+}
+
+// A computer the gateway hosts signs in the same way: its YAML entry names
+// the token store and its key file (relative to the YAML), its server
+// behind OAuth answers 4006 until `smcp computer auth login` with that
+// store, then its calls succeed on the Connect API, with no restart.
+func TestHostedComputerUsesTheTokenStore(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	as := oauthtest.StartAS(t, time.Hour)
+	mcpURL := oauthtest.Protected(t, as, testmcp.New("guarded", testmcp.Options{}).HTTPHandler(), "mcp:tools")
+	dir := t.TempDir()
+	mcpPath := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(mcpPath, []byte(fmt.Sprintf(`{"mcpServers": {"Guarded API": {"type": "streamable-http", "url": %q}}}`, mcpURL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "store.key"), []byte("k3y-of-the-hosted-store-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	yml := "listen: " + addr + "\ninsecure: true\ncomputers:\n" +
+		"  - {name: pc, office: o, config: mcp.json, confirm: auto, auth_store: state/auth.enc, auth_store_key_file: store.key}\n"
+	cfgPath := filepath.Join(dir, "gateway.yaml")
+	if err := os.WriteFile(cfgPath, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- runGateway(gctx, []string{"--config", cfgPath, "--log-level", "error"}) }()
+	defer func() {
+		stop()
+		if err := <-ran; err != nil {
+			t.Errorf("smcp gateway: %v", err)
+		}
+	}()
+
+	cl := smcpv1connect.NewAgentServiceClient(http.DefaultClient, "http://"+addr)
+	params, _ := structpb.NewStruct(map[string]any{"text": "hi"})
+	call := func() *smcpv1.CallToolResult {
+		res, err := cl.CallTool(ctx, &smcpv1.CallToolRequest{OfficeId: "o", Computer: "pc", ToolName: "Guarded_API__echo", Params: params, Timeout: 10})
+		if err != nil {
+			return nil
+		}
+		return res.GetResult()
+	}
+	var res *smcpv1.CallToolResult
+	waitFor(t, ctx, "4006 from the hosted computer", func() bool {
+		res = call()
+		return res.GetMeta().GetFields()[smcp.MetaCode].GetNumberValue() == smcp.CodeToolAuthorizationRequired
+	})
+
+	cliLogin(t, ctx, as, []string{"login", "Guarded API", "--config", mcpPath,
+		"--auth-store", filepath.Join(dir, "state", "auth.enc"), "--auth-store-key-file", filepath.Join(dir, "store.key")})
+	waitFor(t, ctx, "a call through the signed-in hosted computer", func() bool {
+		res = call()
+		return res != nil && !res.GetIsError()
+	})
+	if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != "guarded: hi" {
+		t.Fatalf("echo = %q", got)
 	}
 }

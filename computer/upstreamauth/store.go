@@ -156,6 +156,33 @@ func OpenStore(path string, key []byte) (*Store, error) {
 	return &Store{path: path, aead: aead}, nil
 }
 
+// Open opens the store as an operator names it: path (default
+// DefaultDir/DefaultFile) and the key in keyFile, else in $SMCP_AUTH_STORE_KEY.
+// Without a key it returns ErrNoKey when required, else no store (nil, nil).
+func Open(path, keyFile string, required bool) (*Store, error) {
+	var key []byte
+	if keyFile != "" {
+		b, err := os.ReadFile(keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("token store key file: %w", err)
+		}
+		key = b
+	} else {
+		key = []byte(os.Getenv(KeyEnv))
+	}
+	if len(strings.TrimSpace(string(key))) == 0 && !required {
+		return nil, nil
+	}
+	if path == "" {
+		dir, err := DefaultDir()
+		if err != nil {
+			return nil, err
+		}
+		path = filepath.Join(dir, DefaultFile)
+	}
+	return OpenStore(path, key)
+}
+
 // Path is the store's file.
 func (s *Store) Path() string { return s.path }
 
