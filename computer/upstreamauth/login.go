@@ -56,48 +56,9 @@ var ErrNoSignIn = errors.New("the MCP server answered without asking for a sign-
 
 // Login signs the computer in to one MCP server, as a desktop does (RFC
 // 8252): a callback listener on a loopback port of its own, the
-// authorization URL shown to the person (OpenURL), the authorization code
-// grant with PKCE S256 run by the go-sdk's AuthorizationCodeHandler. The
-// client identity and the token are written to the store. A client
-// registered earlier with the same authorization server is reused.
+// authorization URL shown to the person (OpenURL), then the sign-in of
+// Begin completed with the callback's answer.
 func Login(ctx context.Context, s Server, o LoginOptions) (*Entry, error) {
-	if o.Store == nil {
-		return nil, ErrNoKey
-	}
-	if o.Log == nil {
-		o.Log = slog.Default()
-	}
-	hc := o.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
-	}
-	prev, err := o.Store.Get(s.ID, s.URL)
-	if err != nil {
-		return nil, err
-	}
-
-	resp, err := probe(ctx, hc, s, "")
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
-		_ = resp.Body.Close()
-		return nil, fmt.Errorf("server %q (HTTP %d): %w", s.Name, resp.StatusCode, ErrNoSignIn)
-	}
-	// The challenge is kept for the handler; the body is not needed.
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	_ = resp.Body.Close()
-	resp.Body = io.NopCloser(bytes.NewReader(nil))
-	// A 403 that is no insufficient_scope is no sign-in matter: the
-	// handler would return at once with nothing signed in. A new sign-in
-	// is what the user asked for, so it is run as for a 401.
-	resp.StatusCode = http.StatusUnauthorized
-
-	asm, err := discover(ctx, hc, s.URL, resp.Header.Values("WWW-Authenticate"))
-	if err != nil {
-		return nil, err
-	}
-
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("sign-in callback listener: %w", err)
@@ -115,6 +76,142 @@ func Login(ctx context.Context, s Server, o LoginOptions) (*Entry, error) {
 		<-served
 	}()
 
+	p, err := Begin(ctx, s, redirect, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := o.OpenURL(ctx, p.URL); err != nil {
+		p.Cancel()
+		return nil, fmt.Errorf("open the authorization URL: %w", err)
+	}
+	select {
+	case r := <-results:
+		if r.err != "" {
+			return p.Fail(r.err)
+		}
+		return p.Complete(r.code, r.state, r.iss)
+	case <-ctx.Done():
+		p.Cancel()
+		return nil, fmt.Errorf("waiting for the sign-in callback: %w", context.Cause(ctx))
+	}
+}
+
+// SignIn is one sign-in in progress, driven by its host: Begin makes the
+// authorization URL, the host shows it to a person and hands the
+// authorization response back (Complete). A SignIn never opens a browser
+// or binds a port: the host may be `smcp computer auth login` (a loopback
+// callback) or a gateway that receives the callback for a headless
+// computer. The go-sdk's AuthorizationCodeHandler runs the grant (PKCE
+// S256, state and RFC 9207 iss checked) in a goroutine that Complete, Fail
+// or Cancel ends and awaits.
+type SignIn struct {
+	// URL is the authorization URL to show to the person signing in.
+	URL string
+	// State is the URL's state parameter: a host that receives callbacks
+	// for several sign-ins routes the answer by it.
+	State string
+
+	answers chan callbackResult
+	cancel  context.CancelCauseFunc
+	done    chan struct{}
+	entry   *Entry
+	err     error
+}
+
+var errSignInCancelled = errors.New("sign-in cancelled")
+
+// Begin starts a sign-in to s whose authorization response goes to
+// redirectURL. ctx bounds the whole sign-in. It returns once the URL is
+// known (after discovery and, when needed, client registration).
+func Begin(ctx context.Context, s Server, redirectURL string, o LoginOptions) (*SignIn, error) {
+	if o.Store == nil {
+		return nil, ErrNoKey
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	prev, err := o.Store.Get(s.ID, s.URL)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := probe(ctx, o.HTTPClient, s, "")
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+		_ = resp.Body.Close()
+		return nil, fmt.Errorf("server %q (HTTP %d): %w", s.Name, resp.StatusCode, ErrNoSignIn)
+	}
+	// The challenge is kept for the handler; the body is not needed.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(nil))
+	// A 403 that is no insufficient_scope is no sign-in matter: the
+	// handler would return at once with nothing signed in. A new sign-in
+	// is what the user asked for, so it is run as for a 401.
+	resp.StatusCode = http.StatusUnauthorized
+	asm, err := discover(ctx, o.HTTPClient, s.URL, resp.Header.Values("WWW-Authenticate"))
+	if err != nil {
+		return nil, err
+	}
+
+	rctx, cancel := context.WithCancelCause(ctx)
+	p := &SignIn{answers: make(chan callbackResult, 1), cancel: cancel, done: make(chan struct{})}
+	urls := make(chan string, 1)
+	go func() {
+		defer close(p.done)
+		p.entry, p.err = run(rctx, s, o, prev, asm, resp, redirectURL, urls, p.answers)
+	}()
+	select {
+	case u := <-urls:
+		p.URL = u
+		if pu, err := url.Parse(u); err == nil {
+			p.State = pu.Query().Get("state")
+		}
+		return p, nil
+	case <-p.done:
+		cancel(nil)
+		return nil, p.err
+	}
+}
+
+// Complete hands the authorization response (code, state and the RFC 9207
+// iss, "" when absent) to the sign-in and waits for the token: it is
+// checked against the server and stored.
+func (p *SignIn) Complete(code, state, iss string) (*Entry, error) {
+	return p.answer(callbackResult{code: code, state: state, iss: iss})
+}
+
+// Fail ends the sign-in with the authorization server's error code (the
+// callback's error parameter).
+func (p *SignIn) Fail(oauthError string) (*Entry, error) {
+	return p.answer(callbackResult{err: oauthError})
+}
+
+func (p *SignIn) answer(r callbackResult) (*Entry, error) {
+	select {
+	case p.answers <- r:
+	default:
+		return nil, errors.New("this sign-in was answered already")
+	}
+	<-p.done
+	p.cancel(nil)
+	return p.entry, p.err
+}
+
+// Cancel abandons the sign-in and waits for its goroutine.
+func (p *SignIn) Cancel() {
+	p.cancel(errSignInCancelled)
+	<-p.done
+}
+
+// run is the grant, from the handler's configuration to the stored entry.
+func run(ctx context.Context, s Server, o LoginOptions, prev *Entry, asm *oauthex.AuthServerMeta, resp *http.Response,
+	redirect string, urls chan<- string, answers <-chan callbackResult) (*Entry, error) {
+	hc := o.HTTPClient
 	var got struct {
 		cfg *oauth2.Config
 		tok *oauth2.Token
@@ -140,17 +237,15 @@ func Login(ctx context.Context, s Server, o LoginOptions) (*Entry, error) {
 			return out
 		},
 		AuthorizationCodeFetcher: func(ctx context.Context, a *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-			if err := o.OpenURL(ctx, a.URL); err != nil {
-				return nil, fmt.Errorf("open the authorization URL: %w", err)
-			}
+			urls <- a.URL
 			select {
-			case r := <-results:
+			case r := <-answers:
 				if r.err != "" {
 					return nil, fmt.Errorf("the authorization server refused the sign-in: %s", r.err)
 				}
 				return &auth.AuthorizationResult{Code: r.code, State: r.state, Iss: r.iss}, nil
 			case <-ctx.Done():
-				return nil, fmt.Errorf("waiting for the sign-in callback: %w", context.Cause(ctx))
+				return nil, fmt.Errorf("waiting for the authorization response: %w", context.Cause(ctx))
 			}
 		},
 		NewTokenSource: func(ctx context.Context, c *oauth2.Config, t *oauth2.Token) (oauth2.TokenSource, error) {

@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,4 +170,83 @@ func TestStoreRefusesWithoutKey(t *testing.T) {
 	if _, err := upstreamauth.OpenStore("x", nil); !errors.Is(err, upstreamauth.ErrNoKey) {
 		t.Errorf("no key: %v", err)
 	}
+}
+
+// The host-driven sign-in of a headless computer: Begin gives the URL and
+// its state without opening anything; the host (here the test, as a
+// gateway would) shows the URL, receives the authorization response at a
+// callback of its own, routes it by state, and hands code, state and iss
+// to Complete; the token is stored. A response with a wrong state is
+// refused by the grant.
+func TestSignInDrivenByHost(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	as := oauthtest.StartAS(t, time.Hour)
+	url := oauthtest.Protected(t, as, testmcp.New("guarded", testmcp.Options{}).HTTPHandler(), "mcp:tools")
+	st, err := upstreamauth.OpenStore(filepath.Join(t.TempDir(), "store"), []byte(storeKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := upstreamauth.Server{ID: "Guarded_API", Name: "Guarded API", URL: url}
+
+	var mu sync.Mutex
+	pending := map[string]*upstreamauth.SignIn{}
+	completed := make(chan error, 1)
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		mu.Lock()
+		p := pending[q.Get("state")]
+		delete(pending, q.Get("state"))
+		mu.Unlock()
+		if p == nil {
+			http.Error(w, "no such sign-in", http.StatusNotFound)
+			return
+		}
+		_, err := p.Complete(q.Get("code"), q.Get("state"), q.Get("iss"))
+		completed <- err
+		_, _ = io.WriteString(w, "<!doctype html><p>Signed in.")
+	}))
+	t.Cleanup(host.Close)
+
+	p, err := upstreamauth.Begin(ctx, srv, host.URL+"/oauth/callback/pc", upstreamauth.LoginOptions{Store: st, Log: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.State == "" || !strings.HasPrefix(p.URL, as.Issuer) {
+		t.Fatalf("sign-in URL %q state %q", p.URL, p.State)
+	}
+	if e, _ := st.Get(srv.ID, url); e != nil {
+		t.Fatal("stored before the sign-in completed")
+	}
+	mu.Lock()
+	pending[p.State] = p
+	mu.Unlock()
+	if err := oauthtest.SignIn(testbrowser.Start(t, ctx, testbrowser.Path(t)), as, p.URL); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-completed; err != nil {
+		t.Fatalf("complete: %v", err)
+	}
+	if e, _ := st.Get(srv.ID, url); e == nil || e.Token == nil || e.Issuer != as.Issuer {
+		t.Fatalf("entry after the host-driven sign-in: %+v", e)
+	}
+
+	// A forged answer (another state) is refused, and nothing is stored.
+	st2, _ := upstreamauth.OpenStore(filepath.Join(t.TempDir(), "store2"), []byte(storeKey))
+	p, err = upstreamauth.Begin(ctx, srv, host.URL+"/oauth/callback/pc", upstreamauth.LoginOptions{Store: st2, Log: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Complete("some-code", "not-"+p.State, ""); err == nil || !strings.Contains(err.Error(), "state mismatch") {
+		t.Errorf("forged state: %v", err)
+	}
+	if e, _ := st2.Get(srv.ID, url); e != nil {
+		t.Error("a forged answer stored a credential")
+	}
+	// Cancel ends a sign-in nobody answers.
+	p, err = upstreamauth.Begin(ctx, srv, host.URL+"/oauth/callback/pc", upstreamauth.LoginOptions{Store: st2, Log: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Cancel()
 }
