@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/smcpgw/smcp-gateway/computer/upstreamauth"
 	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/jsonrpc"
@@ -31,6 +32,10 @@ const codeRejected = -32005
 
 // authProbe records the authorization refusal of one call.
 type authProbe struct {
+	// ended is set once the request it watches is over: the connect probe
+	// sits in the session-long context the transport keeps, and the
+	// session's later requests are the go-sdk's to handle, as before.
+	ended  atomic.Bool
 	mu     sync.Mutex
 	status int
 	scheme string
@@ -64,7 +69,7 @@ func (t authWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	p, _ := r.Context().Value(probeKey{}).(*authProbe)
-	if p == nil {
+	if p == nil || p.ended.Load() {
 		return resp, nil
 	}
 	challenges := resp.Header.Values("WWW-Authenticate")

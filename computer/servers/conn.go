@@ -235,6 +235,7 @@ func (c *conn) session1(res *config.Resolved) error {
 	errConnectTimeout := fmt.Errorf("no session within %s", timeout)
 	timer := time.AfterFunc(timeout, func() { cancel(errConnectTimeout) })
 	cs, err := client.Connect(withAuthProbe(cctx, probe), transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	probe.ended.Store(true)
 	if err != nil {
 		if status, scheme, stepUp := probe.get(); status != 0 {
 			timer.Stop()

@@ -59,6 +59,9 @@ var ErrNoSignIn = errors.New("the MCP server answered without asking for a sign-
 // authorization URL shown to the person (OpenURL), then the sign-in of
 // Begin completed with the callback's answer.
 func Login(ctx context.Context, s Server, o LoginOptions) (*Entry, error) {
+	if o.OpenURL == nil {
+		return nil, errors.New("sign-in: no way to show the authorization URL (LoginOptions.OpenURL)")
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("sign-in callback listener: %w", err)

@@ -133,6 +133,25 @@ func TestLoginRefreshLogout(t *testing.T) {
 		t.Errorf("the refreshed token was not written back (%v)", err)
 	}
 
+	// The grant revoked at the AS (the store still holding it): past the
+	// token's expiry the refresh is refused once, and the calls go
+	// anonymously (401) without asking the token endpoint again each time.
+	if err := upstreamauth.Revoke(ctx, nil, now); err != nil {
+		t.Fatal(err)
+	}
+	now, _ = st.Get(srv.ID, url)
+	testwait.Poll(10*time.Second, func() bool { return time.Now().After(now.Token.Expiry.Add(200 * time.Millisecond)) })
+	counted := &countingRT{next: httpDefault(), path: "/oauth/token"}
+	tr = &upstreamauth.Transport{Store: st, Server: srv.ID, Resource: url, Base: counted, Log: quiet()}
+	for range 3 {
+		if err := callEcho(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: httpClientOf(tr)}); err == nil {
+			t.Fatal("a call succeeded with a revoked grant")
+		}
+	}
+	if n := counted.n.Load(); n != 1 {
+		t.Errorf("%d requests to the token endpoint for 3 calls after a refused refresh, want 1", n)
+	}
+
 	// A second sign-in reuses the registered client.
 	open, signedIn = signInWith(t, browser, as)
 	if _, err := upstreamauth.Login(ctx, srv, upstreamauth.LoginOptions{Store: st, OpenURL: open, Log: quiet()}); err != nil {

@@ -30,6 +30,10 @@ type Transport struct {
 
 	mu  sync.Mutex
 	src oauth2.TokenSource
+	// refused is the Updated time of the entry whose refresh the AS
+	// refused: it is not tried again until a sign-in writes a new one
+	// (else every request would ask the token endpoint again).
+	refused time.Time
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -41,7 +45,7 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		switch {
 		case err != nil:
 			t.logRefresh(err)
-			t.forget(src)
+			t.refuse(src)
 		case tok.AccessToken != "":
 			r = r.Clone(r.Context())
 			r.Header.Set("Authorization", tok.Type()+" "+tok.AccessToken)
@@ -81,11 +85,21 @@ func (t *Transport) source() oauth2.TokenSource {
 		t.Log.Warn("upstream auth: token store not readable; calling the server without a token", "err", err)
 		return nil
 	}
-	if e == nil || e.Token == nil {
+	if e == nil || e.Token == nil || e.Updated.Equal(t.refused) {
 		return nil
 	}
-	t.src = newSavingSource(t.Store, e, t.Base)
+	t.src = newSavingSource(t.Store, e, t.Base, t.Log)
 	return t.src
+}
+
+// refuse drops a source whose refresh failed and remembers its entry.
+func (t *Transport) refuse(src oauth2.TokenSource) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := src.(*savingSource); ok && t.src == src {
+		t.refused = s.updated
+		t.src = nil
+	}
 }
 
 func (t *Transport) forget(src oauth2.TokenSource) {
@@ -163,18 +177,21 @@ type savingSource struct {
 	store            *Store
 	server, resource string
 	inner            oauth2.TokenSource
+	log              *slog.Logger
+	// updated is the entry's Updated when the source was made.
+	updated time.Time
 
 	mu   sync.Mutex
 	last string
 }
 
-func newSavingSource(st *Store, e *Entry, base http.RoundTripper) *savingSource {
+func newSavingSource(st *Store, e *Entry, base http.RoundTripper, log *slog.Logger) *savingSource {
 	// x/oauth2 keeps this context for every refresh; it carries the
 	// session's own transport (its pool) and no deadline of one call.
 	hc := &http.Client{Transport: base, Timeout: 30 * time.Second}
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, hc)
 	return &savingSource{
-		store: st, server: e.Server, resource: e.Resource,
+		store: st, server: e.Server, resource: e.Resource, log: log, updated: e.Updated,
 		inner: oauth2.ReuseTokenSourceWithExpiry(e.Token, e.oauthConfig().TokenSource(ctx, e.Token), earlyRefresh(e.Token)),
 		last:  e.Token.AccessToken,
 	}
@@ -204,7 +221,7 @@ func (s *savingSource) Token() (*oauth2.Token, error) {
 			// The token still works for this process; the next start
 			// refreshes again from the stored refresh token (if the AS
 			// does not rotate it) or asks for a sign-in.
-			return tok, nil
+			s.log.Warn("upstream auth: the refreshed token is not stored", "server", s.server, "err", err)
 		}
 	}
 	return tok, nil
