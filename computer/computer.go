@@ -94,6 +94,14 @@ type Options struct {
 	// sign-in (computer/upstreamauth); nil: no OAuth, a server's 401 is
 	// answered 4006 as it comes.
 	AuthStore *upstreamauth.Store
+	// SignInRedirect and OnSignIn, with AuthStore, let a host drive the
+	// sign-in of a headless computer: an HTTP server that refuses its
+	// initialize with a Bearer 401 gets a sign-in whose authorization
+	// response goes to SignInRedirect (a callback the host receives);
+	// OnSignIn gets the URL to show to operators (never to agents), and the
+	// host hands the response back with CompleteSignIn.
+	SignInRedirect string
+	OnSignIn       func(SignInRequest)
 }
 
 // Computer is one SMCP computer.
@@ -134,6 +142,8 @@ type Computer struct {
 	skills  *skills.Registry
 	blobs   *blobs.Service
 	uploads *uploads.Manager
+
+	signIns *signIns
 
 	closeOnce sync.Once
 }
@@ -185,6 +195,7 @@ func New(opts Options) (*Computer, error) {
 	} else {
 		c.catalog.Store(tools.Build(nil, nil))
 	}
+	c.signIns = newSignIns()
 	c.desktop = newDesktopState()
 	c.finder = newFinderState()
 	c.servers = servers.New(servers.Options{
@@ -272,6 +283,7 @@ func (c *Computer) WaitReady(ctx context.Context) error {
 // Close stops the MCP servers.
 func (c *Computer) Close() {
 	c.closeOnce.Do(func() {
+		c.signIns.close()
 		c.servers.Close()
 		c.closeLater()
 		c.log.Info("computer stopped")
@@ -354,5 +366,7 @@ func (c *Computer) onServerEvent(ev servers.Event) {
 	case servers.ResourceUpdated:
 		c.resourceUpdated(ev.Server, ev.URI)
 		c.syncSkills(ev.Server, ev.Kind, ev.URI)
+	case servers.AuthRequired:
+		c.authRequired(ev)
 	}
 }

@@ -2,10 +2,15 @@ package computer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,4 +91,94 @@ func TestOAuthStepUpThroughComputer(t *testing.T) {
 	}) {
 		t.Fatalf("add after the step-up sign-in: %v", res)
 	}
+}
+
+// A headless computer's sign-in driven by its host (as the gateway will):
+// the server refusing initialize with a Bearer 401 makes the computer start
+// a sign-in and hand its URL to OnSignIn, never to an agent (whose call is
+// 4006 with the login hint, no URL); the host's callback hands the answer
+// to CompleteSignIn; the server connects and calls succeed. An unknown or
+// reused state is refused.
+func TestHostDrivenSignIn(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	as := oauthtest.StartAS(t, time.Hour)
+	url := oauthtest.Protected(t, as, testmcp.New("guarded", testmcp.Options{}).HTTPHandler(), "mcp:tools")
+	st, err := upstreamauth.OpenStore(filepath.Join(t.TempDir(), "store"), []byte("a key of the test store 0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pc atomic.Pointer[computer.Computer]
+	completed := make(chan error, 1)
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		_, err := pc.Load().CompleteSignIn(q.Get("code"), q.Get("state"), q.Get("iss"), q.Get("error"))
+		completed <- err
+		_, _ = io.WriteString(w, "<!doctype html><p>Signed in.")
+	}))
+	t.Cleanup(host.Close)
+	requests := make(chan computer.SignInRequest, 8)
+	h := newComputerFrom(t, computer.Protocol04, fmt.Sprintf(`{"mcpServers": {"Guarded API": {"type": "streamable-http", "url": %q}}}`, url),
+		nil, func(o *computer.Options) {
+			o.AuthStore = st
+			o.SignInRedirect = host.URL + "/oauth/callback/o/pc"
+			o.OnSignIn = func(r computer.SignInRequest) { requests <- r }
+		})
+	pc.Store(h.c)
+
+	var req computer.SignInRequest
+	select {
+	case req = <-requests:
+	case <-ctx.Done():
+		t.Fatal("no sign-in request")
+	}
+	if req.Server != "Guarded API" || req.BundleID != "Guarded_API" || !strings.HasPrefix(req.URL, as.Issuer) || req.State == "" {
+		t.Fatalf("sign-in request %+v", req)
+	}
+	res := h.call(smcp.EventToolCall, map[string]any{"tool_name": "Guarded_API__echo", "params": map[string]any{"text": "x"}, "timeout": 20})
+	meta, _ := res["meta"].(map[string]any)
+	if meta[smcp.MetaCode] != float64(smcp.CodeToolAuthorizationRequired) {
+		t.Fatalf("before the sign-in: %v, want 4006", res)
+	}
+	if all := fmt.Sprint(res); strings.Contains(all, as.Issuer) || strings.Contains(all, req.State) || strings.Contains(all, "http") {
+		t.Errorf("the agent's answer carries the sign-in: %s", all)
+	}
+	if _, err := h.c.CompleteSignIn("code", "no-such-state", "", ""); !errors.Is(err, computer.ErrNoSignIn) {
+		t.Errorf("unknown state: %v", err)
+	}
+
+	if err := oauthtest.SignIn(testbrowser.Start(t, ctx, testbrowser.Path(t)), as, req.URL); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-completed; err != nil {
+		t.Fatalf("complete: %v", err)
+	}
+	h.waitConnected("Guarded API")
+	if !testwait.Poll(20*time.Second, func() bool {
+		res = h.call(smcp.EventToolCall, map[string]any{"tool_name": "Guarded_API__echo", "params": map[string]any{"text": "x"}, "timeout": 20})
+		return res["isError"] == false
+	}) {
+		t.Fatalf("after the host-driven sign-in: %v", res)
+	}
+	if _, err := h.c.CompleteSignIn("code", req.State, "", ""); !errors.Is(err, computer.ErrNoSignIn) {
+		t.Errorf("a state used twice: %v", err)
+	}
+	if n := len(requests); n != 0 {
+		t.Errorf("%d more sign-in requests for one server (its retries must not start new ones)", n)
+	}
+
+	// A computer closed with a sign-in waiting abandons it and returns.
+	other, _ := upstreamauth.OpenStore(filepath.Join(t.TempDir(), "store"), []byte("a key of the test store 0123456789abcdef"))
+	h2 := newComputerFrom(t, computer.Protocol04, fmt.Sprintf(`{"mcpServers": {"Guarded API": {"type": "streamable-http", "url": %q}}}`, url),
+		nil, func(o *computer.Options) {
+			o.AuthStore = other
+			o.SignInRedirect = host.URL + "/oauth/callback/o/pc2"
+			o.OnSignIn = func(r computer.SignInRequest) { requests <- r }
+		})
+	select {
+	case <-requests:
+	case <-ctx.Done():
+		t.Fatal("no sign-in request from the second computer")
+	}
+	h2.c.Close()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -174,8 +175,11 @@ func (c *conn) run() {
 		// A server that waits for a sign-in is tried again soon, so that
 		// the computer takes the token of `smcp computer auth login`
 		// (written to the store by another process) within seconds.
-		if errors.As(err, new(*AuthError)) {
+		if ae := (*AuthError)(nil); errors.As(err, &ae) {
 			delay = min(delay, authRetry)
+			if ae.Status == http.StatusUnauthorized && strings.EqualFold(ae.Scheme, "Bearer") {
+				c.emit(AuthRequired, "")
+			}
 		}
 		c.setState(StateDisconnected, fmt.Errorf("%w; restarting in %s", err, delay))
 		select {

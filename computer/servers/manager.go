@@ -44,10 +44,13 @@ const (
 	ResourceUpdated
 	// Removed: the server was removed from the configuration (or disabled).
 	Removed
+	// AuthRequired: the server refused the session's initialize with 401
+	// and a Bearer challenge (it needs a sign-in); sent at each attempt.
+	AuthRequired
 )
 
 func (k EventKind) String() string {
-	return [...]string{"connected", "disconnected", "tools_changed", "resources_changed", "resource_updated", "removed"}[k]
+	return [...]string{"connected", "disconnected", "tools_changed", "resources_changed", "resource_updated", "removed", "auth_required"}[k]
 }
 
 // Event is delivered to the Listener.
