@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/computer/skills"
 	"github.com/smcpgw/smcp-gateway/computer/tools"
 	"github.com/smcpgw/smcp-gateway/computer/uploads"
+	"github.com/smcpgw/smcp-gateway/computer/upstreamauth"
 )
 
 // Options configure a Computer.
@@ -88,6 +90,18 @@ type Options struct {
 	// MaxBlobBytes is the largest blob the computer serves (a skill file, a
 	// tool result's binary items) or takes (an upload); 0: 100 MiB.
 	MaxBlobBytes int64
+	// AuthStore holds the OAuth tokens of the MCP servers that need a
+	// sign-in (computer/upstreamauth); nil: no OAuth, a server's 401 is
+	// answered 4006 as it comes.
+	AuthStore *upstreamauth.Store
+	// SignInRedirect and OnSignIn, with AuthStore, let a host drive the
+	// sign-in of a headless computer: an HTTP server that refuses its
+	// initialize with a Bearer 401 gets a sign-in whose authorization
+	// response goes to SignInRedirect (a callback the host receives);
+	// OnSignIn gets the URL to show to operators (never to agents), and the
+	// host hands the response back with CompleteSignIn.
+	SignInRedirect string
+	OnSignIn       func(SignInRequest)
 }
 
 // Computer is one SMCP computer.
@@ -128,6 +142,8 @@ type Computer struct {
 	skills  *skills.Registry
 	blobs   *blobs.Service
 	uploads *uploads.Manager
+
+	signIns *signIns
 
 	closeOnce sync.Once
 }
@@ -179,6 +195,7 @@ func New(opts Options) (*Computer, error) {
 	} else {
 		c.catalog.Store(tools.Build(nil, nil))
 	}
+	c.signIns = newSignIns()
 	c.desktop = newDesktopState()
 	c.finder = newFinderState()
 	c.servers = servers.New(servers.Options{
@@ -188,6 +205,7 @@ func New(opts Options) (*Computer, error) {
 		BackoffMin: opts.BackoffMin,
 		BackoffMax: opts.BackoffMax,
 		KeepAlive:  max(opts.KeepAlive, 0),
+		AuthStore:  opts.AuthStore,
 	})
 	c.exec = tools.NewExecutor(tools.ExecOptions{
 		Caller:      c.servers,
@@ -196,11 +214,30 @@ func New(opts Options) (*Computer, error) {
 		Policy:      opts.Confirm,
 		HistorySize: opts.HistorySize,
 		Logger:      log,
+		Unlisted:    c.awaitingSignIn,
 	})
 	if err := c.startLater(); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// awaitingSignIn finds the server a bundled tool name is meant for when
+// that server cannot connect for want of authorization.
+func (c *Computer) awaitingSignIn(name string) (string, string, tools.AuthFailure) {
+	bundle, _, ok := strings.Cut(name, "__")
+	if !ok || bundle == "" {
+		return "", "", nil
+	}
+	for _, s := range c.servers.Snapshots() {
+		if s.BundleID != bundle {
+			continue
+		}
+		if ae := c.servers.AuthPending(s.Name); ae != nil {
+			return s.Name, s.BundleID, ae
+		}
+	}
+	return "", "", nil
 }
 
 // Name returns the computer's name.
@@ -246,6 +283,7 @@ func (c *Computer) WaitReady(ctx context.Context) error {
 // Close stops the MCP servers.
 func (c *Computer) Close() {
 	c.closeOnce.Do(func() {
+		c.signIns.close()
 		c.servers.Close()
 		c.closeLater()
 		c.log.Info("computer stopped")
@@ -328,5 +366,7 @@ func (c *Computer) onServerEvent(ev servers.Event) {
 	case servers.ResourceUpdated:
 		c.resourceUpdated(ev.Server, ev.URI)
 		c.syncSkills(ev.Server, ev.Kind, ev.URI)
+	case servers.AuthRequired:
+		c.authRequired(ev)
 	}
 }

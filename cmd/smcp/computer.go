@@ -24,11 +24,15 @@ const computerUsage = `usage: smcp computer --config FILE --office ID [flags]
 Inputs (${input:id}) come from $A2C_SMCP_<ID>, command inputs, a terminal prompt when
 stdin is a terminal, or their default. Tool calls that are not auto_apply are confirmed
 at the terminal when there is one, else decided by --confirm. SIGHUP reloads the
-configuration file (servers added, changed, removed).`
+configuration file (servers added, changed, removed). HTTP servers behind OAuth use the
+tokens of 'smcp computer auth login' (see 'smcp computer auth -h').`
 
 // runComputer runs a computer: it hosts the MCP servers of a configuration
 // file and serves them to the agents of one office through a gateway.
 func runComputer(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "auth" {
+		return runComputerAuth(ctx, args[1:], os.Stdout)
+	}
 	fs := newFlags("computer", computerUsage)
 	cfgPath := fs.String("config", "", "MCP configuration: JSON or YAML, SDK shape ({servers, inputs}) or mcpServers shape (required)")
 	gateways := urlList{urls: []string{"http://127.0.0.1:8080"}}
@@ -52,6 +56,7 @@ func runComputer(ctx context.Context, args []string) error {
 	quotaFiles := fs.Int("landing-quota-files", 0, "files the landing root may hold (landed and in progress); 0: no bound")
 	authField := fs.String("auth-field", sioclient.DefaultAuthField,
 		"field of the Socket.IO auth object the API key is also sent in, from protocol 0.3 (beside the x-api-key header)")
+	authStore := addAuthStoreFlags(fs)
 	fs.addLogFlags("info")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -75,7 +80,12 @@ func runComputer(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := computer.Options{Name: *name, Config: cfg, Logger: log, Confirm: *confirm,
+	// Without a key there is no store: a server's 401 is answered 4006.
+	store, err := authStore.open(false)
+	if err != nil {
+		return err
+	}
+	opts := computer.Options{Name: *name, Config: cfg, Logger: log, Confirm: *confirm, AuthStore: store,
 		Protocol: *protocol, SkillDirs: skillDirs, LandingRoot: *landingRoot, LandingQuotaBytes: *quotaBytes, LandingQuotaFiles: *quotaFiles,
 		MaxBlobBytes: *maxBlob}
 	if *maxBlob <= 0 {

@@ -455,7 +455,7 @@ func (c *gatewayConfig) load(path string) error {
 	}
 	for i := range c.Computers {
 		hc := &c.Computers[i]
-		for _, p := range append([]*string{&hc.Config, &hc.LandingRoot}, pointers(hc.Skills)...) {
+		for _, p := range append([]*string{&hc.Config, &hc.LandingRoot, &hc.AuthStore, &hc.AuthStoreKeyFile}, pointers(hc.Skills)...) {
 			if *p != "" && !filepath.IsAbs(*p) {
 				*p = filepath.Join(dir, *p)
 			}

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
+	"github.com/smcpgw/smcp-gateway/computer/upstreamauth"
 	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/jsonrpc"
 )
 
@@ -30,21 +32,26 @@ const codeRejected = -32005
 
 // authProbe records the authorization refusal of one call.
 type authProbe struct {
+	// ended is set once the request it watches is over: the connect probe
+	// sits in the session-long context the transport keeps, and the
+	// session's later requests are the go-sdk's to handle, as before.
+	ended  atomic.Bool
 	mu     sync.Mutex
 	status int
 	scheme string
+	stepUp bool
 }
 
-func (p *authProbe) set(status int, scheme string) {
+func (p *authProbe) set(status int, scheme string, stepUp bool) {
 	p.mu.Lock()
-	p.status, p.scheme = status, scheme
+	p.status, p.scheme, p.stepUp = status, scheme, stepUp
 	p.mu.Unlock()
 }
 
-func (p *authProbe) get() (int, string) {
+func (p *authProbe) get() (int, string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.status, p.scheme
+	return p.status, p.scheme, p.stepUp
 }
 
 type probeKey struct{}
@@ -62,10 +69,11 @@ func (t authWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	p, _ := r.Context().Value(probeKey{}).(*authProbe)
-	if p == nil {
+	if p == nil || p.ended.Load() {
 		return resp, nil
 	}
-	p.set(resp.StatusCode, authScheme(resp.Header.Get("WWW-Authenticate")))
+	challenges := resp.Header.Values("WWW-Authenticate")
+	p.set(resp.StatusCode, authScheme(resp.Header.Get("WWW-Authenticate")), upstreamauth.InsufficientScope(challenges))
 	// The body is not read further (it may hold anything); the connection
 	// is reused if the rest is short.
 	_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
@@ -97,6 +105,9 @@ type AuthError struct {
 	Status int
 	// Scheme is the WWW-Authenticate scheme, when the server sent one.
 	Scheme string
+	// StepUp is a 403 whose Bearer challenge is insufficient_scope: a new
+	// sign-in can grant the scope.
+	StepUp bool
 	err    error
 }
 
@@ -106,8 +117,15 @@ func (e *AuthError) Unwrap() error { return e.err }
 // AuthStatus is the HTTP status (401 or 403).
 func (e *AuthError) AuthStatus() int { return e.Status }
 
-// AuthHint is a message for the user.
+// AuthHint is a message for the user. It names the command that signs
+// the computer in, never an authorization URL (the specification forbids
+// one in auth_hint: an agent must not be handed a sign-in link).
 func (e *AuthError) AuthHint() string {
+	login := "smcp computer auth login " + shellQuote(e.Server)
+	if e.StepUp {
+		return fmt.Sprintf("MCP server %q refused the call (HTTP 403 Forbidden, insufficient_scope): the computer's token lacks a scope this tool needs; "+
+			"sign in again on the computer with `%s` to grant it", e.Server, login)
+	}
 	if e.Status == http.StatusForbidden {
 		return fmt.Sprintf("MCP server %q refused the call (HTTP 403 Forbidden): its credentials lack the permission or scope for this tool; "+
 			"update them in this computer's configuration", e.Server)
@@ -116,6 +134,20 @@ func (e *AuthError) AuthHint() string {
 	if e.Scheme != "" {
 		with = " with " + e.Scheme
 	}
+	if strings.EqualFold(e.Scheme, "Bearer") {
+		return fmt.Sprintf("MCP server %q needs authorization (HTTP 401 Unauthorized) with Bearer: sign the computer in with `%s` "+
+			"(or give it credentials in the server's headers in its configuration) and retry", e.Server, login)
+	}
 	return fmt.Sprintf("MCP server %q needs authorization (HTTP 401 Unauthorized): give this computer credentials%s for it "+
 		"(the server's headers in its configuration) and retry", e.Server, with)
+}
+
+// shellQuote quotes a server name for a command line when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

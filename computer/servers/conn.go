@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -171,6 +172,15 @@ func (c *conn) run() {
 		}
 		delay := backoff(attempt, c.m.opts.BackoffMin, c.m.opts.BackoffMax)
 		attempt++
+		// A server that waits for a sign-in is tried again soon, so that
+		// the computer takes the token of `smcp computer auth login`
+		// (written to the store by another process) within seconds.
+		if ae := (*AuthError)(nil); errors.As(err, &ae) {
+			delay = min(delay, authRetry)
+			if ae.Status == http.StatusUnauthorized && strings.EqualFold(ae.Scheme, "Bearer") {
+				c.emit(AuthRequired, "")
+			}
+		}
 		c.setState(StateDisconnected, fmt.Errorf("%w; restarting in %s", err, delay))
 		select {
 		case <-c.ctx.Done():
@@ -179,6 +189,9 @@ func (c *conn) run() {
 		}
 	}
 }
+
+// authRetry caps the restart delay of a server refused for authorization.
+const authRetry = 3 * time.Second
 
 func backoff(attempt int, lo, hi time.Duration) time.Duration {
 	d := lo
@@ -194,7 +207,7 @@ func backoff(attempt int, lo, hi time.Duration) time.Duration {
 // session1 runs one session from connect to its end and returns why it ended.
 func (c *conn) session1(res *config.Resolved) error {
 	c.setState(StateStarting, nil)
-	transport, release, err := newTransport(res, c.log)
+	transport, release, err := newTransport(res, c.bundleID, c.m.opts.AuthStore, c.log)
 	if err != nil {
 		return err
 	}
@@ -219,10 +232,19 @@ func (c *conn) session1(res *config.Resolved) error {
 	// the session is up and listed.
 	cctx, cancel := context.WithCancelCause(c.ctx)
 	defer cancel(nil)
+	// An initialize refused for authorization (a server behind OAuth
+	// without a token) is kept as an AuthError: the calls of the server's
+	// tools are answered 4006/4007 from it until a sign-in lets it connect.
+	probe := &authProbe{}
 	errConnectTimeout := fmt.Errorf("no session within %s", timeout)
 	timer := time.AfterFunc(timeout, func() { cancel(errConnectTimeout) })
-	cs, err := client.Connect(cctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	cs, err := client.Connect(withAuthProbe(cctx, probe), transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	probe.ended.Store(true)
 	if err != nil {
+		if status, scheme, stepUp := probe.get(); status != 0 {
+			timer.Stop()
+			return &AuthError{Server: c.cfg.Name, Status: status, Scheme: scheme, StepUp: stepUp, err: fmt.Errorf("connect: %w", err)}
+		}
 		if cause := context.Cause(cctx); cause != nil {
 			err = fmt.Errorf("%w (%v)", err, cause)
 		}

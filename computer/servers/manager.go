@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/smcpgw/smcp-gateway/computer/config"
+	"github.com/smcpgw/smcp-gateway/computer/upstreamauth"
 	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/mcp"
 )
 
@@ -43,10 +44,13 @@ const (
 	ResourceUpdated
 	// Removed: the server was removed from the configuration (or disabled).
 	Removed
+	// AuthRequired: the server refused the session's initialize with 401
+	// and a Bearer challenge (it needs a sign-in); sent at each attempt.
+	AuthRequired
 )
 
 func (k EventKind) String() string {
-	return [...]string{"connected", "disconnected", "tools_changed", "resources_changed", "resource_updated", "removed"}[k]
+	return [...]string{"connected", "disconnected", "tools_changed", "resources_changed", "resource_updated", "removed", "auth_required"}[k]
 }
 
 // Event is delivered to the Listener.
@@ -75,6 +79,10 @@ type Options struct {
 	// KeepAlive pings each session at this interval (0: off) and closes it
 	// when the server stops answering, which triggers a restart.
 	KeepAlive time.Duration
+	// AuthStore, when set, holds the OAuth tokens of the HTTP servers that
+	// need a sign-in (upstreamauth; `smcp computer auth login` writes it):
+	// their requests carry the stored token, refreshed before it expires.
+	AuthStore *upstreamauth.Store
 	// ClientName is sent to servers in initialize.
 	ClientName, ClientVersion string
 }
@@ -261,11 +269,31 @@ func (m *Manager) CallTool(ctx context.Context, server, tool string, args map[st
 	p := &authProbe{}
 	res, err := cs.CallTool(withAuthProbe(ctx, p), &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
-		if status, scheme := p.get(); status != 0 {
-			return nil, &AuthError{Server: server, Status: status, Scheme: scheme, err: err}
+		if status, scheme, stepUp := p.get(); status != 0 {
+			return nil, &AuthError{Server: server, Status: status, Scheme: scheme, StepUp: stepUp, err: err}
 		}
 	}
 	return res, err
+}
+
+// AuthPending returns the authorization refusal that keeps a server from
+// connecting (its initialize answered 401 or 403), nil when there is none:
+// a call of one of its tools is answered 4006/4007 from it.
+func (m *Manager) AuthPending(server string) *AuthError {
+	c := m.get(server)
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.session != nil {
+		return nil
+	}
+	var ae *AuthError
+	if errors.As(c.err, &ae) {
+		return ae
+	}
+	return nil
 }
 
 // ReadResource reads a resource from a server.

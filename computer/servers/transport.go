@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/smcpgw/smcp-gateway/computer/config"
+	"github.com/smcpgw/smcp-gateway/computer/upstreamauth"
 	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/mcp"
 )
 
 // newTransport builds the go-sdk transport of a resolved server. closeFn
 // releases what the transport holds outside the session (the stderr pump).
-func newTransport(c *config.Resolved, log *slog.Logger) (mcp.Transport, func(), error) {
+func newTransport(c *config.Resolved, bundleID string, store *upstreamauth.Store, log *slog.Logger) (mcp.Transport, func(), error) {
 	switch {
 	case c.Params.Stdio != nil:
 		p := c.Params.Stdio
@@ -46,10 +47,10 @@ func newTransport(c *config.Resolved, log *slog.Logger) (mcp.Transport, func(), 
 		t := &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 		return t, func() { _ = pw.Close() }, nil
 	case c.Params.SSE != nil:
-		hc, closeIdle := httpClient(c.Params.SSE.Headers)
+		hc, closeIdle := httpClient(c.Params.SSE.Headers, oauthFor(store, bundleID, c.Params.SSE.URL, c.Params.SSE.Headers, log))
 		return &mcp.SSEClientTransport{Endpoint: c.Params.SSE.URL, HTTPClient: hc}, closeIdle, nil
 	case c.Params.Streamable != nil:
-		hc, closeIdle := httpClient(c.Params.Streamable.Headers)
+		hc, closeIdle := httpClient(c.Params.Streamable.Headers, oauthFor(store, bundleID, c.Params.Streamable.URL, c.Params.Streamable.Headers, log))
 		return &mcp.StreamableClientTransport{Endpoint: c.Params.Streamable.URL, HTTPClient: hc}, closeIdle, nil
 	}
 	return nil, nil, fmt.Errorf("server %q has no transport parameters", c.Name)
@@ -59,13 +60,35 @@ func newTransport(c *config.Resolved, log *slog.Logger) (mcp.Transport, func(), 
 // (closed with the session, so that a stopped server leaves no idle
 // connections behind), the configured headers on every request, and no
 // client timeout (event streams stay open for the life of the session).
-func httpClient(headers map[string]string) (*http.Client, func()) {
+func httpClient(headers map[string]string, oauth func(http.RoundTripper) http.RoundTripper) (*http.Client, func()) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	var rt http.RoundTripper = authWatch{next: tr}
+	var rt http.RoundTripper = tr
+	if oauth != nil {
+		rt = oauth(rt)
+	}
+	rt = authWatch{next: rt}
 	if len(headers) > 0 {
 		rt = headerTransport{headers: headers, next: rt}
 	}
 	return &http.Client{Transport: rt}, tr.CloseIdleConnections
+}
+
+// oauthFor returns the wrapper that puts the server's stored OAuth token
+// on its requests (upstreamauth.Transport), or nil: without a token store,
+// or when the configuration sets the Authorization header itself (its
+// credentials are the configuration's choice).
+func oauthFor(store *upstreamauth.Store, bundleID, url string, headers map[string]string, log *slog.Logger) func(http.RoundTripper) http.RoundTripper {
+	if store == nil {
+		return nil
+	}
+	for k := range headers {
+		if strings.EqualFold(k, "Authorization") {
+			return nil
+		}
+	}
+	return func(base http.RoundTripper) http.RoundTripper {
+		return &upstreamauth.Transport{Store: store, Server: bundleID, Resource: url, Base: base, Log: log}
+	}
 }
 
 type headerTransport struct {

@@ -53,6 +53,12 @@ type ExecOptions struct {
 	// HistorySize bounds the call history (default 64).
 	HistorySize int
 	Logger      *slog.Logger
+	// Unlisted, when set, is asked about a bundled name the catalog does
+	// not have: a server that cannot connect until it is signed in has no
+	// tools listed, and a call meant for it is answered 4006/4007 (with
+	// its hint) rather than "tool not found". It returns the server and
+	// its bundle id, or af nil.
+	Unlisted func(name string) (server, bundleID string, af AuthFailure)
 }
 
 // Executor runs tool calls.
@@ -122,6 +128,11 @@ func (x *Executor) Execute(ctx context.Context, c Call) map[string]any {
 	e, err := cat.Lookup(c.Name)
 	if err != nil {
 		if cat.Bundled() {
+			if x.opts.Unlisted != nil {
+				if server, bundleID, af := x.opts.Unlisted(c.Name); af != nil {
+					return authResult(&Entry{Name: c.Name, Server: server, BundleID: bundleID}, af, map[string]any{}, log)
+				}
+			}
 			// Not in the exposed-name mapping (PROTOCOL-0.4.md §5.3, §6).
 			return errorResult(err.Error(), map[string]any{smcp.MetaCode: smcp.CodeToolNotFound})
 		}

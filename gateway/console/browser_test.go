@@ -10,7 +10,6 @@ import (
 	"image/png"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -31,7 +30,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/internal/systest"
-	"github.com/smcpgw/smcp-gateway/internal/testdeps"
+	"github.com/smcpgw/smcp-gateway/internal/testbrowser"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
@@ -46,43 +45,6 @@ const (
 	// The quarterly report of examples/docs and the page with its table.
 	reportRef = "quarterly-report-81fbae"
 )
-
-// browserPath finds Debian's chromium (or another Chrome).
-func browserPath(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium-browser", "google-chrome-stable", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return testdeps.Program(t, "chromium", "chromium")
-}
-
-// startBrowser starts headless chrome (1400 x 1000, a profile of its own)
-// for the life of ctx and t, and returns the context to run its actions in.
-func startBrowser(t *testing.T, ctx context.Context, chrome string) context.Context {
-	t.Helper()
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chrome),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(browserProfile(t)),
-		chromedp.WindowSize(1400, 1000),
-	)
-	t.Cleanup(cancelAlloc)
-	browser, cancelBrowser := chromedp.NewContext(alloc)
-	t.Cleanup(cancelBrowser)
-	// The browser starts with the first Run, and lives as long as that
-	// Run's context: this one, not a step's.
-	if err := chromedp.Run(browser); err != nil {
-		t.Fatalf("starting %s: %v", chrome, err)
-	}
-	return browser
-}
 
 // system is a gateway, the document server over a copy of examples/docs
 // (watched: a file added there reaches the console as notify:update_finder)
@@ -171,13 +133,13 @@ func (l *requestLog) all() []request {
 // writes the README's; SMCP_CONSOLE_DOCS=dir writes console-1400.png,
 // console-390.png and the others there).
 func TestConsoleInBrowser(t *testing.T) {
-	chrome := browserPath(t)
+	chrome := testbrowser.Path(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	sys := startSystem(t, ctx)
 	shots := t.TempDir()
 	downloads := t.TempDir()
-	browser := startBrowser(t, ctx, chrome)
+	browser := testbrowser.Start(t, ctx, chrome)
 	var log requestLog
 	chromedp.ListenTarget(browser, log.listen)
 
@@ -767,25 +729,4 @@ func shot(t *testing.T, ctx context.Context, path string) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Errorf("screenshot %s: %v", path, err)
 	}
-}
-
-// browserProfile is a fresh user-data-dir. Chromium's helper processes may
-// still write to it for a moment after the browser is stopped, so its
-// removal is retried rather than left to t.TempDir.
-func browserProfile(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "smcp-console-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for range 50 {
-			if err = os.RemoveAll(dir); err == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Logf("removing the browser profile %s: %v", dir, err)
-	})
-	return dir
 }

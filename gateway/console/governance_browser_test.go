@@ -18,6 +18,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/policy"
 	"github.com/smcpgw/smcp-gateway/internal/nodetest"
 	"github.com/smcpgw/smcp-gateway/internal/systest"
+	"github.com/smcpgw/smcp-gateway/internal/testbrowser"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 )
 
@@ -27,7 +28,7 @@ import (
 // own Connect request, as its forms send) is refused naming the rule set;
 // with full-key it lists every tool.
 func TestConsoleGovernanceInBrowser(t *testing.T) {
-	chrome := browserPath(t)
+	chrome := testbrowser.Path(t)
 	entry := nodetest.EverythingServer(t, filepath.Join("..", "..", "test", "npm-mcp"))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -46,7 +47,7 @@ func TestConsoleGovernanceInBrowser(t *testing.T) {
 		"everything": systest.Server(t, "everything", map[string]any{"command": "node", "args": []any{entry, "stdio"}}),
 	}, computer.Gateway{URL: gw.URL, Office: "gov", APIKey: "full-key", Dial: sioclient.Options{Logger: quiet}}, quiet)
 
-	browser := startBrowser(t, ctx, chrome)
+	browser := testbrowser.Start(t, ctx, chrome)
 	step := func(name string, actions ...chromedp.Action) {
 		t.Helper()
 		sctx, cancel := context.WithTimeout(browser, 50*time.Second)

@@ -17,6 +17,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/quota"
 	"github.com/smcpgw/smcp-gateway/internal/systest"
+	"github.com/smcpgw/smcp-gateway/internal/testbrowser"
 )
 
 // callerKey is a key that is no operator's: an agent of office lab, with a
@@ -52,7 +53,7 @@ func rpcCall(t *testing.T, url, key, method, body string) int {
 // A key that is no operator's sees no link to these views, and its call
 // of one (the view's URL typed in) is refused with the rule named.
 func TestConsoleOperatorViewsInBrowser(t *testing.T) {
-	chrome := browserPath(t)
+	chrome := testbrowser.Path(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	keys, err := core.NewKeyRing(core.Key{ID: "console", Key: apiKey},
@@ -74,7 +75,7 @@ func TestConsoleOperatorViewsInBrowser(t *testing.T) {
 		t.Fatalf("caller's second call: HTTP %d, want 429", got)
 	}
 
-	browser := startBrowser(t, ctx, chrome)
+	browser := testbrowser.Start(t, ctx, chrome)
 	step := func(name string, actions ...chromedp.Action) {
 		t.Helper()
 		sctx, cancel := context.WithTimeout(browser, 50*time.Second)

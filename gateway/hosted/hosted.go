@@ -29,6 +29,7 @@ import (
 
 	"github.com/smcpgw/smcp-gateway/computer"
 	"github.com/smcpgw/smcp-gateway/computer/config"
+	"github.com/smcpgw/smcp-gateway/computer/upstreamauth"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/smcp"
@@ -54,6 +55,13 @@ type Spec struct {
 	// LandingRoot is where agents' uploads (client:put_blob, 0.4) land, as
 	// `smcp computer --landing-root`; empty refuses uploads.
 	LandingRoot string `yaml:"landing_root"`
+	// AuthStore and AuthStoreKeyFile are the OAuth token store of its HTTP
+	// servers that need a sign-in, as `smcp computer --auth-store` and
+	// --auth-store-key-file (the key else from $SMCP_AUTH_STORE_KEY; no
+	// key: no OAuth). `smcp computer auth login` with the same store signs
+	// it in (docs/UPSTREAM.md).
+	AuthStore        string `yaml:"auth_store"`
+	AuthStoreKeyFile string `yaml:"auth_store_key_file"`
 }
 
 // Retry pacing of a claim the registry refused (the name held by another
@@ -132,8 +140,12 @@ func (s *Set) add(specs []Spec) error {
 			return fmt.Errorf("hosted computer %q: %w", sp.Name, err)
 		}
 		hl := log.With("hosted", sp.Name, "office", sp.Office)
+		store, err := upstreamauth.Open(sp.AuthStore, sp.AuthStoreKeyFile, sp.AuthStoreKeyFile != "")
+		if err != nil {
+			return fmt.Errorf("hosted computer %q: %w", sp.Name, err)
+		}
 		pc, err := computer.New(computer.Options{Name: sp.Name, Config: cfg, Logger: hl, Confirm: sp.Confirm,
-			Protocol: sp.Protocol, SkillDirs: sp.Skills, LandingRoot: sp.LandingRoot})
+			Protocol: sp.Protocol, SkillDirs: sp.Skills, LandingRoot: sp.LandingRoot, AuthStore: store})
 		if err != nil {
 			return fmt.Errorf("hosted computer %q: %w", sp.Name, err)
 		}

@@ -44,6 +44,7 @@ func TestNewRefusesBadSpecs(t *testing.T) {
 		{"confirm", []hosted.Spec{{Name: "pc", Office: "o", Config: cfg, Confirm: "maybe"}}, `"pc": computer: confirm policy "maybe"`},
 		{"missing file", []hosted.Spec{{Name: "pc", Office: "o", Config: filepath.Join(dir, "none.json")}}, "none.json"},
 		{"bad server", []hosted.Spec{ok, {Name: "pc2", Office: "o", Config: bad}}, `"pc2"`},
+		{"store key file", []hosted.Spec{{Name: "pc", Office: "o", Config: cfg, AuthStoreKeyFile: filepath.Join(dir, "none.key")}}, `"pc": token store key file`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := hosted.New(core.New(core.Config{}), c.specs, slog.New(slog.DiscardHandler))
