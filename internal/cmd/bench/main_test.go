@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 // measured something in each row. No figure is asserted: speed is measured,
 // not tested.
 func TestBenchSmoke(t *testing.T) {
+	t.Parallel()
 	rep, _ := benchJSON(t, "-mode", "sio,connect,connect-h2c,grpc,connect-raw,idle,startup", "-offices", "2", "-compare", "floor",
 		"-warmup", "100ms", "-duration", "600ms", "-conns", "20",
 		"-startup-servers", "3", "-startup-delay", "50ms", "-json")
@@ -74,6 +75,7 @@ func TestBenchSmoke(t *testing.T) {
 // redis-server and two gateway nodes spawned by the bench, the agent on one
 // node and the computer on the other, and checks that calls crossed nodes.
 func TestBenchCluster(t *testing.T) {
+	t.Parallel()
 	testdeps.Program(t, "redis-server", "redis-server")
 	rep, out := benchJSON(t, "-mode", "sio", "-offices", "1", "-compare", "cluster", "-warmup", "1s", "-duration", "1s", "-json")
 	servers := map[string]*benchRow{}
@@ -102,6 +104,7 @@ func TestBenchCluster(t *testing.T) {
 // and the floor's MCP server each answer every call, and the report prints
 // the gateway's ratios to both and the scaling line of its two office counts.
 func TestBenchNodeAndMCPFloor(t *testing.T) {
+	t.Parallel()
 	testdeps.Program(t, "node", "nodejs")
 	rep, out := benchJSON(t, "-mode", "sio,mcp-raw", "-offices", "1,2", "-compare", "floor,node",
 		"-warmup", "200ms", "-duration", "600ms", "-json")
@@ -135,6 +138,7 @@ func TestBenchNodeAndMCPFloor(t *testing.T) {
 // saturated rows, the gateway and the Node relay are measured again at half
 // the Node relay's saturated calls/s, and the ratio at that rate printed.
 func TestBenchRate(t *testing.T) {
+	t.Parallel()
 	testdeps.Program(t, "node", "nodejs")
 	rep, out := benchJSON(t, "-mode", "sio", "-offices", "1", "-compare", "node", "-rate", "50%",
 		"-warmup", "200ms", "-duration", "600ms", "-json")
@@ -183,6 +187,7 @@ func TestReportTellsStragglers(t *testing.T) {
 // on a spawned floor in rotation, and checks that each row got its calls, in
 // turns, with the ratios printed.
 func TestBenchTurns(t *testing.T) {
+	t.Parallel()
 	rep, out := benchJSON(t, "-mode", "sio,connect,connect-h2c,grpc", "-offices", "2", "-compare", "floor", "-turns", "3",
 		"-warmup", "300ms", "-duration", "900ms", "-json")
 	seen := map[string]bool{}
@@ -252,6 +257,7 @@ func benchJSON(t *testing.T, args ...string) (benchReport, string) {
 // every front end) answers every call on Socket.IO, Connect over h2c and
 // MCP, and the report prints its ratios to the gateway without governance.
 func TestBenchGovernance(t *testing.T) {
+	t.Parallel()
 	rep, out := benchJSON(t, "-mode", "sio,connect-h2c,mcp-raw", "-offices", "1", "-compare", "governance", "-turns", "2",
 		"-warmup", "200ms", "-duration", "600ms", "-json")
 	seen := map[string]bool{}
