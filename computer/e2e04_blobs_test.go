@@ -33,7 +33,7 @@ type agent04 struct {
 
 // ask sends one routed request to computer pc through the gateway and
 // decodes the answer as an agent sees it. Each request gets a generous
-// deadline of its own: a 20 MiB transfer is ~80 of them on a loaded
+// deadline of its own: a 6 MiB transfer is ~24 of them on a loaded
 // machine.
 func (a *agent04) ask(event string, extra map[string]any) map[string]any {
 	a.t.Helper()
@@ -42,7 +42,7 @@ func (a *agent04) ask(event string, extra map[string]any) map[string]any {
 	for k, v := range extra {
 		req[k] = v
 	}
-	// A hang guard, not a speed bound: the 20 MiB tool result's one answer
+	// A hang guard, not a speed bound: a 20 MiB tool result's one answer
 	// took close to a minute under -race beside other packages' tests.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -109,9 +109,9 @@ func (a *agent04) waitNote(event string) {
 
 // A 0.4 office's skills and blobs end to end through the real gateway: a
 // 0.4 computer with a skill folder, a landing root and a go-sdk MCP server
-// whose tool returns a 20 MiB image; a 0.4 Socket.IO agent lists and reads
+// whose tool returns a 6 MiB image; a 0.4 Socket.IO agent lists and reads
 // skills (inline and as a blob), drains the image's handle chunk by chunk,
-// uploads 20 MiB in 256 KiB chunks, hears update_skills after a SKILL.md
+// uploads 6 MiB in 256 KiB chunks, hears update_skills after a SKILL.md
 // edit and gets 4018 for a forged handle.
 func TestE2ESkillsAndBlobs04(t *testing.T) {
 	dir := t.TempDir()
@@ -126,7 +126,7 @@ func TestE2ESkillsAndBlobs04(t *testing.T) {
 	write(t, filepath.Join(skillDir, "report", "logo.png"), logo)
 
 	f := testmcp.New("tools", testmcp.Options{})
-	image := make([]byte, 20<<20)
+	image := make([]byte, 6<<20)
 	rand.Read(image)
 	mcp.AddTool(f.Server, &mcp.Tool{Name: "shot", Description: "A large screenshot."},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
@@ -201,7 +201,7 @@ func TestE2ESkillsAndBlobs04(t *testing.T) {
 		t.Fatalf("skill blob drained %d bytes, sha %v", len(got), last["sha256"])
 	}
 
-	// The tool result's 20 MiB image is a handle in _meta, drained intact
+	// The tool result's 6 MiB image is a handle in _meta, drained intact
 	// through the gateway.
 	res := ag.ask(smcp.EventToolCall, map[string]any{"tool_name": "My_Tools__shot", "params": map[string]any{}, "timeout": 120})
 	items, _ := res["content"].([]any)
@@ -218,8 +218,8 @@ func TestE2ESkillsAndBlobs04(t *testing.T) {
 		t.Fatalf("the drained image (%d bytes) differs", len(got))
 	}
 
-	// 20 MiB up in 256 KiB chunks, landed under the landing root.
-	data := make([]byte, 20<<20)
+	// 6 MiB up in 256 KiB chunks, landed under the landing root.
+	data := make([]byte, 6<<20)
 	rand.Read(data)
 	const step = 256 << 10
 	for off := 0; off < len(data); off += step {

@@ -62,7 +62,7 @@ func errReason(ans map[string]any) (float64, any) {
 }
 
 // A 0.4 computer over a skill folder and an MCP server serving a skill as
-// resources and a 20 MiB image: get_skills, get_skill inline and as a
+// resources and a 6 MiB image: get_skills, get_skill inline and as a
 // blob, the image drained intact, update_skills after an edit, and the bad
 // inputs each refused with its code.
 func TestSkillsAndBlobs(t *testing.T) {
@@ -82,7 +82,7 @@ func TestSkillsAndBlobs(t *testing.T) {
 	}
 
 	f := testmcp.New("tools", testmcp.Options{})
-	image := make([]byte, 20<<20)
+	image := make([]byte, 6<<20)
 	rand.Read(image)
 	mcp.AddTool(f.Server, &mcp.Tool{Name: "shot", Description: "A large screenshot."},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
@@ -145,7 +145,7 @@ func TestSkillsAndBlobs(t *testing.T) {
 		}
 	}
 
-	// A tool result's 20 MiB image goes out as a handle and drains intact.
+	// A tool result's 6 MiB image goes out as a handle and drains intact.
 	res := h.call(smcp.EventToolCall, map[string]any{"tool_name": "My_Tools__shot", "params": map[string]any{}, "timeout": 60})
 	items, _ := res["content"].([]any)
 	if res["isError"] == true || len(items) != 2 {
@@ -223,7 +223,7 @@ func TestSkillsAndBlobs(t *testing.T) {
 func TestPutBlobAndProfiles(t *testing.T) {
 	root := t.TempDir()
 	h := newComputer(t, nil, func(o *computer.Options) { o.Protocol = computer.Protocol04; o.LandingRoot = root })
-	data := make([]byte, 20<<20)
+	data := make([]byte, 6<<20)
 	rand.Read(data)
 	const step = 256 << 10
 	var ans map[string]any
