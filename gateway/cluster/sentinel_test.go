@@ -22,14 +22,14 @@ import (
 
 // sentinelClient is the client --redis makes of the Sentinel URL, on an
 // emptied primary.
-func sentinelClient(t *testing.T, s *systest.Sentinel) *redis.Client {
+func sentinelClient(t *testing.T, s *systest.Sentinel) redis.UniversalClient {
 	t.Helper()
 	rdb := noFlush(t, s)
 	flush(t, rdb)
 	return rdb
 }
 
-func flush(t *testing.T, rdb *redis.Client) {
+func flush(t *testing.T, rdb redis.UniversalClient) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -235,9 +235,9 @@ func callsThroughFailover(t *testing.T, s *systest.Sentinel, fail func(testing.T
 }
 
 // noFlush is the client --redis makes of the Sentinel URL, as is.
-func noFlush(t *testing.T, s *systest.Sentinel) *redis.Client {
+func noFlush(t *testing.T, s *systest.Sentinel) redis.UniversalClient {
 	t.Helper()
-	rdb, err := cluster.NewClient(s.URL)
+	rdb, err := cluster.NewClient(s.URL, false)
 	if err != nil {
 		t.Fatal(err)
 	}
