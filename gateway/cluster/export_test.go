@@ -27,3 +27,10 @@ func AliveKey(node string) string { return aliveKey(node) }
 
 // MembersKey is the set of the member records node holds.
 func MembersKey(node string) string { return membersKey(node) }
+
+// InboxChannel carries the calls to node's computers and the answers to
+// its agents.
+func InboxChannel(node string) string { return inboxChannel(node) }
+
+// NotifyChannel carries the notifications of every node.
+const NotifyChannel = notifyChannel

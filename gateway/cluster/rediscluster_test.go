@@ -48,13 +48,40 @@ func TestRegistryConformanceRedisCluster(t *testing.T) {
 }
 
 // TestPeersConformanceRedisCluster is the cross-node suite on a Redis
-// Cluster of three primaries: the nodes' inboxes and the notifications on
-// sharded pub/sub.
+// Cluster of three primaries with a replica each: the nodes' inboxes and
+// the notifications on sharded pub/sub. Its outage is the failover of the
+// notifications' primary: killed (SIGKILL), its replica promoted, the
+// nodes' subscriptions following it.
 func TestPeersConformanceRedisCluster(t *testing.T) {
-	seeds := systest.RedisCluster(t)
+	rc := systest.RedisClusterReplicated(t)
 	peerstest.Run(t, func(t *testing.T, n int, cfg core.Config) *peerstest.Cluster {
-		return redisCluster(t, clusterClient(t, seeds), n, cfg)
+		c := redisCluster(t, clusterClient(t, rc.URL), n, cfg)
+		c.Outage = func(t *testing.T) {
+			_, promoted := rc.Failover(t, cluster.NotifyChannel)
+			t.Logf("the replica promoted %v after the primary's SIGKILL", promoted)
+		}
+		return c
 	})
+}
+
+// TestRedisClusterFailoverCallsResume is TestSentinelFailoverCallsResume
+// on a Redis Cluster of three primaries with a replica each: the primary
+// of the first node's inbox (the calls to its computer, the answers to its
+// agent) is killed (SIGKILL) and the cluster promotes its replica. Calls resume on every node, none reaches its computer twice,
+// and no office admits a second agent. Each node has its own client.
+func TestRedisClusterFailoverCallsResume(t *testing.T) {
+	rc := systest.RedisClusterReplicated(t)
+	callsThroughFailover(t, func(i int) redis.UniversalClient {
+		if i == 0 {
+			return clusterClient(t, rc.URL)
+		}
+		rdb, err := cluster.NewClient(rc.URL, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rdb.Close() })
+		return rdb
+	}, func(tb testing.TB) (time.Time, time.Duration) { return rc.Failover(tb, cluster.InboxChannel("nodea0")) })
 }
 
 // TestRedisClusterSpreadsOffices: 1,000 offices, each with a computer of
