@@ -53,14 +53,14 @@ type benchConfig struct {
 	redisShapes []string
 	rcURL       string
 	rcPIDs      []int
-	profileDir string
-	jsonOut    bool
-	finderDocs int
-	startupN   int
-	startupDly time.Duration
-	repeat     int
-	turns      int
-	rates      []rateSpec
+	profileDir  string
+	jsonOut     bool
+	finderDocs  int
+	startupN    int
+	startupDly  time.Duration
+	repeat      int
+	turns       int
+	rates       []rateSpec
 }
 
 // rateSpec is one --rate: calls per second, or a percentage of the
@@ -126,7 +126,9 @@ row per count) sharing a Redis (--redis, or a redis-server started on a free
 loopback port), agents on the first node and computers on the last so that
 every call crosses nodes, and prints the cluster's figures as ratios to the
 single gateway; its CPU and RSS are all nodes', redis-server's CPU is
-reported apart. --compare governance (sio, CallTool and MCP modes) also
+reported apart. --redis-shape cluster (or single,cluster) runs those rows
+on a Redis Cluster of three primaries the bench starts (rows cluster-rc...),
+printed as ratios to the one-redis-server rows too. --compare governance (sio, CallTool and MCP modes) also
 spawns the gateway with governance on: a keys file whose one key has a rule
 set (evaluated on every call) and a quota never reached (spent on every
 call), and the audit trail written to a temporary file; it prints its CPU
