@@ -74,7 +74,11 @@ type Peers struct {
 
 	// sharded: on a Redis Cluster (see above).
 	sharded bool
+	// subs are the subscriptions (on a Redis Cluster one per channel, each
+	// replaced when its primary drops it: see resubscribe); guarded by mu,
+	// as is stopped (Stop closed them: a new one is not kept).
 	subs    []*redis.PubSub
+	stopped bool
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 }
@@ -180,8 +184,8 @@ func (c *Peers) Start(ctx context.Context) error {
 	run, cancel := context.WithCancel(context.Background())
 	c.subs, c.cancel = subs, cancel
 	c.wg.Go(func() { defer close(c.out.done); c.out.run(run) })
-	for _, sub := range subs {
-		c.wg.Go(func() { c.receive(run, sub) })
+	for i, sub := range subs {
+		c.wg.Go(func() { c.receive(run, i, sub) })
 	}
 	c.wg.Go(func() { c.sweep(run) })
 	return nil
@@ -215,7 +219,11 @@ func (c *Peers) Stop() {
 	<-c.out.done
 	c.cancel()
 	c.cancel = nil
-	for _, sub := range c.subs {
+	c.mu.Lock()
+	subs := c.subs
+	c.stopped = true
+	c.mu.Unlock()
+	for _, sub := range subs {
 		_ = sub.Close()
 	}
 	c.wg.Wait()
@@ -326,10 +334,11 @@ func (c *Peers) NodeGone(node string) {
 	}
 }
 
-// receive handles the frames sent to this node on sub until ctx ends.
-func (c *Peers) receive(ctx context.Context, sub *redis.PubSub) {
+// receive handles the frames sent to this node on sub, subscription i,
+// until ctx ends.
+func (c *Peers) receive(ctx context.Context, i int, sub *redis.PubSub) {
 	for {
-		msg, err := sub.ReceiveMessage(ctx)
+		msg, err := sub.Receive(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -341,10 +350,53 @@ func (c *Peers) receive(ctx context.Context, sub *redis.PubSub) {
 			}
 			continue
 		}
-		if err := c.handle(frameOf(msg.Payload)); err != nil {
-			c.log.Warn("cross-node frame dropped", "err", err)
+		switch m := msg.(type) {
+		case *redis.Message:
+			if err := c.handle(frameOf(m.Payload)); err != nil {
+				c.log.Warn("cross-node frame dropped", "err", err)
+			}
+		case *redis.Subscription:
+			if m.Kind == "sunsubscribe" {
+				if sub = c.resubscribe(ctx, i, m.Channel); sub == nil {
+					return
+				}
+			}
 		}
 	}
+}
+
+// resubscribe replaces sharded subscription i, which its primary dropped
+// (SUNSUBSCRIBE: the slot of channel moved, or the primary became a
+// replica in a switchover, while the connection stays up), with one on
+// the slot's primary now, and returns it (nil: ctx ended, or Stop). go-redis
+// would keep the connection to the former primary and hear nothing more.
+func (c *Peers) resubscribe(ctx context.Context, i int, channel string) *redis.PubSub {
+	c.log.Warn("cross-node channel dropped by its Redis primary: subscribing again", "channel", channel)
+	for ctx.Err() == nil {
+		if cc, ok := c.rdb.(*redis.ClusterClient); ok {
+			cc.ReloadState(ctx) // the slot's primary changed
+		}
+		sub, err := subscribed(ctx, c.rdb.SSubscribe(ctx, channel), "ssubscribe", channel)
+		if err != nil {
+			c.health.Failed("cross-node traffic", err)
+			if !sleep(ctx, 100*time.Millisecond) {
+				return nil
+			}
+			continue
+		}
+		c.mu.Lock()
+		if c.stopped {
+			c.mu.Unlock()
+			_ = sub.Close()
+			return nil
+		}
+		old := c.subs[i]
+		c.subs[i] = sub
+		c.mu.Unlock()
+		_ = old.Close()
+		return sub
+	}
+	return nil
 }
 
 // frameOf is the frame in payload, received, as bytes that alias the

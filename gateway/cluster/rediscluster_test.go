@@ -147,3 +147,25 @@ func TestRedisClusterSpreadsOffices(t *testing.T) {
 		t.Fatalf("members of %s: %d, %v, want %d", nodes[0].hub.Node(), n, err, (offices+2)/3)
 	}
 }
+
+// TestRedisClusterSwitchoverCallsResume is TestRedisClusterFailoverCallsResume
+// with a switchover (CLUSTER FAILOVER on the replica): the former primary
+// stays up as a replica and drops the sharded subscriptions of the slots
+// it no longer serves (SUNSUBSCRIBE), which the nodes subscribe again on
+// the new primary.
+func TestRedisClusterSwitchoverCallsResume(t *testing.T) {
+	rc := systest.RedisClusterReplicated(t)
+	callsThroughFailover(t, func(i int) redis.UniversalClient {
+		if i == 0 {
+			return clusterClient(t, rc.URL)
+		}
+		rdb, err := cluster.NewClient(rc.URL, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rdb.Close() })
+		return rdb
+	}, func(tb testing.TB) (time.Time, time.Duration) {
+		return rc.Switchover(tb, cluster.InboxChannel("nodea0"))
+	})
+}

@@ -467,3 +467,55 @@ func (c *ReplicatedCluster) Failover(t testing.TB, key string) (killed time.Time
 	})
 	return killed, promoted
 }
+
+// Switchover asks the replica of key's slot's primary to take over (CLUSTER
+// FAILOVER, as an operator does before maintenance): the former primary
+// stays up and becomes its replica. It returns once every node serves the
+// slot from the new primary: when it was asked, and how long that took.
+func (c *ReplicatedCluster) Switchover(t testing.TB, key string) (asked time.Time, promoted time.Duration) {
+	t.Helper()
+	c.mu.Lock()
+	var all []string
+	for a := range c.servers {
+		all = append(all, a)
+	}
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	vc := redis.NewClient(&redis.Options{Addr: all[0]})
+	defer func() { _ = vc.Close() }()
+	slot, err := vc.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		t.Fatalf("CLUSTER KEYSLOT %s: %v", key, err)
+	}
+	slots, err := vc.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old, replica string
+	for _, s := range slots {
+		if s.Start <= int(slot) && int(slot) <= s.End && len(s.Nodes) > 1 {
+			old, replica = s.Nodes[0].Addr, s.Nodes[1].Addr
+		}
+	}
+	if replica == "" {
+		t.Fatalf("slot %d has no replica", slot)
+	}
+	rc := redis.NewClient(&redis.Options{Addr: replica})
+	defer func() { _ = rc.Close() }()
+	asked = time.Now()
+	if err := rc.ClusterFailover(ctx).Err(); err != nil {
+		t.Fatalf("CLUSTER FAILOVER on %s: %v", replica, err)
+	}
+	for _, a := range all {
+		testwait.Within(t, time.Minute, a+" serving slot "+strconv.Itoa(int(slot))+" from "+replica, func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			p, err := primaryOfSlot(ctx, a, int(slot))
+			return err == nil && p != old
+		})
+	}
+	promoted = time.Since(asked)
+	waitInSync(t, old)
+	return asked, promoted
+}
