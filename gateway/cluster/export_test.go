@@ -34,3 +34,6 @@ func InboxChannel(node string) string { return inboxChannel(node) }
 
 // NotifyChannel carries the notifications of every node.
 const NotifyChannel = notifyChannel
+
+// OfficeKey is the hash of office id.
+func OfficeKey(id string) string { return officeKey(id) }

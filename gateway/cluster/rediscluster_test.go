@@ -37,6 +37,22 @@ func clusterClient(t *testing.T, seeds string) *redis.ClusterClient {
 	return cc
 }
 
+// clusterNodeClients is the client of each node of callsThroughFailover:
+// its own cluster client, the first one emptying the primaries.
+func clusterNodeClients(t *testing.T, seeds string) func(i int) redis.UniversalClient {
+	return func(i int) redis.UniversalClient {
+		if i == 0 {
+			return clusterClient(t, seeds)
+		}
+		rdb, err := cluster.NewClient(seeds, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rdb.Close() })
+		return rdb
+	}
+}
+
 // TestRegistryConformanceRedisCluster holds the join rules to the suite on
 // a Redis Cluster of three primaries: every script touches one slot (an
 // office's, or the registry's).
@@ -71,17 +87,7 @@ func TestPeersConformanceRedisCluster(t *testing.T) {
 // and no office admits a second agent. Each node has its own client.
 func TestRedisClusterFailoverCallsResume(t *testing.T) {
 	rc := systest.RedisClusterReplicated(t)
-	callsThroughFailover(t, func(i int) redis.UniversalClient {
-		if i == 0 {
-			return clusterClient(t, rc.URL)
-		}
-		rdb, err := cluster.NewClient(rc.URL, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = rdb.Close() })
-		return rdb
-	}, func(tb testing.TB) (time.Time, time.Duration) { return rc.Failover(tb, cluster.InboxChannel("nodea0")) })
+	callsThroughFailover(t, clusterNodeClients(t, rc.URL), func(tb testing.TB) (time.Time, time.Duration) { return rc.Failover(tb, cluster.InboxChannel("nodea0")) })
 }
 
 // TestRedisClusterSpreadsOffices: 1,000 offices, each with a computer of
@@ -148,6 +154,15 @@ func TestRedisClusterSpreadsOffices(t *testing.T) {
 	}
 }
 
+// TestRedisClusterOfficeShardFailover is TestRedisClusterFailoverCallsResume
+// with the primary of office o0's hash killed: the office's agent and
+// computer are on the promoted replica, a second agent is still refused
+// there, and calls go on.
+func TestRedisClusterOfficeShardFailover(t *testing.T) {
+	rc := systest.RedisClusterReplicated(t)
+	callsThroughFailover(t, clusterNodeClients(t, rc.URL), func(tb testing.TB) (time.Time, time.Duration) { return rc.Failover(tb, cluster.OfficeKey("o0")) })
+}
+
 // TestRedisClusterSwitchoverCallsResume is TestRedisClusterFailoverCallsResume
 // with a switchover (CLUSTER FAILOVER on the replica): the former primary
 // stays up as a replica and drops the sharded subscriptions of the slots
@@ -155,17 +170,7 @@ func TestRedisClusterSpreadsOffices(t *testing.T) {
 // the new primary.
 func TestRedisClusterSwitchoverCallsResume(t *testing.T) {
 	rc := systest.RedisClusterReplicated(t)
-	callsThroughFailover(t, func(i int) redis.UniversalClient {
-		if i == 0 {
-			return clusterClient(t, rc.URL)
-		}
-		rdb, err := cluster.NewClient(rc.URL, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = rdb.Close() })
-		return rdb
-	}, func(tb testing.TB) (time.Time, time.Duration) {
+	callsThroughFailover(t, clusterNodeClients(t, rc.URL), func(tb testing.TB) (time.Time, time.Duration) {
 		return rc.Switchover(tb, cluster.InboxChannel("nodea0"))
 	})
 }
