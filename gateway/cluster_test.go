@@ -270,17 +270,43 @@ func TestClusterCrossNodeCallsSentinel(t *testing.T) {
 	}
 }
 
-// TestClusterRefusesRedisCluster: a Redis Cluster, on which the registry's
-// scripts would fail join by join (their keys span hash slots), is refused
-// at start, saying so: a lone cluster node, a seed of a three-primary
-// cluster, and the cluster URL form (several addr= without master_name=).
-func TestClusterRefusesRedisCluster(t *testing.T) {
+// TestClusterCrossNodeCallsRedisCluster: --redis as a Redis Cluster's
+// seeds with --redis-cluster makes the nodes one cluster on its three
+// primaries: an agent's calls reach computers of two other nodes and come
+// back, and the office lists every member whatever node asks.
+func TestClusterCrossNodeCallsRedisCluster(t *testing.T) {
+	seeds := systest.RedisCluster(t)
+	nodes := make([]*gateway.Running, 3)
+	for i := range nodes {
+		nodes[i] = startGateway(t, gateway.Config{Redis: seeds, RedisCluster: true, NodeID: fmt.Sprintf("n%d", i),
+			HeartbeatTTL: clusterTTL, Logger: testLogger})
+	}
+	dialComputer(t, nodes[1].URL, "pcB", "o")
+	dialComputer(t, nodes[2].URL, "pcC", "o")
+	a := dialAgent(t, nodes[0].URL, "alice", "o")
+	for _, pc := range []string{"pcB", "pcC"} {
+		res, err := a.CallTool(ctxT(t), &smcpv1.ToolCallReq{Computer: pc, ToolName: "echo", ReqId: "r-" + pc, Timeout: 30})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != pc+":r-"+pc {
+			t.Fatalf("%s answered %q", pc, got)
+		}
+	}
+}
+
+// TestClusterRefusesRedisClusterWithoutFlag: a Redis Cluster reached
+// without --redis-cluster (a plain client would follow none of its
+// redirections) is refused at start, naming the flag: a lone cluster node,
+// a seed of a three-primary cluster, and the cluster URL form (several
+// addr= without master_name=).
+func TestClusterRefusesRedisClusterWithoutFlag(t *testing.T) {
 	seeds := systest.RedisCluster(t)
 	seed, _, _ := strings.Cut(seeds, "?")
 	for _, url := range []string{systest.RedisClusterNode(t), seed, seeds} {
 		_, err := gateway.New(gateway.Config{Auth: core.AllowAll{}, Redis: url})
-		if err == nil || !strings.Contains(err.Error(), "Redis Cluster") {
-			t.Errorf("gateway on %s: %v, want refused naming Redis Cluster", url, err)
+		if err == nil || !strings.Contains(err.Error(), "--redis-cluster") {
+			t.Errorf("gateway on %s: %v, want refused naming --redis-cluster", url, err)
 		}
 	}
 }

@@ -95,12 +95,16 @@ type Config struct {
 	// routed Socket.IO client: event and every MCP request.
 	TracerProvider trace.TracerProvider
 	Logger         *slog.Logger
-	// Redis, when set (redis://host:port/db, or a Sentinel URL: see
-	// cluster.NewClient), makes this gateway one node of
+	// Redis, when set (redis://host:port/db, a Sentinel URL, or a Redis
+	// Cluster's seeds with RedisCluster: see cluster.NewClient), makes this
+	// gateway one node of
 	// a cluster: the office registry, node heartbeats, and the calls and
 	// notifications between nodes in Redis (gateway/cluster). Empty: one
 	// node, no Redis.
 	Redis string
+	// RedisCluster reads Redis as a Redis Cluster's seed addresses
+	// (--redis-cluster).
+	RedisCluster bool
 	// NodeID names the node in the cluster; random when empty.
 	NodeID string
 	// HeartbeatTTL is how long a silent node is deemed alive.
@@ -168,7 +172,7 @@ type Gateway struct {
 	gov      *governance
 	auditLog *audit.Logger
 	// Cluster only.
-	rdb   *goredis.Client
+	rdb   goredis.UniversalClient
 	node  *cluster.Node
 	peers *cluster.Peers
 	// ops answers the console's operator views.
@@ -237,11 +241,11 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.SIO.Logger == nil {
 		cfg.SIO.Logger = cfg.Logger.With("component", "sio")
 	}
-	var rdb *goredis.Client
+	var rdb goredis.UniversalClient
 	var reg *cluster.Registry
 	if cfg.Redis != "" {
 		var err error
-		if rdb, err = connectRedis(cfg.Redis); err != nil {
+		if rdb, err = connectRedis(cfg.Redis, cfg.RedisCluster); err != nil {
 			return nil, err
 		}
 		if cfg.NodeID == "" {
@@ -478,8 +482,8 @@ func plain(w http.ResponseWriter, status int, body string) {
 	_, _ = w.Write([]byte(body + "\n"))
 }
 
-func connectRedis(url string) (*goredis.Client, error) {
-	rdb, err := cluster.NewClient(url)
+func connectRedis(url string, redisCluster bool) (goredis.UniversalClient, error) {
+	rdb, err := cluster.NewClient(url, redisCluster)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: --redis: %w", err)
 	}

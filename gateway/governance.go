@@ -309,7 +309,7 @@ const auditDrain = 10 * time.Second
 // governanceOf is the Guard of cfg's quotas, audit and per-tool metrics
 // around the rules already in cfg.Core.Guard; nil when none is on. The
 // audit log is started by startAudit, once New cannot fail any more.
-func governanceOf(cfg Config, rdb *goredis.Client) *governance {
+func governanceOf(cfg Config, rdb goredis.UniversalClient) *governance {
 	if cfg.Quotas == nil && len(cfg.Audit.Sinks) == 0 && (!cfg.Metrics || cfg.MetricsPerTool <= 0) {
 		return nil
 	}

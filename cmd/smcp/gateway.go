@@ -282,6 +282,7 @@ type gatewayConfig struct {
 	Metrics         bool          `yaml:"metrics"`
 	MetricsListen   string        `yaml:"metrics_listen"`
 	Redis           string        `yaml:"redis"`
+	RedisCluster    bool          `yaml:"redis_cluster"`
 	NodeID          string        `yaml:"node_id"`
 	AdvertiseURL    string        `yaml:"advertise_url"`
 	RedisTTL        time.Duration `yaml:"redis_ttl"`
@@ -391,7 +392,8 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.RPCAgent, "rpc-agent", c.RPCAgent, "agent name of RPC callers whose key has no fixed name and who send no x-smcp-agent")
 	fs.BoolVar(&c.Metrics, "metrics", c.Metrics, "serve Prometheus metrics at /metrics (on --listen to operator keys only: a key without roles, offices or name)")
 	fs.StringVar(&c.MetricsListen, "metrics-listen", c.MetricsListen, "also serve /metrics on this address, without authentication, for scrapers (keep it private: 127.0.0.1:9090, or a network only the scraper reaches)")
-	fs.StringVar(&c.Redis, "redis", c.Redis, "Redis URL (redis://host:6379/0, or Sentinel: redis://sentinel1:26379?master_name=NAME&addr=sentinel2:26379...): run as one node of a cluster sharing offices through Redis")
+	fs.StringVar(&c.Redis, "redis", c.Redis, "Redis URL (redis://host:6379/0, Sentinel: redis://sentinel1:26379?master_name=NAME&addr=sentinel2:26379..., Redis Cluster: redis://seed1:6379?addr=seed2:6379... with --redis-cluster): run as one node of a cluster sharing offices through Redis")
+	fs.BoolVar(&c.RedisCluster, "redis-cluster", c.RedisCluster, "--redis names a Redis Cluster: its host and addr= are seeds")
 	fs.StringVar(&c.NodeID, "node-id", c.NodeID, "this node's id in the cluster (default: random)")
 	fs.StringVar(&c.AdvertiseURL, "advertise-url", c.AdvertiseURL, "cluster: where the other nodes reach this node's HTTP port (http://10.0.0.5:8080), to forward its MCP sessions' requests; default: --listen's address, or the host's one private IPv4 address when --listen is 0.0.0.0 or [::]")
 	fs.DurationVar(&c.RedisTTL, "redis-ttl", c.RedisTTL, "cluster: a node silent this long is dead and its sessions leave their offices")
@@ -603,6 +605,7 @@ func (c *gatewayConfig) gatewayConfig(log *slog.Logger) (gateway.Config, error) 
 		Metrics:                   c.Metrics,
 		Logger:                    log,
 		Redis:                     c.Redis,
+		RedisCluster:              c.RedisCluster,
 		NodeID:                    c.NodeID,
 		AdvertiseURL:              c.AdvertiseURL,
 		HeartbeatTTL:              c.RedisTTL,

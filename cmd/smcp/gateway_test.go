@@ -248,6 +248,29 @@ func TestRedisRegistryTimeoutFlags(t *testing.T) {
 	}
 }
 
+// --redis-cluster, $SMCP_REDIS_CLUSTER or the file's redis_cluster makes
+// --redis a Redis Cluster's seeds.
+func TestRedisClusterFlag(t *testing.T) {
+	cfg, err := buildGatewayConfig(t)
+	if err != nil || cfg.RedisCluster {
+		t.Errorf("default: %v, %v", cfg.RedisCluster, err)
+	}
+	if cfg, err = buildGatewayConfig(t, "--redis-cluster"); err != nil || !cfg.RedisCluster {
+		t.Errorf("flag: %v, %v", cfg.RedisCluster, err)
+	}
+	file := filepath.Join(t.TempDir(), "gw.yaml")
+	if err := os.WriteFile(file, []byte("redis_cluster: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = buildGatewayConfig(t, "--config", file); err != nil || !cfg.RedisCluster {
+		t.Errorf("file: %v, %v", cfg.RedisCluster, err)
+	}
+	t.Setenv("SMCP_REDIS_CLUSTER", "true")
+	if cfg, err = buildGatewayConfig(t); err != nil || !cfg.RedisCluster {
+		t.Errorf("environment: %v, %v", cfg.RedisCluster, err)
+	}
+}
+
 // Where the other nodes reach this one comes from --advertise-url or the
 // file's advertise_url; unset, the gateway derives it from its listener.
 func TestAdvertiseURLFlag(t *testing.T) {

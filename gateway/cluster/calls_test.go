@@ -109,11 +109,11 @@ type testNode struct {
 // startNodes starts n nodes on rdb (named n0, n1...) with config cfg
 // (Registry and Node are set here); their heartbeats run (TTL ttl) when beat
 // is set.
-func startNodes(t *testing.T, rdb *redis.Client, n int, cfg core.Config, ttl time.Duration, beat bool) []*testNode {
+func startNodes(t *testing.T, rdb redis.UniversalClient, n int, cfg core.Config, ttl time.Duration, beat bool) []*testNode {
 	return startNamed(t, rdb, "n", n, cfg, ttl, beat)
 }
 
-func startNamed(t *testing.T, rdb *redis.Client, prefix string, n int, cfg core.Config, ttl time.Duration, beat bool) []*testNode {
+func startNamed(t *testing.T, rdb redis.UniversalClient, prefix string, n int, cfg core.Config, ttl time.Duration, beat bool) []*testNode {
 	t.Helper()
 	nodes := make([]*testNode, 0, n)
 	for i := range n {

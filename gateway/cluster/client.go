@@ -23,24 +23,41 @@ import (
 //	                                           are the sentinels', those of
 //	                                           Redis are username= and
 //	                                           password=
+//	redis://seed1:6379?addr=seed2:6379&addr=seed3:6379, with redisCluster
+//	                                           Redis Cluster: the host and
+//	                                           every addr are seeds, the
+//	                                           client learns the others and
+//	                                           the slots from them
 //
 // With Sentinel the client asks the sentinels for the primary at each new
 // connection and drops its connections to a former primary when they
 // announce a failover, so every user of the client (the registry, the
 // heartbeat, the subscription of Peers) follows the new primary without a
-// restart of the node.
+// restart of the node. A cluster client follows the slots' moves
+// (MOVED/ASK) and reloads the slot map when a primary fails over.
 //
 // The registry bounds its calls with context deadlines, which go-redis
 // applies to a read in progress only when asked to (the earlier of the
-// deadline and ReadTimeout): both forms are asked to. The subscription of
+// deadline and ReadTimeout): every form is asked to. The subscription of
 // Peers reads without a deadline and keeps the client's own timeouts.
 //
 // Errors name the URL without its password.
-func NewClient(rawURL string) (*redis.Client, error) {
+func NewClient(rawURL string, redisCluster bool) (redis.UniversalClient, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		// url.Parse's error quotes the URL, password included.
 		return nil, fmt.Errorf("redis URL: not a URL (redis://[user:password@]host:port[/db][?master_name=NAME&addr=host:port...])")
+	}
+	if redisCluster {
+		if u.Query().Has("master_name") {
+			return nil, fmt.Errorf("redis URL %s: master_name= (Sentinel) with --redis-cluster: a Redis Cluster is named by its seeds (addr=), Sentinel without --redis-cluster", redacted(u))
+		}
+		opts, err := redis.ParseClusterURL(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("redis URL %s (Redis Cluster): %s", redacted(u), redact(err, u))
+		}
+		opts.ContextTimeoutEnabled = true
+		return redis.NewClusterClient(opts), nil
 	}
 	if u.Query().Has("master_name") {
 		opts, err := redis.ParseFailoverURL(rawURL)
@@ -53,7 +70,7 @@ func NewClient(rawURL string) (*redis.Client, error) {
 	if u.Query().Has("addr") {
 		// go-redis's cluster URL form: refused by name rather than by
 		// ParseURL's "unexpected option: addr".
-		return nil, fmt.Errorf("redis URL %s: several addresses (addr=) without master_name=: Sentinel needs master_name=NAME, and Redis Cluster is not supported (docs/CLUSTER.md)", redacted(u))
+		return nil, fmt.Errorf("redis URL %s: several addresses (addr=) without master_name= nor --redis-cluster: Sentinel needs master_name=NAME, a Redis Cluster --redis-cluster (docs/CLUSTER.md)", redacted(u))
 	}
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
@@ -61,6 +78,14 @@ func NewClient(rawURL string) (*redis.Client, error) {
 	}
 	opts.ContextTimeoutEnabled = true
 	return redis.NewClient(opts), nil
+}
+
+// IsCluster reports whether rdb is a Redis Cluster client (NewClient with
+// redisCluster): node inboxes then go on sharded pub/sub, and the reaper
+// scans every primary.
+func IsCluster(rdb redis.UniversalClient) bool {
+	_, ok := rdb.(*redis.ClusterClient)
+	return ok
 }
 
 // Redacted is the URL of --redis as a log line or an error may name it:
@@ -96,11 +121,14 @@ func redact(err error, u *url.URL) string {
 	return msg
 }
 
-// CheckServer refuses a Redis the cluster cannot run on: a Redis Cluster
-// node, on which the join and reaper scripts, whose keys span hash slots
-// (an office's and a node's), fail with CROSSSLOT or MOVED once offices
-// spread. Refused at start, with the reason, rather than join by join.
-func CheckServer(ctx context.Context, rdb *redis.Client) error {
+// CheckServer refuses a Redis Cluster node reached without
+// --redis-cluster: a plain client would follow none of its MOVED
+// redirections, and the offices of other slots would fail join by join.
+// Refused at start, with the flag to use, rather than later.
+func CheckServer(ctx context.Context, rdb redis.UniversalClient) error {
+	if IsCluster(rdb) {
+		return nil
+	}
 	// INFO's default sections (not "cluster" alone: miniredis knows only
 	// some). A server that will not say (a proxy without INFO) is not
 	// refused: its scripts' errors will say more than a guess.
@@ -109,7 +137,7 @@ func CheckServer(ctx context.Context, rdb *redis.Client) error {
 		return nil //nolint:nilerr // see above
 	}
 	if strings.Contains(info, "cluster_enabled:1") {
-		return errors.New("redis is a Redis Cluster node: not supported (the office registry's scripts touch keys of several hash slots); use one Redis or Sentinel (docs/CLUSTER.md)")
+		return errors.New("redis is a Redis Cluster node: give --redis-cluster (and its seeds as addr=, docs/CLUSTER.md)")
 	}
 	return nil
 }

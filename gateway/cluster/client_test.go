@@ -4,28 +4,39 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 )
 
 // TestNewClientForms: a master_name makes the host and addrs sentinels (a
-// failover client); without one the URL is one Redis; an error never
-// carries the password.
+// failover client); with redisCluster the host and addrs are a Redis
+// Cluster's seeds; else the URL is one Redis, and addrs are refused; an
+// error never carries the password.
 func TestNewClientForms(t *testing.T) {
-	one, err := cluster.NewClient("redis://127.0.0.1:6379/0")
+	one, err := cluster.NewClient("redis://127.0.0.1:6379/0", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer one.Close()
-	if got := one.Options().Addr; got != "127.0.0.1:6379" {
+	if got := one.(*redis.Client).Options().Addr; got != "127.0.0.1:6379" {
 		t.Errorf("one Redis: addr %q", got)
 	}
-	failover, err := cluster.NewClient("redis://127.0.0.1:26379?master_name=m&addr=127.0.0.1:26380&addr=127.0.0.1:26381")
+	failover, err := cluster.NewClient("redis://127.0.0.1:26379?master_name=m&addr=127.0.0.1:26380&addr=127.0.0.1:26381", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer failover.Close()
-	if got := failover.Options().Addr; got != "FailoverClient" {
+	if got := failover.(*redis.Client).Options().Addr; got != "FailoverClient" {
 		t.Errorf("Sentinel URL: addr %q, want go-redis's failover client", got)
+	}
+	seeds, err := cluster.NewClient("redis://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seeds.Close()
+	if got := seeds.(*redis.ClusterClient).Options().Addrs; len(got) != 3 || got[0] != "127.0.0.1:7000" || got[2] != "127.0.0.1:7002" {
+		t.Errorf("cluster URL: seeds %v, want the host and both addr=", got)
 	}
 	for _, bad := range []string{
 		"redis://u:s3cret@127.0.0.1:26379?master_name=m&nope=1",
@@ -34,8 +45,11 @@ func TestNewClientForms(t *testing.T) {
 		"redis://u:s3cret@127.0.0.1:6379/0?nope=1",
 		"redis://u:s3cret@127.0.0.1:6379/x",
 		"redis://u:s3cret@[::1/0",
+		"redis://u:s3cret@127.0.0.1:7000?addr=127.0.0.1:7001&nope=1&cluster",
+		"redis://u:s3cret@127.0.0.1:7000?addr=127.0.0.1:7001&master_name=m&cluster",
+		"redis://u:s3cret@127.0.0.1:7000?addr=127.0.0.1:7001",
 	} {
-		_, err := cluster.NewClient(bad)
+		_, err := cluster.NewClient(bad, strings.Contains(bad, "cluster"))
 		if err == nil {
 			t.Errorf("%s: no error", bad)
 			continue

@@ -328,3 +328,44 @@ func TestReconcileRemovesStaleRecords(t *testing.T) {
 	}
 	a.mustJoin("pc2", smcp.RoleComputer, "pc", "o")
 }
+
+// TestClaimSteps: a claim puts its record in its node's members set before
+// it takes the office's slot (two hash slots on a Redis Cluster), and takes
+// it out when refused, so the set holds what the node holds. A node that
+// died between the two steps leaves a record only in its set: the reaper
+// removes it, tells no office, and forgets the node.
+func TestClaimSteps(t *testing.T) {
+	mr := miniredis.RunT(t)
+	a, b := newTestNode(t, mr, "na"), newTestNode(t, mr, "nb")
+	settle(t, a, b)
+	a.mustJoin("pcA", smcp.RoleComputer, "pc", "o")
+	_, _, err := b.join("pcB", smcp.RoleComputer, "pc", "o")
+	mustBeRefused(t, err, "a second computer named pc")
+	if got, _ := mr.Members(membersKey("nb")); len(got) != 0 {
+		t.Fatalf("members of nb after its refused claim: %v", got)
+	}
+	if got, _ := mr.Members(membersKey("na")); len(got) != 1 {
+		t.Fatalf("members of na: %v, want its computer's record", got)
+	}
+
+	// nb dies after the first step of a claim.
+	half := core.Member{OfficeID: "o2", Role: smcp.RoleComputer, Name: "pc", SID: "pcB2", Node: "nb"}
+	if _, err := mr.SAdd(membersKey("nb"), encode(half)); err != nil {
+		t.Fatal(err)
+	}
+	mr.Del(aliveKey("nb"))
+	gone := ""
+	a.OnNodeGone(func(node string) { gone = node })
+	if err := a.Reap(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if gone != "nb" || mr.Exists(membersKey("nb")) {
+		t.Fatalf("nb not reaped: gone %q, members left %v", gone, mr.Exists(membersKey("nb")))
+	}
+	if ok, _ := mr.SIsMember(nodesKey(), "nb"); ok {
+		t.Fatal("nb not forgotten")
+	}
+	if m, ok := a.computer("o", "pc"); !ok || m.Node != "na" {
+		t.Fatalf("a's computer after the reap: %+v, %v", m, ok)
+	}
+}

@@ -306,29 +306,18 @@ func (n *Node) reconcile(ctx context.Context, settle time.Duration) (reconciled,
 			}
 			continue
 		}
-		if _, err := n.reg.run(ctx, releaseScript, m); err != nil {
+		if _, err := n.reg.release(ctx, m); err != nil {
 			return res, fmt.Errorf("cluster: release stale %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err)
 		}
 		res.stale++
 	}
 	for batch := range slices.Chunk(held, reassertBatch) {
-		keys := []string{membersKey(n.id), reapedKey(n.id), settlingKey()}
-		argv := []any{settle.Milliseconds()}
-		for _, m := range batch {
-			keys = append(keys, officeKey(m.OfficeID))
-			argv = append(argv, args(m)...)
-		}
-		out, err := reassertScript.Run(ctx, n.rdb, keys, argv...).Slice()
+		statuses, err := n.reassert(ctx, batch, settle)
 		if err != nil {
 			return res, fmt.Errorf("cluster: give members back: %w", err)
 		}
 		for i, m := range batch {
-			st, _ := out[i].([]any)
-			status := ""
-			if len(st) > 0 {
-				status, _ = st[0].(string)
-			}
-			switch status {
+			switch statuses[i] {
 			case "lost":
 				res.lost++
 				n.hub.Evict(m)
@@ -342,13 +331,67 @@ func (n *Node) reconcile(ctx context.Context, settle time.Duration) (reconciled,
 			// A session that ended while its slot was given back released
 			// it before: release it again.
 			if !n.hub.Holds(m) {
-				if _, err := n.reg.run(ctx, releaseScript, m); err != nil {
+				if _, err := n.reg.release(ctx, m); err != nil {
 					return res, fmt.Errorf("cluster: release %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err)
 				}
 			}
 		}
 	}
 	return res, nil
+}
+
+// reassert claims the slots of batch again (settle > 0: the registry
+// settles for that long first), in three round trips whatever the batch's
+// size: the records into the members set, the offices' claims pipelined
+// (on a Redis Cluster, to each primary at once), the outcome into the
+// members and reaped sets. It returns "held", "back" or "lost" per member.
+func (n *Node) reassert(ctx context.Context, batch []core.Member, settle time.Duration) ([]string, error) {
+	recs := make([]any, 0, 1+len(batch))
+	recs = append(recs, settle.Milliseconds())
+	for _, m := range batch {
+		recs = append(recs, encode(m))
+	}
+	if err := reassertScript.Run(ctx, n.rdb, []string{settlingKey(), membersKey(n.id)}, recs...).Err(); err != nil {
+		return nil, err
+	}
+	claims, err := n.claimAll(ctx, batch)
+	if err != nil {
+		return nil, err
+	}
+	argv := make([]any, 0, 2*len(batch))
+	for i, c := range claims {
+		took := "1"
+		if out, _ := c.Val().([]any); len(out) == 0 || out[0] != "" {
+			took = "0"
+		}
+		argv = append(argv, recs[1+i], took)
+	}
+	return reassertedScript.Run(ctx, n.rdb, []string{membersKey(n.id), reapedKey(n.id)}, argv...).StringSlice()
+}
+
+// claimAll runs the claim script for each member in one pipeline, loading
+// the script first where a Redis does not have it (a pipeline cannot fall
+// back from EVALSHA to EVAL per command as Script.Run does).
+func (n *Node) claimAll(ctx context.Context, batch []core.Member) ([]*redis.Cmd, error) {
+	for attempt := 0; ; attempt++ {
+		cmds := make([]*redis.Cmd, len(batch))
+		_, err := n.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, m := range batch {
+				cmds[i] = claimScript.EvalSha(ctx, p, []string{officeKey(m.OfficeID)}, args(m)...)
+			}
+			return nil
+		})
+		if err == nil {
+			return cmds, nil
+		}
+		if attempt > 0 || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return nil, err
+		}
+		// On a Redis Cluster, ScriptLoad loads it on every primary.
+		if err := claimScript.Load(ctx, n.rdb).Err(); err != nil {
+			return nil, err
+		}
+	}
 }
 
 // Reap removes the members of every node whose heartbeat lapsed and tells
@@ -381,8 +424,14 @@ func (n *Node) Reap(ctx context.Context) error {
 }
 
 // reapNode removes the members of node id, presumed dead. done is false
-// when it was not to be reaped now (see reapScript); nothing was then
+// when it was not to be reaped now (see reapableScript); nothing was then
 // removed after the first record that said so.
+//
+// Each record is released in three steps, its office's slot being
+// another than the registry's: whether the node is to be reaped, the
+// release, and its close (reapedScript), which finds out whether the node
+// came back meanwhile: it may have given the record back between the
+// first two, and the reaper then claims it again for that node.
 func (n *Node) reapNode(ctx context.Context, id string) (done bool, err error) {
 	recs, err := n.rdb.SMembers(ctx, membersKey(id)).Result()
 	if err != nil {
@@ -401,16 +450,38 @@ func (n *Node) reapNode(ctx context.Context, id string) (done bool, err error) {
 			n.rdb.SRem(ctx, membersKey(id), rec)
 			continue
 		}
-		res, err := reapScript.Run(ctx, n.rdb,
-			[]string{officeKey(m.OfficeID), membersKey(id), aliveKey(id), settlingKey(), aliveKey(n.id), reapedKey(id)},
-			append(args(m), keep)...).Int()
+		ok, err := reapableScript.Run(ctx, n.rdb, []string{aliveKey(id), settlingKey(), aliveKey(n.id)}).Int()
 		if err != nil {
 			return false, err
 		}
-		switch res {
-		case -1:
+		if ok != 1 {
 			return false, nil
-		case 1:
+		}
+		freed, err := releaseScript.Run(ctx, n.rdb, []string{officeKey(m.OfficeID)}, args(m)...).Int()
+		if err != nil {
+			return false, err
+		}
+		res, err := reapedScript.Run(ctx, n.rdb, []string{aliveKey(id), settlingKey(), membersKey(id), reapedKey(id)},
+			rec, strconv.Itoa(freed), keep).Int()
+		if err != nil {
+			return false, err
+		}
+		if res != 1 {
+			if freed == 1 {
+				out, err := claimScript.Run(ctx, n.rdb, []string{officeKey(m.OfficeID)}, args(m)...).StringSlice()
+				if err != nil {
+					return false, err
+				}
+				if len(out) > 0 && out[0] != "" {
+					// Not expected: a node giving its members back settles
+					// the registry first, and claims wait while it settles.
+					n.log.Warn("node came back while reaped: its member's slot was taken meanwhile", "node", id,
+						"office", m.OfficeID, "role", m.Role, "name", m.Name)
+				}
+			}
+			return false, nil
+		}
+		if freed == 1 {
 			reaped++
 			n.hub.Reap(m)
 		}

@@ -37,8 +37,14 @@ import (
 // computer gets the agent's bytes, the agent the computer's, and a member
 // on another node a notification's wire JSON as the hub encoded it. One
 // goroutine publishes every frame of the node in the order it was handed
-// (outbox), and each node reads both channels on one subscription, so a
-// node receives another's frames in the order they were sent.
+// (outbox), and a node receives another's frames on a channel in the order
+// they were sent (on one Redis both channels are read on one subscription).
+//
+// On a Redis Cluster both channels are sharded (SPUBLISH, SSUBSCRIBE): an
+// inbox lives on the primary of its slot, so the calls between nodes spread
+// over the primaries, where plain PUBLISH would go to every node of the
+// Redis Cluster. Each channel is then read on its own subscription (a
+// sharded subscription is to one slot's primary).
 //
 // Redis pub/sub delivers at most once: a frame lost (Redis restarting, or
 // not yet subscribed to again) is never sent again. A call then ends at
@@ -66,9 +72,15 @@ type Peers struct {
 	// notify is notifyChannel as an interface value (see inboxes).
 	notify any
 
-	sub    *redis.PubSub
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// sharded: on a Redis Cluster (see above).
+	sharded bool
+	// subs are the subscriptions (on a Redis Cluster one per channel, each
+	// replaced when its primary drops it: see resubscribe); guarded by mu,
+	// as is stopped (Stop closed them: a new one is not kept).
+	subs    []*redis.PubSub
+	stopped bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
 }
 
 // callSlack makes the transport's own expiry of a call come after the
@@ -140,7 +152,8 @@ func NewPeers(rdb redis.UniversalClient, hub *core.Hub, health *Health, log *slo
 	// a late answer to its former self's call for one of its own.
 	c := &Peers{rdb: rdb, hub: hub, node: hub.Node(), log: log, health: health, nextID: rand.Uint64(), pending: map[uint64]outCall{}, served: map[servedKey]inCall{},
 		inboxes: map[string]any{}, notify: any(notifyChannel)}
-	c.out = newOutbox(rdb, health, c.sendFailed)
+	c.sharded = IsCluster(rdb)
+	c.out = newOutbox(rdb, health, c.sendFailed, c.sharded)
 	return c
 }
 
@@ -149,24 +162,49 @@ func NewPeers(rdb redis.UniversalClient, hub *core.Hub, health *Health, log *slo
 // the node, nor any notification published, after it is missed) and runs
 // the receiving, publishing and sweeping goroutines until Stop.
 func (c *Peers) Start(ctx context.Context) error {
-	channels := []string{inboxChannel(c.node), notifyChannel}
-	sub := c.rdb.Subscribe(ctx, channels...)
+	var subs []*redis.PubSub
+	if c.sharded {
+		for _, ch := range []string{inboxChannel(c.node), notifyChannel} {
+			sub, err := subscribed(ctx, c.rdb.SSubscribe(ctx, ch), "ssubscribe", ch)
+			if err != nil {
+				for _, s := range subs {
+					_ = s.Close()
+				}
+				return err
+			}
+			subs = append(subs, sub)
+		}
+	} else {
+		sub, err := subscribed(ctx, c.rdb.Subscribe(ctx, inboxChannel(c.node), notifyChannel), "subscribe", inboxChannel(c.node), notifyChannel)
+		if err != nil {
+			return err
+		}
+		subs = append(subs, sub)
+	}
+	run, cancel := context.WithCancel(context.Background())
+	c.subs, c.cancel = subs, cancel
+	c.wg.Go(func() { defer close(c.out.done); c.out.run(run) })
+	for i, sub := range subs {
+		c.wg.Go(func() { c.receive(run, i, sub) })
+	}
+	c.wg.Go(func() { c.sweep(run) })
+	return nil
+}
+
+// subscribed waits for sub's confirmation of each channel (kind: the
+// confirmation's).
+func subscribed(ctx context.Context, sub *redis.PubSub, kind string, channels ...string) (*redis.PubSub, error) {
 	for confirmed := 0; confirmed < len(channels); {
 		msg, err := sub.Receive(ctx)
 		if err != nil {
 			_ = sub.Close()
-			return fmt.Errorf("cluster: subscribe to %v: %w", channels, err)
+			return nil, fmt.Errorf("cluster: %s to %v: %w", kind, channels, err)
 		}
-		if s, ok := msg.(*redis.Subscription); ok && s.Kind == "subscribe" {
+		if s, ok := msg.(*redis.Subscription); ok && s.Kind == kind {
 			confirmed++
 		}
 	}
-	run, cancel := context.WithCancel(context.Background())
-	c.sub, c.cancel = sub, cancel
-	c.wg.Go(func() { defer close(c.out.done); c.out.run(run) })
-	c.wg.Go(func() { c.receive(run) })
-	c.wg.Go(func() { c.sweep(run) })
-	return nil
+	return sub, nil
 }
 
 // Stop publishes the frames queued, ends the goroutines and answers the
@@ -181,7 +219,13 @@ func (c *Peers) Stop() {
 	<-c.out.done
 	c.cancel()
 	c.cancel = nil
-	_ = c.sub.Close()
+	c.mu.Lock()
+	subs := c.subs
+	c.stopped = true
+	c.mu.Unlock()
+	for _, sub := range subs {
+		_ = sub.Close()
+	}
 	c.wg.Wait()
 	c.mu.Lock()
 	pending := c.pending
@@ -290,10 +334,11 @@ func (c *Peers) NodeGone(node string) {
 	}
 }
 
-// receive handles the frames sent to this node until ctx ends.
-func (c *Peers) receive(ctx context.Context) {
+// receive handles the frames sent to this node on sub, subscription i,
+// until ctx ends.
+func (c *Peers) receive(ctx context.Context, i int, sub *redis.PubSub) {
 	for {
-		msg, err := c.sub.ReceiveMessage(ctx)
+		msg, err := sub.Receive(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -305,10 +350,53 @@ func (c *Peers) receive(ctx context.Context) {
 			}
 			continue
 		}
-		if err := c.handle(frameOf(msg.Payload)); err != nil {
-			c.log.Warn("cross-node frame dropped", "err", err)
+		switch m := msg.(type) {
+		case *redis.Message:
+			if err := c.handle(frameOf(m.Payload)); err != nil {
+				c.log.Warn("cross-node frame dropped", "err", err)
+			}
+		case *redis.Subscription:
+			if m.Kind == "sunsubscribe" {
+				if sub = c.resubscribe(ctx, i, m.Channel); sub == nil {
+					return
+				}
+			}
 		}
 	}
+}
+
+// resubscribe replaces sharded subscription i, which its primary dropped
+// (SUNSUBSCRIBE: the slot of channel moved, or the primary became a
+// replica in a switchover, while the connection stays up), with one on
+// the slot's primary now, and returns it (nil: ctx ended, or Stop). go-redis
+// would keep the connection to the former primary and hear nothing more.
+func (c *Peers) resubscribe(ctx context.Context, i int, channel string) *redis.PubSub {
+	c.log.Warn("cross-node channel dropped by its Redis primary: subscribing again", "channel", channel)
+	for ctx.Err() == nil {
+		if cc, ok := c.rdb.(*redis.ClusterClient); ok {
+			cc.ReloadState(ctx) // the slot's primary changed
+		}
+		sub, err := subscribed(ctx, c.rdb.SSubscribe(ctx, channel), "ssubscribe", channel)
+		if err != nil {
+			c.health.Failed("cross-node traffic", err)
+			if !sleep(ctx, 100*time.Millisecond) {
+				return nil
+			}
+			continue
+		}
+		c.mu.Lock()
+		if c.stopped {
+			c.mu.Unlock()
+			_ = sub.Close()
+			return nil
+		}
+		old := c.subs[i]
+		c.subs[i] = sub
+		c.mu.Unlock()
+		_ = old.Close()
+		return sub
+	}
+	return nil
 }
 
 // frameOf is the frame in payload, received, as bytes that alias the
@@ -568,6 +656,8 @@ func readString(b []byte) (string, []byte, error) {
 type outbox struct {
 	rdb    redis.UniversalClient
 	health *Health
+	// publish is the command: "spublish" on a Redis Cluster (Peers).
+	publish string
 	// failed answers a call whose frame was not sent (one function for
 	// all rather than a closure a call).
 	failed func(call uint64, err error)
@@ -597,8 +687,12 @@ type outFrame struct {
 	isCall  bool   // a frameCall: its call fails when it is not sent
 }
 
-func newOutbox(rdb redis.UniversalClient, health *Health, failed func(uint64, error)) *outbox {
-	return &outbox{rdb: rdb, health: health, failed: failed, wake: make(chan struct{}, 1),
+func newOutbox(rdb redis.UniversalClient, health *Health, failed func(uint64, error), sharded bool) *outbox {
+	publish := "publish"
+	if sharded {
+		publish = "spublish"
+	}
+	return &outbox{rdb: rdb, health: health, publish: publish, failed: failed, wake: make(chan struct{}, 1),
 		closing: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -706,11 +800,11 @@ func (o *outbox) send(ctx context.Context, batch []outFrame) {
 	defer cancel()
 	var err error
 	if len(batch) == 1 {
-		err = o.rdb.Do(ctx, "publish", batch[0].channel, batch[0].frame).Err()
+		err = o.rdb.Do(ctx, o.publish, batch[0].channel, batch[0].frame).Err()
 	} else {
 		_, err = o.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, f := range batch {
-				p.Do(ctx, "publish", f.channel, f.frame)
+				p.Do(ctx, o.publish, f.channel, f.frame)
 			}
 			return nil
 		})

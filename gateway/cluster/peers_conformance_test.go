@@ -23,7 +23,7 @@ const conformanceTTL = 2 * time.Second
 // heartbeats, registries and Peers. A node killed stops beating and
 // sending, and its heartbeat key is removed: it lapses now rather than a
 // TTL later (in miniredis a TTL passes only when a test moves its clock).
-func redisCluster(t *testing.T, rdb *redis.Client, n int, cfg core.Config) *peerstest.Cluster {
+func redisCluster(t *testing.T, rdb redis.UniversalClient, n int, cfg core.Config) *peerstest.Cluster {
 	nodes := startNodes(t, rdb, n, cfg, conformanceTTL, true)
 	c := &peerstest.Cluster{}
 	for _, tn := range nodes {

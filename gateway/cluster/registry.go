@@ -8,23 +8,43 @@
 // channel and come back on the caller's; notifications go to every node on
 // one channel.
 //
-// Keys (prefix "smcp:"):
+// Keys (prefix "smcp:"), laid out for a Redis Cluster as for one Redis:
+// each office's hash is its own slot (hash tag: the office id), and the
+// keys of the nodes and of the registry's state share one slot (hash tag
+// "registry"), so that every script touches one slot:
 //
-//	smcp:office:{id}          hash: "agent" → holder name, "as" → sid of the
-//	                          agent session, "a:{sid}" → agent holder (session
-//	                          or lease), "l:{sid}" → Redis time (ms) at which
-//	                          that lease lapses, "c:{name}" → computer
-//	smcp:node:{node}:alive    heartbeat, PX TTL, refreshed every TTL/3
-//	smcp:node:{node}:url      where other nodes reach the node's HTTP port
-//	                          (MCP sessions' owner), same TTL as alive
-//	smcp:node:{node}:members  set of the member records the node holds
-//	smcp:node:{node}:reaped   records other nodes reaped from it (for a
-//	                          while), told "back" if it was alive after all
-//	smcp:nodes                set of node ids (alive or not yet reaped)
-//	smcp:epoch                set once by the first node; missing: Redis
-//	                          lost its data
-//	smcp:settling             Redis time (ms) until which the registry is
-//	                          being rebuilt: claims wait, nobody is reaped
+//	smcp:office:{id}                   hash: "agent" → holder name, "as" →
+//	                                   sid of the agent session, "a:{sid}" →
+//	                                   agent holder (session or lease),
+//	                                   "l:{sid}" → Redis time (ms) at which
+//	                                   that lease lapses, "c:{name}" →
+//	                                   computer
+//	smcp:{registry}:node:N:alive       heartbeat, PX TTL, refreshed every
+//	                                   TTL/3
+//	smcp:{registry}:node:N:url         where other nodes reach the node's
+//	                                   HTTP port (MCP sessions' owner), same
+//	                                   TTL as alive
+//	smcp:{registry}:node:N:members     set of the member records the node
+//	                                   holds, or is claiming (see below)
+//	smcp:{registry}:node:N:reaped      records other nodes reaped from it
+//	                                   (for a while), told "back" if it was
+//	                                   alive after all
+//	smcp:{registry}:nodes              set of node ids (alive or not yet
+//	                                   reaped)
+//	smcp:{registry}:epoch              set once by the first node; missing:
+//	                                   Redis lost its data
+//	smcp:{registry}:settling           Redis time (ms) until which the
+//	                                   registry is being rebuilt: claims
+//	                                   wait, nobody is reaped
+//
+// An office's record and its node's members set are in two slots, written
+// in two steps: a claim adds the record to the members set first (with the
+// check of the registry's state), then takes the office's slot, and takes
+// the record out of the set again when refused; a release frees the slot
+// first. So the members set always holds every record of the node in an
+// office (and at times one more, which a release or reap of it removes
+// harmlessly), and a node that dies between the two steps leaves nothing
+// the reaper does not find.
 //
 // Channels: smcp:node:{node}:calls, the calls to the node's computers and
 // the answers to its agents' calls; smcp:notify, the notifications of every
@@ -52,14 +72,17 @@ import (
 
 const prefix = "smcp:"
 
+// registryPrefix starts the keys of the registry's one slot.
+const registryPrefix = prefix + "{registry}:"
+
 func officeKey(id string) string    { return prefix + "office:{" + id + "}" }
-func aliveKey(node string) string   { return prefix + "node:{" + node + "}:alive" }
-func membersKey(node string) string { return prefix + "node:{" + node + "}:members" }
-func urlKey(node string) string     { return prefix + "node:{" + node + "}:url" }
-func nodesKey() string              { return prefix + "nodes" }
-func reapedKey(node string) string  { return prefix + "node:{" + node + "}:reaped" }
-func epochKey() string              { return prefix + "epoch" }
-func settlingKey() string           { return prefix + "settling" }
+func aliveKey(node string) string   { return registryPrefix + "node:" + node + ":alive" }
+func membersKey(node string) string { return registryPrefix + "node:" + node + ":members" }
+func urlKey(node string) string     { return registryPrefix + "node:" + node + ":url" }
+func nodesKey() string              { return registryPrefix + "nodes" }
+func reapedKey(node string) string  { return registryPrefix + "node:" + node + ":reaped" }
+func epochKey() string              { return registryPrefix + "epoch" }
+func settlingKey() string           { return registryPrefix + "settling" }
 func computerField(n string) string { return "c:" + n }
 func isAgentField(f string) bool    { return strings.HasPrefix(f, "a:") }
 func isComputerField(f string) bool { return strings.HasPrefix(f, "c:") }
@@ -72,7 +95,9 @@ func decode(s string) (core.Member, error) {
 
 // luaSlots holds the join rules, shared by the scripts below. claim takes
 // m's slot or returns {reason, holder record}; taking the record that holds
-// the slot already is a success. release removes m's record only.
+// the slot already is a success. release removes m's record only. Both
+// touch the office's hash alone: the node's members set is kept by the
+// caller (see the package comment).
 const luaSlots = `
 -- Redis's clock: every node's leases lapse by the same one.
 local function now_ms()
@@ -131,7 +156,7 @@ local function seat_per_role(ver)
   return tonumber(maj) > 0 or tonumber(min) >= 5
 end
 
-local function claim(k, idx, role, name, sid, lease, rec)
+local function claim(k, role, name, sid, lease, rec)
   -- The office's version is its "v" field while a non-lease member holds a
   -- slot; a record's own is its "v" key (core.Member, as encoding/json
   -- writes it: in a value a quote is escaped, so the pattern is the key).
@@ -155,7 +180,6 @@ local function claim(k, idx, role, name, sid, lease, rec)
       -- Claimed already: a renewal, or a claim repeated when its answer
       -- was lost.
       if lm > 0 then redis.call('HSET', k, 'l:' .. sid, string.format('%d', now_ms() + lm)) end
-      redis.call('SADD', idx, rec)
       return nil
     end
     local cur = redis.call('HGET', k, 'agent')
@@ -178,7 +202,6 @@ local function claim(k, idx, role, name, sid, lease, rec)
     redis.call('HSET', k, 'c:' .. name, rec)
   end
   if ver ~= '' then redis.call('HSET', k, 'v', ver) end
-  redis.call('SADD', idx, rec)
   return nil
 end
 
@@ -199,7 +222,7 @@ local function settle(key, ms)
   end
 end
 
-local function release(k, idx, role, name, sid, rec)
+local function release(k, role, name, sid, rec)
   local removed = 0
   if role == 'agent' then
     if redis.call('HGET', k, 'a:' .. sid) == rec then
@@ -225,45 +248,48 @@ local function release(k, idx, role, name, sid, rec)
     end
     if not held then redis.call('HDEL', k, 'v') end
   end
-  redis.call('SREM', idx, rec)
   return removed
 end
 `
 
-// claimScript: KEYS office, node members, epoch, settling; ARGV role, name,
-// sid, lease ("1"/"0"), record, guarded ("1": a node's registry, which
-// waits while the registry recovers). Returns {""}, {"reset"} (the registry
-// lost its data: no epoch), {"settling", ms left} or {refusal reason,
-// holder record}.
-var claimScript = redis.NewScript(luaSlots + `
-if ARGV[6] == '1' then
-  if redis.call('EXISTS', KEYS[3]) == 0 then return {'reset'} end
-  local left = settling_left(KEYS[4])
+// admitScript opens a claim in the registry's slot. KEYS epoch, settling,
+// the node's members; ARGV record, guarded ("1": a node's registry, which
+// waits while the registry recovers). Returns {""} once the record is in
+// the members set, {"reset"} (the registry lost its data: no epoch) or
+// {"settling", ms left}.
+var admitScript = redis.NewScript(luaSlots + `
+if ARGV[2] == '1' then
+  if redis.call('EXISTS', KEYS[1]) == 0 then return {'reset'} end
+  local left = settling_left(KEYS[2])
   if left > 0 then return {'settling', tostring(left)} end
 end
-local r = claim(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+redis.call('SADD', KEYS[3], ARGV[1])
+return {''}
+`)
+
+// claimScript: KEYS office; ARGV role, name, sid, lease ("1"/"0"), record.
+// Returns {""} or {refusal reason, holder record[, lapses at]}.
+var claimScript = redis.NewScript(luaSlots + `
+local r = claim(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 if r then return r end
 return {''}
 `)
 
-// releaseScript: KEYS office, node members; ARGV role, name, sid, lease,
-// record. Returns 1 when the record was removed.
+// releaseScript: KEYS office; ARGV role, name, sid, lease, record. Returns
+// 1 when the record was removed.
 var releaseScript = redis.NewScript(luaSlots + `
-return release(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[5])
+return release(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[5])
 `)
 
-// evictScript frees an office's agent seat. KEYS office; ARGV the key
-// prefix of a node's members set, its suffix. Returns the records removed.
+// evictScript frees an office's agent seat. KEYS office. Returns the
+// records removed (their nodes' members sets are the caller's).
 var evictScript = redis.NewScript(luaSlots + `
 local k = KEYS[1]
 lapse(k)
 local out = {}
 for _, f in ipairs(redis.call('HKEYS', k)) do
   if string.sub(f, 1, 2) == 'a:' then
-    local rec = redis.call('HGET', k, f)
-    out[#out+1] = rec
-    local node = string.match(rec, '"d":"([^"]*)"')
-    if node then redis.call('SREM', ARGV[1] .. node .. ARGV[2], rec) end
+    out[#out+1] = redis.call('HGET', k, f)
     redis.call('HDEL', k, f, 'l:' .. string.sub(f, 3))
   end
 end
@@ -282,43 +308,62 @@ var stateScript = redis.NewScript(luaSlots + `
 return {redis.call('EXISTS', KEYS[1]), settling_left(KEYS[2])}
 `)
 
-// reapScript releases one record of a node presumed dead, unless it is
-// not to be reaped now: its node beats again, the registry is settling, or
-// the reaping node's own heartbeat lapsed (then Redis, not the other node,
-// may have been the one that stopped). A reaped record is remembered, so
-// that its node, if alive after all, tells the office it is back. KEYS
-// office, its node's members, its node's heartbeat, settling, the reaper's
-// heartbeat, its node's reaped set; ARGV role, name, sid, lease, record,
-// ms to remember. Returns -1 (not now), 0 or 1 (removed).
-var reapScript = redis.NewScript(luaSlots + `
-if redis.call('EXISTS', KEYS[3]) == 1 or settling_left(KEYS[4]) > 0 or redis.call('EXISTS', KEYS[5]) == 0 then
+// reapableScript tells whether a node presumed dead is to be reaped now:
+// not when it beats again, the registry is settling, or the reaping
+// node's own heartbeat lapsed (then Redis, not the other node, may have
+// been the one that stopped). KEYS its node's heartbeat, settling, the
+// reaper's heartbeat. Returns 1 (reap) or -1 (not now).
+var reapableScript = redis.NewScript(luaSlots + `
+if redis.call('EXISTS', KEYS[1]) == 1 or settling_left(KEYS[2]) > 0 or redis.call('EXISTS', KEYS[3]) == 0 then
   return -1
 end
-local removed = release(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[5])
-if removed == 1 then
-  redis.call('SADD', KEYS[6], ARGV[5])
-  redis.call('PEXPIRE', KEYS[6], ARGV[6])
-end
-return removed
+return 1
 `)
 
-// reassertScript gives a node's members back to the registry. KEYS node
-// members, node's reaped set, settling, then each member's office; ARGV
-// settle ms (0: leave settling alone), then role, name, sid, lease, record
-// for each member. Returns, per member, {"held"}, {"back"} (it had been
-// reaped) or {"lost", holder record}.
+// reapedScript closes the reap of one record, whose office slot was freed
+// (ARGV[2] "1") or found not held by it ("0"). If its node beats again or
+// the registry settles meanwhile, the node may have given the record back
+// between the check and the release: -1, nothing done (the reaper claims
+// it again). Else the record leaves the node's members, and a record freed
+// is remembered, so that its node, if alive after all, tells the office it
+// is back: 1. KEYS its node's heartbeat, settling, its node's members, its
+// node's reaped set; ARGV record, freed, ms to remember.
+var reapedScript = redis.NewScript(luaSlots + `
+if redis.call('EXISTS', KEYS[1]) == 1 or settling_left(KEYS[2]) > 0 then
+  return -1
+end
+redis.call('SREM', KEYS[3], ARGV[1])
+if ARGV[2] == '1' then
+  redis.call('SADD', KEYS[4], ARGV[1])
+  redis.call('PEXPIRE', KEYS[4], ARGV[3])
+end
+return 1
+`)
+
+// reassertScript opens the giving back of a node's members: the registry
+// settles (ARGV[1] ms, 0: left alone) and every record (ARGV[2...]) is in
+// the members set before its office is claimed. KEYS settling, node
+// members.
 var reassertScript = redis.NewScript(luaSlots + `
-if tonumber(ARGV[1]) > 0 then settle(KEYS[3], tonumber(ARGV[1])) end
+if tonumber(ARGV[1]) > 0 then settle(KEYS[1], tonumber(ARGV[1])) end
+for i = 2, #ARGV do redis.call('SADD', KEYS[2], ARGV[i]) end
+return 0
+`)
+
+// reassertedScript closes it: ARGV pairs of a record and "1" (its office
+// slot taken back) or "0" (held by another). KEYS node members, node's
+// reaped set. Returns, per record, "held", "back" (it had been reaped) or
+// "lost" (and it leaves the members set).
+var reassertedScript = redis.NewScript(`
 local out = {}
-for i = 4, #KEYS do
-  local a = 2 + (i - 4) * 5
-  local r = claim(KEYS[i], KEYS[1], ARGV[a], ARGV[a+1], ARGV[a+2], ARGV[a+3], ARGV[a+4])
-  if r then
-    out[#out+1] = {'lost', r[2]}
-  elseif redis.call('SREM', KEYS[2], ARGV[a+4]) == 1 then
-    out[#out+1] = {'back'}
+for i = 1, #ARGV, 2 do
+  if ARGV[i+1] == '0' then
+    redis.call('SREM', KEYS[1], ARGV[i])
+    out[#out+1] = 'lost'
+  elseif redis.call('SREM', KEYS[2], ARGV[i]) == 1 then
+    out[#out+1] = 'back'
   else
-    out[#out+1] = {'held'}
+    out[#out+1] = 'held'
   end
 end
 return out
@@ -381,8 +426,16 @@ func args(m core.Member) []any {
 	return []any{m.Role, m.Name, m.SID, lease, encode(m)}
 }
 
-func (r *Registry) run(ctx context.Context, s *redis.Script, m core.Member) (any, error) {
-	return s.Run(ctx, r.rdb, []string{officeKey(m.OfficeID), membersKey(m.Node)}, args(m)...).Result()
+// release frees m's slot, then takes m out of its node's members set.
+func (r *Registry) release(ctx context.Context, m core.Member) (bool, error) {
+	n, err := releaseScript.Run(ctx, r.rdb, []string{officeKey(m.OfficeID)}, args(m)...).Int()
+	if err != nil {
+		return false, err
+	}
+	if err := r.rdb.SRem(ctx, membersKey(m.Node), encode(m)).Err(); err != nil {
+		return false, err
+	}
+	return n == 1, nil
 }
 
 // failed reports a failed Redis call to the node's health (one log line
@@ -499,8 +552,23 @@ func (r *Registry) claim(ctx context.Context, m core.Member) (string, core.Membe
 	if r.node != nil {
 		guarded = "1"
 	}
-	res, err := claimScript.Run(ctx, r.rdb, []string{officeKey(m.OfficeID), membersKey(m.Node), epochKey(), settlingKey()},
-		append(args(m), guarded)...).Result()
+	// The registry's state is read, and the record put in the members
+	// set, one round trip before the office's slot is taken (two slots):
+	// a Redis that loses its data within that round trip may grant the
+	// claim in the emptied registry before it settles. The seat still has
+	// one holder: the node that held it finds it lost when it gives its
+	// members back, and evicts its own.
+	rec := encode(m)
+	res, err := admitScript.Run(ctx, r.rdb, []string{epochKey(), settlingKey(), membersKey(m.Node)}, rec, guarded).Result()
+	if err == nil {
+		if out, _ := res.([]any); len(out) > 0 && out[0] == "" {
+			res, err = claimScript.Run(ctx, r.rdb, []string{officeKey(m.OfficeID)}, args(m)...).Result()
+			if out, _ := res.([]any); err == nil && (len(out) == 0 || out[0] != "") {
+				// Refused: m holds no slot, its record leaves the set.
+				err = r.rdb.SRem(ctx, membersKey(m.Node), rec).Err()
+			}
+		}
+	}
 	if err != nil {
 		return "", core.Member{}, time.Time{}, 0, fmt.Errorf("cluster: claim %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err)
 	}
@@ -537,7 +605,7 @@ func (r *Registry) EvictAgent(ctx context.Context, officeID string) ([]core.Memb
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	recs, err := evictScript.Run(ctx, r.rdb, []string{officeKey(officeID)}, prefix+"node:{", "}:members").StringSlice()
+	recs, err := evictScript.Run(ctx, r.rdb, []string{officeKey(officeID)}).StringSlice()
 	if err != nil {
 		return nil, r.failed(parent, "evict", fmt.Errorf("cluster: evict the agent of %q: %w", officeID, err))
 	}
@@ -548,6 +616,18 @@ func (r *Registry) EvictAgent(ctx context.Context, officeID string) ([]core.Memb
 			return out, fmt.Errorf("cluster: evict the agent of %q: record %q: %w", officeID, rec, err)
 		}
 		out = append(out, m)
+	}
+	if len(out) > 0 {
+		// The members sets share the registry's slot: one round trip.
+		_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, m := range out {
+				p.SRem(ctx, membersKey(m.Node), recs[i])
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, r.failed(parent, "evict", fmt.Errorf("cluster: evict the agent of %q: members of its nodes: %w", officeID, err))
+		}
 	}
 	slices.SortFunc(out, func(a, b core.Member) int { return strings.Compare(a.SID, b.SID) })
 	return out, nil
@@ -635,12 +715,11 @@ func (r *Registry) Release(ctx context.Context, m core.Member) (bool, error) {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	res, err := r.run(ctx, releaseScript, m)
+	removed, err := r.release(ctx, m)
 	if err != nil {
 		return false, r.failed(parent, "release", fmt.Errorf("cluster: release %s %q in %q: %w", m.Role, m.Name, m.OfficeID, err))
 	}
-	n, _ := res.(int64)
-	return n == 1, nil
+	return removed, nil
 }
 
 // Members implements core.Registry: the agent session first, then the

@@ -116,14 +116,14 @@ func TestClaimAgainstDeadNodeRedisServer(t *testing.T) {
 	// The dead node is reaped: its member records and its entry are gone;
 	// what it held is remembered for a while (in case it was alive after
 	// all: see Node), and forgotten on its own.
-	keys, err := rdb.Keys(ctx, "smcp:node:{n2}:*").Result()
-	if err != nil || !slices.Equal(keys, []string{"smcp:node:{n2}:reaped"}) {
+	keys, err := rdb.Keys(ctx, "smcp:{registry}:node:n2:*").Result()
+	if err != nil || !slices.Equal(keys, []string{"smcp:{registry}:node:n2:reaped"}) {
 		t.Fatalf("keys of the dead node left: %v, %v", keys, err)
 	}
 	if left, err := rdb.PTTL(ctx, keys[0]).Result(); err != nil || left <= 0 {
 		t.Fatalf("reaped records kept without expiry: %v, %v", left, err)
 	}
-	if ok, err := rdb.SIsMember(ctx, "smcp:nodes", "n2").Result(); err != nil || ok {
-		t.Fatalf("dead node still in smcp:nodes: %v, %v", ok, err)
+	if ok, err := rdb.SIsMember(ctx, "smcp:{registry}:nodes", "n2").Result(); err != nil || ok {
+		t.Fatalf("dead node still in the nodes set: %v, %v", ok, err)
 	}
 }

@@ -22,14 +22,14 @@ import (
 
 // sentinelClient is the client --redis makes of the Sentinel URL, on an
 // emptied primary.
-func sentinelClient(t *testing.T, s *systest.Sentinel) *redis.Client {
+func sentinelClient(t *testing.T, s *systest.Sentinel) redis.UniversalClient {
 	t.Helper()
 	rdb := noFlush(t, s)
 	flush(t, rdb)
 	return rdb
 }
 
-func flush(t *testing.T, rdb *redis.Client) {
+func flush(t *testing.T, rdb redis.UniversalClient) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -73,7 +73,7 @@ func TestPeersConformanceSentinel(t *testing.T) {
 // meanwhile, are logged: docs/RELIABILITY.md quotes them.
 func TestSentinelFailoverCallsResume(t *testing.T) {
 	s := systest.RedisSentinel(t)
-	callsThroughFailover(t, s, s.Failover)
+	callsThroughFailover(t, sentinelNodes(t, s), s.Failover)
 }
 
 // TestSentinelSwitchoverCallsResume is TestSentinelFailoverCallsResume
@@ -82,22 +82,31 @@ func TestSentinelFailoverCallsResume(t *testing.T) {
 // moves only its command connections on a switch).
 func TestSentinelSwitchoverCallsResume(t *testing.T) {
 	s := systest.RedisSentinel(t)
-	callsThroughFailover(t, s, s.Switchover)
+	callsThroughFailover(t, sentinelNodes(t, s), s.Switchover)
 }
 
-// callsThroughFailover runs the calls and joins of
-// TestSentinelFailoverCallsResume across fail, which returns when the
-// primary went and how long after that the sentinels named another.
-func callsThroughFailover(t *testing.T, s *systest.Sentinel, fail func(testing.TB) (time.Time, time.Duration)) {
-	const n = 3
-	const callTimeout = 2 * time.Second
-	var nodes []*testNode
-	for i := range n {
+// sentinelNodes is the client of each node of callsThroughFailover: its
+// own failover client, the first one emptying the primary.
+func sentinelNodes(t *testing.T, s *systest.Sentinel) func(i int) redis.UniversalClient {
+	return func(i int) redis.UniversalClient {
 		rdb := noFlush(t, s)
 		if i == 0 {
 			flush(t, rdb)
 		}
-		nodes = append(nodes, startNamed(t, rdb, fmt.Sprintf("node%c", 'a'+i), 1, core.Config{}, conformanceTTL, true)...)
+		return rdb
+	}
+}
+
+// callsThroughFailover runs the calls and joins of
+// TestSentinelFailoverCallsResume across fail, which returns when the
+// primary went and how long after that another was serving; client(i) is
+// the Redis client of node i (the first on an emptied Redis).
+func callsThroughFailover(t *testing.T, client func(i int) redis.UniversalClient, fail func(testing.TB) (time.Time, time.Duration)) {
+	const n = 3
+	const callTimeout = 2 * time.Second
+	var nodes []*testNode
+	for i := range n {
+		nodes = append(nodes, startNamed(t, client(i), fmt.Sprintf("node%c", 'a'+i), 1, core.Config{}, conformanceTTL, true)...)
 	}
 	join := func(nd *testNode, sid, role, name, office string, conn core.Conn) (*core.Session, error) {
 		sess, err := nd.hub.Attach(sid, &core.Principal{ID: "test"}, conn, v02)
@@ -235,9 +244,9 @@ func callsThroughFailover(t *testing.T, s *systest.Sentinel, fail func(testing.T
 }
 
 // noFlush is the client --redis makes of the Sentinel URL, as is.
-func noFlush(t *testing.T, s *systest.Sentinel) *redis.Client {
+func noFlush(t *testing.T, s *systest.Sentinel) redis.UniversalClient {
 	t.Helper()
-	rdb, err := cluster.NewClient(s.URL)
+	rdb, err := cluster.NewClient(s.URL, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,10 +21,12 @@ import (
 const DefaultReportEvery = 2 * time.Second
 
 // Redis keys: each node's report, and the nodes that wrote one (scored by
-// the time of their last write).
+// the time of their last write). All of opsview's keys share one hash slot
+// ({ops}): on a Redis Cluster a write and its index go in one MULTI, and
+// the reports are read with one MGET.
 const (
-	reportPrefix = "smcp:ops:node:"
-	reportNodes  = "smcp:ops:nodes"
+	reportPrefix = "smcp:{ops}:node:"
+	reportNodes  = "smcp:{ops}:nodes"
 )
 
 // MaxReportConnections bounds the connections one report carries (each

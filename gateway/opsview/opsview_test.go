@@ -11,8 +11,10 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/smcpgw/smcp-gateway/gateway/audit"
+	"github.com/smcpgw/smcp-gateway/gateway/cluster"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/gateway/opsview"
+	"github.com/smcpgw/smcp-gateway/internal/systest"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 )
 
@@ -99,6 +101,47 @@ func TestBoard(t *testing.T) {
 	m := miniredis.RunT(t)
 	rdb := goredis.NewClient(&goredis.Options{Addr: m.Addr()})
 	defer func() { _ = rdb.Close() }()
+	boardAcrossNodes(t, rdb)
+}
+
+// TestBoardRedisCluster is TestBoard on a Redis Cluster of three
+// primaries: a report and the index of the nodes are written in one MULTI,
+// the reports read with one MGET, all in one slot (before: CROSSSLOT).
+func TestBoardRedisCluster(t *testing.T) {
+	boardAcrossNodes(t, clusterClient(t))
+}
+
+// TestRecentRedisCluster: on a Redis Cluster of three primaries each node
+// reads the other's records.
+func TestRecentRedisCluster(t *testing.T) {
+	rdb := clusterClient(t)
+	a := opsview.NewRecent(opsview.RecentOptions{Size: 10, Node: "a", Redis: rdb})
+	b := opsview.NewRecent(opsview.RecentOptions{Size: 10, Node: "b", Redis: rdb})
+	defer func() { _ = a.Close(context.Background()) }()
+	defer func() { _ = b.Close(context.Background()) }()
+	now := time.Now()
+	_ = a.Write(context.Background(), records(1, "x", now))
+	_ = b.Write(context.Background(), records(1, "y", now.Add(time.Microsecond)))
+	testwait.Until(t, "b's records read by a", func() bool {
+		got, _, partial := a.Read(context.Background(), opsview.Filter{})
+		if partial != nil {
+			t.Fatal(partial)
+		}
+		return slices.Equal(ids(got), []string{"y-0", "x-0"})
+	})
+}
+
+func clusterClient(t *testing.T) goredis.UniversalClient {
+	t.Helper()
+	rdb, err := cluster.NewClient(systest.RedisCluster(t), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+func boardAcrossNodes(t *testing.T, rdb goredis.UniversalClient) {
 	board := func(node string, calls float64) *opsview.Board {
 		return opsview.NewBoard(opsview.BoardOptions{Node: node, Redis: rdb, Every: 50 * time.Millisecond, Collect: func() opsview.Report {
 			return opsview.Report{Figures: map[string]float64{"calls_total": calls},

@@ -40,9 +40,10 @@ const (
 
 // Redis keys: each node's records, and the nodes that wrote some (scored
 // by the time of their last write).
+// They share the {ops} slot with the reports (see reportPrefix).
 const (
-	recentPrefix = "smcp:ops:audit:"
-	recentNodes  = "smcp:ops:audit-nodes"
+	recentPrefix = "smcp:{ops}:audit:"
+	recentNodes  = "smcp:{ops}:audit-nodes"
 )
 
 // RecentOptions configure Recent.

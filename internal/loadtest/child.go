@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"syscall"
@@ -59,16 +60,124 @@ func StartRedis(ctx context.Context) (*Child, error) {
 	return StartRedisOn(ctx, addr)
 }
 
+// RedisCluster is a Redis Cluster of primaries on loopback (no replicas).
+type RedisCluster struct {
+	// URL names its seeds in go-redis's cluster form (--redis with
+	// --redis-cluster).
+	URL   string
+	Nodes []*Child
+	dirs  []string
+}
+
+// Stop stops every node and removes their folders.
+func (r *RedisCluster) Stop() {
+	for _, n := range r.Nodes {
+		n.Stop()
+	}
+	for _, d := range r.dirs {
+		_ = os.RemoveAll(d)
+	}
+}
+
+// StartRedisCluster starts n redis-servers with Redis Cluster on, spreads
+// the slots over them (redis-cli --cluster create) and returns once every
+// node reports the cluster ok.
+func StartRedisCluster(ctx context.Context, n int) (rc *RedisCluster, err error) {
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		return nil, errors.New("--redis-shape cluster needs redis-cli (redis-tools)")
+	}
+	rc = &RedisCluster{}
+	defer func() {
+		if err != nil {
+			rc.Stop()
+		}
+	}()
+	var addrs []string
+	for range n {
+		// A node's cluster bus is its port + 10000: both must be free.
+		addr, err := freeClusterAddr()
+		if err != nil {
+			return nil, err
+		}
+		dir, err := os.MkdirTemp("", "bench-redis-cluster-")
+		if err != nil {
+			return nil, err
+		}
+		rc.dirs = append(rc.dirs, dir)
+		ch, err := startRedis(ctx, addr, "--cluster-enabled", "yes", "--dir", dir)
+		if err != nil {
+			return nil, err
+		}
+		rc.Nodes = append(rc.Nodes, ch)
+		addrs = append(addrs, addr.String())
+	}
+	args := append([]string{"--cluster", "create"}, addrs...)
+	if out, err := exec.CommandContext(ctx, cli, append(args, "--cluster-yes")...).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("redis-cli --cluster create: %w: %s", err, bytes.TrimSpace(out))
+	}
+	for _, a := range addrs {
+		for {
+			out, err := exec.CommandContext(ctx, cli, "-u", "redis://"+a, "cluster", "info").Output()
+			if err == nil && bytes.Contains(out, []byte("cluster_state:ok")) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	rc.URL = "redis://" + addrs[0]
+	for i, a := range addrs[1:] {
+		sep := "&"
+		if i == 0 {
+			sep = "?"
+		}
+		rc.URL += sep + "addr=" + a
+	}
+	return rc, nil
+}
+
+// freeClusterAddr is a free loopback address whose port + 10000 is free
+// too.
+func freeClusterAddr() (*net.TCPAddr, error) {
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		addr := ln.Addr().(*net.TCPAddr)
+		if addr.Port+10000 > 65535 {
+			_ = ln.Close()
+			continue
+		}
+		bus, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", addr.Port+10000))
+		_ = ln.Close()
+		if err != nil {
+			continue
+		}
+		_ = bus.Close()
+		return addr, nil
+	}
+	return nil, errors.New("no free port pair for a Redis Cluster node")
+}
+
 // StartRedisOn starts a redis-server without persistence on addr (a test
 // restarting Redis empty where its clients expect it).
 func StartRedisOn(ctx context.Context, addr *net.TCPAddr) (*Child, error) {
+	return startRedis(ctx, addr)
+}
+
+func startRedis(ctx context.Context, addr *net.TCPAddr, extra ...string) (*Child, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return nil, errors.New("--compare cluster needs Redis: redis-server is not installed (install it, or pass --redis URL)")
 	}
 	var log bytes.Buffer
-	cmd := exec.Command(bin, "--port", strconv.Itoa(addr.Port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--loglevel", "warning")
+	cmd := exec.Command(bin, append([]string{"--port", strconv.Itoa(addr.Port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--loglevel", "warning"}, extra...)...)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	ch, err := StartChild(cmd)
 	if err != nil {

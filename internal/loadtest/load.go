@@ -113,6 +113,9 @@ type Options struct {
 	// RedisPID, when set, is a redis-server serving the cluster: its CPU is
 	// Result.RedisCPU, apart from the servers'.
 	RedisPID int
+	// RedisPIDs, when set, are the nodes of a Redis Cluster serving the
+	// cluster: their CPU is added up as RedisPID's is.
+	RedisPIDs []int
 	// Stats, when set, reads the server's runtime counters (spawned servers).
 	Stats func(ctx context.Context, gc bool) (RuntimeStats, error)
 	// Finder, for ModeFinder, starts the computers (one per office, named
@@ -660,7 +663,17 @@ func (o *Options) readServer() ProcSample {
 	return sum
 }
 
-func (o *Options) readRedis() ProcSample { return readPID(o.RedisPID) }
+func (o *Options) readRedis() ProcSample {
+	sum := readPID(o.RedisPID)
+	for _, pid := range o.RedisPIDs {
+		s := readPID(pid)
+		sum.CPU += s.CPU
+		sum.Sys += s.Sys
+		sum.RSS += s.RSS
+		sum.IO += s.IO
+	}
+	return sum
+}
 
 func readPID(pid int) ProcSample {
 	if pid <= 0 {

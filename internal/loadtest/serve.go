@@ -76,6 +76,8 @@ const (
 // (gateway.Config.Redis and NodeID). The zero Node is a single gateway.
 type Node struct {
 	Redis, ID string
+	// RedisCluster: Redis names a Redis Cluster's seeds.
+	RedisCluster bool
 	// MCPMaxBlobBytes is the MCP front end's bound on a blob drained into
 	// one answer (mcpfront.Options.MaxBlobBytes; 0: its default): the blob
 	// mode moves files above the default through it.
@@ -110,7 +112,7 @@ func Serve(ctx context.Context, kind string, node Node, ln net.Listener, log *sl
 				MaxSessions: 1 << 20, MaxSessionsPerAddr: -1, MaxSessionsPerKey: -1, // one key (AllowAll), one address
 				MaxListenStreams: 1 << 20, MaxListenStreamsPerAddr: -1, MaxListenStreamsPerKey: -1,
 				MaxOfficeViews: 1 << 20, MaxOfficeViewsPerKey: -1, MaxBlobBytes: node.MCPMaxBlobBytes},
-			Redis: node.Redis, NodeID: node.ID, MaxUnauthenticatedPerAddr: -1})
+			Redis: node.Redis, RedisCluster: node.RedisCluster, NodeID: node.ID, MaxUnauthenticatedPerAddr: -1})
 		if err != nil {
 			return err
 		}

@@ -282,35 +282,240 @@ func (s *Sentinel) Switchover(t testing.TB) (asked time.Time, promoted time.Dura
 // RedisCluster starts a Redis Cluster of three primaries (no replicas) on
 // loopback, its slots spread by redis-cli --cluster create, and returns its
 // URL in go-redis's cluster form (redis://SEED1?addr=SEED2&addr=SEED3,
-// redis.ParseClusterURL) once every node reports the cluster ok. For the
-// work on running the gateway on Redis Cluster (issue #39), which does not
-// yet: see CheckServer in gateway/cluster.
+// redis.ParseClusterURL, what --redis takes with --redis-cluster) once
+// every node reports the cluster ok.
 func RedisCluster(t testing.TB) string {
 	t.Helper()
+	return startRedisCluster(t, 0).URL
+}
+
+// ReplicatedCluster is a Redis Cluster of three primaries, each with a
+// replica, on loopback.
+type ReplicatedCluster struct {
+	// URL is the cluster's seeds in go-redis's cluster form.
+	URL     string
+	mu      sync.Mutex
+	servers map[string]*clusterServer // by address
+}
+
+type clusterServer struct {
+	ch  *loadtest.Child
+	dir string // its folder, with its nodes.conf
+}
+
+// RedisClusterReplicated starts a Redis Cluster of three primaries, each
+// with a replica, and returns once every replica is in sync (a primary's
+// failure can be survived).
+func RedisClusterReplicated(t testing.TB) *ReplicatedCluster {
+	t.Helper()
+	return startRedisCluster(t, 1)
+}
+
+// clusterNodeArgs are the arguments of every node of a test Redis Cluster:
+// a node missing for two seconds is failed over.
+var clusterNodeArgs = []string{"--cluster-enabled", "yes", "--cluster-node-timeout", "2000"}
+
+func startRedisCluster(t testing.TB, replicas int) *ReplicatedCluster {
 	testdeps.Program(t, "redis-server", "redis-server")
 	cli := testdeps.Program(t, "redis-cli", "redis-tools")
-	addrs := make([]string, 3)
+	c := &ReplicatedCluster{servers: map[string]*clusterServer{}}
+	t.Cleanup(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, s := range c.servers {
+			s.ch.Stop()
+		}
+	})
+	addrs := make([]string, 3*(1+replicas))
 	for i := range addrs {
 		addrs[i] = freeAddr(t)
 		// Each its own folder: a node writes its nodes.conf there.
-		ch := startRedisIn(t, t.TempDir(), addrs[i], "--cluster-enabled", "yes", "--cluster-node-timeout", "2000")
-		t.Cleanup(ch.Stop)
+		c.start(t, addrs[i], t.TempDir())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, cli, append(append([]string{"--cluster", "create"}, addrs...), "--cluster-yes")...).CombinedOutput()
-	if err != nil {
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
 		t.Fatalf("redis-cli --cluster create: %v: %s", err, out)
 	}
 	for _, a := range addrs {
-		c := redis.NewClient(&redis.Options{Addr: a})
-		testwait.Within(t, time.Minute, "cluster_state:ok on "+a, func() bool {
+		waitClusterOK(t, a)
+	}
+	if replicas > 0 {
+		for _, a := range addrs {
+			waitInSync(t, a)
+		}
+	}
+	c.URL = "redis://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2]
+	return c
+}
+
+func (c *ReplicatedCluster) start(t testing.TB, addr, dir string) {
+	ch := startRedisIn(t, dir, addr, clusterNodeArgs...)
+	c.mu.Lock()
+	c.servers[addr] = &clusterServer{ch: ch, dir: dir}
+	c.mu.Unlock()
+}
+
+func waitClusterOK(t testing.TB, addr string) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer func() { _ = c.Close() }()
+	testwait.Within(t, time.Minute, "cluster_state:ok on "+addr, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		info, err := c.ClusterInfo(ctx).Result()
+		return err == nil && strings.Contains(info, "cluster_state:ok")
+	})
+}
+
+// waitInSync waits until the node at addr, if a replica, is in sync with
+// its primary.
+func waitInSync(t testing.TB, addr string) {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer func() { _ = c.Close() }()
+	testwait.Within(t, time.Minute, "replica "+addr+" in sync", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		info, err := c.Info(ctx, "replication").Result()
+		return err == nil && (strings.Contains(info, "role:master") || strings.Contains(info, "master_link_status:up"))
+	})
+}
+
+// primaryOfSlot is the address of the primary serving slot, as the node at
+// via sees it.
+func primaryOfSlot(ctx context.Context, via string, slot int) (string, error) {
+	c := redis.NewClient(&redis.Options{Addr: via})
+	defer func() { _ = c.Close() }()
+	slots, err := c.ClusterSlots(ctx).Result()
+	if err != nil {
+		return "", err
+	}
+	for _, s := range slots {
+		if s.Start <= slot && slot <= s.End && len(s.Nodes) > 0 {
+			return s.Nodes[0].Addr, nil
+		}
+	}
+	return "", fmt.Errorf("no node serves slot %d", slot)
+}
+
+// Failover kills (SIGKILL: what it had not sent its replica is lost) the
+// primary of key's slot, waits until the cluster has promoted its replica
+// and is ok again, and starts the former primary again (empty, with its
+// nodes.conf): it becomes the new primary's replica. It returns once that
+// replica is in sync (Failover may be called again): when the primary was
+// killed, and how long after that every other node served the slot from
+// the replica.
+func (c *ReplicatedCluster) Failover(t testing.TB, key string) (killed time.Time, promoted time.Duration) {
+	t.Helper()
+	c.mu.Lock()
+	var via string
+	for a := range c.servers {
+		via = a
+		break
+	}
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	vc := redis.NewClient(&redis.Options{Addr: via})
+	slot, err := vc.ClusterKeySlot(ctx, key).Result()
+	_ = vc.Close()
+	if err != nil {
+		t.Fatalf("CLUSTER KEYSLOT %s: %v", key, err)
+	}
+	old, err := primaryOfSlot(ctx, via, int(slot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	s := c.servers[old]
+	delete(c.servers, old)
+	others := make([]string, 0, len(c.servers))
+	for a := range c.servers {
+		others = append(others, a)
+	}
+	c.mu.Unlock()
+	if s == nil {
+		t.Fatalf("%s serves slot %d, a node this test did not start", old, slot)
+	}
+	killed = time.Now()
+	if err := syscall.Kill(s.ch.PID, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the primary: %v", err)
+	}
+	<-s.ch.Done()
+	for _, a := range others {
+		testwait.Within(t, time.Minute, a+" serving slot "+strconv.Itoa(int(slot))+" from the promoted replica", func() bool {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			info, err := c.ClusterInfo(ctx).Result()
-			return err == nil && strings.Contains(info, "cluster_state:ok")
+			p, err := primaryOfSlot(ctx, a, int(slot))
+			return err == nil && p != old
 		})
-		_ = c.Close()
+		waitClusterOK(t, a)
 	}
-	return "redis://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2]
+	promoted = time.Since(killed)
+	c.start(t, old, s.dir)
+	waitClusterOK(t, old)
+	testwait.Within(t, time.Minute, "the former primary "+old+" a replica in sync", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		vc := redis.NewClient(&redis.Options{Addr: old})
+		defer func() { _ = vc.Close() }()
+		info, err := vc.Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_link_status:up")
+	})
+	return killed, promoted
+}
+
+// Switchover asks the replica of key's slot's primary to take over (CLUSTER
+// FAILOVER, as an operator does before maintenance): the former primary
+// stays up and becomes its replica. It returns once every node serves the
+// slot from the new primary: when it was asked, and how long that took.
+func (c *ReplicatedCluster) Switchover(t testing.TB, key string) (asked time.Time, promoted time.Duration) {
+	t.Helper()
+	c.mu.Lock()
+	var all []string
+	for a := range c.servers {
+		all = append(all, a)
+	}
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	vc := redis.NewClient(&redis.Options{Addr: all[0]})
+	defer func() { _ = vc.Close() }()
+	slot, err := vc.ClusterKeySlot(ctx, key).Result()
+	if err != nil {
+		t.Fatalf("CLUSTER KEYSLOT %s: %v", key, err)
+	}
+	slots, err := vc.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old, replica string
+	for _, s := range slots {
+		if s.Start <= int(slot) && int(slot) <= s.End && len(s.Nodes) > 1 {
+			old, replica = s.Nodes[0].Addr, s.Nodes[1].Addr
+		}
+	}
+	if replica == "" {
+		t.Fatalf("slot %d has no replica", slot)
+	}
+	rc := redis.NewClient(&redis.Options{Addr: replica})
+	defer func() { _ = rc.Close() }()
+	asked = time.Now()
+	if err := rc.ClusterFailover(ctx).Err(); err != nil {
+		t.Fatalf("CLUSTER FAILOVER on %s: %v", replica, err)
+	}
+	for _, a := range all {
+		testwait.Within(t, time.Minute, a+" serving slot "+strconv.Itoa(int(slot))+" from "+replica, func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			p, err := primaryOfSlot(ctx, a, int(slot))
+			return err == nil && p != old
+		})
+	}
+	promoted = time.Since(asked)
+	waitInSync(t, old)
+	return asked, promoted
 }

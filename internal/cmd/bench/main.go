@@ -47,14 +47,20 @@ type benchConfig struct {
 	nodeRelay  string
 	redisURL   string
 	redisPID   int
-	profileDir string
-	jsonOut    bool
-	finderDocs int
-	startupN   int
-	startupDly time.Duration
-	repeat     int
-	turns      int
-	rates      []rateSpec
+	// redisShapes are the Redis the cluster rows run on: shapeSingle (one
+	// redis-server, redisURL) and/or shapeCluster (a Redis Cluster of three
+	// primaries started by the bench, rcURL).
+	redisShapes []string
+	rcURL       string
+	rcPIDs      []int
+	profileDir  string
+	jsonOut     bool
+	finderDocs  int
+	startupN    int
+	startupDly  time.Duration
+	repeat      int
+	turns       int
+	rates       []rateSpec
 }
 
 // rateSpec is one --rate: calls per second, or a percentage of the
@@ -120,7 +126,9 @@ row per count) sharing a Redis (--redis, or a redis-server started on a free
 loopback port), agents on the first node and computers on the last so that
 every call crosses nodes, and prints the cluster's figures as ratios to the
 single gateway; its CPU and RSS are all nodes', redis-server's CPU is
-reported apart. --compare governance (sio, CallTool and MCP modes) also
+reported apart. --redis-shape cluster (or single,cluster) runs those rows
+on a Redis Cluster of three primaries the bench starts (rows cluster-rc...),
+printed as ratios to the one-redis-server rows too. --compare governance (sio, CallTool and MCP modes) also
 spawns the gateway with governance on: a keys file whose one key has a rule
 set (evaluated on every call) and a quota never reached (spent on every
 call), and the audit trail written to a temporary file; it prints its CPU
@@ -179,6 +187,7 @@ flags:
 	nodes := fs.String("nodes", "2", "comma-separated node counts of --compare cluster, one row each")
 	fs.StringVar(&c.nodeRelay, "node-relay", "test/noderelay", "directory of the Node relay of --compare node (looked up from the working directory upwards)")
 	fs.StringVar(&c.redisURL, "redis", "", "Redis URL for --compare cluster (default: start redis-server on a free loopback port)")
+	shapes := fs.String("redis-shape", shapeSingle, `comma-separated Redis of the --compare cluster rows, one row each: "single" (one redis-server, or --redis), "cluster" (a Redis Cluster of three primaries on loopback, started by the bench; the rows' server is cluster-rc, cluster-3-rc...)`)
 	fs.StringVar(&c.profileDir, "profile", "", "directory for CPU profiles of spawned servers over each measured window")
 	fs.BoolVar(&c.jsonOut, "json", false, "print the results as JSON")
 	fs.IntVar(&c.finderDocs, "finder-docs", 10000, "documents in the computer's Finder (mode finder), over 10 MCP servers")
@@ -249,6 +258,14 @@ flags:
 				serverCluster, loadtest.KindGovernance)
 		}
 	}
+	for k := range strings.SplitSeq(*shapes, ",") {
+		switch k = strings.TrimSpace(k); k {
+		case shapeSingle, shapeCluster:
+			c.redisShapes = append(c.redisShapes, k)
+		default:
+			return fmt.Errorf("--redis-shape: %q is none of %q and %q", k, shapeSingle, shapeCluster)
+		}
+	}
 	for k := range strings.SplitSeq(*nodes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(k))
 		if err != nil || n < 2 {
@@ -308,26 +325,50 @@ const serverCluster = "cluster"
 // kindNode is the server of the rows measured on the Node socket.io relay.
 const kindNode = "node"
 
+// The Redis shapes of --redis-shape.
+const (
+	shapeSingle  = "single"
+	shapeCluster = "cluster"
+	// rcSuffix ends the server name of the rows on a Redis Cluster.
+	rcSuffix = "-rc"
+)
+
 // clusterServer is the server name of the rows of a cluster of n nodes:
-// "cluster" for two (the name of earlier reports), "cluster-3" for three.
-func clusterServer(n int) string {
-	if n == 2 {
-		return serverCluster
+// "cluster" for two (the name of earlier reports), "cluster-3" for three;
+// on a Redis Cluster (shape shapeCluster) "cluster-rc", "cluster-3-rc".
+func clusterServer(n int, shape string) string {
+	name := serverCluster
+	if n != 2 {
+		name += "-" + strconv.Itoa(n)
 	}
-	return serverCluster + "-" + strconv.Itoa(n)
+	if shape == shapeCluster {
+		name += rcSuffix
+	}
+	return name
 }
 
 // clusterNodes is the node count of a cluster server name, 0 for others.
 func clusterNodes(server string) int {
+	n, _ := clusterOf(server)
+	return n
+}
+
+// clusterOf is the node count (0: not a cluster) and Redis shape of a
+// server name.
+func clusterOf(server string) (int, string) {
+	shape := shapeSingle
+	if rest, ok := strings.CutSuffix(server, rcSuffix); ok {
+		server, shape = rest, shapeCluster
+	}
 	if server == serverCluster {
-		return 2
+		return 2, shape
 	}
 	if rest, ok := strings.CutPrefix(server, serverCluster+"-"); ok {
 		if n, err := strconv.Atoi(rest); err == nil {
-			return n
+			return n, shape
 		}
 	}
-	return 0
+	return 0, ""
 }
 
 // benchRow is one measured configuration.
@@ -357,13 +398,25 @@ type benchReport struct {
 }
 
 func (c *benchConfig) run(ctx context.Context, rep *benchReport) error {
-	if c.compare[serverCluster] && c.redisURL == "" && slices.Contains(c.modes, loadtest.ModeSIO) {
+	clusterRows := c.compare[serverCluster] && slices.Contains(c.modes, loadtest.ModeSIO)
+	if clusterRows && c.redisURL == "" && slices.Contains(c.redisShapes, shapeSingle) {
 		redis, err := loadtest.StartRedis(ctx)
 		if err != nil {
 			return err
 		}
 		defer redis.Stop()
 		c.redisURL, c.redisPID = redis.URL, redis.PID
+	}
+	if clusterRows && slices.Contains(c.redisShapes, shapeCluster) {
+		rc, err := loadtest.StartRedisCluster(ctx, 3)
+		if err != nil {
+			return err
+		}
+		defer rc.Stop()
+		c.rcURL = rc.URL
+		for _, ch := range rc.Nodes {
+			c.rcPIDs = append(c.rcPIDs, ch.PID)
+		}
 	}
 	// Call modes run side by side: for each office count and repetition,
 	// every mode and server in turn, so that the rows a ratio compares are
@@ -506,7 +559,9 @@ func (c *benchConfig) servers(mode loadtest.Mode) []string {
 	}
 	if c.compare[serverCluster] && mode == loadtest.ModeSIO {
 		for _, n := range c.nodes {
-			kinds = append(kinds, clusterServer(n))
+			for _, shape := range c.redisShapes {
+				kinds = append(kinds, clusterServer(n, shape))
+			}
 		}
 	}
 	return kinds
@@ -593,7 +648,9 @@ func (c *benchConfig) target(ctx context.Context, kind string, mode loadtest.Mod
 		// heap columns stay empty.
 		o.Stats = loadtest.StatsClient(urls...)
 	}
-	if clusterNodes(kind) > 0 {
+	if n, shape := clusterOf(kind); n > 0 && shape == shapeCluster {
+		o.RedisPIDs = c.rcPIDs
+	} else if n > 0 {
 		o.RedisPID = c.redisPID
 	}
 	return o, stop, nil
@@ -648,7 +705,7 @@ func (c *benchConfig) spawn(ctx context.Context, kind string) ([]*loadtest.Child
 		}
 		return []*loadtest.Child{s}, nil
 	}
-	n := clusterNodes(kind)
+	n, shape := clusterOf(kind)
 	if n == 0 {
 		s, err := spawnServer(ctx, kind)
 		if err != nil {
@@ -661,7 +718,11 @@ func (c *benchConfig) spawn(ctx context.Context, kind string) ([]*loadtest.Child
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	var nodes []*loadtest.Child
 	for i := range n {
-		s, err := spawnServer(ctx, loadtest.KindGateway, "-redis", c.redisURL, "-node-id", fmt.Sprintf("bench-%s-%d", run, i))
+		args := []string{"-redis", c.redisURL, "-node-id", fmt.Sprintf("bench-%s-%d", run, i)}
+		if shape == shapeCluster {
+			args = []string{"-redis", c.rcURL, "-redis-cluster", "-node-id", fmt.Sprintf("bench-%s-%d", run, i)}
+		}
+		s, err := spawnServer(ctx, loadtest.KindGateway, args...)
 		if err != nil {
 			return nodes, fmt.Errorf("cluster node %d: %w", i, err)
 		}
@@ -776,6 +837,7 @@ func benchServe(ctx context.Context, args []string) error {
 	var node loadtest.Node
 	fs.StringVar(&node.Redis, "redis", "", "Redis URL: serve as one node of a cluster (gateway only)")
 	fs.StringVar(&node.ID, "node-id", "", "cluster node id")
+	fs.BoolVar(&node.RedisCluster, "redis-cluster", false, "--redis names a Redis Cluster's seeds")
 	fs.IntVar(&node.MCPMaxBlobBytes, "mcp-max-blob-bytes", 0, "MCP front end's bound on a blob drained into one answer (0: its default)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
@@ -1011,6 +1073,13 @@ func (r *benchReport) printRatios(w io.Writer) {
 			}
 			line("%s offices=%s%s: %s/gateway calls/s %.2f, p99 %.2f, CPU per call %.2f (all %d nodes%s)",
 				g.Mode, at(g), inTurns(g, cl), server, cps, p99, cpu, clusterNodes(server), redis)
+			if single, ok := strings.CutSuffix(server, rcSuffix); ok {
+				if sg := nth(single, g.Mode, g.Offices, g.Rate, n); sg != nil && sg.Calls > 0 {
+					_, cps, p99 := ratios(cl, sg)
+					line("%s offices=%s%s: Redis Cluster/one redis-server (%s/%s) calls/s %.2f (goal >= 1), p99 %.2f",
+						g.Mode, at(g), inTurns(sg, cl), server, single, cps, p99)
+				}
+			}
 		}
 		if g.Mode == loadtest.ModeSIO04 {
 			if s := nth(loadtest.KindGateway, loadtest.ModeSIO, g.Offices, g.Rate, n); s != nil && s.Calls > 0 {

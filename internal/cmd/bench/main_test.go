@@ -308,3 +308,23 @@ func TestBenchBlob(t *testing.T) {
 		}
 	}
 }
+
+// The cluster rows' server names carry their node count and Redis shape,
+// read back for the rows' servers and ratios.
+func TestClusterServerNames(t *testing.T) {
+	for _, tc := range []struct {
+		n     int
+		shape string
+		name  string
+	}{{2, shapeSingle, "cluster"}, {3, shapeSingle, "cluster-3"}, {2, shapeCluster, "cluster-rc"}, {3, shapeCluster, "cluster-3-rc"}} {
+		if got := clusterServer(tc.n, tc.shape); got != tc.name {
+			t.Errorf("clusterServer(%d, %s) = %q, want %q", tc.n, tc.shape, got, tc.name)
+		}
+		if n, shape := clusterOf(tc.name); n != tc.n || shape != tc.shape {
+			t.Errorf("clusterOf(%q) = %d, %s", tc.name, n, shape)
+		}
+	}
+	if n, _ := clusterOf(kindNode); n != 0 {
+		t.Errorf("clusterOf(%q) = %d, want 0", kindNode, n)
+	}
+}
