@@ -44,6 +44,7 @@ func redisCluster(t *testing.T, rdb redis.UniversalClient, n int, cfg core.Confi
 // TestPeersConformanceMiniredis holds cluster.Peers on miniredis to the
 // suite core.MemBus passes.
 func TestPeersConformanceMiniredis(t *testing.T) {
+	t.Parallel()
 	peerstest.Run(t, func(t *testing.T, n int, cfg core.Config) *peerstest.Cluster {
 		mr := miniredis.RunT(t)
 		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
@@ -63,6 +64,7 @@ func TestPeersConformanceMiniredis(t *testing.T) {
 // TestPeersConformanceRedisServer is the suite on a real redis-server,
 // which the outage stops (its data gone) and starts again.
 func TestPeersConformanceRedisServer(t *testing.T) {
+	t.Parallel()
 	peerstest.Run(t, func(t *testing.T, n int, cfg core.Config) *peerstest.Cluster {
 		srv := systest.RedisProcess(t)
 		opts, err := redis.ParseURL(srv.URL)

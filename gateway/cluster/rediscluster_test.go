@@ -57,6 +57,7 @@ func clusterNodeClients(t *testing.T, seeds string) func(i int) redis.UniversalC
 // a Redis Cluster of three primaries: every script touches one slot (an
 // office's, or the registry's).
 func TestRegistryConformanceRedisCluster(t *testing.T) {
+	t.Parallel()
 	seeds := systest.RedisCluster(t)
 	registrytest.Run(t, func(t *testing.T) core.Registry {
 		return cluster.NewRegistry(clusterClient(t, seeds), cluster.RegistryOptions{})
@@ -69,6 +70,7 @@ func TestRegistryConformanceRedisCluster(t *testing.T) {
 // notifications' primary: killed (SIGKILL), its replica promoted, the
 // nodes' subscriptions following it.
 func TestPeersConformanceRedisCluster(t *testing.T) {
+	t.Parallel()
 	rc := systest.RedisClusterReplicated(t)
 	peerstest.Run(t, func(t *testing.T, n int, cfg core.Config) *peerstest.Cluster {
 		c := redisCluster(t, clusterClient(t, rc.URL), n, cfg)
@@ -86,6 +88,7 @@ func TestPeersConformanceRedisCluster(t *testing.T) {
 // agent) is killed (SIGKILL) and the cluster promotes its replica. Calls resume on every node, none reaches its computer twice,
 // and no office admits a second agent. Each node has its own client.
 func TestRedisClusterFailoverCallsResume(t *testing.T) {
+	t.Parallel()
 	rc := systest.RedisClusterReplicated(t)
 	callsThroughFailover(t, clusterNodeClients(t, rc.URL), func(tb testing.TB) (time.Time, time.Duration) { return rc.Failover(tb, cluster.InboxChannel("nodea0")) })
 }
@@ -95,6 +98,7 @@ func TestRedisClusterFailoverCallsResume(t *testing.T) {
 // Cluster (an office's keys are its own slot), and each is found again
 // through any node.
 func TestRedisClusterSpreadsOffices(t *testing.T) {
+	t.Parallel()
 	rdb := clusterClient(t, systest.RedisCluster(t))
 	nodes := startNodes(t, rdb, 3, core.Config{}, conformanceTTL, false)
 	const offices = 1000
@@ -159,6 +163,7 @@ func TestRedisClusterSpreadsOffices(t *testing.T) {
 // computer are on the promoted replica, a second agent is still refused
 // there, and calls go on.
 func TestRedisClusterOfficeShardFailover(t *testing.T) {
+	t.Parallel()
 	rc := systest.RedisClusterReplicated(t)
 	callsThroughFailover(t, clusterNodeClients(t, rc.URL), func(tb testing.TB) (time.Time, time.Duration) { return rc.Failover(tb, cluster.OfficeKey("o0")) })
 }
@@ -169,6 +174,7 @@ func TestRedisClusterOfficeShardFailover(t *testing.T) {
 // it no longer serves (SUNSUBSCRIBE), which the nodes subscribe again on
 // the new primary.
 func TestRedisClusterSwitchoverCallsResume(t *testing.T) {
+	t.Parallel()
 	rc := systest.RedisClusterReplicated(t)
 	callsThroughFailover(t, clusterNodeClients(t, rc.URL), func(tb testing.TB) (time.Time, time.Duration) {
 		return rc.Switchover(tb, cluster.InboxChannel("nodea0"))

@@ -13,6 +13,7 @@ import (
 // TestRegistryConformanceMiniredis holds the Lua join rules to the suite
 // MemRegistry passes.
 func TestRegistryConformanceMiniredis(t *testing.T) {
+	t.Parallel()
 	registrytest.Run(t, func(t *testing.T) core.Registry {
 		mr := miniredis.RunT(t)
 		rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})

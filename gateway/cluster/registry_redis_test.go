@@ -35,6 +35,7 @@ func realRedis(t testing.TB) *redis.Client {
 // redis-server, to the suite MemRegistry passes. One server serves every
 // subtest, each on a flushed database.
 func TestRegistryConformanceRedisServer(t *testing.T) {
+	t.Parallel()
 	rdb := realRedis(t)
 	registrytest.Run(t, func(t *testing.T) core.Registry {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

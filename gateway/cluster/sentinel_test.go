@@ -42,6 +42,7 @@ func flush(t *testing.T, rdb redis.UniversalClient) {
 // through the failover client of a Sentinel URL (a primary, a replica,
 // three sentinels).
 func TestRegistryConformanceSentinel(t *testing.T) {
+	t.Parallel()
 	s := systest.RedisSentinel(t)
 	registrytest.Run(t, func(t *testing.T) core.Registry {
 		return cluster.NewRegistry(sentinelClient(t, s), cluster.RegistryOptions{})
@@ -52,6 +53,7 @@ func TestRegistryConformanceSentinel(t *testing.T) {
 // failover client of a Sentinel URL; its outage is a failover: the primary
 // killed (SIGKILL), its replica promoted, the nodes following it.
 func TestPeersConformanceSentinel(t *testing.T) {
+	t.Parallel()
 	s := systest.RedisSentinel(t)
 	peerstest.Run(t, func(t *testing.T, n int, cfg core.Config) *peerstest.Cluster {
 		c := redisCluster(t, sentinelClient(t, s), n, cfg)
@@ -72,6 +74,7 @@ func TestPeersConformanceSentinel(t *testing.T) {
 // kill to every agent's first call answered again, and the calls failed
 // meanwhile, are logged: docs/RELIABILITY.md quotes them.
 func TestSentinelFailoverCallsResume(t *testing.T) {
+	t.Parallel()
 	s := systest.RedisSentinel(t)
 	callsThroughFailover(t, sentinelNodes(t, s), s.Failover)
 }
@@ -81,6 +84,7 @@ func TestSentinelFailoverCallsResume(t *testing.T) {
 // becoming a replica, with the subscriptions of Peers still on it (go-redis
 // moves only its command connections on a switch).
 func TestSentinelSwitchoverCallsResume(t *testing.T) {
+	t.Parallel()
 	s := systest.RedisSentinel(t)
 	callsThroughFailover(t, sentinelNodes(t, s), s.Switchover)
 }
