@@ -156,6 +156,19 @@ type guardFields struct {
 	params                                              json.RawMessage
 }
 
+// guardFieldsOf are r's: a tool call's as ParseRequest read them, else
+// read from its payload.
+func guardFieldsOf(r *Request) (guardFields, error) {
+	if r.Event != smcp.EventToolCall || r.toolName == nil {
+		return readGuardFields(r.Event, r.Payload)
+	}
+	name, err := smcp.RawString(r.toolName)
+	if err != nil {
+		return guardFields{}, errors.New("tool_name must be a string")
+	}
+	return guardFields{toolName: name, params: r.params}, nil
+}
+
 // readGuardFields reads them from a payload ParseRequest checked, without
 // decoding the rest (a tool's arguments, an upload's chunk).
 func readGuardFields(event string, payload json.RawMessage) (guardFields, error) {
@@ -217,7 +230,7 @@ func (s *Session) admit(ctx context.Context, r *Request, officeID string, fetch 
 	if r.Event == smcp.EventGetTools {
 		gen = h.tools.generation(officeID, r.Computer)
 	} else {
-		f, err := readGuardFields(r.Event, r.Payload)
+		f, err := guardFieldsOf(r)
 		if err != nil {
 			return nil, true, smcp.Errorf(smcp.CodeBadRequest, "%s: %v", r.Event, err)
 		}

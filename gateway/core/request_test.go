@@ -50,6 +50,11 @@ func TestNewToolCallRequestIsParseRequest(t *testing.T) {
 			if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
 				t.Fatalf("error %v, ParseRequest's %v", gotErr, wantErr)
 			}
+			if want != nil {
+				// What ParseRequest keeps of its walk for the guard
+				// (guardFieldsOf), which reads it from the payload else.
+				want.toolName, want.params = nil, nil
+			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("request %+v, ParseRequest's %+v (payload %s)", got, want, payload)
 			}
