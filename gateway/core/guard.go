@@ -59,6 +59,9 @@ type Call struct {
 	// TraceID is Request.TraceID ("" when the front end set none: ctx of
 	// Admit then carries the span, if any).
 	TraceID string
+	// Time is when the core came to admit the call, the start of its
+	// Outcome.Duration (zero in a listing's Visible).
+	Time time.Time
 	// Tool is the tool of a client:tool_call, and the tool whose result
 	// minted the blob of a client:get_blob when this node relayed it; nil
 	// otherwise.
@@ -225,7 +228,7 @@ func (s *Session) admit(ctx context.Context, r *Request, officeID string, fetch 
 	done func(json.RawMessage, error)) (func(json.RawMessage, error), bool, error) {
 	h := s.hub
 	c := &Call{Principal: s.principal, Front: s.front, Protocol: s.wire, Office: officeID, Agent: s.name,
-		Computer: r.Computer, Event: r.Event, ReqID: r.ReqID, TraceID: r.TraceID, Payload: r.Payload}
+		Computer: r.Computer, Event: r.Event, ReqID: r.ReqID, TraceID: r.TraceID, Payload: r.Payload, Time: time.Now()}
 	var gen uint64
 	if r.Event == smcp.EventGetTools {
 		gen = h.tools.generation(officeID, r.Computer)
@@ -279,7 +282,7 @@ func (s *Session) admit(ctx context.Context, r *Request, officeID string, fetch 
 	if err != nil {
 		return nil, true, h.refused(c, err)
 	}
-	start := time.Now()
+	start := c.Time // one clock read for the guard's record and the duration
 	in := int64(len(r.Payload))
 	tool, uri := c.Tool, c.URI
 	return func(raw json.RawMessage, err error) {
