@@ -249,14 +249,14 @@ func (s *Session) admit(ctx context.Context, r *Request, officeID string, fetch 
 				if err != nil {
 					return nil, true, err
 				}
-				t = ToolView{Name: f.toolName, Exposed: f.toolName}
+				t = &ToolView{Name: f.toolName, Exposed: f.toolName}
 				for _, lt := range tools {
 					if lt.view.Exposed == f.toolName {
-						t = lt.view
+						t = &lt.view // a copy: tools holds the listing's raw bytes
 					}
 				}
 			}
-			c.Tool = &t
+			c.Tool = t
 		case smcp.EventReadResource:
 			c.URI = f.uri
 		case smcp.EventGetDesktop:
