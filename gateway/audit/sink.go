@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/segmentio/encoding/json"
-
 	"gopkg.in/natefinch/lumberjack.v2"
 )
 
@@ -48,7 +47,7 @@ func (s *jsonLines) Write(_ context.Context, recs []Record) error {
 	s.buf.Reset()
 	enc := json.NewEncoder(&s.buf)
 	enc.SetEscapeHTML(false)
-	var l line // one for the batch: Encode's interface would move one a record to the heap
+	var l line // reused: Encode takes an interface, so a line per record would be a heap allocation per record
 	for i := range recs {
 		l = line{Record: recs[i], DurationMS: float64(recs[i].Duration) / float64(time.Millisecond)}
 		if err := enc.Encode(&l); err != nil {
