@@ -182,7 +182,11 @@ func (g *governance) record(ctx context.Context, c *core.Call) *audit.Record {
 	if c.Protocol != "" {
 		front += "/" + c.Protocol
 	}
-	r := &audit.Record{Time: time.Now(), Node: g.node, Front: front, Event: c.Event,
+	at := c.Time
+	if at.IsZero() { // a Call not made by the core's admission
+		at = time.Now()
+	}
+	r := &audit.Record{Time: at, Node: g.node, Front: front, Event: c.Event,
 		Principal: c.Principal.ID, Agent: c.Agent, Office: c.Office, Computer: c.Computer,
 		Tool: toolName(c), Resource: c.URI, RequestID: c.ReqID}
 	if r.Issuer = c.Principal.Issuer; r.Issuer != "" {

@@ -1,12 +1,16 @@
 package gateway_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,6 +31,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gateway/tokens/tokentest"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
 	"github.com/smcpgw/smcp-gateway/internal/connecttest"
+	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/jsonrpc"
 	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/mcp"
 	"github.com/smcpgw/smcp-gateway/internal/nodetest"
 	"github.com/smcpgw/smcp-gateway/internal/systest"
@@ -376,6 +381,93 @@ func testGovernance(t *testing.T, protocol string) {
 	}
 }
 
+// answerRecorder is an http.RoundTripper keeping the status and
+// Retry-After of the last answer to a POST: the go-sdk client reports a
+// refusal's error without them.
+type answerRecorder struct {
+	next       http.RoundTripper
+	mu         sync.Mutex
+	status     int
+	retryAfter string
+}
+
+func (a *answerRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := a.next.RoundTrip(r)
+	if err == nil && r.Method == http.MethodPost {
+		a.mu.Lock()
+		a.status, a.retryAfter = resp.StatusCode, resp.Header.Get("Retry-After")
+		a.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (a *answerRecorder) last() (status int, retryAfter string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.status, a.retryAfter
+}
+
+// mcpRetryAfterMS is the retry_after_ms of the flat 429 in the data of
+// the JSON-RPC error err wraps; it fails the test when there is none.
+func mcpRetryAfterMS(t *testing.T, err error) float64 {
+	t.Helper()
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) {
+		t.Fatalf("%v is not a JSON-RPC error", err)
+	}
+	var flat struct {
+		Code    int            `json:"code"`
+		Details map[string]any `json:"details"`
+	}
+	if err := json.Unmarshal(je.Data, &flat); err != nil || flat.Code != 429 {
+		t.Fatalf("JSON-RPC error %v: data %s is not a flat 429", je, je.Data)
+	}
+	ms, _ := flat.Details["retry_after_ms"].(float64)
+	return ms
+}
+
+// postToolCall POSTs a tools/call of tool to the MCP endpoint url as a
+// client of protocol version would (sid: its session, 2025-11-25; none
+// for 2026-07-28, whose request carries its _meta) and returns the answer
+// and its body.
+func postToolCall(t *testing.T, url, version, sid, tool string) (*http.Response, []byte) {
+	t.Helper()
+	params := map[string]any{"name": tool, "arguments": map[string]any{}}
+	if sid == "" {
+		params["_meta"] = map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    version,
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "raw", "version": "1"},
+		}
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequestWithContext(ctxT(t), http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", version)
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", tool)
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
 // quotaGuard refuses every tool call as a quota does: 429 with the wait.
 type quotaGuard struct{}
 
@@ -392,7 +484,8 @@ func (quotaGuard) Visible(*core.Call) bool { return true }
 // A quota's refusal reaches each front end in its form: a flat 429 with
 // details.retry_after_ms on Socket.IO; on Connect HTTP 429 with
 // Retry-After (whole seconds, rounded up); on gRPC ResourceExhausted with
-// google.rpc.RetryInfo; on MCP an error result carrying the code and the
+// google.rpc.RetryInfo; on MCP (a session, a 2026-07-28 request) HTTP 429
+// with Retry-After, the JSON-RPC error's data carrying the code and the
 // wait. The computer sees none of the calls.
 func TestGuardRefusalOnEveryFrontEnd(t *testing.T) {
 	g := startGateway(t, gateway.Config{Core: core.Config{Guard: quotaGuard{}}})
@@ -442,19 +535,40 @@ func TestGuardRefusalOnEveryFrontEnd(t *testing.T) {
 		t.Fatalf("gRPC RetryInfo %v, want 1.5s", wait)
 	}
 
+	// MCP: the POST of the tools/call is answered 429 with Retry-After,
+	// its body the JSON-RPC error whose data is the flat 429: in a session
+	// (the go-sdk client, which reports the error, and the same POST sent
+	// raw) and in a 2026-07-28 request.
+	rec := &answerRecorder{next: http.DefaultTransport}
 	c := mcp.NewClient(&mcp.Implementation{Name: "quota-test", Version: "1"}, nil)
-	cs, err := c.Connect(ctxT(t), &mcp.StreamableClientTransport{Endpoint: g.URL + "/mcp/o", MaxRetries: -1}, nil)
+	cs, err := c.Connect(ctxT(t), &mcp.StreamableClientTransport{Endpoint: g.URL + "/mcp/o", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: rec}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = cs.Close() }()
-	res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "pc__echo", Arguments: map[string]any{}})
-	if err != nil {
-		t.Fatalf("MCP: %v", err)
+	_, err = cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "pc__echo", Arguments: map[string]any{}})
+	status, retryAfter := rec.last()
+	if status != http.StatusTooManyRequests || retryAfter != "2" || mcpRetryAfterMS(t, err) != 1500 {
+		t.Fatalf("MCP session: HTTP %d, Retry-After %q, %v", status, retryAfter, err)
 	}
-	details, _ := res.Meta["a2c_error_details"].(map[string]any)
-	if !res.IsError || res.Meta[smcp.MetaErrorCode] != 429.0 || details["retry_after_ms"] != 1500.0 {
-		t.Fatalf("MCP: %+v meta %v", res, res.Meta)
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		sid := ""
+		if version == "2025-11-25" {
+			sid = cs.ID()
+		}
+		resp, body := postToolCall(t, g.URL+"/mcp/o", version, sid, "pc__echo")
+		var answer struct {
+			Error *jsonrpc.Error `json:"error"`
+		}
+		if err := json.Unmarshal(body, &answer); err != nil || answer.Error == nil {
+			t.Fatalf("MCP %s raw: HTTP %d, body %s", version, resp.StatusCode, body)
+		}
+		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "2" ||
+			!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") || mcpRetryAfterMS(t, answer.Error) != 1500 {
+			t.Fatalf("MCP %s raw: HTTP %d, Retry-After %q, Content-Type %q, body %s", version, resp.StatusCode,
+				resp.Header.Get("Retry-After"), resp.Header.Get("Content-Type"), body)
+		}
 	}
 
 	if got := pc.receivedEvents(); slices.Contains(got, smcp.EventToolCall) {

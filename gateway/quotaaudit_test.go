@@ -118,8 +118,9 @@ func qaCallers(t *testing.T, url string) map[string]qaCaller {
 		}
 	}
 	mc := mcp.NewClient(&mcp.Implementation{Name: "quota-test", Version: "1"}, nil)
+	rec := &answerRecorder{next: headerTransport{"x-api-key", "slow-mcp"}}
 	cs, err := mc.Connect(ctxT(t), &mcp.StreamableClientTransport{Endpoint: url + "/mcp/q-mcp", MaxRetries: -1,
-		HTTPClient: &http.Client{Transport: headerTransport{"x-api-key", "slow-mcp"}}}, nil)
+		HTTPClient: &http.Client{Transport: rec}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func qaCallers(t *testing.T, url string) map[string]qaCaller {
 	callers["mcp"] = func(t *testing.T, arg string) (string, error) {
 		res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: "pc__echo", Arguments: map[string]any{"text": arg}})
 		if err != nil {
-			return "", fmt.Errorf("mcp tools/call: %w", err)
+			return "", mcpError(rec, err)
 		}
 		text := ""
 		if len(res.Content) > 0 {
@@ -155,6 +156,26 @@ type mcpRefusal struct {
 
 func (r mcpRefusal) Error() string { return r.text }
 
+// mcpTooMany is a tools/call answered with HTTP 429: the go-sdk's error
+// (the JSON-RPC error of the body), and the status and Retry-After rec saw.
+type mcpTooMany struct {
+	err        error
+	status     int
+	retryAfter string
+}
+
+func (r mcpTooMany) Error() string { return r.err.Error() }
+func (r mcpTooMany) Unwrap() error { return r.err }
+
+// mcpError is err of a tools/call made through rec: an mcpTooMany when
+// the POST was answered 429.
+func mcpError(rec *answerRecorder, err error) error {
+	if status, retryAfter := rec.last(); status == http.StatusTooManyRequests {
+		return mcpTooMany{err: err, status: status, retryAfter: retryAfter}
+	}
+	return fmt.Errorf("mcp tools/call: %w", err)
+}
+
 // toolCalls is how many tool calls reached pc.
 func toolCalls(pc *computer) int {
 	n := 0
@@ -169,8 +190,9 @@ func toolCalls(pc *computer) int {
 // A key bound to 5 calls per second with a burst of 5 is refused, after
 // its burst, on every front end with a hint of when to come back (a flat
 // 429 with details.retry_after_ms on Socket.IO, ResourceExhausted with
-// Retry-After on Connect, RetryInfo on gRPC, an error result carrying the
-// 429 and retry_after_ms on MCP), and no refused call reaches the computer.
+// Retry-After on Connect, RetryInfo on gRPC, HTTP 429 with Retry-After and
+// the JSON-RPC error's retry_after_ms on MCP), and no refused call reaches
+// the computer.
 func TestQuotaSlowKeyEveryFrontEnd(t *testing.T) {
 	g, pcs := qaGateway(t, &quota.Limits{Bound: quota.Bound{CallsPerSecond: 5, Burst: 5}}, gateway.AuditConfig{})
 	callers := qaCallers(t, g.URL)
@@ -240,12 +262,14 @@ func checkQuotaRefusal(t *testing.T, front string, err error) {
 			}
 		}
 	case "mcp":
-		var r mcpRefusal
-		if !errors.As(err, &r) || fmt.Sprint(r.meta[smcp.MetaErrorCode]) != "429" {
-			t.Fatalf("refusal %v is not an error result with code 429", err)
+		var r mcpTooMany
+		if !errors.As(err, &r) {
+			t.Fatalf("refusal %v is not an HTTP 429", err)
 		}
-		d, _ := r.meta["a2c_error_details"].(map[string]any)
-		wait, _ = d["retry_after_ms"].(float64)
+		if s, err := strconv.Atoi(r.retryAfter); err != nil || s < 1 {
+			t.Fatalf("Retry-After %q", r.retryAfter)
+		}
+		wait = mcpRetryAfterMS(t, r.err)
 	}
 	if wait <= 0 || wait > 200 {
 		t.Fatalf("%s: retry after %vms, want in (0, 200] at 5/s", front, wait)
@@ -784,8 +808,9 @@ func TestGovernanceSlowKeyOnEveryFrontEnd(t *testing.T) {
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run("mcp "+version, func(t *testing.T) {
 			mc := mcp.NewClient(&mcp.Implementation{Name: "quota-test", Version: "1"}, nil)
+			rec := &answerRecorder{next: headerTransport{"x-api-key", "slow-key"}}
 			cs, err := mc.Connect(ctxT(t), &mcp.StreamableClientTransport{Endpoint: e.g.URL + "/mcp/" + govOffice, MaxRetries: -1,
-				HTTPClient: &http.Client{Transport: headerTransport{"x-api-key", "slow-key"}}}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+				HTTPClient: &http.Client{Transport: rec}}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -793,18 +818,12 @@ func TestGovernanceSlowKeyOnEveryFrontEnd(t *testing.T) {
 			checkQuotaRefusal(t, "mcp", callUntilRefused(t, func() error {
 				res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: govPC + "__echo", Arguments: args})
 				if err != nil {
-					t.Fatalf("tools/call: %v", err)
+					return mcpError(rec, err)
 				}
-				if !res.IsError {
-					return nil
+				if res.IsError {
+					t.Fatalf("tools/call: %+v", res)
 				}
-				text := ""
-				if len(res.Content) > 0 {
-					if tc, ok := res.Content[0].(*mcp.TextContent); ok {
-						text = tc.Text
-					}
-				}
-				return mcpRefusal{text: text, meta: res.Meta}
+				return nil
 			}))
 		})
 	}

@@ -325,6 +325,10 @@ type RoutedFields struct {
 	Agent, ReqID, Computer string
 	// Timeout is a tool call's timeout in seconds (0 for other events).
 	Timeout int32
+	// ToolName and Params are a tool call's tool_name (a checked JSON
+	// string) and params as they are in the payload, unread (nil for other
+	// events): for a caller that needs them, without walking it again.
+	ToolName, Params json.RawMessage
 }
 
 // Check checks the payload of a routed event as it will be forwarded: a
@@ -351,6 +355,10 @@ func (e *EventInfo) Check(payload []byte) (RoutedFields, error) {
 			out.Computer = s
 		case "timeout":
 			out.Timeout = int32(n)
+		case "tool_name":
+			out.ToolName = got[i]
+		case "params":
+			out.Params = got[i]
 		}
 	}
 	return out, nil

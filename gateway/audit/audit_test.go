@@ -465,6 +465,25 @@ func TestOTLPSink(t *testing.T) {
 	}
 }
 
+// The JSON lines sink encodes a batch without an allocation per record
+// (the writer runs beside every call: what it allocates, the calls' GC
+// pays for).
+func TestJSONLinesBatchAllocations(t *testing.T) {
+	sink := audit.NewJSONLines(io.Discard)
+	batch := make([]audit.Record, 256)
+	for i := range batch {
+		batch[i] = record(i)
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		if err := sink.Write(context.Background(), batch); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 4 {
+		t.Fatalf("%v allocations per batch of %d records, want a few per batch", allocs, len(batch))
+	}
+}
+
 // BenchmarkWriteJSONLines is the writer's cost per record: JSON lines to
 // a file's writer (io.Discard), in batches as the writer makes them.
 func BenchmarkWriteJSONLines(b *testing.B) {

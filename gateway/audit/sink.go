@@ -3,13 +3,13 @@ package audit
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/segmentio/encoding/json"
 	"gopkg.in/natefinch/lumberjack.v2"
 )
 
@@ -47,8 +47,9 @@ func (s *jsonLines) Write(_ context.Context, recs []Record) error {
 	s.buf.Reset()
 	enc := json.NewEncoder(&s.buf)
 	enc.SetEscapeHTML(false)
+	var l line // reused: Encode takes an interface, so a line per record would be a heap allocation per record
 	for i := range recs {
-		l := line{Record: recs[i], DurationMS: float64(recs[i].Duration) / float64(time.Millisecond)}
+		l = line{Record: recs[i], DurationMS: float64(recs[i].Duration) / float64(time.Millisecond)}
 		if err := enc.Encode(&l); err != nil {
 			return fmt.Errorf("encode audit record: %w", err)
 		}

@@ -59,6 +59,9 @@ type Call struct {
 	// TraceID is Request.TraceID ("" when the front end set none: ctx of
 	// Admit then carries the span, if any).
 	TraceID string
+	// Time is when the core came to admit the call, the start of its
+	// Outcome.Duration (zero in a listing's Visible).
+	Time time.Time
 	// Tool is the tool of a client:tool_call, and the tool whose result
 	// minted the blob of a client:get_blob when this node relayed it; nil
 	// otherwise.
@@ -156,6 +159,19 @@ type guardFields struct {
 	params                                              json.RawMessage
 }
 
+// guardFieldsOf are r's: a tool call's as ParseRequest read them, else
+// read from its payload.
+func guardFieldsOf(r *Request) (guardFields, error) {
+	if r.Event != smcp.EventToolCall || r.toolName == nil {
+		return readGuardFields(r.Event, r.Payload)
+	}
+	name, err := smcp.RawString(r.toolName)
+	if err != nil {
+		return guardFields{}, errors.New("tool_name must be a string")
+	}
+	return guardFields{toolName: name, params: r.params}, nil
+}
+
 // readGuardFields reads them from a payload ParseRequest checked, without
 // decoding the rest (a tool's arguments, an upload's chunk).
 func readGuardFields(event string, payload json.RawMessage) (guardFields, error) {
@@ -212,12 +228,12 @@ func (s *Session) admit(ctx context.Context, r *Request, officeID string, fetch 
 	done func(json.RawMessage, error)) (func(json.RawMessage, error), bool, error) {
 	h := s.hub
 	c := &Call{Principal: s.principal, Front: s.front, Protocol: s.wire, Office: officeID, Agent: s.name,
-		Computer: r.Computer, Event: r.Event, ReqID: r.ReqID, TraceID: r.TraceID, Payload: r.Payload}
+		Computer: r.Computer, Event: r.Event, ReqID: r.ReqID, TraceID: r.TraceID, Payload: r.Payload, Time: time.Now()}
 	var gen uint64
 	if r.Event == smcp.EventGetTools {
 		gen = h.tools.generation(officeID, r.Computer)
 	} else {
-		f, err := readGuardFields(r.Event, r.Payload)
+		f, err := guardFieldsOf(r)
 		if err != nil {
 			return nil, true, smcp.Errorf(smcp.CodeBadRequest, "%s: %v", r.Event, err)
 		}
@@ -233,14 +249,14 @@ func (s *Session) admit(ctx context.Context, r *Request, officeID string, fetch 
 				if err != nil {
 					return nil, true, err
 				}
-				t = ToolView{Name: f.toolName, Exposed: f.toolName}
+				t = &ToolView{Name: f.toolName, Exposed: f.toolName}
 				for _, lt := range tools {
 					if lt.view.Exposed == f.toolName {
-						t = lt.view
+						t = &lt.view // a copy: tools holds the listing's raw bytes
 					}
 				}
 			}
-			c.Tool = &t
+			c.Tool = t
 		case smcp.EventReadResource:
 			c.URI = f.uri
 		case smcp.EventGetDesktop:
@@ -266,7 +282,7 @@ func (s *Session) admit(ctx context.Context, r *Request, officeID string, fetch 
 	if err != nil {
 		return nil, true, h.refused(c, err)
 	}
-	start := time.Now()
+	start := c.Time // one clock read for the guard's record and the duration
 	in := int64(len(r.Payload))
 	tool, uri := c.Tool, c.URI
 	return func(raw json.RawMessage, err error) {

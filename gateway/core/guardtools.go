@@ -20,7 +20,9 @@ type toolCache struct {
 type computerKey struct{ office, computer string }
 
 type computerTools struct {
-	tools map[string]ToolView // by exposed name; nil: not listed yet
+	// tools are by exposed name; nil: not listed yet. A view is shared by
+	// the calls of its tool (Call.Tool), never changed once stored.
+	tools map[string]*ToolView
 	// gen counts the changes of the list (forget): a listing asked for
 	// before a change is not kept after it.
 	gen   uint64
@@ -53,17 +55,17 @@ func (tc *toolCache) entry(office, computer string) *computerTools {
 // lookup finds a tool by the name it is called by; listed is false when the
 // computer's tools are not known. A tool its computer does not list is
 // known by that name alone.
-func (tc *toolCache) lookup(office, computer, exposed string) (t ToolView, listed bool) {
+func (tc *toolCache) lookup(office, computer, exposed string) (t *ToolView, listed bool) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	e := tc.by[computerKey{office, computer}]
 	if e == nil || e.tools == nil {
-		return ToolView{}, false
+		return nil, false
 	}
 	if t, ok := e.tools[exposed]; ok {
 		return t, true
 	}
-	return ToolView{Name: exposed, Exposed: exposed}, true
+	return &ToolView{Name: exposed, Exposed: exposed}, true
 }
 
 // generation is the list's generation, to store a listing asked for now.
@@ -76,9 +78,12 @@ func (tc *toolCache) generation(office, computer string) uint64 {
 // store records a listing asked for at generation gen, unless the list
 // changed since.
 func (tc *toolCache) store(office, computer string, gen uint64, tools []listedTool) {
-	m := make(map[string]ToolView, len(tools))
-	for _, t := range tools {
-		m[t.view.Exposed] = t.view
+	// The views are copied out: tools holds the listing's raw bytes.
+	views := make([]ToolView, len(tools))
+	m := make(map[string]*ToolView, len(tools))
+	for i := range tools {
+		views[i] = tools[i].view
+		m[views[i].Exposed] = &views[i]
 	}
 	tc.mu.Lock()
 	defer tc.mu.Unlock()

@@ -50,9 +50,41 @@ func TestNewToolCallRequestIsParseRequest(t *testing.T) {
 			if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
 				t.Fatalf("error %v, ParseRequest's %v", gotErr, wantErr)
 			}
+			if want != nil {
+				// What ParseRequest keeps of its walk for the guard
+				// (guardFieldsOf), which reads it from the payload else.
+				want.toolName, want.params = nil, nil
+			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("request %+v, ParseRequest's %+v (payload %s)", got, want, payload)
 			}
 		})
+	}
+}
+
+// The guard reads a tool call's tool_name and params from ParseRequest's
+// walk (guardFieldsOf) as it would from the payload (readGuardFields).
+func TestGuardFieldsOfParsedToolCall(t *testing.T) {
+	for _, payload := range []string{
+		`{"agent":"a","req_id":"r","computer":"pc","tool_name":"echo","params":{"text":"hi"},"timeout":5}`,
+		`{"agent":"a","req_id":"r","computer":"pc","tool_name":"t\u00e9\"x","timeout":5}`,
+		`{"agent":"a","req_id":"r","computer":"pc","tool_name":"echo","params":null,"timeout":5}`,
+		`{"params":{"tool_name":"inner"},"agent":"a","req_id":"r","computer":"pc","tool_name":"outer","timeout":5}`,
+	} {
+		r, err := ParseRequest(smcp.EventToolCall, []byte(payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := guardFieldsOf(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := readGuardFields(r.Event, r.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.toolName != want.toolName || string(got.params) != string(want.params) {
+			t.Errorf("%s: read %q %s from the walk, %q %s from the payload", payload, got.toolName, got.params, want.toolName, want.params)
+		}
 	}
 }

@@ -72,6 +72,10 @@ type Request struct {
 	// unguarded: the core's own request (Session.listTools), not the
 	// agent's, so not the guard's to admit.
 	unguarded bool
+	// toolName and params are a tool call's, raw, when ParseRequest read
+	// them (smcp.RoutedFields), so that the guard's admission does not
+	// walk the payload again.
+	toolName, params json.RawMessage
 }
 
 // RequestMessage is what every client: request message has.
@@ -96,7 +100,7 @@ func ParseRequest(event string, payload []byte) (*Request, error) {
 		return nil, err
 	}
 	return &Request{Event: event, info: info, Agent: f.Agent, ReqID: f.ReqID, Computer: f.Computer,
-		Timeout: f.Timeout, Payload: payload}, nil
+		Timeout: f.Timeout, Payload: payload, toolName: f.ToolName, params: f.Params}, nil
 }
 
 // NewToolCallRequest is the Request ParseRequest(smcp.EventToolCall,

@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	"github.com/smcpgw/smcp-gateway/internal/fork/mcpsdk/jsonrpc"
@@ -53,4 +57,27 @@ func mcpError(err error, read bool) error {
 	}
 	data, _ := json.Marshal(e.Wire())
 	return &jsonrpc.Error{Code: code, Message: e.Message, Data: data}
+}
+
+// errorStatus answers a request refused for too many calls (a quota, the
+// calls in flight) with HTTP 429, and Retry-After (whole seconds, rounded
+// up, as Connect's) when the refusal says when to retry; the body is the
+// JSON-RPC error, whose data has the exact wait (details.retry_after_ms).
+// It is the go-sdk's StreamableHTTPOptions.ErrorStatus (a local patch):
+// asked about the error answering a POST of one request.
+func errorStatus(e *jsonrpc.Error, h http.Header) int {
+	var flat struct {
+		Code    int `json:"code"`
+		Details struct {
+			RetryAfterMS *float64 `json:"retry_after_ms"`
+		} `json:"details"`
+	}
+	if e.Code != codeServerError || json.Unmarshal(e.Data, &flat) != nil || flat.Code != core.CodeTooManyPending {
+		return 0
+	}
+	if ms := flat.Details.RetryAfterMS; ms != nil {
+		secs := int64(math.Ceil((time.Duration(*ms) * time.Millisecond).Seconds()))
+		h.Set("Retry-After", strconv.FormatInt(max(secs, 1), 10))
+	}
+	return http.StatusTooManyRequests
 }

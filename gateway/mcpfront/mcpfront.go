@@ -337,6 +337,7 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 		// The POST is the request's whole life: a client gone cancels its
 		// call (and the computer's) as a cancellation would.
 		PropagateRequestCancellation: true,
+		ErrorStatus:                  errorStatus,
 	})
 	s.handler = mcp.NewStreamableHTTPHandler(s.serverFor, &mcp.StreamableHTTPOptions{
 		Logger:              opts.Logger,
@@ -348,6 +349,7 @@ func New(hub *core.Hub, auth core.Authenticator, opts Options) *Server {
 		// stream framing costs the gateway per call.
 		JSONResponse:               true,
 		DisableLocalhostProtection: len(opts.AllowedHosts) > 0, // as above
+		ErrorStatus:                errorStatus,
 	})
 	s.origins, _ = httpauth.ParseOrigins(opts.AllowedOrigins) // checked where configured
 	return s

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/quota"
 	"github.com/smcpgw/smcp-gateway/internal/nodetest"
 )
 
@@ -31,6 +33,36 @@ func TestTypeScriptSDKClient(t *testing.T) {
 	runTypeScriptClient(t, dir, endpoint(o.g, "A"), o.pc2, func() {
 		startComputer(t, o.g, keyA, "A", "pc3", map[string]string{"fx": newFixture(t, "pc3").url})
 	})
+}
+
+// A quota's refusal reaches the official TypeScript SDK client as an
+// error of the call (its StreamableHTTPError: the HTTP 429, and the
+// JSON-RPC error's text, which names the bound and the wait); the session
+// goes on.
+func TestTypeScriptSDKClientQuotaRefusal(t *testing.T) {
+	dir := nodetest.Require(t, nodeDir)
+	o := newOffice(t, gateway.Config{Quotas: &quota.Table{Default: &quota.Limits{Bound: quota.Bound{CallsPerSecond: 0.1, Burst: 1}}}})
+	out := runNodeScript(t, dir, "quota.mjs", endpoint(o.g, "A"), keyA)
+	t.Logf("TypeScript SDK: %s", out)
+	var got struct {
+		First   string
+		Refusal *struct {
+			Name    string
+			Code    int
+			Message string
+		}
+		Tools int
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("node printed %q: %v", out, err)
+	}
+	if got.First != "pc1: one" || got.Tools == 0 {
+		t.Fatalf("first call %q, then %d tools listed", got.First, got.Tools)
+	}
+	if r := got.Refusal; r == nil || r.Code != http.StatusTooManyRequests ||
+		!strings.Contains(r.Message, "quota: this key may make 0.1 calls per second (burst 1); retry after") {
+		t.Fatalf("the second call: %+v", got.Refusal)
+	}
 }
 
 // runTypeScriptClient runs client.mjs against the office A endpoint at url,

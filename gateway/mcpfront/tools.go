@@ -243,9 +243,11 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 				}
 				return nil, cerr
 			}
-			if errors.Is(err, core.ErrRefused) {
+			if errors.Is(err, core.ErrRefused) && !tooMany(err) {
 				return refusedResult(err), nil
 			}
+			// A quota's refusal is the request's, not the tool's: an
+			// error the POST answers with 429 (errorStatus).
 			return nil, mcpError(err, false)
 		}
 		if bytes.Contains(raw, []byte("a2c_blob_handle")) {
@@ -263,10 +265,16 @@ func (x *session) callTool(computer, tool string) mcp.ToolHandler {
 	}
 }
 
+// tooMany reports a refusal for too many calls (429: a quota).
+func tooMany(err error) bool {
+	e, ok := smcp.AsError(err)
+	return ok && e.Code == core.CodeTooManyPending
+}
+
 // refusedResult answers a tools/call the gateway's governance refused (a
-// rule, a quota) as MCP answers a tool that failed: an error result the
-// model can read, whose _meta carries the SMCP code (403, 429) and details
-// (retry_after_ms of a quota).
+// rule; a required audit that cannot write) as MCP answers a tool that
+// failed: an error result the model can read, whose _meta carries the SMCP
+// code (403, 503) and details.
 func refusedResult(err error) *mcp.CallToolResult {
 	e, _ := smcp.AsError(err)
 	meta := mcp.Meta{smcp.MetaErrorCode: e.Code}

@@ -272,7 +272,7 @@ func subjectOf(c *core.Call) subject {
 
 func (r *Rules) decide(c *core.Call, listing bool) error {
 	subj := subjectOf(c)
-	ev := evalCtx{call: c, listing: listing}
+	var ev *evalCtx // made by the first expression evaluated: most calls need none
 	var allows bool
 	for _, name := range c.Principal.RuleSets {
 		rs := r.sets[name]
@@ -284,7 +284,7 @@ func (r *Rules) decide(c *core.Call, listing bool) error {
 		allows = allows || rs.allows
 		for i := range rs.entries {
 			en := &rs.entries[i]
-			if !en.allow && en.matches(c, subj, &ev) {
+			if !en.allow && en.matches(c, subj, &ev, listing) {
 				return smcp.Errorf(smcp.CodeForbidden, "%s: denied by rule set %q entry %d", what(c, subj), rs.name, en.index)
 			}
 		}
@@ -296,7 +296,7 @@ func (r *Rules) decide(c *core.Call, listing bool) error {
 		rs := r.sets[name]
 		for i := range rs.entries {
 			en := &rs.entries[i]
-			if en.allow && en.matches(c, subj, &ev) {
+			if en.allow && en.matches(c, subj, &ev, listing) {
 				return nil
 			}
 		}
@@ -322,7 +322,7 @@ func what(c *core.Call, subj subject) string {
 	return fmt.Sprintf("%s to computer %q", c.Event, c.Computer)
 }
 
-func (en *entry) matches(c *core.Call, subj subject, ev *evalCtx) bool {
+func (en *entry) matches(c *core.Call, subj subject, ev **evalCtx, listing bool) bool {
 	m := &en.m
 	switch {
 	case en.tool && subj != tool, en.resource && subj != resource:
@@ -343,7 +343,10 @@ func (en *entry) matches(c *core.Call, subj subject, ev *evalCtx) bool {
 		return false
 	}
 	if en.prg != nil {
-		return en.prg.eval(ev)
+		if *ev == nil {
+			*ev = &evalCtx{call: c, listing: listing}
+		}
+		return en.prg.eval(*ev)
 	}
 	return true
 }
@@ -352,6 +355,9 @@ func (en *entry) matches(c *core.Call, subj subject, ev *evalCtx) bool {
 func glob(pattern, s string) bool {
 	if pattern == "" {
 		return true
+	}
+	if !strings.ContainsAny(pattern, `*?[\`) {
+		return pattern == s // path.Match's answer, without its scan
 	}
 	ok, _ := path.Match(pattern, s)
 	return ok

@@ -197,3 +197,27 @@ func BenchmarkAdmitCEL(b *testing.B) {
 		}
 	}
 }
+
+// Rules of patterns alone judge a call without allocating: the evaluation
+// context of CEL is made only for an expression (the bench's rule set,
+// docs/BENCHMARKS.md "Governance on vs off", is judged on every call).
+func TestPatternRulesAllocateNothing(t *testing.T) {
+	r, err := Compile(map[string][]Rule{"bench": {
+		{Allow: &Match{Tool: "echo"}},
+		{Deny: &Match{Computer: "prod-*", Tool: "shell*"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine(r)
+	c := toolCall([]string{"bench"}, "pc", "echo", `{"text":"hi"}`)
+	ctx := context.Background()
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := e.Admit(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per call judged by patterns, want 0", allocs)
+	}
+}

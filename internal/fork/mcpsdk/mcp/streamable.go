@@ -217,6 +217,13 @@ type StreamableHTTPOptions struct {
 	// Requests using older protocol versions (including those routed through
 	// the allowsessionsinstateless compatibility path) are unaffected.
 	PropagateRequestCancellation bool
+
+	// ErrorStatus, when set, is asked about a JSON-RPC error answering a
+	// POST of one request answered as application/json (JSONResponse): a
+	// status it returns (non-zero) answers the POST with that HTTP status,
+	// the error as its body, and the headers it set on h (a 429's
+	// Retry-After). Local patch (internal/fork/mcpsdk/PATCHED.md).
+	ErrorStatus func(err *jsonrpc.Error, h http.Header) int
 }
 
 // DefaultMaxRequestBodyBytes is the default value used for
@@ -427,6 +434,7 @@ func (h *StreamableHTTPHandler) serveStateless(w http.ResponseWriter, req *http.
 		Stateless:                   true,
 		EventStore:                  h.opts.EventStore,
 		jsonResponse:                h.opts.JSONResponse,
+		errorStatus:                 h.opts.ErrorStatus,
 		logger:                      h.opts.Logger,
 		shouldPropagateCancellation: info.usesNewProtocol && (info.isSubscriptionsListen || h.opts.PropagateRequestCancellation),
 	}
@@ -657,6 +665,7 @@ func (h *StreamableHTTPHandler) serveStatefulPOST(w http.ResponseWriter, req *ht
 		Stateless:    false,
 		EventStore:   h.opts.EventStore,
 		jsonResponse: h.opts.JSONResponse,
+		errorStatus:  h.opts.ErrorStatus,
 		logger:       h.opts.Logger,
 	}
 
@@ -822,6 +831,9 @@ type StreamableServerTransport struct {
 	// to write their own streamable HTTP handler.
 	jsonResponse bool
 
+	// errorStatus is [StreamableHTTPOptions.ErrorStatus]. Local patch.
+	errorStatus func(*jsonrpc.Error, http.Header) int
+
 	// optional logger provided through the [StreamableHTTPOptions.Logger].
 	//
 	// TODO(rfindley): logger should be exported, since we want to allow users
@@ -846,6 +858,7 @@ func (t *StreamableServerTransport) Connect(ctx context.Context) (Connection, er
 		stateless:                   t.Stateless,
 		eventStore:                  t.EventStore,
 		jsonResponse:                t.jsonResponse,
+		errorStatus:                 t.errorStatus,
 		logger:                      ensureLogger(t.logger), // see #556: must be non-nil
 		shouldPropagateCancellation: t.shouldPropagateCancellation,
 		incoming:                    make(chan jsonrpc.Message, 10),
@@ -880,6 +893,7 @@ type streamableServerConn struct {
 	stateless    bool
 	jsonResponse bool
 	eventStore   EventStore
+	errorStatus  func(*jsonrpc.Error, http.Header) int // Local patch
 
 	// shouldPropagateCancellation is true when the underlying HTTP request's
 	// lifetime IS the connection's cancellation signal (e.g., a stateless
@@ -1899,6 +1913,17 @@ func (c *streamableServerConn) Write(ctx context.Context, msg jsonrpc.Message) e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
+	overrideStatus := extractErrorStatus(ctx, msg)
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error != nil && overrideStatus == 0 && c.errorStatus != nil &&
+		s.done != nil && !s.isBatch && s.pendingJSONMessages != nil && len(s.pendingJSONMessages) == 0 {
+		// Local patch (PATCHED.md): the error answering a POST of one
+		// request, nothing of it written yet, may take its own status.
+		var jerr *jsonrpc.Error
+		if errors.As(resp.Error, &jerr) {
+			overrideStatus = c.errorStatus(jerr, s.w.Header())
+		}
+	}
+
 	// Store in eventStore before delivering.
 	// TODO(rfindley): we should only append if the response is SSE, not JSON, by
 	// pushing down into the delivery layer.
@@ -1921,9 +1946,9 @@ func (c *streamableServerConn) Write(ctx context.Context, msg jsonrpc.Message) e
 	}
 
 	// SEP-2575: map protocol-level JSON-RPC error codes to HTTP status codes
-	// on the new protocol (>= 2026-07-28). When non-zero, deliverLocked will
-	// write the body as raw application/json with the override status.
-	overrideStatus := extractErrorStatus(ctx, msg)
+	// on the new protocol (>= 2026-07-28) (overrideStatus, above). When
+	// non-zero, deliverLocked will write the body as raw application/json
+	// with the override status.
 
 	done, err := s.deliverLocked(data, eventID, responseTo, overrideStatus)
 	if err != nil {
@@ -2580,20 +2605,22 @@ func (c *streamableClientConn) checkResponse(ctx context.Context, requestSummary
 			resp.Body.Close()
 		}
 	}()
-	// Transient server errors (502, 503, 504, 429) should not break the connection.
-	// Wrap them with ErrRejected so the jsonrpc2 layer doesn't set writeErr.
-	if isTransientHTTPStatus(resp.StatusCode) {
-		return fmt.Errorf("%w: %s: %v", jsonrpc2.ErrRejected, requestSummary, http.StatusText(resp.StatusCode))
-	}
 	// By default, always try to decode the body and surface the underlying
 	// JSON-RPC error, wrapping it with ErrRejected to prevent the connection from closing.
 	// Setting MCPGODEBUG=noprotocolerrorbody=1 restores the previous behavior.
+	// Local patch (PATCHED.md): asked before the transient statuses, so
+	// that a 429's error (which says when to retry) reaches the caller.
 	if noprotocolerrorbody != "1" && (resp.StatusCode < 200 || resp.StatusCode >= 300) {
 		body, _ := io.ReadAll(resp.Body)
 		msg, _ := jsonrpc.DecodeMessage(body)
 		if response, ok := msg.(*jsonrpc.Response); ok && response.Error != nil {
 			return fmt.Errorf("%s: %w: %w: %v", requestSummary, response.Error, jsonrpc2.ErrRejected, http.StatusText(resp.StatusCode))
 		}
+	}
+	// Transient server errors (502, 503, 504, 429) should not break the connection.
+	// Wrap them with ErrRejected so the jsonrpc2 layer doesn't set writeErr.
+	if isTransientHTTPStatus(resp.StatusCode) {
+		return fmt.Errorf("%w: %s: %v", jsonrpc2.ErrRejected, requestSummary, http.StatusText(resp.StatusCode))
 	}
 	// §2.5.3: "The server MAY terminate the session at any time, after
 	// which it MUST respond to requests containing that session ID with HTTP
