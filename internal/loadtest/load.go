@@ -651,21 +651,14 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // readServer sums the readings of the server processes.
-func (o *Options) readServer() ProcSample {
-	var sum ProcSample
-	for _, pid := range o.PIDs {
-		s := readPID(pid)
-		sum.CPU += s.CPU
-		sum.Sys += s.Sys
-		sum.RSS += s.RSS
-		sum.IO += s.IO
-	}
-	return sum
-}
+func (o *Options) readServer() ProcSample { return readPIDs(o.PIDs) }
 
-func (o *Options) readRedis() ProcSample {
-	sum := readPID(o.RedisPID)
-	for _, pid := range o.RedisPIDs {
+// readRedis sums the readings of the Redis processes.
+func (o *Options) readRedis() ProcSample { return readPIDs(append([]int{o.RedisPID}, o.RedisPIDs...)) }
+
+func readPIDs(pids []int) ProcSample {
+	var sum ProcSample
+	for _, pid := range pids {
 		s := readPID(pid)
 		sum.CPU += s.CPU
 		sum.Sys += s.Sys
