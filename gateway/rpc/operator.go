@@ -19,6 +19,7 @@ type Operator interface {
 	Connections(ctx context.Context, req *smcpv1.ListConnectionsRequest) (*smcpv1.ListConnectionsResponse, error)
 	Quotas(ctx context.Context, req *smcpv1.ListQuotasRequest) (*smcpv1.ListQuotasResponse, error)
 	Figures(ctx context.Context) (*smcpv1.GetFiguresResponse, error)
+	SignIns(ctx context.Context, req *smcpv1.ListSignInsRequest) (*smcpv1.ListSignInsResponse, error)
 }
 
 // operator is the caller's Operator: only an operator key may read these
@@ -79,5 +80,15 @@ func (s *service) GetFigures(ctx context.Context, _ *smcpv1.GetFiguresRequest) (
 		return nil, err
 	}
 	res, err := op.Figures(ctx)
+	return res, toConnect(err)
+}
+
+// ListSignIns answers Operator.SignIns: their URLs are for operators only.
+func (s *service) ListSignIns(ctx context.Context, req *smcpv1.ListSignInsRequest) (*smcpv1.ListSignInsResponse, error) {
+	op, err := s.operator(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := op.SignIns(ctx, req)
 	return res, toConnect(err)
 }
