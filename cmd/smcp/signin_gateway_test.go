@@ -172,3 +172,64 @@ func TestHeadlessComputerSignsInThroughGateway(t *testing.T) {
 		t.Fatalf("the state again: %d %s", resp.StatusCode, body)
 	}
 }
+
+// A hosted computer signs in the same way when the gateway knows its
+// public URL (public_url): the sign-in is listed for the operator (an
+// insecure gateway's caller is one), the browser's callback reaches the
+// computer in process, and calls on the Connect API succeed.
+func TestHostedComputerSignsInThroughGateway(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	as := oauthtest.StartAS(t, time.Hour)
+	mcpURL := oauthtest.Protected(t, as, testmcp.New("guarded", testmcp.Options{}).HTTPHandler(), "mcp:tools")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "mcp.json"), []byte(fmt.Sprintf(`{"mcpServers": {"Guarded API": {"type": "streamable-http", "url": %q}}}`, mcpURL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "store.key"), []byte("k3y-of-the-hosted-store-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	yml := "listen: " + addr + "\ninsecure: true\npublic_url: http://" + addr + "\ncomputers:\n" +
+		"  - {name: pc, office: o, config: mcp.json, confirm: auto, auth_store: state/auth.enc, auth_store_key_file: store.key}\n"
+	cfgPath := filepath.Join(dir, "gateway.yaml")
+	if err := os.WriteFile(cfgPath, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- runGateway(gctx, []string{"--config", cfgPath, "--log-level", "error"}) }()
+	defer func() {
+		stop()
+		if err := <-ran; err != nil {
+			t.Errorf("smcp gateway: %v", err)
+		}
+	}()
+
+	cl := smcpv1connect.NewAgentServiceClient(http.DefaultClient, "http://"+addr)
+	var signIn *smcpv1.SignIn
+	waitFor(t, ctx, "the hosted computer's sign-in listed", func() bool {
+		res, err := cl.ListSignIns(ctx, &smcpv1.ListSignInsRequest{})
+		if len(res.GetSignIns()) == 1 {
+			signIn = res.GetSignIns()[0]
+		}
+		return err == nil && signIn != nil
+	})
+	if signIn.GetOffice() != "o" || signIn.GetComputer() != "pc" || !strings.Contains(signIn.GetUrl(), url.QueryEscape("http://"+addr+"/oauth/callback/o/pc")) {
+		t.Fatalf("sign-in listed: %v", signIn)
+	}
+	browser := testbrowser.Start(t, ctx, testbrowser.Path(t))
+	if err := oauthtest.SignIn(browser, as, signIn.GetUrl()); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	params, _ := structpb.NewStruct(map[string]any{"text": "hi"})
+	var res *smcpv1.CallToolResult
+	waitFor(t, ctx, "a call through the signed-in hosted computer", func() bool {
+		r, err := cl.CallTool(ctx, &smcpv1.CallToolRequest{OfficeId: "o", Computer: "pc", ToolName: "Guarded_API__echo", Params: params, Timeout: 10})
+		res = r.GetResult()
+		return err == nil && !res.GetIsError()
+	})
+	if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != "guarded: hi" {
+		t.Fatalf("echo = %q", got)
+	}
+}
