@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/chromedp/chromedp"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -149,8 +150,27 @@ func TestHeadlessComputerSignsInThroughGateway(t *testing.T) {
 		t.Fatalf("ListSignIns with an agent's key: %v, want PERMISSION_DENIED", err)
 	}
 
+	// The console, with the operator's key, shows the link in the office's
+	// view; the browser follows it.
 	browser := testbrowser.Start(t, ctx, testbrowser.Path(t))
-	if err := oauthtest.SignIn(browser, as, signIn.GetUrl()); err != nil {
+	var href string
+	link := `#office-signins li.signin[data-computer="pc"][data-server="Guarded API"] a`
+	cctx2, cancel2 := context.WithTimeout(browser, time.Minute)
+	defer cancel2()
+	if err := chromedp.Run(cctx2,
+		chromedp.Navigate(gw.URL+"/console/#/office/o"),
+		chromedp.WaitVisible("#key", chromedp.ByQuery),
+		chromedp.SendKeys("#key", "op-key", chromedp.ByQuery),
+		chromedp.Click("#sign-in", chromedp.ByQuery),
+		chromedp.WaitVisible(link, chromedp.ByQuery),
+		chromedp.AttributeValue(link, "href", &href, nil, chromedp.ByQuery),
+	); err != nil {
+		t.Fatalf("console: %v", err)
+	}
+	if href != signIn.GetUrl() {
+		t.Fatalf("the console's link %q, want %q", href, signIn.GetUrl())
+	}
+	if err := oauthtest.SignIn(browser, as, href); err != nil {
 		t.Fatalf("browser: %v", err)
 	}
 	waitFor(t, ctx, "the agent's call to succeed", func() bool { res = call(); return !res.GetIsError() })
