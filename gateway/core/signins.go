@@ -99,19 +99,19 @@ func (s *Session) ReportSignIn(si SignIn) error {
 	if t.byID == nil {
 		t.byID = map[signInKey]*pendingSignIn{}
 	}
+	k := signInKey{office, name, si.State}
 	n := 0
-	for k, p := range t.byID {
+	for pk, p := range t.byID {
 		switch {
 		case !p.taken && !p.Expires.After(now):
-			delete(t.byID, k)
-		case p.sess == s:
+			delete(t.byID, pk)
+		case p.sess == s && pk != k: // a sign-in reported again replaces itself
 			n++
 		}
 	}
 	if n >= maxSignInsPerComputer {
 		return smcp.Errorf(codeTooManySignIns, "a computer may have %d sign-ins waiting at most", maxSignInsPerComputer)
 	}
-	k := signInKey{office, name, si.State}
 	if p := t.byID[k]; p != nil && p.taken {
 		return smcp.Errorf(smcp.CodeBadRequest, "this sign-in's state was used already")
 	}
