@@ -34,7 +34,8 @@ import (
 // --sign-in-via-gateway` behind a gateway, its MCP server behind OAuth
 // (internal/oauthtest). An agent's call gets 4006 and no answer it sees
 // holds the authorization URL or the callback; the operator key's
-// ListSignIns shows the link, an agent's key is refused; the browser
+// ListSignIns shows the link, so does the computer's own key (its own
+// sign-ins only), an agent's key is refused; the browser
 // (chromedp) signs in at the authorization server, whose redirect reaches
 // the gateway's /oauth/callback/o/pc and through it the computer, which
 // stores the token; the agent's call then succeeds, the sign-in is gone
@@ -56,7 +57,8 @@ func TestHeadlessComputerSignsInThroughGateway(t *testing.T) {
 	keys, err := core.NewKeyRing(
 		core.Key{ID: "op", Key: "op-key"},
 		core.Key{ID: "agent", Key: "agent-key", Roles: []string{smcp.RoleAgent}, Offices: []string{"o"}},
-		core.Key{ID: "pc", Key: "pc-key", Roles: []string{smcp.RoleComputer}, Offices: []string{"o"}, Name: "pc"})
+		core.Key{ID: "pc", Key: "pc-key", Roles: []string{smcp.RoleComputer}, Offices: []string{"o"}, Name: "pc"},
+		core.Key{ID: "pc2", Key: "pc2-key", Roles: []string{smcp.RoleComputer}, Offices: []string{"o"}, Name: "pc2"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +150,14 @@ func TestHeadlessComputerSignsInThroughGateway(t *testing.T) {
 	agentRPC := smcpv1connect.NewAgentServiceClient(http.DefaultClient, gw.URL, connecttest.Headers("x-api-key", "agent-key"))
 	if _, err := agentRPC.ListSignIns(ctx, &smcpv1.ListSignInsRequest{Office: "o"}); connect.CodeOf(err) != connect.CodePermissionDenied {
 		t.Fatalf("ListSignIns with an agent's key: %v, want PERMISSION_DENIED", err)
+	}
+	// The computer's own key sees its sign-in; another computer's, none.
+	for key, want := range map[string]int{"pc-key": 1, "pc2-key": 0} {
+		cl := smcpv1connect.NewAgentServiceClient(http.DefaultClient, gw.URL, connecttest.Headers("x-api-key", key))
+		l, err := cl.ListSignIns(ctx, &smcpv1.ListSignInsRequest{})
+		if err != nil || len(l.GetSignIns()) != want || (want == 1 && l.GetSignIns()[0].GetUrl() != signIn.GetUrl()) {
+			t.Fatalf("ListSignIns with %s: %v, %v; want %d", key, l, err, want)
+		}
 	}
 
 	// The console, with the operator's key, shows the link in the office's

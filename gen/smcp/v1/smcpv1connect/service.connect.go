@@ -176,8 +176,10 @@ type AgentServiceClient interface {
 	// ListSignIns lists the sign-ins to MCP servers that headless computers
 	// wait for (docs/UPSTREAM.md): each with the authorization URL an
 	// operator opens; the callback comes back to the gateway, which hands it
-	// to the computer. This node's computers. Operator keys only: an agent
-	// never sees an authorization URL.
+	// to the computer. This node's computers. Operator keys, and a
+	// computer's own key (a key with a name that may join as a computer: that
+	// computer's sign-ins only); any other key gets PERMISSION_DENIED: an
+	// agent never sees an authorization URL.
 	ListSignIns(context.Context, *v1.ListSignInsRequest) (*v1.ListSignInsResponse, error)
 }
 
@@ -615,8 +617,10 @@ type AgentServiceHandler interface {
 	// ListSignIns lists the sign-ins to MCP servers that headless computers
 	// wait for (docs/UPSTREAM.md): each with the authorization URL an
 	// operator opens; the callback comes back to the gateway, which hands it
-	// to the computer. This node's computers. Operator keys only: an agent
-	// never sees an authorization URL.
+	// to the computer. This node's computers. Operator keys, and a
+	// computer's own key (a key with a name that may join as a computer: that
+	// computer's sign-ins only); any other key gets PERMISSION_DENIED: an
+	// agent never sees an authorization URL.
 	ListSignIns(context.Context, *v1.ListSignInsRequest) (*v1.ListSignInsResponse, error)
 }
 
