@@ -99,7 +99,12 @@ type Options struct {
 	// initialize with a Bearer 401 gets a sign-in whose authorization
 	// response goes to SignInRedirect (a callback the host receives);
 	// OnSignIn gets the URL to show to operators (never to agents), and the
-	// host hands the response back with CompleteSignIn.
+	// host hands the response back with CompleteSignIn. Without OnSignIn,
+	// the host is the gateway the computer is linked to: the request goes
+	// to it as server:auth_required (again after every join, while it
+	// waits), and its client:auth_callback finishes the sign-in
+	// (docs/UPSTREAM.md); SignInRedirect is then the gateway's
+	// /oauth/callback/{office}/{computer} (GatewaySignInRedirect).
 	SignInRedirect string
 	OnSignIn       func(SignInRequest)
 }
@@ -108,7 +113,10 @@ type Options struct {
 type Computer struct {
 	opts Options
 	name string
-	log  *slog.Logger
+	// signInViaLink: the gateway of the link is the host of sign-ins
+	// (Options.OnSignIn unset).
+	signInViaLink bool
+	log           *slog.Logger
 	// protocol is Options.Protocol; bundled is true from 0.3 (bundle ids).
 	protocol string
 	bundled  bool
@@ -196,6 +204,9 @@ func New(opts Options) (*Computer, error) {
 		c.catalog.Store(tools.Build(nil, nil))
 	}
 	c.signIns = newSignIns()
+	if c.opts.SignInRedirect != "" && c.opts.OnSignIn == nil {
+		c.opts.OnSignIn, c.signInViaLink = c.reportSignIn, true
+	}
 	c.desktop = newDesktopState()
 	c.finder = newFinderState()
 	c.servers = servers.New(servers.Options{

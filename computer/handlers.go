@@ -27,6 +27,9 @@ import (
 // Handle blocks for as long as the work takes (a tool call up to its
 // timeout): a Socket.IO handler must call it from its own goroutine.
 func (c *Computer) Handle(ctx context.Context, event string, payload any) any {
+	if event == smcp.EventAuthCallback && c.opts.SignInRedirect != "" {
+		return c.authCallback(payload)
+	}
 	h, ok := c.handlers[event]
 	if !ok {
 		return smcp.Errorf(smcp.CodeBadRequest, "unknown event %q", event).Wire()

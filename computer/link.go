@@ -167,6 +167,11 @@ func (c *Computer) join(ctx context.Context, o sioclient.Options, office string)
 			})
 		}
 	}
+	if c.signInViaLink {
+		conn.Handle(smcp.EventAuthCallback, func(_ context.Context, payload json.RawMessage) (any, error) {
+			return c.authCallback(payload), nil
+		})
+	}
 	conn.OnRejoin(func(err error) {
 		if err != nil {
 			c.log.Error("re-joining the office after a reconnect failed", "office", office, "err", err)
@@ -174,6 +179,7 @@ func (c *Computer) join(ctx context.Context, o sioclient.Options, office string)
 		}
 		// Agents may have missed updates while we were away.
 		c.notify(smcp.EventUpdateConfig)
+		c.reportSignIns()
 	})
 	if err := conn.JoinOffice(ctx, smcp.RoleComputer, c.name, office); err != nil {
 		conn.Close()
@@ -184,6 +190,7 @@ func (c *Computer) join(ctx context.Context, o sioclient.Options, office string)
 		return nil, err
 	}
 	c.SetLink(conn)
+	c.reportSignIns()
 	c.log.Info("joined office", "gateway", conn.URL(), "office", office)
 	return conn, nil
 }

@@ -2,13 +2,17 @@ package computer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/smcpgw/smcp-gateway/computer/servers"
 	"github.com/smcpgw/smcp-gateway/computer/upstreamauth"
+	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
 // SignInTTL is how long a sign-in started for a host waits for its
@@ -41,6 +45,7 @@ type signIns struct {
 
 type pendingSignIn struct {
 	server string
+	req    SignInRequest
 	p      *upstreamauth.SignIn
 	ended  chan struct{}
 }
@@ -105,13 +110,14 @@ func (c *Computer) startSignIn(name string) {
 			c.log.Warn("upstream auth: cannot start the sign-in", "server", name, "err", err)
 			return
 		}
-		pend := &pendingSignIn{server: name, p: p, ended: make(chan struct{})}
+		deadline, _ := ctx.Deadline()
+		req := SignInRequest{Server: name, BundleID: snap.BundleID, URL: p.URL, State: p.State, Expires: deadline}
+		pend := &pendingSignIn{server: name, req: req, p: p, ended: make(chan struct{})}
 		s.mu.Lock()
 		s.byState[p.State] = pend
 		s.mu.Unlock()
-		deadline, _ := ctx.Deadline()
 		c.log.Info("upstream auth: sign-in needed; the host shows its link to operators", "server", name)
-		o.OnSignIn(SignInRequest{Server: name, BundleID: snap.BundleID, URL: p.URL, State: p.State, Expires: deadline})
+		o.OnSignIn(req)
 		select {
 		case <-pend.ended:
 		case <-ctx.Done():
@@ -162,3 +168,81 @@ func (c *Computer) CompleteSignIn(code, state, iss, oauthError string) (string, 
 
 // authRequired reacts to a server refused for authorization.
 func (c *Computer) authRequired(ev servers.Event) { c.startSignIn(ev.Server) }
+
+// GatewaySignInRedirect is the redirect URI of a sign-in the gateway at
+// base (its URL as browsers reach it) receives for computer name of
+// office: its /oauth/callback/{office}/{computer}.
+func GatewaySignInRedirect(base, office, name string) string {
+	return strings.TrimSuffix(base, "/") + "/oauth/callback/" + url.PathEscape(office) + "/" + url.PathEscape(name)
+}
+
+// reportSignIn is OnSignIn when the host is the gateway: the request goes
+// over the link as server:auth_required. Without a link now, it goes at
+// the next join (reportSignIns).
+func (c *Computer) reportSignIn(r SignInRequest) {
+	c.linkMu.Lock()
+	link := c.link
+	c.linkMu.Unlock()
+	if link == nil {
+		return
+	}
+	if err := link.Emit(smcp.EventAuthRequired, map[string]any{"server": r.Server, "bundle_id": r.BundleID,
+		"url": r.URL, "state": r.State, "expires_at": r.Expires.UTC().Format(time.RFC3339)}); err != nil {
+		c.log.Warn("upstream auth: the sign-in not reported to the gateway", "server", r.Server, "err", err)
+	}
+}
+
+// reportSignIns reports again the sign-ins that wait: a gateway forgets a
+// computer's when it leaves (a reconnect, a failover to another node).
+func (c *Computer) reportSignIns() {
+	if !c.signInViaLink {
+		return
+	}
+	s := c.signIns
+	s.mu.Lock()
+	reqs := make([]SignInRequest, 0, len(s.byState))
+	for _, p := range s.byState {
+		reqs = append(reqs, p.req)
+	}
+	s.mu.Unlock()
+	for _, r := range reqs {
+		c.opts.OnSignIn(r)
+	}
+}
+
+// authCallback answers client:auth_callback: the gateway received the
+// authorization response of one of this computer's sign-ins. The answer
+// is {server} or a flat error; the code is never logged.
+func (c *Computer) authCallback(payload any) any {
+	var m struct {
+		State string `json:"state"`
+		Code  string `json:"code"`
+		Iss   string `json:"iss"`
+		Error string `json:"error"`
+	}
+	if err := decodeJSON(payload, &m); err != nil {
+		return smcp.Errorf(smcp.CodeBadRequest, "%s: %v", smcp.EventAuthCallback, err).Wire()
+	}
+	server, err := c.CompleteSignIn(m.Code, m.State, m.Iss, m.Error)
+	switch {
+	case errors.Is(err, ErrNoSignIn):
+		return smcp.Errorf(smcp.CodeNotFound, "%v", err).Wire()
+	case err != nil:
+		c.log.Warn("upstream auth: sign-in failed", "server", server, "err", err)
+		return smcp.Errorf(smcp.CodeToolAuthorizationFailed, "%v", err).Wire()
+	}
+	return map[string]any{"server": server}
+}
+
+// decodeJSON decodes a payload that is raw JSON bytes (a Socket.IO
+// connection's) or a value that encodes to JSON (an in-process caller's).
+func decodeJSON(payload any, v any) error {
+	b, ok := payload.(json.RawMessage)
+	if !ok {
+		var err error
+		if b, err = json.Marshal(payload); err != nil {
+			return err
+		}
+	}
+	return json.Unmarshal(b, v)
+}

@@ -367,6 +367,7 @@ func New(cfg Config) (*Gateway, error) {
 			plain(w, http.StatusOK, "ready")
 		}
 	})
+	g.mux.HandleFunc(signInCallbackPath, g.signInCallback)
 	if !cfg.NoConsole {
 		// Public files only: every call the page makes goes through the
 		// Connect API with the key the user types in.
@@ -393,7 +394,8 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	// Last: the computers' skill folders are watched from here on, and
 	// Serve stops them.
-	if g.hosted, err = hosted.New(hub, cfg.Computers, cfg.Logger.With("component", "hosted")); err != nil {
+	if g.hosted, err = hosted.New(hub, cfg.Computers, cfg.Logger.With("component", "hosted"),
+		hosted.WithSignInVia(cfg.MCP.PublicURL)); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	return g, nil

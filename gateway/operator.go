@@ -278,3 +278,13 @@ func (v *operatorViews) Figures(ctx context.Context) (*smcpv1.GetFiguresResponse
 	}
 	return out, nil
 }
+
+// SignIns lists the sign-ins this node's computers wait for.
+func (v *operatorViews) SignIns(_ context.Context, req *smcpv1.ListSignInsRequest) (*smcpv1.ListSignInsResponse, error) {
+	out := &smcpv1.ListSignInsResponse{}
+	for _, si := range v.g.Hub.SignIns(req.GetOffice()) {
+		out.SignIns = append(out.SignIns, &smcpv1.SignIn{Office: si.Office, Computer: si.Computer, Server: si.Server,
+			BundleId: si.BundleID, Url: si.URL, ExpiresAt: si.Expires.UTC().Format(time.RFC3339)})
+	}
+	return out, nil
+}

@@ -57,3 +57,18 @@ const (
 	EventUpdateSkills  = "server:update_skills"
 	NotifyUpdateSkills = "notify:update_skills"
 )
+
+// Extension events of this gateway's own computers for the sign-in of a
+// headless computer to its MCP servers (docs/UPSTREAM.md), in no profile's
+// table: a computer sends server:auth_required only when told to sign in
+// through its gateway, and the gateway sends client:auth_callback only to a
+// computer that sent it one. Never routed to an agent.
+const (
+	// EventAuthRequired (computer to gateway, no ack): a sign-in needs an
+	// operator, {server, bundle_id, url, state, expires_at}.
+	EventAuthRequired = "server:auth_required"
+	// EventAuthCallback (gateway to computer, answered): the authorization
+	// response, {state, code, iss, error}; the answer is {server} or a flat
+	// error.
+	EventAuthCallback = "client:auth_callback"
+)

@@ -57,6 +57,9 @@ func runComputer(ctx context.Context, args []string) error {
 	authField := fs.String("auth-field", sioclient.DefaultAuthField,
 		"field of the Socket.IO auth object the API key is also sent in, from protocol 0.3 (beside the x-api-key header)")
 	authStore := addAuthStoreFlags(fs)
+	signInVia := fs.String("sign-in-via-gateway", "", "for a headless computer: the gateway's URL as operators' browsers reach it; "+
+		"an MCP server that needs a sign-in gets one whose link an operator opens from the gateway's console (or ListSignIns), "+
+		"its callback at the gateway's /oauth/callback/... (needs the token store's key)")
 	fs.addLogFlags("info")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -88,6 +91,15 @@ func runComputer(ctx context.Context, args []string) error {
 	opts := computer.Options{Name: *name, Config: cfg, Logger: log, Confirm: *confirm, AuthStore: store,
 		Protocol: *protocol, SkillDirs: skillDirs, LandingRoot: *landingRoot, LandingQuotaBytes: *quotaBytes, LandingQuotaFiles: *quotaFiles,
 		MaxBlobBytes: *maxBlob}
+	if *signInVia != "" {
+		if store == nil {
+			return usagef("--sign-in-via-gateway needs the token store's key (--auth-store-key-file or $SMCP_AUTH_STORE_KEY)")
+		}
+		if u, err := url.Parse(*signInVia); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usagef("--sign-in-via-gateway %q: want the gateway's http(s) URL", *signInVia)
+		}
+		opts.SignInRedirect = computer.GatewaySignInRedirect(*signInVia, *office, *name)
+	}
 	if *maxBlob <= 0 {
 		return usagef("--max-blob-bytes must be positive")
 	}

@@ -412,7 +412,7 @@ func (c *gatewayConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.OIDCScopes, "oidc-scopes", c.OIDCScopes, "comma-separated scopes published as scopes_supported in the MCP endpoint's metadata (not checked in tokens)")
 	fs.DurationVar(&c.OIDCRefresh, "oidc-jwks-refresh", c.OIDCRefresh, "least time between two fetches of the issuer's keys prompted by tokens (a key id not held yet)")
 	fs.DurationVar(&c.OIDCMaxLife, "oidc-max-token-lifetime", c.OIDCMaxLife, "longest token lifetime accepted (exp - iat, or exp - now without iat); a longer-lived token is refused")
-	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "the gateway's URL as clients reach it (behind a proxy), for the MCP endpoint's metadata; default: each request's own")
+	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "the gateway's URL as clients reach it (behind a proxy), for the MCP endpoint's metadata (default: each request's own) and the redirect URI of hosted computers' sign-ins (docs/UPSTREAM.md; unset: they sign in with smcp computer auth login only)")
 	fs.StringVar(&c.AuditFile, "audit-file", c.AuditFile, "write the audit trail (a JSON line per routed request, docs/GOVERNANCE.md) to this file, rotated by size, or - for stdout; also to OTLP logs when tracing exports OTLP")
 	fs.StringVar(&c.Audit, "audit", c.Audit, "best-effort (records dropped and counted when the queue is full) or required (calls refused with 503 while the audit cannot be written)")
 	fs.BoolVar(&c.AuditHashArgs, "audit-hash-args", c.AuditHashArgs, "record the SHA-256 of each tool call's arguments (never the arguments)")

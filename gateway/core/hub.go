@@ -151,6 +151,8 @@ type Hub struct {
 	// Cluster only: computers of other nodes with calls in flight, by sid.
 	remote map[string]*remoteComputer
 	peers  Peers
+	// signIns are the sign-ins this node's computers wait for (signins.go).
+	signIns signIns
 	// clustered: SetPeers was called, other nodes may hold the office's
 	// computers (see Session.TryGo).
 	clustered bool
@@ -707,6 +709,7 @@ func (s *Session) leaveLocked() []Member {
 	s.officeID = ""
 	s.endMember()
 	h.gcLocked(o)
+	h.dropSignIns(s)
 	return released
 }
 

@@ -78,7 +78,21 @@ type Set struct {
 	hub   *core.Hub
 	log   *slog.Logger
 	hosts []*host
+	// signInBase is the gateway's URL as browsers reach it: the sign-ins
+	// of the computers' MCP servers come back to its /oauth/callback/...
+	// ("": the computers sign in only with `smcp computer auth login`).
+	signInBase string
 }
+
+// Option sets up a Set.
+type Option func(*Set)
+
+// WithSignInVia makes the gateway at publicURL (its URL as operators'
+// browsers reach it) the host of its computers' sign-ins to their MCP
+// servers: each sign-in is reported to the core for operators to follow,
+// and the callback at publicURL/oauth/callback/{office}/{computer}
+// finishes it (docs/UPSTREAM.md).
+func WithSignInVia(publicURL string) Option { return func(s *Set) { s.signInBase = publicURL } }
 
 // host is one hosted computer.
 type host struct {
@@ -97,13 +111,33 @@ type host struct {
 	mu      sync.Mutex
 	hosting bool
 	next    *config.Config
+	// sess is the computer's session while it is in its office.
+	sess *core.Session
+}
+
+// reportSignIn is the computer's OnSignIn: the sign-in goes to the core,
+// where operators see it. Its MCP servers run only while the computer is
+// in its office, so a session is there to report it.
+func (h *host) reportSignIn(r computer.SignInRequest) {
+	h.mu.Lock()
+	sess := h.sess
+	h.mu.Unlock()
+	if sess == nil {
+		return
+	}
+	if err := sess.ReportSignIn(core.SignIn{Server: r.Server, BundleID: r.BundleID, URL: r.URL, State: r.State, Expires: r.Expires}); err != nil {
+		h.log.Warn("upstream auth: the sign-in not reported", "server", r.Server, "err", err)
+	}
 }
 
 // New makes the computers of specs; their configurations are read and
 // checked now, so that a mistake stops the gateway at start. Their MCP
 // servers start in Run.
-func New(hub *core.Hub, specs []Spec, log *slog.Logger) (*Set, error) {
+func New(hub *core.Hub, specs []Spec, log *slog.Logger, opts ...Option) (*Set, error) {
 	s := &Set{hub: hub, log: log}
+	for _, o := range opts {
+		o(s)
+	}
 	if err := s.add(specs); err != nil {
 		for _, h := range s.hosts {
 			h.pc.Close() // its skill folders' watch
@@ -144,15 +178,22 @@ func (s *Set) add(specs []Spec) error {
 		if err != nil {
 			return fmt.Errorf("hosted computer %q: %w", sp.Name, err)
 		}
-		pc, err := computer.New(computer.Options{Name: sp.Name, Config: cfg, Logger: hl, Confirm: sp.Confirm,
-			Protocol: sp.Protocol, SkillDirs: sp.Skills, LandingRoot: sp.LandingRoot, AuthStore: store})
+		h := &host{}
+		copts := computer.Options{Name: sp.Name, Config: cfg, Logger: hl, Confirm: sp.Confirm,
+			Protocol: sp.Protocol, SkillDirs: sp.Skills, LandingRoot: sp.LandingRoot, AuthStore: store}
+		if s.signInBase != "" && store != nil {
+			copts.SignInRedirect = computer.GatewaySignInRedirect(s.signInBase, sp.Office, sp.Name)
+			copts.OnSignIn = h.reportSignIn
+		}
+		pc, err := computer.New(copts)
 		if err != nil {
 			return fmt.Errorf("hosted computer %q: %w", sp.Name, err)
 		}
-		s.hosts = append(s.hosts, &host{spec: sp, pc: pc, log: hl, hub: hub,
+		*h = host{spec: sp, pc: pc, log: hl, hub: hub,
 			principal: &core.Principal{ID: "hosted:" + sp.Name, Roles: []string{smcp.RoleComputer},
 				Offices: []string{sp.Office}, Name: sp.Name},
-			proto: core.Protocol{Version: v, Announced: a2c}})
+			proto: core.Protocol{Version: v, Announced: a2c}}
+		s.hosts = append(s.hosts, h)
 	}
 	return nil
 }
@@ -209,10 +250,10 @@ func (h *host) reload() error {
 // start starts the MCP servers of the configuration in force: the one
 // read at start, moved to the last reload's if any (servers the reload
 // removed start and stop at once: ApplyConfig moves a running computer).
-func (h *host) start() error {
+func (h *host) start(sess *core.Session) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.hosting = true
+	h.hosting, h.sess = true, sess
 	if err := h.pc.Start(); err != nil {
 		return err
 	}
@@ -254,7 +295,7 @@ func (h *host) run(ctx context.Context) {
 	}
 	h.pc.SetLink(updates{sess})
 	defer h.pc.SetLink(nil)
-	if err := h.start(); err != nil {
+	if err := h.start(sess); err != nil {
 		h.log.Error("hosted computer: MCP servers not started", "err", err)
 		return
 	}

@@ -378,6 +378,7 @@ func (s *Server) agentService(opts ...connect.HandlerOption) (string, http.Handl
 	add(unary(svc, methods.ByName("ListConnections"), svc.ListConnections, opts))
 	add(unary(svc, methods.ByName("ListQuotas"), svc.ListQuotas, opts))
 	add(unary(svc, methods.ByName("GetFigures"), svc.GetFigures, opts))
+	add(unary(svc, methods.ByName("ListSignIns"), svc.ListSignIns, opts))
 	read := methods.ByName("ReadBlob")
 	readOffice := officeField(read)
 	add(connect.NewServerStreamHandlerSimple(procedureOf(read),

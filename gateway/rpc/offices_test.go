@@ -95,6 +95,8 @@ func TestOperatorViewsOperatorsOnly(t *testing.T) {
 		wantCode(t, err, connect.CodePermissionDenied, smcp.CodeForbidden)
 		_, err = cl.GetFigures(ctx, &smcpv1.GetFiguresRequest{})
 		wantCode(t, err, connect.CodePermissionDenied, smcp.CodeForbidden)
+		_, err = cl.ListSignIns(ctx, &smcpv1.ListSignInsRequest{})
+		wantCode(t, err, connect.CodePermissionDenied, smcp.CodeForbidden)
 
 		op := newClient(t, g, p, "x-api-key", keyOperator)
 		conns, err := op.ListConnections(ctx, &smcpv1.ListConnectionsRequest{Office: officeA})

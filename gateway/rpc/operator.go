@@ -19,6 +19,7 @@ type Operator interface {
 	Connections(ctx context.Context, req *smcpv1.ListConnectionsRequest) (*smcpv1.ListConnectionsResponse, error)
 	Quotas(ctx context.Context, req *smcpv1.ListQuotasRequest) (*smcpv1.ListQuotasResponse, error)
 	Figures(ctx context.Context) (*smcpv1.GetFiguresResponse, error)
+	SignIns(ctx context.Context, req *smcpv1.ListSignInsRequest) (*smcpv1.ListSignInsResponse, error)
 }
 
 // operator is the caller's Operator: only an operator key may read these
@@ -80,4 +81,34 @@ func (s *service) GetFigures(ctx context.Context, _ *smcpv1.GetFiguresRequest) (
 	}
 	res, err := op.Figures(ctx)
 	return res, toConnect(err)
+}
+
+// ListSignIns answers Operator.SignIns for an operator key, and for a
+// computer's own key (a key with a name, that may join as a computer)
+// those of that computer: a sign-in's URL is never an agent's to see.
+func (s *service) ListSignIns(ctx context.Context, req *smcpv1.ListSignInsRequest) (*smcpv1.ListSignInsResponse, error) {
+	c, err := callerFrom(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := c.principal
+	if !p.Operator && (p.Name == "" || !p.AllowsRole(smcp.RoleComputer)) {
+		return nil, toConnect(smcp.Errorf(smcp.CodeForbidden,
+			"only an operator key, or a computer's own key (a key with a name that may join as a computer), may list sign-ins"))
+	}
+	if s.opts.Operator == nil {
+		return nil, connect.NewError(connect.CodeUnimplemented, errNoOperator)
+	}
+	res, err := s.opts.Operator.SignIns(ctx, req)
+	if err != nil || p.Operator {
+		return res, toConnect(err)
+	}
+	own := res.GetSignIns()[:0]
+	for _, si := range res.GetSignIns() {
+		if si.GetComputer() == p.Name && p.AllowsOffice(si.GetOffice()) {
+			own = append(own, si)
+		}
+	}
+	res.SignIns = own
+	return res, nil
 }

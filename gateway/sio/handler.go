@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -352,4 +353,27 @@ func (h *handler) route(event string, payload any, ack socket.Ack, wctx context.
 		h.srv.cfg.Metrics.Refused("queued_events")
 		settle(nil, h.queueFull())
 	}
+}
+
+// authRequired records a sign-in the computer needs (server:auth_required,
+// this gateway's extension, docs/UPSTREAM.md): operators see it, agents
+// never do. Answered only if an ack was asked for.
+func (h *handler) authRequired(payload any, ack socket.Ack) {
+	var m struct {
+		Server    string    `json:"server"`
+		BundleID  string    `json:"bundle_id"`
+		URL       string    `json:"url"`
+		State     string    `json:"state"`
+		ExpiresAt time.Time `json:"expires_at"`
+	}
+	b, err := h.raw(payload)
+	if err == nil {
+		if err = json.Unmarshal(b, &m); err != nil {
+			err = smcp.Errorf(smcp.CodeBadRequest, "%s: %v", smcp.EventAuthRequired, err)
+		}
+	}
+	if err == nil {
+		err = h.sess.ReportSignIn(core.SignIn{Server: m.Server, BundleID: m.BundleID, URL: m.URL, State: m.State, Expires: m.ExpiresAt})
+	}
+	h.fireAndForget(smcp.EventAuthRequired, ack, err)
 }

@@ -557,6 +557,8 @@ var eventsOf = func() map[smcp.Version]map[string]*eventSpec {
 		for _, e := range prof.Events(smcp.Routed) {
 			m[e.Name] = route
 		}
+		// In no profile's table: only this gateway's computers send it.
+		m[smcp.EventAuthRequired] = &eventSpec{fn: func(h *handler, _ string, p any, ack socket.Ack, _ context.Context) { h.authRequired(p, ack) }}
 		out[v] = m
 	}
 	return out

@@ -439,7 +439,7 @@ function renderDetail() {
       el("span", { id: "live", class: "live" }, "")),
     state.computer
       ? [el("nav", { class: "tabs", id: "tabs" }), el("div", { id: "tab-body" })]
-      : [el("div", { id: "overview" }), state.operator ? el("div", { id: "office-connections" }) : null],
+      : [el("div", { id: "overview" }), state.operator ? [el("div", { id: "office-signins" }), el("div", { id: "office-connections" })] : null],
     el("h3", null, "Notifications"),
     el("ul", { id: "events", class: "events" }));
   renderEvents();
@@ -454,8 +454,9 @@ function renderDetail() {
 
 // refreshOfficeConnections shows an operator who holds the open office's
 // seat and who else is in it or watches it, on every node: the console's
-// own watch included.
+// own watch included; and the sign-ins its computers wait for.
 async function refreshOfficeConnections() {
+  refreshOfficeSignIns();
   const box = $("#office-connections");
   if (!box || !state.office) return;
   const current = latest(box);
@@ -465,6 +466,29 @@ async function refreshOfficeConnections() {
     const cs = res.connections ?? [];
     fill(box, el("h3", null, "Seat and connections"),
       cs.length === 0 ? el("p", { class: "muted" }, "Nobody.") : connectionsTable(cs, { office: false }));
+  } catch (e) {
+    if (current()) fail(box, e);
+  }
+}
+
+// refreshOfficeSignIns shows an operator the sign-ins to MCP servers the
+// office's headless computers wait for, each with its authorization link
+// (ListSignIns: operator keys only; agents never see these URLs). The
+// link's callback comes back to the gateway, which hands it to the
+// computer. Nothing is shown while none waits.
+async function refreshOfficeSignIns() {
+  const box = $("#office-signins");
+  if (!box || !state.office) return;
+  const current = latest(box);
+  try {
+    const res = await state.client.call("ListSignIns", { office: state.office });
+    if (!current()) return;
+    const sis = res.sign_ins ?? [];
+    fill(box, sis.length === 0 ? null : [el("h3", null, "Sign-ins needed"),
+      el("ul", { class: "signins" }, sis.map((s) => el("li", { class: "signin", "data-computer": s.computer, "data-server": s.server },
+        `Sign-in needed for server ${s.server} on computer ${s.computer}: `,
+        el("a", { href: s.url, target: "_blank", rel: "noopener noreferrer" }, "sign in"),
+        el("span", { class: "muted" }, ` (until ${new Date(s.expires_at).toLocaleTimeString()})`))))]);
   } catch (e) {
     if (current()) fail(box, e);
   }

@@ -22,6 +22,185 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ListSignInsRequest filters the sign-ins.
+type ListSignInsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only this office's (empty: all).
+	Office        string `protobuf:"bytes,1,opt,name=office,proto3" json:"office,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSignInsRequest) Reset() {
+	*x = ListSignInsRequest{}
+	mi := &file_smcp_v1_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSignInsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSignInsRequest) ProtoMessage() {}
+
+func (x *ListSignInsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSignInsRequest.ProtoReflect.Descriptor instead.
+func (*ListSignInsRequest) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ListSignInsRequest) GetOffice() string {
+	if x != nil {
+		return x.Office
+	}
+	return ""
+}
+
+// ListSignInsResponse lists the sign-ins by office, computer and server.
+type ListSignInsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SignIns       []*SignIn              `protobuf:"bytes,1,rep,name=sign_ins,proto3" json:"sign_ins,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSignInsResponse) Reset() {
+	*x = ListSignInsResponse{}
+	mi := &file_smcp_v1_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSignInsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSignInsResponse) ProtoMessage() {}
+
+func (x *ListSignInsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSignInsResponse.ProtoReflect.Descriptor instead.
+func (*ListSignInsResponse) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListSignInsResponse) GetSignIns() []*SignIn {
+	if x != nil {
+		return x.SignIns
+	}
+	return nil
+}
+
+// SignIn is a sign-in to an MCP server a computer waits for.
+type SignIn struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Office   string                 `protobuf:"bytes,1,opt,name=office,proto3" json:"office,omitempty"`
+	Computer string                 `protobuf:"bytes,2,opt,name=computer,proto3" json:"computer,omitempty"`
+	// The MCP server's name on the computer, and its bundle id.
+	Server   string `protobuf:"bytes,3,opt,name=server,proto3" json:"server,omitempty"`
+	BundleId string `protobuf:"bytes,4,opt,name=bundle_id,proto3" json:"bundle_id,omitempty"`
+	// The authorization URL to open in a browser.
+	Url string `protobuf:"bytes,5,opt,name=url,proto3" json:"url,omitempty"`
+	// When the computer gives up waiting (RFC 3339).
+	ExpiresAt     string `protobuf:"bytes,6,opt,name=expires_at,proto3" json:"expires_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignIn) Reset() {
+	*x = SignIn{}
+	mi := &file_smcp_v1_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignIn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignIn) ProtoMessage() {}
+
+func (x *SignIn) ProtoReflect() protoreflect.Message {
+	mi := &file_smcp_v1_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignIn.ProtoReflect.Descriptor instead.
+func (*SignIn) Descriptor() ([]byte, []int) {
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SignIn) GetOffice() string {
+	if x != nil {
+		return x.Office
+	}
+	return ""
+}
+
+func (x *SignIn) GetComputer() string {
+	if x != nil {
+		return x.Computer
+	}
+	return ""
+}
+
+func (x *SignIn) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *SignIn) GetBundleId() string {
+	if x != nil {
+		return x.BundleId
+	}
+	return ""
+}
+
+func (x *SignIn) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *SignIn) GetExpiresAt() string {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return ""
+}
+
 // EvictAgentRequest names the office whose agent seat is freed.
 type EvictAgentRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -33,7 +212,7 @@ type EvictAgentRequest struct {
 
 func (x *EvictAgentRequest) Reset() {
 	*x = EvictAgentRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[0]
+	mi := &file_smcp_v1_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -45,7 +224,7 @@ func (x *EvictAgentRequest) String() string {
 func (*EvictAgentRequest) ProtoMessage() {}
 
 func (x *EvictAgentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[0]
+	mi := &file_smcp_v1_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -58,7 +237,7 @@ func (x *EvictAgentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictAgentRequest.ProtoReflect.Descriptor instead.
 func (*EvictAgentRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{0}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *EvictAgentRequest) GetOfficeId() string {
@@ -79,7 +258,7 @@ type EvictAgentResponse struct {
 
 func (x *EvictAgentResponse) Reset() {
 	*x = EvictAgentResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[1]
+	mi := &file_smcp_v1_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -91,7 +270,7 @@ func (x *EvictAgentResponse) String() string {
 func (*EvictAgentResponse) ProtoMessage() {}
 
 func (x *EvictAgentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[1]
+	mi := &file_smcp_v1_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -104,7 +283,7 @@ func (x *EvictAgentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EvictAgentResponse.ProtoReflect.Descriptor instead.
 func (*EvictAgentResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{1}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *EvictAgentResponse) GetHolders() []*SeatHolder {
@@ -132,7 +311,7 @@ type SeatHolder struct {
 
 func (x *SeatHolder) Reset() {
 	*x = SeatHolder{}
-	mi := &file_smcp_v1_service_proto_msgTypes[2]
+	mi := &file_smcp_v1_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -144,7 +323,7 @@ func (x *SeatHolder) String() string {
 func (*SeatHolder) ProtoMessage() {}
 
 func (x *SeatHolder) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[2]
+	mi := &file_smcp_v1_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -157,7 +336,7 @@ func (x *SeatHolder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SeatHolder.ProtoReflect.Descriptor instead.
 func (*SeatHolder) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{2}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SeatHolder) GetAgent() string {
@@ -206,7 +385,7 @@ type ListAuditRequest struct {
 
 func (x *ListAuditRequest) Reset() {
 	*x = ListAuditRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[3]
+	mi := &file_smcp_v1_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -218,7 +397,7 @@ func (x *ListAuditRequest) String() string {
 func (*ListAuditRequest) ProtoMessage() {}
 
 func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[3]
+	mi := &file_smcp_v1_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -231,7 +410,7 @@ func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
 func (*ListAuditRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{3}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListAuditRequest) GetOffice() string {
@@ -279,7 +458,7 @@ type ListAuditResponse struct {
 
 func (x *ListAuditResponse) Reset() {
 	*x = ListAuditResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[4]
+	mi := &file_smcp_v1_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -291,7 +470,7 @@ func (x *ListAuditResponse) String() string {
 func (*ListAuditResponse) ProtoMessage() {}
 
 func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[4]
+	mi := &file_smcp_v1_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -304,7 +483,7 @@ func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
 func (*ListAuditResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{4}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListAuditResponse) GetRecords() []*AuditRecord {
@@ -363,7 +542,7 @@ type AuditRecord struct {
 
 func (x *AuditRecord) Reset() {
 	*x = AuditRecord{}
-	mi := &file_smcp_v1_service_proto_msgTypes[5]
+	mi := &file_smcp_v1_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -375,7 +554,7 @@ func (x *AuditRecord) String() string {
 func (*AuditRecord) ProtoMessage() {}
 
 func (x *AuditRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[5]
+	mi := &file_smcp_v1_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -388,7 +567,7 @@ func (x *AuditRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRecord.ProtoReflect.Descriptor instead.
 func (*AuditRecord) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{5}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AuditRecord) GetTime() string {
@@ -521,7 +700,7 @@ type ListConnectionsRequest struct {
 
 func (x *ListConnectionsRequest) Reset() {
 	*x = ListConnectionsRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[6]
+	mi := &file_smcp_v1_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -533,7 +712,7 @@ func (x *ListConnectionsRequest) String() string {
 func (*ListConnectionsRequest) ProtoMessage() {}
 
 func (x *ListConnectionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[6]
+	mi := &file_smcp_v1_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -546,7 +725,7 @@ func (x *ListConnectionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConnectionsRequest.ProtoReflect.Descriptor instead.
 func (*ListConnectionsRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{6}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListConnectionsRequest) GetOffice() string {
@@ -571,7 +750,7 @@ type ListConnectionsResponse struct {
 
 func (x *ListConnectionsResponse) Reset() {
 	*x = ListConnectionsResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[7]
+	mi := &file_smcp_v1_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -583,7 +762,7 @@ func (x *ListConnectionsResponse) String() string {
 func (*ListConnectionsResponse) ProtoMessage() {}
 
 func (x *ListConnectionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[7]
+	mi := &file_smcp_v1_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -596,7 +775,7 @@ func (x *ListConnectionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListConnectionsResponse.ProtoReflect.Descriptor instead.
 func (*ListConnectionsResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{7}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListConnectionsResponse) GetConnections() []*Connection {
@@ -650,7 +829,7 @@ type Connection struct {
 
 func (x *Connection) Reset() {
 	*x = Connection{}
-	mi := &file_smcp_v1_service_proto_msgTypes[8]
+	mi := &file_smcp_v1_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -662,7 +841,7 @@ func (x *Connection) String() string {
 func (*Connection) ProtoMessage() {}
 
 func (x *Connection) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[8]
+	mi := &file_smcp_v1_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -675,7 +854,7 @@ func (x *Connection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Connection.ProtoReflect.Descriptor instead.
 func (*Connection) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{8}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Connection) GetKind() string {
@@ -753,7 +932,7 @@ type ListQuotasRequest struct {
 
 func (x *ListQuotasRequest) Reset() {
 	*x = ListQuotasRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[9]
+	mi := &file_smcp_v1_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -765,7 +944,7 @@ func (x *ListQuotasRequest) String() string {
 func (*ListQuotasRequest) ProtoMessage() {}
 
 func (x *ListQuotasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[9]
+	mi := &file_smcp_v1_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -778,7 +957,7 @@ func (x *ListQuotasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQuotasRequest.ProtoReflect.Descriptor instead.
 func (*ListQuotasRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{9}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListQuotasRequest) GetPrincipal() string {
@@ -802,7 +981,7 @@ type ListQuotasResponse struct {
 
 func (x *ListQuotasResponse) Reset() {
 	*x = ListQuotasResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[10]
+	mi := &file_smcp_v1_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -814,7 +993,7 @@ func (x *ListQuotasResponse) String() string {
 func (*ListQuotasResponse) ProtoMessage() {}
 
 func (x *ListQuotasResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[10]
+	mi := &file_smcp_v1_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -827,7 +1006,7 @@ func (x *ListQuotasResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListQuotasResponse.ProtoReflect.Descriptor instead.
 func (*ListQuotasResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{10}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListQuotasResponse) GetQuotas() []*QuotaState {
@@ -873,7 +1052,7 @@ type QuotaState struct {
 
 func (x *QuotaState) Reset() {
 	*x = QuotaState{}
-	mi := &file_smcp_v1_service_proto_msgTypes[11]
+	mi := &file_smcp_v1_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -885,7 +1064,7 @@ func (x *QuotaState) String() string {
 func (*QuotaState) ProtoMessage() {}
 
 func (x *QuotaState) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[11]
+	mi := &file_smcp_v1_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -898,7 +1077,7 @@ func (x *QuotaState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaState.ProtoReflect.Descriptor instead.
 func (*QuotaState) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{11}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *QuotaState) GetPrincipal() string {
@@ -959,7 +1138,7 @@ type GetFiguresRequest struct {
 
 func (x *GetFiguresRequest) Reset() {
 	*x = GetFiguresRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[12]
+	mi := &file_smcp_v1_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -971,7 +1150,7 @@ func (x *GetFiguresRequest) String() string {
 func (*GetFiguresRequest) ProtoMessage() {}
 
 func (x *GetFiguresRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[12]
+	mi := &file_smcp_v1_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -984,7 +1163,7 @@ func (x *GetFiguresRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFiguresRequest.ProtoReflect.Descriptor instead.
 func (*GetFiguresRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{12}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{15}
 }
 
 // GetFiguresResponse holds the figures summed over the nodes, and each
@@ -1004,7 +1183,7 @@ type GetFiguresResponse struct {
 
 func (x *GetFiguresResponse) Reset() {
 	*x = GetFiguresResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[13]
+	mi := &file_smcp_v1_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1016,7 +1195,7 @@ func (x *GetFiguresResponse) String() string {
 func (*GetFiguresResponse) ProtoMessage() {}
 
 func (x *GetFiguresResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[13]
+	mi := &file_smcp_v1_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1029,7 +1208,7 @@ func (x *GetFiguresResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFiguresResponse.ProtoReflect.Descriptor instead.
 func (*GetFiguresResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{13}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetFiguresResponse) GetFigures() map[string]float64 {
@@ -1066,7 +1245,7 @@ type NodeFigures struct {
 
 func (x *NodeFigures) Reset() {
 	*x = NodeFigures{}
-	mi := &file_smcp_v1_service_proto_msgTypes[14]
+	mi := &file_smcp_v1_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1078,7 +1257,7 @@ func (x *NodeFigures) String() string {
 func (*NodeFigures) ProtoMessage() {}
 
 func (x *NodeFigures) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[14]
+	mi := &file_smcp_v1_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1091,7 +1270,7 @@ func (x *NodeFigures) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeFigures.ProtoReflect.Descriptor instead.
 func (*NodeFigures) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{14}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *NodeFigures) GetNode() string {
@@ -1126,7 +1305,7 @@ type ListRoomRequest struct {
 
 func (x *ListRoomRequest) Reset() {
 	*x = ListRoomRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[15]
+	mi := &file_smcp_v1_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1138,7 +1317,7 @@ func (x *ListRoomRequest) String() string {
 func (*ListRoomRequest) ProtoMessage() {}
 
 func (x *ListRoomRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[15]
+	mi := &file_smcp_v1_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1151,7 +1330,7 @@ func (x *ListRoomRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRoomRequest.ProtoReflect.Descriptor instead.
 func (*ListRoomRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{15}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListRoomRequest) GetOfficeId() string {
@@ -1175,7 +1354,7 @@ type ListRoomResponse struct {
 
 func (x *ListRoomResponse) Reset() {
 	*x = ListRoomResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[16]
+	mi := &file_smcp_v1_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1187,7 +1366,7 @@ func (x *ListRoomResponse) String() string {
 func (*ListRoomResponse) ProtoMessage() {}
 
 func (x *ListRoomResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[16]
+	mi := &file_smcp_v1_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1200,7 +1379,7 @@ func (x *ListRoomResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRoomResponse.ProtoReflect.Descriptor instead.
 func (*ListRoomResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{16}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ListRoomResponse) GetSessions() []*SessionInfo {
@@ -1230,7 +1409,7 @@ type GetToolsRequest struct {
 
 func (x *GetToolsRequest) Reset() {
 	*x = GetToolsRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[17]
+	mi := &file_smcp_v1_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1242,7 +1421,7 @@ func (x *GetToolsRequest) String() string {
 func (*GetToolsRequest) ProtoMessage() {}
 
 func (x *GetToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[17]
+	mi := &file_smcp_v1_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1255,7 +1434,7 @@ func (x *GetToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolsRequest.ProtoReflect.Descriptor instead.
 func (*GetToolsRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{17}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetToolsRequest) GetOfficeId() string {
@@ -1283,7 +1462,7 @@ type GetToolsResponse struct {
 
 func (x *GetToolsResponse) Reset() {
 	*x = GetToolsResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[18]
+	mi := &file_smcp_v1_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1295,7 +1474,7 @@ func (x *GetToolsResponse) String() string {
 func (*GetToolsResponse) ProtoMessage() {}
 
 func (x *GetToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[18]
+	mi := &file_smcp_v1_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1308,7 +1487,7 @@ func (x *GetToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetToolsResponse.ProtoReflect.Descriptor instead.
 func (*GetToolsResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{18}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *GetToolsResponse) GetTools() []*SMCPTool {
@@ -1331,7 +1510,7 @@ type GetConfigRequest struct {
 
 func (x *GetConfigRequest) Reset() {
 	*x = GetConfigRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[19]
+	mi := &file_smcp_v1_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1343,7 +1522,7 @@ func (x *GetConfigRequest) String() string {
 func (*GetConfigRequest) ProtoMessage() {}
 
 func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[19]
+	mi := &file_smcp_v1_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1356,7 +1535,7 @@ func (x *GetConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigRequest.ProtoReflect.Descriptor instead.
 func (*GetConfigRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{19}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetConfigRequest) GetOfficeId() string {
@@ -1386,7 +1565,7 @@ type GetConfigResponse struct {
 
 func (x *GetConfigResponse) Reset() {
 	*x = GetConfigResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[20]
+	mi := &file_smcp_v1_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1398,7 +1577,7 @@ func (x *GetConfigResponse) String() string {
 func (*GetConfigResponse) ProtoMessage() {}
 
 func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[20]
+	mi := &file_smcp_v1_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1411,7 +1590,7 @@ func (x *GetConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetConfigResponse.ProtoReflect.Descriptor instead.
 func (*GetConfigResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{20}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetConfigResponse) GetServers() map[string]*MCPServerConfig {
@@ -1462,7 +1641,7 @@ type CallToolRequest struct {
 
 func (x *CallToolRequest) Reset() {
 	*x = CallToolRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[21]
+	mi := &file_smcp_v1_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1474,7 +1653,7 @@ func (x *CallToolRequest) String() string {
 func (*CallToolRequest) ProtoMessage() {}
 
 func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[21]
+	mi := &file_smcp_v1_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1487,7 +1666,7 @@ func (x *CallToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolRequest.ProtoReflect.Descriptor instead.
 func (*CallToolRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{21}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CallToolRequest) GetOfficeId() string {
@@ -1559,7 +1738,7 @@ type CallToolResponse struct {
 
 func (x *CallToolResponse) Reset() {
 	*x = CallToolResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[22]
+	mi := &file_smcp_v1_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1571,7 +1750,7 @@ func (x *CallToolResponse) String() string {
 func (*CallToolResponse) ProtoMessage() {}
 
 func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[22]
+	mi := &file_smcp_v1_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1584,7 +1763,7 @@ func (x *CallToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallToolResponse.ProtoReflect.Descriptor instead.
 func (*CallToolResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{22}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CallToolResponse) GetResult() *CallToolResult {
@@ -1621,7 +1800,7 @@ type CancelToolCallRequest struct {
 
 func (x *CancelToolCallRequest) Reset() {
 	*x = CancelToolCallRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[23]
+	mi := &file_smcp_v1_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1633,7 +1812,7 @@ func (x *CancelToolCallRequest) String() string {
 func (*CancelToolCallRequest) ProtoMessage() {}
 
 func (x *CancelToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[23]
+	mi := &file_smcp_v1_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1646,7 +1825,7 @@ func (x *CancelToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelToolCallRequest.ProtoReflect.Descriptor instead.
 func (*CancelToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{23}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CancelToolCallRequest) GetOfficeId() string {
@@ -1672,7 +1851,7 @@ type CancelToolCallResponse struct {
 
 func (x *CancelToolCallResponse) Reset() {
 	*x = CancelToolCallResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[24]
+	mi := &file_smcp_v1_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1684,7 +1863,7 @@ func (x *CancelToolCallResponse) String() string {
 func (*CancelToolCallResponse) ProtoMessage() {}
 
 func (x *CancelToolCallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[24]
+	mi := &file_smcp_v1_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1697,7 +1876,7 @@ func (x *CancelToolCallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelToolCallResponse.ProtoReflect.Descriptor instead.
 func (*CancelToolCallResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{24}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{27}
 }
 
 // GetDesktopRequest addresses a computer's desktop.
@@ -1717,7 +1896,7 @@ type GetDesktopRequest struct {
 
 func (x *GetDesktopRequest) Reset() {
 	*x = GetDesktopRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[25]
+	mi := &file_smcp_v1_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1729,7 +1908,7 @@ func (x *GetDesktopRequest) String() string {
 func (*GetDesktopRequest) ProtoMessage() {}
 
 func (x *GetDesktopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[25]
+	mi := &file_smcp_v1_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1742,7 +1921,7 @@ func (x *GetDesktopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDesktopRequest.ProtoReflect.Descriptor instead.
 func (*GetDesktopRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{25}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetDesktopRequest) GetOfficeId() string {
@@ -1784,7 +1963,7 @@ type GetDesktopResponse struct {
 
 func (x *GetDesktopResponse) Reset() {
 	*x = GetDesktopResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[26]
+	mi := &file_smcp_v1_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1796,7 +1975,7 @@ func (x *GetDesktopResponse) String() string {
 func (*GetDesktopResponse) ProtoMessage() {}
 
 func (x *GetDesktopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[26]
+	mi := &file_smcp_v1_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1809,7 +1988,7 @@ func (x *GetDesktopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDesktopResponse.ProtoReflect.Descriptor instead.
 func (*GetDesktopResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{26}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetDesktopResponse) GetDesktops() []string {
@@ -1840,7 +2019,7 @@ type GetFinderRequest struct {
 
 func (x *GetFinderRequest) Reset() {
 	*x = GetFinderRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[27]
+	mi := &file_smcp_v1_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1852,7 +2031,7 @@ func (x *GetFinderRequest) String() string {
 func (*GetFinderRequest) ProtoMessage() {}
 
 func (x *GetFinderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[27]
+	mi := &file_smcp_v1_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1865,7 +2044,7 @@ func (x *GetFinderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFinderRequest.ProtoReflect.Descriptor instead.
 func (*GetFinderRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{27}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *GetFinderRequest) GetOfficeId() string {
@@ -1923,7 +2102,7 @@ type GetFinderResponse struct {
 
 func (x *GetFinderResponse) Reset() {
 	*x = GetFinderResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[28]
+	mi := &file_smcp_v1_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1935,7 +2114,7 @@ func (x *GetFinderResponse) String() string {
 func (*GetFinderResponse) ProtoMessage() {}
 
 func (x *GetFinderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[28]
+	mi := &file_smcp_v1_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1948,7 +2127,7 @@ func (x *GetFinderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetFinderResponse.ProtoReflect.Descriptor instead.
 func (*GetFinderResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{28}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetFinderResponse) GetDocuments() []*DPEDocumentSummary {
@@ -1980,7 +2159,7 @@ type ReadResourceRequest struct {
 
 func (x *ReadResourceRequest) Reset() {
 	*x = ReadResourceRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[29]
+	mi := &file_smcp_v1_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1992,7 +2171,7 @@ func (x *ReadResourceRequest) String() string {
 func (*ReadResourceRequest) ProtoMessage() {}
 
 func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[29]
+	mi := &file_smcp_v1_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2005,7 +2184,7 @@ func (x *ReadResourceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceRequest.ProtoReflect.Descriptor instead.
 func (*ReadResourceRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{29}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReadResourceRequest) GetOfficeId() string {
@@ -2040,7 +2219,7 @@ type ReadResourceResponse struct {
 
 func (x *ReadResourceResponse) Reset() {
 	*x = ReadResourceResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[30]
+	mi := &file_smcp_v1_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2052,7 +2231,7 @@ func (x *ReadResourceResponse) String() string {
 func (*ReadResourceResponse) ProtoMessage() {}
 
 func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[30]
+	mi := &file_smcp_v1_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2065,7 +2244,7 @@ func (x *ReadResourceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadResourceResponse.ProtoReflect.Descriptor instead.
 func (*ReadResourceResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{30}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReadResourceResponse) GetContents() []*ResourceContents {
@@ -2086,7 +2265,7 @@ type WatchOfficeRequest struct {
 
 func (x *WatchOfficeRequest) Reset() {
 	*x = WatchOfficeRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[31]
+	mi := &file_smcp_v1_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2098,7 +2277,7 @@ func (x *WatchOfficeRequest) String() string {
 func (*WatchOfficeRequest) ProtoMessage() {}
 
 func (x *WatchOfficeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[31]
+	mi := &file_smcp_v1_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2111,7 +2290,7 @@ func (x *WatchOfficeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchOfficeRequest.ProtoReflect.Descriptor instead.
 func (*WatchOfficeRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{31}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *WatchOfficeRequest) GetOfficeId() string {
@@ -2149,7 +2328,7 @@ type WatchOfficeResponse struct {
 
 func (x *WatchOfficeResponse) Reset() {
 	*x = WatchOfficeResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[32]
+	mi := &file_smcp_v1_service_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2161,7 +2340,7 @@ func (x *WatchOfficeResponse) String() string {
 func (*WatchOfficeResponse) ProtoMessage() {}
 
 func (x *WatchOfficeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[32]
+	mi := &file_smcp_v1_service_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2174,7 +2353,7 @@ func (x *WatchOfficeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchOfficeResponse.ProtoReflect.Descriptor instead.
 func (*WatchOfficeResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{32}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WatchOfficeResponse) GetEvent() string {
@@ -2339,7 +2518,7 @@ type ListOfficesRequest struct {
 
 func (x *ListOfficesRequest) Reset() {
 	*x = ListOfficesRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[33]
+	mi := &file_smcp_v1_service_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2351,7 +2530,7 @@ func (x *ListOfficesRequest) String() string {
 func (*ListOfficesRequest) ProtoMessage() {}
 
 func (x *ListOfficesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[33]
+	mi := &file_smcp_v1_service_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2364,7 +2543,7 @@ func (x *ListOfficesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOfficesRequest.ProtoReflect.Descriptor instead.
 func (*ListOfficesRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{33}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{36}
 }
 
 // ListOfficesResponse lists offices by office id.
@@ -2380,7 +2559,7 @@ type ListOfficesResponse struct {
 
 func (x *ListOfficesResponse) Reset() {
 	*x = ListOfficesResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[34]
+	mi := &file_smcp_v1_service_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2392,7 +2571,7 @@ func (x *ListOfficesResponse) String() string {
 func (*ListOfficesResponse) ProtoMessage() {}
 
 func (x *ListOfficesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[34]
+	mi := &file_smcp_v1_service_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2405,7 +2584,7 @@ func (x *ListOfficesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOfficesResponse.ProtoReflect.Descriptor instead.
 func (*ListOfficesResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{34}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListOfficesResponse) GetOffices() []*OfficeSummary {
@@ -2444,7 +2623,7 @@ type OfficeSummary struct {
 
 func (x *OfficeSummary) Reset() {
 	*x = OfficeSummary{}
-	mi := &file_smcp_v1_service_proto_msgTypes[35]
+	mi := &file_smcp_v1_service_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2456,7 +2635,7 @@ func (x *OfficeSummary) String() string {
 func (*OfficeSummary) ProtoMessage() {}
 
 func (x *OfficeSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[35]
+	mi := &file_smcp_v1_service_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2469,7 +2648,7 @@ func (x *OfficeSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OfficeSummary.ProtoReflect.Descriptor instead.
 func (*OfficeSummary) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{35}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *OfficeSummary) GetOfficeId() string {
@@ -2524,7 +2703,7 @@ type GetResourcesRequest struct {
 
 func (x *GetResourcesRequest) Reset() {
 	*x = GetResourcesRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[36]
+	mi := &file_smcp_v1_service_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2536,7 +2715,7 @@ func (x *GetResourcesRequest) String() string {
 func (*GetResourcesRequest) ProtoMessage() {}
 
 func (x *GetResourcesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[36]
+	mi := &file_smcp_v1_service_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2549,7 +2728,7 @@ func (x *GetResourcesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourcesRequest.ProtoReflect.Descriptor instead.
 func (*GetResourcesRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{36}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetResourcesRequest) GetOfficeId() string {
@@ -2593,7 +2772,7 @@ type GetResourcesResponse struct {
 
 func (x *GetResourcesResponse) Reset() {
 	*x = GetResourcesResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[37]
+	mi := &file_smcp_v1_service_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2605,7 +2784,7 @@ func (x *GetResourcesResponse) String() string {
 func (*GetResourcesResponse) ProtoMessage() {}
 
 func (x *GetResourcesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[37]
+	mi := &file_smcp_v1_service_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2618,7 +2797,7 @@ func (x *GetResourcesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResourcesResponse.ProtoReflect.Descriptor instead.
 func (*GetResourcesResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{37}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetResourcesResponse) GetResources() []*structpb.Struct {
@@ -2648,7 +2827,7 @@ type GetSkillsRequest struct {
 
 func (x *GetSkillsRequest) Reset() {
 	*x = GetSkillsRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[38]
+	mi := &file_smcp_v1_service_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2660,7 +2839,7 @@ func (x *GetSkillsRequest) String() string {
 func (*GetSkillsRequest) ProtoMessage() {}
 
 func (x *GetSkillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[38]
+	mi := &file_smcp_v1_service_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2673,7 +2852,7 @@ func (x *GetSkillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillsRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillsRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{38}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GetSkillsRequest) GetOfficeId() string {
@@ -2701,7 +2880,7 @@ type GetSkillsResponse struct {
 
 func (x *GetSkillsResponse) Reset() {
 	*x = GetSkillsResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[39]
+	mi := &file_smcp_v1_service_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2713,7 +2892,7 @@ func (x *GetSkillsResponse) String() string {
 func (*GetSkillsResponse) ProtoMessage() {}
 
 func (x *GetSkillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[39]
+	mi := &file_smcp_v1_service_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2726,7 +2905,7 @@ func (x *GetSkillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillsResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillsResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{39}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetSkillsResponse) GetSkills() []*A2CSkillRef {
@@ -2754,7 +2933,7 @@ type GetSkillRequest struct {
 
 func (x *GetSkillRequest) Reset() {
 	*x = GetSkillRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[40]
+	mi := &file_smcp_v1_service_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2766,7 +2945,7 @@ func (x *GetSkillRequest) String() string {
 func (*GetSkillRequest) ProtoMessage() {}
 
 func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[40]
+	mi := &file_smcp_v1_service_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2779,7 +2958,7 @@ func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{40}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GetSkillRequest) GetOfficeId() string {
@@ -2834,7 +3013,7 @@ type GetSkillResponse struct {
 
 func (x *GetSkillResponse) Reset() {
 	*x = GetSkillResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[41]
+	mi := &file_smcp_v1_service_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2846,7 +3025,7 @@ func (x *GetSkillResponse) String() string {
 func (*GetSkillResponse) ProtoMessage() {}
 
 func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[41]
+	mi := &file_smcp_v1_service_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2859,7 +3038,7 @@ func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{41}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GetSkillResponse) GetName() string {
@@ -2929,7 +3108,7 @@ type ReadBlobRequest struct {
 
 func (x *ReadBlobRequest) Reset() {
 	*x = ReadBlobRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[42]
+	mi := &file_smcp_v1_service_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2941,7 +3120,7 @@ func (x *ReadBlobRequest) String() string {
 func (*ReadBlobRequest) ProtoMessage() {}
 
 func (x *ReadBlobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[42]
+	mi := &file_smcp_v1_service_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2954,7 +3133,7 @@ func (x *ReadBlobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadBlobRequest.ProtoReflect.Descriptor instead.
 func (*ReadBlobRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{42}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReadBlobRequest) GetOfficeId() string {
@@ -3007,7 +3186,7 @@ type ReadBlobResponse struct {
 
 func (x *ReadBlobResponse) Reset() {
 	*x = ReadBlobResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[43]
+	mi := &file_smcp_v1_service_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3019,7 +3198,7 @@ func (x *ReadBlobResponse) String() string {
 func (*ReadBlobResponse) ProtoMessage() {}
 
 func (x *ReadBlobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[43]
+	mi := &file_smcp_v1_service_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3032,7 +3211,7 @@ func (x *ReadBlobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadBlobResponse.ProtoReflect.Descriptor instead.
 func (*ReadBlobResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{43}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReadBlobResponse) GetData() []byte {
@@ -3093,7 +3272,7 @@ type PutBlobRequest struct {
 
 func (x *PutBlobRequest) Reset() {
 	*x = PutBlobRequest{}
-	mi := &file_smcp_v1_service_proto_msgTypes[44]
+	mi := &file_smcp_v1_service_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3105,7 +3284,7 @@ func (x *PutBlobRequest) String() string {
 func (*PutBlobRequest) ProtoMessage() {}
 
 func (x *PutBlobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[44]
+	mi := &file_smcp_v1_service_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3118,7 +3297,7 @@ func (x *PutBlobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBlobRequest.ProtoReflect.Descriptor instead.
 func (*PutBlobRequest) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{44}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *PutBlobRequest) GetPart() isPutBlobRequest_Part {
@@ -3184,7 +3363,7 @@ type PutBlobHeader struct {
 
 func (x *PutBlobHeader) Reset() {
 	*x = PutBlobHeader{}
-	mi := &file_smcp_v1_service_proto_msgTypes[45]
+	mi := &file_smcp_v1_service_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3196,7 +3375,7 @@ func (x *PutBlobHeader) String() string {
 func (*PutBlobHeader) ProtoMessage() {}
 
 func (x *PutBlobHeader) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[45]
+	mi := &file_smcp_v1_service_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3209,7 +3388,7 @@ func (x *PutBlobHeader) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBlobHeader.ProtoReflect.Descriptor instead.
 func (*PutBlobHeader) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{45}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *PutBlobHeader) GetOfficeId() string {
@@ -3264,7 +3443,7 @@ type PutBlobResponse struct {
 
 func (x *PutBlobResponse) Reset() {
 	*x = PutBlobResponse{}
-	mi := &file_smcp_v1_service_proto_msgTypes[46]
+	mi := &file_smcp_v1_service_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3276,7 +3455,7 @@ func (x *PutBlobResponse) String() string {
 func (*PutBlobResponse) ProtoMessage() {}
 
 func (x *PutBlobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_smcp_v1_service_proto_msgTypes[46]
+	mi := &file_smcp_v1_service_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3289,7 +3468,7 @@ func (x *PutBlobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutBlobResponse.ProtoReflect.Descriptor instead.
 func (*PutBlobResponse) Descriptor() ([]byte, []int) {
-	return file_smcp_v1_service_proto_rawDescGZIP(), []int{46}
+	return file_smcp_v1_service_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *PutBlobResponse) GetLandingPath() string {
@@ -3324,7 +3503,20 @@ var File_smcp_v1_service_proto protoreflect.FileDescriptor
 
 const file_smcp_v1_service_proto_rawDesc = "" +
 	"\n" +
-	"\x15smcp/v1/service.proto\x12\asmcp.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x14smcp/v1/events.proto\x1a\x13smcp/v1/types.proto\"1\n" +
+	"\x15smcp/v1/service.proto\x12\asmcp.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x14smcp/v1/events.proto\x1a\x13smcp/v1/types.proto\",\n" +
+	"\x12ListSignInsRequest\x12\x16\n" +
+	"\x06office\x18\x01 \x01(\tR\x06office\"B\n" +
+	"\x13ListSignInsResponse\x12+\n" +
+	"\bsign_ins\x18\x01 \x03(\v2\x0f.smcp.v1.SignInR\bsign_ins\"\xa4\x01\n" +
+	"\x06SignIn\x12\x16\n" +
+	"\x06office\x18\x01 \x01(\tR\x06office\x12\x1a\n" +
+	"\bcomputer\x18\x02 \x01(\tR\bcomputer\x12\x16\n" +
+	"\x06server\x18\x03 \x01(\tR\x06server\x12\x1c\n" +
+	"\tbundle_id\x18\x04 \x01(\tR\tbundle_id\x12\x10\n" +
+	"\x03url\x18\x05 \x01(\tR\x03url\x12\x1e\n" +
+	"\n" +
+	"expires_at\x18\x06 \x01(\tR\n" +
+	"expires_at\"1\n" +
 	"\x11EvictAgentRequest\x12\x1c\n" +
 	"\toffice_id\x18\x01 \x01(\tR\toffice_id\"C\n" +
 	"\x12EvictAgentResponse\x12-\n" +
@@ -3577,7 +3769,7 @@ const file_smcp_v1_service_proto_rawDesc = "" +
 	"total_size\x18\x02 \x01(\x03R\n" +
 	"total_size\x12\x16\n" +
 	"\x06sha256\x18\x03 \x01(\tR\x06sha256\x12\x1c\n" +
-	"\tupload_id\x18\x04 \x01(\tR\tupload_id2\xc2\v\n" +
+	"\tupload_id\x18\x04 \x01(\tR\tupload_id2\x8e\f\n" +
 	"\fAgentService\x12A\n" +
 	"\bListRoom\x12\x18.smcp.v1.ListRoomRequest\x1a\x19.smcp.v1.ListRoomResponse\"\x00\x12A\n" +
 	"\bGetTools\x12\x18.smcp.v1.GetToolsRequest\x1a\x19.smcp.v1.GetToolsResponse\"\x00\x12D\n" +
@@ -3602,7 +3794,8 @@ const file_smcp_v1_service_proto_rawDesc = "" +
 	"\n" +
 	"ListQuotas\x12\x1a.smcp.v1.ListQuotasRequest\x1a\x1b.smcp.v1.ListQuotasResponse\"\x00\x12G\n" +
 	"\n" +
-	"GetFigures\x12\x1a.smcp.v1.GetFiguresRequest\x1a\x1b.smcp.v1.GetFiguresResponse\"\x00B3Z1github.com/smcpgw/smcp-gateway/gen/smcp/v1;smcpv1b\x06proto3"
+	"GetFigures\x12\x1a.smcp.v1.GetFiguresRequest\x1a\x1b.smcp.v1.GetFiguresResponse\"\x00\x12J\n" +
+	"\vListSignIns\x12\x1b.smcp.v1.ListSignInsRequest\x1a\x1c.smcp.v1.ListSignInsResponse\"\x00B3Z1github.com/smcpgw/smcp-gateway/gen/smcp/v1;smcpv1b\x06proto3"
 
 var (
 	file_smcp_v1_service_proto_rawDescOnce sync.Once
@@ -3616,149 +3809,155 @@ func file_smcp_v1_service_proto_rawDescGZIP() []byte {
 	return file_smcp_v1_service_proto_rawDescData
 }
 
-var file_smcp_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_smcp_v1_service_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_smcp_v1_service_proto_goTypes = []any{
-	(*EvictAgentRequest)(nil),       // 0: smcp.v1.EvictAgentRequest
-	(*EvictAgentResponse)(nil),      // 1: smcp.v1.EvictAgentResponse
-	(*SeatHolder)(nil),              // 2: smcp.v1.SeatHolder
-	(*ListAuditRequest)(nil),        // 3: smcp.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),       // 4: smcp.v1.ListAuditResponse
-	(*AuditRecord)(nil),             // 5: smcp.v1.AuditRecord
-	(*ListConnectionsRequest)(nil),  // 6: smcp.v1.ListConnectionsRequest
-	(*ListConnectionsResponse)(nil), // 7: smcp.v1.ListConnectionsResponse
-	(*Connection)(nil),              // 8: smcp.v1.Connection
-	(*ListQuotasRequest)(nil),       // 9: smcp.v1.ListQuotasRequest
-	(*ListQuotasResponse)(nil),      // 10: smcp.v1.ListQuotasResponse
-	(*QuotaState)(nil),              // 11: smcp.v1.QuotaState
-	(*GetFiguresRequest)(nil),       // 12: smcp.v1.GetFiguresRequest
-	(*GetFiguresResponse)(nil),      // 13: smcp.v1.GetFiguresResponse
-	(*NodeFigures)(nil),             // 14: smcp.v1.NodeFigures
-	(*ListRoomRequest)(nil),         // 15: smcp.v1.ListRoomRequest
-	(*ListRoomResponse)(nil),        // 16: smcp.v1.ListRoomResponse
-	(*GetToolsRequest)(nil),         // 17: smcp.v1.GetToolsRequest
-	(*GetToolsResponse)(nil),        // 18: smcp.v1.GetToolsResponse
-	(*GetConfigRequest)(nil),        // 19: smcp.v1.GetConfigRequest
-	(*GetConfigResponse)(nil),       // 20: smcp.v1.GetConfigResponse
-	(*CallToolRequest)(nil),         // 21: smcp.v1.CallToolRequest
-	(*CallToolResponse)(nil),        // 22: smcp.v1.CallToolResponse
-	(*CancelToolCallRequest)(nil),   // 23: smcp.v1.CancelToolCallRequest
-	(*CancelToolCallResponse)(nil),  // 24: smcp.v1.CancelToolCallResponse
-	(*GetDesktopRequest)(nil),       // 25: smcp.v1.GetDesktopRequest
-	(*GetDesktopResponse)(nil),      // 26: smcp.v1.GetDesktopResponse
-	(*GetFinderRequest)(nil),        // 27: smcp.v1.GetFinderRequest
-	(*GetFinderResponse)(nil),       // 28: smcp.v1.GetFinderResponse
-	(*ReadResourceRequest)(nil),     // 29: smcp.v1.ReadResourceRequest
-	(*ReadResourceResponse)(nil),    // 30: smcp.v1.ReadResourceResponse
-	(*WatchOfficeRequest)(nil),      // 31: smcp.v1.WatchOfficeRequest
-	(*WatchOfficeResponse)(nil),     // 32: smcp.v1.WatchOfficeResponse
-	(*ListOfficesRequest)(nil),      // 33: smcp.v1.ListOfficesRequest
-	(*ListOfficesResponse)(nil),     // 34: smcp.v1.ListOfficesResponse
-	(*OfficeSummary)(nil),           // 35: smcp.v1.OfficeSummary
-	(*GetResourcesRequest)(nil),     // 36: smcp.v1.GetResourcesRequest
-	(*GetResourcesResponse)(nil),    // 37: smcp.v1.GetResourcesResponse
-	(*GetSkillsRequest)(nil),        // 38: smcp.v1.GetSkillsRequest
-	(*GetSkillsResponse)(nil),       // 39: smcp.v1.GetSkillsResponse
-	(*GetSkillRequest)(nil),         // 40: smcp.v1.GetSkillRequest
-	(*GetSkillResponse)(nil),        // 41: smcp.v1.GetSkillResponse
-	(*ReadBlobRequest)(nil),         // 42: smcp.v1.ReadBlobRequest
-	(*ReadBlobResponse)(nil),        // 43: smcp.v1.ReadBlobResponse
-	(*PutBlobRequest)(nil),          // 44: smcp.v1.PutBlobRequest
-	(*PutBlobHeader)(nil),           // 45: smcp.v1.PutBlobHeader
-	(*PutBlobResponse)(nil),         // 46: smcp.v1.PutBlobResponse
-	nil,                             // 47: smcp.v1.QuotaState.ToolsEntry
-	nil,                             // 48: smcp.v1.GetFiguresResponse.FiguresEntry
-	nil,                             // 49: smcp.v1.NodeFigures.FiguresEntry
-	nil,                             // 50: smcp.v1.GetConfigResponse.ServersEntry
-	(*SessionInfo)(nil),             // 51: smcp.v1.SessionInfo
-	(*SMCPTool)(nil),                // 52: smcp.v1.SMCPTool
-	(*MCPServerInput)(nil),          // 53: smcp.v1.MCPServerInput
-	(*structpb.Struct)(nil),         // 54: google.protobuf.Struct
-	(*CallToolResult)(nil),          // 55: smcp.v1.CallToolResult
-	(*DPEDocumentSummary)(nil),      // 56: smcp.v1.DPEDocumentSummary
-	(*ResourceContents)(nil),        // 57: smcp.v1.ResourceContents
-	(*EnterOfficeNotification)(nil), // 58: smcp.v1.EnterOfficeNotification
-	(*LeaveOfficeNotification)(nil), // 59: smcp.v1.LeaveOfficeNotification
-	(*UpdateComputerConfigReq)(nil), // 60: smcp.v1.UpdateComputerConfigReq
-	(*AgentCallData)(nil),           // 61: smcp.v1.AgentCallData
-	(*A2CSkillRef)(nil),             // 62: smcp.v1.A2CSkillRef
-	(*MCPServerConfig)(nil),         // 63: smcp.v1.MCPServerConfig
+	(*ListSignInsRequest)(nil),      // 0: smcp.v1.ListSignInsRequest
+	(*ListSignInsResponse)(nil),     // 1: smcp.v1.ListSignInsResponse
+	(*SignIn)(nil),                  // 2: smcp.v1.SignIn
+	(*EvictAgentRequest)(nil),       // 3: smcp.v1.EvictAgentRequest
+	(*EvictAgentResponse)(nil),      // 4: smcp.v1.EvictAgentResponse
+	(*SeatHolder)(nil),              // 5: smcp.v1.SeatHolder
+	(*ListAuditRequest)(nil),        // 6: smcp.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),       // 7: smcp.v1.ListAuditResponse
+	(*AuditRecord)(nil),             // 8: smcp.v1.AuditRecord
+	(*ListConnectionsRequest)(nil),  // 9: smcp.v1.ListConnectionsRequest
+	(*ListConnectionsResponse)(nil), // 10: smcp.v1.ListConnectionsResponse
+	(*Connection)(nil),              // 11: smcp.v1.Connection
+	(*ListQuotasRequest)(nil),       // 12: smcp.v1.ListQuotasRequest
+	(*ListQuotasResponse)(nil),      // 13: smcp.v1.ListQuotasResponse
+	(*QuotaState)(nil),              // 14: smcp.v1.QuotaState
+	(*GetFiguresRequest)(nil),       // 15: smcp.v1.GetFiguresRequest
+	(*GetFiguresResponse)(nil),      // 16: smcp.v1.GetFiguresResponse
+	(*NodeFigures)(nil),             // 17: smcp.v1.NodeFigures
+	(*ListRoomRequest)(nil),         // 18: smcp.v1.ListRoomRequest
+	(*ListRoomResponse)(nil),        // 19: smcp.v1.ListRoomResponse
+	(*GetToolsRequest)(nil),         // 20: smcp.v1.GetToolsRequest
+	(*GetToolsResponse)(nil),        // 21: smcp.v1.GetToolsResponse
+	(*GetConfigRequest)(nil),        // 22: smcp.v1.GetConfigRequest
+	(*GetConfigResponse)(nil),       // 23: smcp.v1.GetConfigResponse
+	(*CallToolRequest)(nil),         // 24: smcp.v1.CallToolRequest
+	(*CallToolResponse)(nil),        // 25: smcp.v1.CallToolResponse
+	(*CancelToolCallRequest)(nil),   // 26: smcp.v1.CancelToolCallRequest
+	(*CancelToolCallResponse)(nil),  // 27: smcp.v1.CancelToolCallResponse
+	(*GetDesktopRequest)(nil),       // 28: smcp.v1.GetDesktopRequest
+	(*GetDesktopResponse)(nil),      // 29: smcp.v1.GetDesktopResponse
+	(*GetFinderRequest)(nil),        // 30: smcp.v1.GetFinderRequest
+	(*GetFinderResponse)(nil),       // 31: smcp.v1.GetFinderResponse
+	(*ReadResourceRequest)(nil),     // 32: smcp.v1.ReadResourceRequest
+	(*ReadResourceResponse)(nil),    // 33: smcp.v1.ReadResourceResponse
+	(*WatchOfficeRequest)(nil),      // 34: smcp.v1.WatchOfficeRequest
+	(*WatchOfficeResponse)(nil),     // 35: smcp.v1.WatchOfficeResponse
+	(*ListOfficesRequest)(nil),      // 36: smcp.v1.ListOfficesRequest
+	(*ListOfficesResponse)(nil),     // 37: smcp.v1.ListOfficesResponse
+	(*OfficeSummary)(nil),           // 38: smcp.v1.OfficeSummary
+	(*GetResourcesRequest)(nil),     // 39: smcp.v1.GetResourcesRequest
+	(*GetResourcesResponse)(nil),    // 40: smcp.v1.GetResourcesResponse
+	(*GetSkillsRequest)(nil),        // 41: smcp.v1.GetSkillsRequest
+	(*GetSkillsResponse)(nil),       // 42: smcp.v1.GetSkillsResponse
+	(*GetSkillRequest)(nil),         // 43: smcp.v1.GetSkillRequest
+	(*GetSkillResponse)(nil),        // 44: smcp.v1.GetSkillResponse
+	(*ReadBlobRequest)(nil),         // 45: smcp.v1.ReadBlobRequest
+	(*ReadBlobResponse)(nil),        // 46: smcp.v1.ReadBlobResponse
+	(*PutBlobRequest)(nil),          // 47: smcp.v1.PutBlobRequest
+	(*PutBlobHeader)(nil),           // 48: smcp.v1.PutBlobHeader
+	(*PutBlobResponse)(nil),         // 49: smcp.v1.PutBlobResponse
+	nil,                             // 50: smcp.v1.QuotaState.ToolsEntry
+	nil,                             // 51: smcp.v1.GetFiguresResponse.FiguresEntry
+	nil,                             // 52: smcp.v1.NodeFigures.FiguresEntry
+	nil,                             // 53: smcp.v1.GetConfigResponse.ServersEntry
+	(*SessionInfo)(nil),             // 54: smcp.v1.SessionInfo
+	(*SMCPTool)(nil),                // 55: smcp.v1.SMCPTool
+	(*MCPServerInput)(nil),          // 56: smcp.v1.MCPServerInput
+	(*structpb.Struct)(nil),         // 57: google.protobuf.Struct
+	(*CallToolResult)(nil),          // 58: smcp.v1.CallToolResult
+	(*DPEDocumentSummary)(nil),      // 59: smcp.v1.DPEDocumentSummary
+	(*ResourceContents)(nil),        // 60: smcp.v1.ResourceContents
+	(*EnterOfficeNotification)(nil), // 61: smcp.v1.EnterOfficeNotification
+	(*LeaveOfficeNotification)(nil), // 62: smcp.v1.LeaveOfficeNotification
+	(*UpdateComputerConfigReq)(nil), // 63: smcp.v1.UpdateComputerConfigReq
+	(*AgentCallData)(nil),           // 64: smcp.v1.AgentCallData
+	(*A2CSkillRef)(nil),             // 65: smcp.v1.A2CSkillRef
+	(*MCPServerConfig)(nil),         // 66: smcp.v1.MCPServerConfig
 }
 var file_smcp_v1_service_proto_depIdxs = []int32{
-	2,  // 0: smcp.v1.EvictAgentResponse.holders:type_name -> smcp.v1.SeatHolder
-	5,  // 1: smcp.v1.ListAuditResponse.records:type_name -> smcp.v1.AuditRecord
-	8,  // 2: smcp.v1.ListConnectionsResponse.connections:type_name -> smcp.v1.Connection
-	11, // 3: smcp.v1.ListQuotasResponse.quotas:type_name -> smcp.v1.QuotaState
-	47, // 4: smcp.v1.QuotaState.tools:type_name -> smcp.v1.QuotaState.ToolsEntry
-	48, // 5: smcp.v1.GetFiguresResponse.figures:type_name -> smcp.v1.GetFiguresResponse.FiguresEntry
-	14, // 6: smcp.v1.GetFiguresResponse.nodes:type_name -> smcp.v1.NodeFigures
-	49, // 7: smcp.v1.NodeFigures.figures:type_name -> smcp.v1.NodeFigures.FiguresEntry
-	51, // 8: smcp.v1.ListRoomResponse.sessions:type_name -> smcp.v1.SessionInfo
-	52, // 9: smcp.v1.GetToolsResponse.tools:type_name -> smcp.v1.SMCPTool
-	50, // 10: smcp.v1.GetConfigResponse.servers:type_name -> smcp.v1.GetConfigResponse.ServersEntry
-	53, // 11: smcp.v1.GetConfigResponse.inputs:type_name -> smcp.v1.MCPServerInput
-	54, // 12: smcp.v1.CallToolRequest.params:type_name -> google.protobuf.Struct
-	55, // 13: smcp.v1.CallToolResponse.result:type_name -> smcp.v1.CallToolResult
-	56, // 14: smcp.v1.GetFinderResponse.documents:type_name -> smcp.v1.DPEDocumentSummary
-	57, // 15: smcp.v1.ReadResourceResponse.contents:type_name -> smcp.v1.ResourceContents
-	58, // 16: smcp.v1.WatchOfficeResponse.enter_office:type_name -> smcp.v1.EnterOfficeNotification
-	59, // 17: smcp.v1.WatchOfficeResponse.leave_office:type_name -> smcp.v1.LeaveOfficeNotification
-	60, // 18: smcp.v1.WatchOfficeResponse.update_config:type_name -> smcp.v1.UpdateComputerConfigReq
-	60, // 19: smcp.v1.WatchOfficeResponse.update_tool_list:type_name -> smcp.v1.UpdateComputerConfigReq
-	60, // 20: smcp.v1.WatchOfficeResponse.update_desktop:type_name -> smcp.v1.UpdateComputerConfigReq
-	60, // 21: smcp.v1.WatchOfficeResponse.update_finder:type_name -> smcp.v1.UpdateComputerConfigReq
-	61, // 22: smcp.v1.WatchOfficeResponse.tool_call_cancel:type_name -> smcp.v1.AgentCallData
-	60, // 23: smcp.v1.WatchOfficeResponse.update_skills:type_name -> smcp.v1.UpdateComputerConfigReq
-	35, // 24: smcp.v1.ListOfficesResponse.offices:type_name -> smcp.v1.OfficeSummary
-	54, // 25: smcp.v1.GetResourcesResponse.resources:type_name -> google.protobuf.Struct
-	62, // 26: smcp.v1.GetSkillsResponse.skills:type_name -> smcp.v1.A2CSkillRef
-	45, // 27: smcp.v1.PutBlobRequest.header:type_name -> smcp.v1.PutBlobHeader
-	11, // 28: smcp.v1.QuotaState.ToolsEntry.value:type_name -> smcp.v1.QuotaState
-	63, // 29: smcp.v1.GetConfigResponse.ServersEntry.value:type_name -> smcp.v1.MCPServerConfig
-	15, // 30: smcp.v1.AgentService.ListRoom:input_type -> smcp.v1.ListRoomRequest
-	17, // 31: smcp.v1.AgentService.GetTools:input_type -> smcp.v1.GetToolsRequest
-	19, // 32: smcp.v1.AgentService.GetConfig:input_type -> smcp.v1.GetConfigRequest
-	21, // 33: smcp.v1.AgentService.CallTool:input_type -> smcp.v1.CallToolRequest
-	23, // 34: smcp.v1.AgentService.CancelToolCall:input_type -> smcp.v1.CancelToolCallRequest
-	25, // 35: smcp.v1.AgentService.GetDesktop:input_type -> smcp.v1.GetDesktopRequest
-	27, // 36: smcp.v1.AgentService.GetFinder:input_type -> smcp.v1.GetFinderRequest
-	29, // 37: smcp.v1.AgentService.ReadResource:input_type -> smcp.v1.ReadResourceRequest
-	31, // 38: smcp.v1.AgentService.WatchOffice:input_type -> smcp.v1.WatchOfficeRequest
-	33, // 39: smcp.v1.AgentService.ListOffices:input_type -> smcp.v1.ListOfficesRequest
-	36, // 40: smcp.v1.AgentService.GetResources:input_type -> smcp.v1.GetResourcesRequest
-	38, // 41: smcp.v1.AgentService.GetSkills:input_type -> smcp.v1.GetSkillsRequest
-	40, // 42: smcp.v1.AgentService.GetSkill:input_type -> smcp.v1.GetSkillRequest
-	42, // 43: smcp.v1.AgentService.ReadBlob:input_type -> smcp.v1.ReadBlobRequest
-	44, // 44: smcp.v1.AgentService.PutBlob:input_type -> smcp.v1.PutBlobRequest
-	0,  // 45: smcp.v1.AgentService.EvictAgent:input_type -> smcp.v1.EvictAgentRequest
-	3,  // 46: smcp.v1.AgentService.ListAudit:input_type -> smcp.v1.ListAuditRequest
-	6,  // 47: smcp.v1.AgentService.ListConnections:input_type -> smcp.v1.ListConnectionsRequest
-	9,  // 48: smcp.v1.AgentService.ListQuotas:input_type -> smcp.v1.ListQuotasRequest
-	12, // 49: smcp.v1.AgentService.GetFigures:input_type -> smcp.v1.GetFiguresRequest
-	16, // 50: smcp.v1.AgentService.ListRoom:output_type -> smcp.v1.ListRoomResponse
-	18, // 51: smcp.v1.AgentService.GetTools:output_type -> smcp.v1.GetToolsResponse
-	20, // 52: smcp.v1.AgentService.GetConfig:output_type -> smcp.v1.GetConfigResponse
-	22, // 53: smcp.v1.AgentService.CallTool:output_type -> smcp.v1.CallToolResponse
-	24, // 54: smcp.v1.AgentService.CancelToolCall:output_type -> smcp.v1.CancelToolCallResponse
-	26, // 55: smcp.v1.AgentService.GetDesktop:output_type -> smcp.v1.GetDesktopResponse
-	28, // 56: smcp.v1.AgentService.GetFinder:output_type -> smcp.v1.GetFinderResponse
-	30, // 57: smcp.v1.AgentService.ReadResource:output_type -> smcp.v1.ReadResourceResponse
-	32, // 58: smcp.v1.AgentService.WatchOffice:output_type -> smcp.v1.WatchOfficeResponse
-	34, // 59: smcp.v1.AgentService.ListOffices:output_type -> smcp.v1.ListOfficesResponse
-	37, // 60: smcp.v1.AgentService.GetResources:output_type -> smcp.v1.GetResourcesResponse
-	39, // 61: smcp.v1.AgentService.GetSkills:output_type -> smcp.v1.GetSkillsResponse
-	41, // 62: smcp.v1.AgentService.GetSkill:output_type -> smcp.v1.GetSkillResponse
-	43, // 63: smcp.v1.AgentService.ReadBlob:output_type -> smcp.v1.ReadBlobResponse
-	46, // 64: smcp.v1.AgentService.PutBlob:output_type -> smcp.v1.PutBlobResponse
-	1,  // 65: smcp.v1.AgentService.EvictAgent:output_type -> smcp.v1.EvictAgentResponse
-	4,  // 66: smcp.v1.AgentService.ListAudit:output_type -> smcp.v1.ListAuditResponse
-	7,  // 67: smcp.v1.AgentService.ListConnections:output_type -> smcp.v1.ListConnectionsResponse
-	10, // 68: smcp.v1.AgentService.ListQuotas:output_type -> smcp.v1.ListQuotasResponse
-	13, // 69: smcp.v1.AgentService.GetFigures:output_type -> smcp.v1.GetFiguresResponse
-	50, // [50:70] is the sub-list for method output_type
-	30, // [30:50] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	2,  // 0: smcp.v1.ListSignInsResponse.sign_ins:type_name -> smcp.v1.SignIn
+	5,  // 1: smcp.v1.EvictAgentResponse.holders:type_name -> smcp.v1.SeatHolder
+	8,  // 2: smcp.v1.ListAuditResponse.records:type_name -> smcp.v1.AuditRecord
+	11, // 3: smcp.v1.ListConnectionsResponse.connections:type_name -> smcp.v1.Connection
+	14, // 4: smcp.v1.ListQuotasResponse.quotas:type_name -> smcp.v1.QuotaState
+	50, // 5: smcp.v1.QuotaState.tools:type_name -> smcp.v1.QuotaState.ToolsEntry
+	51, // 6: smcp.v1.GetFiguresResponse.figures:type_name -> smcp.v1.GetFiguresResponse.FiguresEntry
+	17, // 7: smcp.v1.GetFiguresResponse.nodes:type_name -> smcp.v1.NodeFigures
+	52, // 8: smcp.v1.NodeFigures.figures:type_name -> smcp.v1.NodeFigures.FiguresEntry
+	54, // 9: smcp.v1.ListRoomResponse.sessions:type_name -> smcp.v1.SessionInfo
+	55, // 10: smcp.v1.GetToolsResponse.tools:type_name -> smcp.v1.SMCPTool
+	53, // 11: smcp.v1.GetConfigResponse.servers:type_name -> smcp.v1.GetConfigResponse.ServersEntry
+	56, // 12: smcp.v1.GetConfigResponse.inputs:type_name -> smcp.v1.MCPServerInput
+	57, // 13: smcp.v1.CallToolRequest.params:type_name -> google.protobuf.Struct
+	58, // 14: smcp.v1.CallToolResponse.result:type_name -> smcp.v1.CallToolResult
+	59, // 15: smcp.v1.GetFinderResponse.documents:type_name -> smcp.v1.DPEDocumentSummary
+	60, // 16: smcp.v1.ReadResourceResponse.contents:type_name -> smcp.v1.ResourceContents
+	61, // 17: smcp.v1.WatchOfficeResponse.enter_office:type_name -> smcp.v1.EnterOfficeNotification
+	62, // 18: smcp.v1.WatchOfficeResponse.leave_office:type_name -> smcp.v1.LeaveOfficeNotification
+	63, // 19: smcp.v1.WatchOfficeResponse.update_config:type_name -> smcp.v1.UpdateComputerConfigReq
+	63, // 20: smcp.v1.WatchOfficeResponse.update_tool_list:type_name -> smcp.v1.UpdateComputerConfigReq
+	63, // 21: smcp.v1.WatchOfficeResponse.update_desktop:type_name -> smcp.v1.UpdateComputerConfigReq
+	63, // 22: smcp.v1.WatchOfficeResponse.update_finder:type_name -> smcp.v1.UpdateComputerConfigReq
+	64, // 23: smcp.v1.WatchOfficeResponse.tool_call_cancel:type_name -> smcp.v1.AgentCallData
+	63, // 24: smcp.v1.WatchOfficeResponse.update_skills:type_name -> smcp.v1.UpdateComputerConfigReq
+	38, // 25: smcp.v1.ListOfficesResponse.offices:type_name -> smcp.v1.OfficeSummary
+	57, // 26: smcp.v1.GetResourcesResponse.resources:type_name -> google.protobuf.Struct
+	65, // 27: smcp.v1.GetSkillsResponse.skills:type_name -> smcp.v1.A2CSkillRef
+	48, // 28: smcp.v1.PutBlobRequest.header:type_name -> smcp.v1.PutBlobHeader
+	14, // 29: smcp.v1.QuotaState.ToolsEntry.value:type_name -> smcp.v1.QuotaState
+	66, // 30: smcp.v1.GetConfigResponse.ServersEntry.value:type_name -> smcp.v1.MCPServerConfig
+	18, // 31: smcp.v1.AgentService.ListRoom:input_type -> smcp.v1.ListRoomRequest
+	20, // 32: smcp.v1.AgentService.GetTools:input_type -> smcp.v1.GetToolsRequest
+	22, // 33: smcp.v1.AgentService.GetConfig:input_type -> smcp.v1.GetConfigRequest
+	24, // 34: smcp.v1.AgentService.CallTool:input_type -> smcp.v1.CallToolRequest
+	26, // 35: smcp.v1.AgentService.CancelToolCall:input_type -> smcp.v1.CancelToolCallRequest
+	28, // 36: smcp.v1.AgentService.GetDesktop:input_type -> smcp.v1.GetDesktopRequest
+	30, // 37: smcp.v1.AgentService.GetFinder:input_type -> smcp.v1.GetFinderRequest
+	32, // 38: smcp.v1.AgentService.ReadResource:input_type -> smcp.v1.ReadResourceRequest
+	34, // 39: smcp.v1.AgentService.WatchOffice:input_type -> smcp.v1.WatchOfficeRequest
+	36, // 40: smcp.v1.AgentService.ListOffices:input_type -> smcp.v1.ListOfficesRequest
+	39, // 41: smcp.v1.AgentService.GetResources:input_type -> smcp.v1.GetResourcesRequest
+	41, // 42: smcp.v1.AgentService.GetSkills:input_type -> smcp.v1.GetSkillsRequest
+	43, // 43: smcp.v1.AgentService.GetSkill:input_type -> smcp.v1.GetSkillRequest
+	45, // 44: smcp.v1.AgentService.ReadBlob:input_type -> smcp.v1.ReadBlobRequest
+	47, // 45: smcp.v1.AgentService.PutBlob:input_type -> smcp.v1.PutBlobRequest
+	3,  // 46: smcp.v1.AgentService.EvictAgent:input_type -> smcp.v1.EvictAgentRequest
+	6,  // 47: smcp.v1.AgentService.ListAudit:input_type -> smcp.v1.ListAuditRequest
+	9,  // 48: smcp.v1.AgentService.ListConnections:input_type -> smcp.v1.ListConnectionsRequest
+	12, // 49: smcp.v1.AgentService.ListQuotas:input_type -> smcp.v1.ListQuotasRequest
+	15, // 50: smcp.v1.AgentService.GetFigures:input_type -> smcp.v1.GetFiguresRequest
+	0,  // 51: smcp.v1.AgentService.ListSignIns:input_type -> smcp.v1.ListSignInsRequest
+	19, // 52: smcp.v1.AgentService.ListRoom:output_type -> smcp.v1.ListRoomResponse
+	21, // 53: smcp.v1.AgentService.GetTools:output_type -> smcp.v1.GetToolsResponse
+	23, // 54: smcp.v1.AgentService.GetConfig:output_type -> smcp.v1.GetConfigResponse
+	25, // 55: smcp.v1.AgentService.CallTool:output_type -> smcp.v1.CallToolResponse
+	27, // 56: smcp.v1.AgentService.CancelToolCall:output_type -> smcp.v1.CancelToolCallResponse
+	29, // 57: smcp.v1.AgentService.GetDesktop:output_type -> smcp.v1.GetDesktopResponse
+	31, // 58: smcp.v1.AgentService.GetFinder:output_type -> smcp.v1.GetFinderResponse
+	33, // 59: smcp.v1.AgentService.ReadResource:output_type -> smcp.v1.ReadResourceResponse
+	35, // 60: smcp.v1.AgentService.WatchOffice:output_type -> smcp.v1.WatchOfficeResponse
+	37, // 61: smcp.v1.AgentService.ListOffices:output_type -> smcp.v1.ListOfficesResponse
+	40, // 62: smcp.v1.AgentService.GetResources:output_type -> smcp.v1.GetResourcesResponse
+	42, // 63: smcp.v1.AgentService.GetSkills:output_type -> smcp.v1.GetSkillsResponse
+	44, // 64: smcp.v1.AgentService.GetSkill:output_type -> smcp.v1.GetSkillResponse
+	46, // 65: smcp.v1.AgentService.ReadBlob:output_type -> smcp.v1.ReadBlobResponse
+	49, // 66: smcp.v1.AgentService.PutBlob:output_type -> smcp.v1.PutBlobResponse
+	4,  // 67: smcp.v1.AgentService.EvictAgent:output_type -> smcp.v1.EvictAgentResponse
+	7,  // 68: smcp.v1.AgentService.ListAudit:output_type -> smcp.v1.ListAuditResponse
+	10, // 69: smcp.v1.AgentService.ListConnections:output_type -> smcp.v1.ListConnectionsResponse
+	13, // 70: smcp.v1.AgentService.ListQuotas:output_type -> smcp.v1.ListQuotasResponse
+	16, // 71: smcp.v1.AgentService.GetFigures:output_type -> smcp.v1.GetFiguresResponse
+	1,  // 72: smcp.v1.AgentService.ListSignIns:output_type -> smcp.v1.ListSignInsResponse
+	52, // [52:73] is the sub-list for method output_type
+	31, // [31:52] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_smcp_v1_service_proto_init() }
@@ -3768,10 +3967,10 @@ func file_smcp_v1_service_proto_init() {
 	}
 	file_smcp_v1_events_proto_init()
 	file_smcp_v1_types_proto_init()
-	file_smcp_v1_service_proto_msgTypes[11].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[25].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[27].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[32].OneofWrappers = []any{
+	file_smcp_v1_service_proto_msgTypes[14].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[28].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[30].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[35].OneofWrappers = []any{
 		(*WatchOfficeResponse_EnterOffice)(nil),
 		(*WatchOfficeResponse_LeaveOffice)(nil),
 		(*WatchOfficeResponse_UpdateConfig)(nil),
@@ -3781,23 +3980,23 @@ func file_smcp_v1_service_proto_init() {
 		(*WatchOfficeResponse_ToolCallCancel)(nil),
 		(*WatchOfficeResponse_UpdateSkills)(nil),
 	}
-	file_smcp_v1_service_proto_msgTypes[36].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[37].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[39].OneofWrappers = []any{}
 	file_smcp_v1_service_proto_msgTypes[40].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[41].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[42].OneofWrappers = []any{}
-	file_smcp_v1_service_proto_msgTypes[44].OneofWrappers = []any{
+	file_smcp_v1_service_proto_msgTypes[43].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[44].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[45].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[47].OneofWrappers = []any{
 		(*PutBlobRequest_Header)(nil),
 		(*PutBlobRequest_Data)(nil),
 	}
-	file_smcp_v1_service_proto_msgTypes[45].OneofWrappers = []any{}
+	file_smcp_v1_service_proto_msgTypes[48].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_smcp_v1_service_proto_rawDesc), len(file_smcp_v1_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   51,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -79,6 +79,9 @@ const (
 	AgentServiceListQuotasProcedure = "/smcp.v1.AgentService/ListQuotas"
 	// AgentServiceGetFiguresProcedure is the fully-qualified name of the AgentService's GetFigures RPC.
 	AgentServiceGetFiguresProcedure = "/smcp.v1.AgentService/GetFigures"
+	// AgentServiceListSignInsProcedure is the fully-qualified name of the AgentService's ListSignIns
+	// RPC.
+	AgentServiceListSignInsProcedure = "/smcp.v1.AgentService/ListSignIns"
 )
 
 // AgentServiceClient is a client for the smcp.v1.AgentService service.
@@ -170,6 +173,14 @@ type AgentServiceClient interface {
 	// console charts), summed over the nodes of a cluster, and each node's.
 	// Operator keys only; FAILED_PRECONDITION when metrics are off.
 	GetFigures(context.Context, *v1.GetFiguresRequest) (*v1.GetFiguresResponse, error)
+	// ListSignIns lists the sign-ins to MCP servers that headless computers
+	// wait for (docs/UPSTREAM.md): each with the authorization URL an
+	// operator opens; the callback comes back to the gateway, which hands it
+	// to the computer. This node's computers. Operator keys, and a
+	// computer's own key (a key with a name that may join as a computer: that
+	// computer's sign-ins only); any other key gets PERMISSION_DENIED: an
+	// agent never sees an authorization URL.
+	ListSignIns(context.Context, *v1.ListSignInsRequest) (*v1.ListSignInsResponse, error)
 }
 
 // NewAgentServiceClient constructs a client for the smcp.v1.AgentService service. By default, it
@@ -303,6 +314,12 @@ func NewAgentServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(agentServiceMethods.ByName("GetFigures")),
 			connect.WithClientOptions(opts...),
 		),
+		listSignIns: connect.NewClient[v1.ListSignInsRequest, v1.ListSignInsResponse](
+			httpClient,
+			baseURL+AgentServiceListSignInsProcedure,
+			connect.WithSchema(agentServiceMethods.ByName("ListSignIns")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -328,6 +345,7 @@ type agentServiceClient struct {
 	listConnections *connect.Client[v1.ListConnectionsRequest, v1.ListConnectionsResponse]
 	listQuotas      *connect.Client[v1.ListQuotasRequest, v1.ListQuotasResponse]
 	getFigures      *connect.Client[v1.GetFiguresRequest, v1.GetFiguresResponse]
+	listSignIns     *connect.Client[v1.ListSignInsRequest, v1.ListSignInsResponse]
 }
 
 // ListRoom calls smcp.v1.AgentService.ListRoom.
@@ -498,6 +516,15 @@ func (c *agentServiceClient) GetFigures(ctx context.Context, req *v1.GetFiguresR
 	return nil, err
 }
 
+// ListSignIns calls smcp.v1.AgentService.ListSignIns.
+func (c *agentServiceClient) ListSignIns(ctx context.Context, req *v1.ListSignInsRequest) (*v1.ListSignInsResponse, error) {
+	response, err := c.listSignIns.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // AgentServiceHandler is an implementation of the smcp.v1.AgentService service.
 type AgentServiceHandler interface {
 	// ListRoom lists the members of an office.
@@ -587,6 +614,14 @@ type AgentServiceHandler interface {
 	// console charts), summed over the nodes of a cluster, and each node's.
 	// Operator keys only; FAILED_PRECONDITION when metrics are off.
 	GetFigures(context.Context, *v1.GetFiguresRequest) (*v1.GetFiguresResponse, error)
+	// ListSignIns lists the sign-ins to MCP servers that headless computers
+	// wait for (docs/UPSTREAM.md): each with the authorization URL an
+	// operator opens; the callback comes back to the gateway, which hands it
+	// to the computer. This node's computers. Operator keys, and a
+	// computer's own key (a key with a name that may join as a computer: that
+	// computer's sign-ins only); any other key gets PERMISSION_DENIED: an
+	// agent never sees an authorization URL.
+	ListSignIns(context.Context, *v1.ListSignInsRequest) (*v1.ListSignInsResponse, error)
 }
 
 // NewAgentServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -716,6 +751,12 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(agentServiceMethods.ByName("GetFigures")),
 		connect.WithHandlerOptions(opts...),
 	)
+	agentServiceListSignInsHandler := connect.NewUnaryHandlerSimple(
+		AgentServiceListSignInsProcedure,
+		svc.ListSignIns,
+		connect.WithSchema(agentServiceMethods.ByName("ListSignIns")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/smcp.v1.AgentService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AgentServiceListRoomProcedure:
@@ -758,6 +799,8 @@ func NewAgentServiceHandler(svc AgentServiceHandler, opts ...connect.HandlerOpti
 			agentServiceListQuotasHandler.ServeHTTP(w, r)
 		case AgentServiceGetFiguresProcedure:
 			agentServiceGetFiguresHandler.ServeHTTP(w, r)
+		case AgentServiceListSignInsProcedure:
+			agentServiceListSignInsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -845,4 +888,8 @@ func (UnimplementedAgentServiceHandler) ListQuotas(context.Context, *v1.ListQuot
 
 func (UnimplementedAgentServiceHandler) GetFigures(context.Context, *v1.GetFiguresRequest) (*v1.GetFiguresResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("smcp.v1.AgentService.GetFigures is not implemented"))
+}
+
+func (UnimplementedAgentServiceHandler) ListSignIns(context.Context, *v1.ListSignInsRequest) (*v1.ListSignInsResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("smcp.v1.AgentService.ListSignIns is not implemented"))
 }

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/chromedp/chromedp"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/smcpgw/smcp-gateway/agent"
+	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/core"
+	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
+	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
+	"github.com/smcpgw/smcp-gateway/internal/connecttest"
+	"github.com/smcpgw/smcp-gateway/internal/oauthtest"
+	"github.com/smcpgw/smcp-gateway/internal/testbrowser"
+	"github.com/smcpgw/smcp-gateway/internal/testmcp"
+	"github.com/smcpgw/smcp-gateway/sioclient"
+	"github.com/smcpgw/smcp-gateway/smcp"
+)
+
+// Issue #37's check for a headless computer: `smcp computer
+// --sign-in-via-gateway` behind a gateway, its MCP server behind OAuth
+// (internal/oauthtest). An agent's call gets 4006 and no answer it sees
+// holds the authorization URL or the callback; the operator key's
+// ListSignIns shows the link, so does the computer's own key (its own
+// sign-ins only), an agent's key is refused; the browser
+// (chromedp) signs in at the authorization server, whose redirect reaches
+// the gateway's /oauth/callback/o/pc and through it the computer, which
+// stores the token; the agent's call then succeeds, the sign-in is gone
+// from the list, and its state used again gets the 400 page.
+func TestHeadlessComputerSignsInThroughGateway(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	as := oauthtest.StartAS(t, time.Hour)
+	mcpURL := oauthtest.Protected(t, as, testmcp.New("guarded", testmcp.Options{}).HTTPHandler(), "mcp:tools")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`{"mcpServers": {"Guarded API": {"type": "streamable-http", "url": %q}}}`, mcpURL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(dir, "store.key")
+	if err := os.WriteFile(keyFile, []byte("k3y-of-the-store-0123456789abcdefghij\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := core.NewKeyRing(
+		core.Key{ID: "op", Key: "op-key"},
+		core.Key{ID: "agent", Key: "agent-key", Roles: []string{smcp.RoleAgent}, Offices: []string{"o"}},
+		core.Key{ID: "pc", Key: "pc-key", Roles: []string{smcp.RoleComputer}, Offices: []string{"o"}, Name: "pc"},
+		core.Key{ID: "pc2", Key: "pc2-key", Roles: []string{smcp.RoleComputer}, Offices: []string{"o"}, Name: "pc2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.Start(gateway.Config{Auth: keys}, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = gw.Stop() })
+
+	t.Setenv("SMCP_API_KEY", "pc-key")
+	cctx, stopComputer := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() {
+		ran <- runComputer(cctx, []string{"--config", cfg, "--gateway", gw.URL, "--office", "o", "--name", "pc",
+			"--confirm", "auto", "--log-level", "error", "--sign-in-via-gateway", gw.URL,
+			"--auth-store", filepath.Join(dir, "auth.enc"), "--auth-store-key-file", keyFile})
+	}()
+	defer func() {
+		stopComputer()
+		if err := <-ran; err != nil {
+			t.Errorf("smcp computer: %v", err)
+		}
+	}()
+
+	ag, err := agent.Dial(ctx, sioclient.Options{URL: gw.URL, APIKey: "agent-key", Version: smcp.V04.Full()}, "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ag.Close()
+	if err := ag.Join(ctx, "o"); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := structpb.NewStruct(map[string]any{"text": "hi"})
+	call := func() *smcpv1.CallToolResult {
+		res, err := ag.CallTool(ctx, &smcpv1.ToolCallReq{Computer: "pc", ToolName: "Guarded_API__echo", Params: args, Timeout: 20})
+		if err != nil {
+			return &smcpv1.CallToolResult{IsError: new(true)}
+		}
+		return res
+	}
+	code := func(res *smcpv1.CallToolResult) float64 {
+		return res.GetMeta().GetFields()[smcp.MetaCode].GetNumberValue()
+	}
+
+	op := smcpv1connect.NewAgentServiceClient(http.DefaultClient, gw.URL, connecttest.Headers("x-api-key", "op-key"))
+	var signIn *smcpv1.SignIn
+	waitFor(t, ctx, "the sign-in listed for the operator", func() bool {
+		res, err := op.ListSignIns(ctx, &smcpv1.ListSignInsRequest{Office: "o"})
+		if err != nil {
+			t.Fatalf("ListSignIns (operator): %v", err)
+		}
+		if len(res.GetSignIns()) == 1 {
+			signIn = res.GetSignIns()[0]
+		}
+		return signIn != nil
+	})
+	if signIn.GetComputer() != "pc" || signIn.GetServer() != "Guarded API" || signIn.GetBundleId() != "Guarded_API" ||
+		!strings.HasPrefix(signIn.GetUrl(), as.Issuer) || signIn.GetExpiresAt() == "" {
+		t.Fatalf("sign-in listed: %v", signIn)
+	}
+	authURL, err := url.Parse(signIn.GetUrl())
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := authURL.Query().Get("state")
+	if want := gw.URL + "/oauth/callback/o/pc"; authURL.Query().Get("redirect_uri") != want || state == "" {
+		t.Fatalf("authorization URL %s: want redirect_uri %s and a state", authURL, want)
+	}
+
+	// What the agent sees: 4006, and never the URL nor the state.
+	res := call()
+	if code(res) != smcp.CodeToolAuthorizationRequired {
+		t.Fatalf("before the sign-in: %v, want 4006", res)
+	}
+	seen, _ := protojson.Marshal(res)
+	room, err := ag.ListRoom(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range room {
+		more, _ := protojson.Marshal(s)
+		seen = append(seen, more...)
+	}
+	for _, secret := range []string{as.Issuer, state, "oauth/callback"} {
+		if strings.Contains(string(seen), secret) {
+			t.Fatalf("the agent saw %q: %s", secret, seen)
+		}
+	}
+	agentRPC := smcpv1connect.NewAgentServiceClient(http.DefaultClient, gw.URL, connecttest.Headers("x-api-key", "agent-key"))
+	if _, err := agentRPC.ListSignIns(ctx, &smcpv1.ListSignInsRequest{Office: "o"}); connect.CodeOf(err) != connect.CodePermissionDenied {
+		t.Fatalf("ListSignIns with an agent's key: %v, want PERMISSION_DENIED", err)
+	}
+	// The computer's own key sees its sign-in; another computer's, none.
+	for key, want := range map[string]int{"pc-key": 1, "pc2-key": 0} {
+		cl := smcpv1connect.NewAgentServiceClient(http.DefaultClient, gw.URL, connecttest.Headers("x-api-key", key))
+		l, err := cl.ListSignIns(ctx, &smcpv1.ListSignInsRequest{})
+		if err != nil || len(l.GetSignIns()) != want || (want == 1 && l.GetSignIns()[0].GetUrl() != signIn.GetUrl()) {
+			t.Fatalf("ListSignIns with %s: %v, %v; want %d", key, l, err, want)
+		}
+	}
+
+	// The console, with the operator's key, shows the link in the office's
+	// view; the browser follows it.
+	browser := testbrowser.Start(t, ctx, testbrowser.Path(t))
+	var href string
+	link := `#office-signins li.signin[data-computer="pc"][data-server="Guarded API"] a`
+	cctx2, cancel2 := context.WithTimeout(browser, time.Minute)
+	defer cancel2()
+	if err := chromedp.Run(cctx2,
+		chromedp.Navigate(gw.URL+"/console/#/office/o"),
+		chromedp.WaitVisible("#key", chromedp.ByQuery),
+		chromedp.SendKeys("#key", "op-key", chromedp.ByQuery),
+		chromedp.Click("#sign-in", chromedp.ByQuery),
+		chromedp.WaitVisible(link, chromedp.ByQuery),
+		chromedp.AttributeValue(link, "href", &href, nil, chromedp.ByQuery),
+	); err != nil {
+		t.Fatalf("console: %v", err)
+	}
+	if href != signIn.GetUrl() {
+		t.Fatalf("the console's link %q, want %q", href, signIn.GetUrl())
+	}
+	if err := oauthtest.SignIn(browser, as, href); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	waitFor(t, ctx, "the agent's call to succeed", func() bool { res = call(); return !res.GetIsError() })
+	if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != "guarded: hi" {
+		t.Fatalf("echo = %q", got)
+	}
+	if l, err := op.ListSignIns(ctx, &smcpv1.ListSignInsRequest{}); err != nil || len(l.GetSignIns()) != 0 {
+		t.Fatalf("sign-ins after the callback: %v, %v; want none", l, err)
+	}
+
+	// The state is single use.
+	resp, err := http.Get(gw.URL + "/oauth/callback/o/pc?code=again&state=" + url.QueryEscape(state))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "Unknown sign-in") {
+		t.Fatalf("the state again: %d %s", resp.StatusCode, body)
+	}
+}
+
+// A hosted computer signs in the same way when the gateway knows its
+// public URL (public_url): the sign-in is listed for the operator (an
+// insecure gateway's caller is one), the browser's callback reaches the
+// computer in process, and calls on the Connect API succeed.
+func TestHostedComputerSignsInThroughGateway(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	as := oauthtest.StartAS(t, time.Hour)
+	mcpURL := oauthtest.Protected(t, as, testmcp.New("guarded", testmcp.Options{}).HTTPHandler(), "mcp:tools")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "mcp.json"), []byte(fmt.Sprintf(`{"mcpServers": {"Guarded API": {"type": "streamable-http", "url": %q}}}`, mcpURL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "store.key"), []byte("k3y-of-the-hosted-store-0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	yml := "listen: " + addr + "\ninsecure: true\npublic_url: http://" + addr + "\ncomputers:\n" +
+		"  - {name: pc, office: o, config: mcp.json, confirm: auto, auth_store: state/auth.enc, auth_store_key_file: store.key}\n"
+	cfgPath := filepath.Join(dir, "gateway.yaml")
+	if err := os.WriteFile(cfgPath, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gctx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- runGateway(gctx, []string{"--config", cfgPath, "--log-level", "error"}) }()
+	defer func() {
+		stop()
+		if err := <-ran; err != nil {
+			t.Errorf("smcp gateway: %v", err)
+		}
+	}()
+
+	cl := smcpv1connect.NewAgentServiceClient(http.DefaultClient, "http://"+addr)
+	var signIn *smcpv1.SignIn
+	waitFor(t, ctx, "the hosted computer's sign-in listed", func() bool {
+		res, err := cl.ListSignIns(ctx, &smcpv1.ListSignInsRequest{})
+		if len(res.GetSignIns()) == 1 {
+			signIn = res.GetSignIns()[0]
+		}
+		return err == nil && signIn != nil
+	})
+	if signIn.GetOffice() != "o" || signIn.GetComputer() != "pc" || !strings.Contains(signIn.GetUrl(), url.QueryEscape("http://"+addr+"/oauth/callback/o/pc")) {
+		t.Fatalf("sign-in listed: %v", signIn)
+	}
+	browser := testbrowser.Start(t, ctx, testbrowser.Path(t))
+	if err := oauthtest.SignIn(browser, as, signIn.GetUrl()); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	params, _ := structpb.NewStruct(map[string]any{"text": "hi"})
+	var res *smcpv1.CallToolResult
+	waitFor(t, ctx, "a call through the signed-in hosted computer", func() bool {
+		r, err := cl.CallTool(ctx, &smcpv1.CallToolRequest{OfficeId: "o", Computer: "pc", ToolName: "Guarded_API__echo", Params: params, Timeout: 10})
+		res = r.GetResult()
+		return err == nil && !res.GetIsError()
+	})
+	if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != "guarded: hi" {
+		t.Fatalf("echo = %q", got)
+	}
+}
