@@ -479,7 +479,7 @@ func TestJSONLinesBatchAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if allocs > 4 {
+	if allocs > maxBatchAllocs {
 		t.Fatalf("%v allocations per batch of %d records, want a few per batch", allocs, len(batch))
 	}
 }
