@@ -27,7 +27,9 @@ func TestMissingToolsSkipNamingThem(t *testing.T) {
 	goBin := testdeps.Program(t, "go", "golang")
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", "-v",
+	// -race as make test builds: the packages come from its build cache
+	// instead of a second, uninstrumented compilation of all of cmd/smcp.
+	cmd := exec.CommandContext(ctx, goBin, "test", "-race", "-count=1", "-v",
 		"-run", "^(TestImage|TestClusterExample|TestConsoleInBrowser)$",
 		"./test/release", "./cmd/smcp", "./gateway/console")
 	cmd.Dir = filepath.Join("..", "..")
