@@ -25,9 +25,9 @@ type SignIn struct {
 	Server   string `json:"server"`
 	BundleID string `json:"bundle_id,omitempty"`
 	// URL is the authorization URL; State its state parameter, the key the
-	// callback comes back with. The other nodes list a sign-in from their
-	// node reports (gateway/opsview) and need no State: the callback goes
-	// to the computer's node, which checks it.
+	// callback comes back with. The other nodes of a cluster list a
+	// sign-in from this node's report (gateway/opsview) and need no State:
+	// a callback is checked on the computer's node.
 	URL     string    `json:"url"`
 	State   string    `json:"-"`
 	Expires time.Time `json:"expires"`
