@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -82,7 +83,7 @@ var figureNames = map[string]string{
 
 // collect is this node's report: it reads memory only.
 func (v *operatorViews) collect() opsview.Report {
-	r := opsview.Report{Connections: v.g.Hub.Connections()}
+	r := opsview.Report{Connections: v.g.Hub.Connections(), SignIns: v.g.Hub.SignIns("")}
 	if m := v.g.Metrics; m != nil {
 		r.Figures = figures(m.Registry())
 	}
@@ -279,10 +280,27 @@ func (v *operatorViews) Figures(ctx context.Context) (*smcpv1.GetFiguresResponse
 	return out, nil
 }
 
-// SignIns lists the sign-ins this node's computers wait for.
-func (v *operatorViews) SignIns(_ context.Context, req *smcpv1.ListSignInsRequest) (*smcpv1.ListSignInsResponse, error) {
+// SignIns lists the sign-ins the computers of every node wait for: this
+// node's now, the others' as they last posted them (gateway/opsview).
+func (v *operatorViews) SignIns(ctx context.Context, req *smcpv1.ListSignInsRequest) (*smcpv1.ListSignInsResponse, error) {
+	reports, err := v.board.Read(ctx)
+	if err != nil {
+		v.g.log.Debug("sign-ins of the other nodes", "err", err)
+	}
+	now := time.Now()
+	var all []core.SignIn
+	for _, r := range reports {
+		for _, si := range r.SignIns {
+			if si.Expires.After(now) && (req.GetOffice() == "" || si.Office == req.GetOffice()) {
+				all = append(all, si)
+			}
+		}
+	}
+	slices.SortFunc(all, func(a, b core.SignIn) int {
+		return cmp.Or(cmp.Compare(a.Office, b.Office), cmp.Compare(a.Computer, b.Computer), cmp.Compare(a.Server, b.Server))
+	})
 	out := &smcpv1.ListSignInsResponse{}
-	for _, si := range v.g.Hub.SignIns(req.GetOffice()) {
+	for _, si := range all {
 		out.SignIns = append(out.SignIns, &smcpv1.SignIn{Office: si.Office, Computer: si.Computer, Server: si.Server,
 			BundleId: si.BundleID, Url: si.URL, ExpiresAt: si.Expires.UTC().Format(time.RFC3339)})
 	}

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +27,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 	"github.com/smcpgw/smcp-gateway/internal/connecttest"
 	"github.com/smcpgw/smcp-gateway/internal/oauthtest"
+	"github.com/smcpgw/smcp-gateway/internal/systest"
 	"github.com/smcpgw/smcp-gateway/internal/testbrowser"
 	"github.com/smcpgw/smcp-gateway/internal/testmcp"
 	"github.com/smcpgw/smcp-gateway/sioclient"
@@ -262,4 +266,161 @@ func TestHostedComputerSignsInThroughGateway(t *testing.T) {
 	if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != "guarded: hi" {
 		t.Fatalf("echo = %q", got)
 	}
+}
+
+// TestHeadlessComputerSignsInThroughClusterGateway is
+// TestHeadlessComputerSignsInThroughGateway on three nodes sharing a
+// redis-server: the computer is connected to node 1, its redirect URI is
+// node 0's (the cluster's public URL names any node). The operator lists
+// the sign-in on node 0, from node 1's report; the browser's callback
+// reaches node 0, which forwards it to node 1, where the state is checked
+// and the computer signs in; the agent's call on node 2 then succeeds, and
+// the state used again on node 2 gets the 400 page. No node logs the
+// state.
+func TestHeadlessComputerSignsInThroughClusterGateway(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	as := oauthtest.StartAS(t, time.Hour)
+	mcpURL := oauthtest.Protected(t, as, testmcp.New("guarded", testmcp.Options{}).HTTPHandler(), "mcp:tools")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`{"mcpServers": {"Guarded API": {"type": "streamable-http", "url": %q}}}`, mcpURL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(dir, "store.key")
+	if err := os.WriteFile(keyFile, []byte("k3y-of-the-store-0123456789abcdefghij\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := core.NewKeyRing(
+		core.Key{ID: "op", Key: "op-key"},
+		core.Key{ID: "agent", Key: "agent-key", Roles: []string{smcp.RoleAgent}, Offices: []string{"o"}},
+		core.Key{ID: "pc", Key: "pc-key", Roles: []string{smcp.RoleComputer}, Offices: []string{"o"}, Name: "pc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	redisURL := systest.RedisServer(t)
+	var logs lockedBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	nodes := make([]*gateway.Running, 3)
+	for i := range nodes {
+		gw, err := gateway.Start(gateway.Config{Auth: keys, Redis: redisURL, NodeID: fmt.Sprintf("n%d", i),
+			HeartbeatTTL: time.Second, Logger: logger}, "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = gw.Stop() })
+		nodes[i] = gw
+	}
+
+	t.Setenv("SMCP_API_KEY", "pc-key")
+	cctx, stopComputer := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() {
+		ran <- runComputer(cctx, []string{"--config", cfg, "--gateway", nodes[1].URL, "--office", "o", "--name", "pc",
+			"--confirm", "auto", "--log-level", "error", "--sign-in-via-gateway", nodes[0].URL,
+			"--auth-store", filepath.Join(dir, "auth.enc"), "--auth-store-key-file", keyFile})
+	}()
+	defer func() {
+		stopComputer()
+		if err := <-ran; err != nil {
+			t.Errorf("smcp computer: %v", err)
+		}
+	}()
+
+	op := smcpv1connect.NewAgentServiceClient(http.DefaultClient, nodes[0].URL, connecttest.Headers("x-api-key", "op-key"))
+	var signIn *smcpv1.SignIn
+	waitFor(t, ctx, "the sign-in of node 1's computer listed on node 0", func() bool {
+		res, err := op.ListSignIns(ctx, &smcpv1.ListSignInsRequest{Office: "o"})
+		if err != nil {
+			t.Fatalf("ListSignIns (operator): %v", err)
+		}
+		if len(res.GetSignIns()) == 1 {
+			signIn = res.GetSignIns()[0]
+		}
+		return signIn != nil
+	})
+	if signIn.GetComputer() != "pc" || signIn.GetServer() != "Guarded API" || !strings.HasPrefix(signIn.GetUrl(), as.Issuer) {
+		t.Fatalf("sign-in listed: %v", signIn)
+	}
+	authURL, err := url.Parse(signIn.GetUrl())
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := authURL.Query().Get("state")
+	if want := nodes[0].URL + "/oauth/callback/o/pc"; authURL.Query().Get("redirect_uri") != want || state == "" {
+		t.Fatalf("authorization URL %s: want redirect_uri %s and a state", authURL, want)
+	}
+	// A computer's own key on another node sees it too; an agent's, never.
+	own := smcpv1connect.NewAgentServiceClient(http.DefaultClient, nodes[2].URL, connecttest.Headers("x-api-key", "pc-key"))
+	if l, err := own.ListSignIns(ctx, &smcpv1.ListSignInsRequest{}); err != nil || len(l.GetSignIns()) != 1 {
+		t.Fatalf("ListSignIns with the computer's key on node 2: %v, %v; want its sign-in", l, err)
+	}
+	agentRPC := smcpv1connect.NewAgentServiceClient(http.DefaultClient, nodes[2].URL, connecttest.Headers("x-api-key", "agent-key"))
+	if _, err := agentRPC.ListSignIns(ctx, &smcpv1.ListSignInsRequest{}); connect.CodeOf(err) != connect.CodePermissionDenied {
+		t.Fatalf("ListSignIns with an agent's key: %v, want PERMISSION_DENIED", err)
+	}
+
+	ag, err := agent.Dial(ctx, sioclient.Options{URL: nodes[2].URL, APIKey: "agent-key", Version: smcp.V04.Full()}, "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ag.Close()
+	if err := ag.Join(ctx, "o"); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := structpb.NewStruct(map[string]any{"text": "hi"})
+	call := func() *smcpv1.CallToolResult {
+		res, err := ag.CallTool(ctx, &smcpv1.ToolCallReq{Computer: "pc", ToolName: "Guarded_API__echo", Params: args, Timeout: 20})
+		if err != nil {
+			return &smcpv1.CallToolResult{IsError: new(true)}
+		}
+		return res
+	}
+	if res := call(); res.GetMeta().GetFields()[smcp.MetaCode].GetNumberValue() != smcp.CodeToolAuthorizationRequired {
+		t.Fatalf("before the sign-in: %v, want 4006", res)
+	}
+
+	browser := testbrowser.Start(t, ctx, testbrowser.Path(t))
+	if err := oauthtest.SignIn(browser, as, signIn.GetUrl()); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	var res *smcpv1.CallToolResult
+	waitFor(t, ctx, "the agent's call on node 2 to succeed", func() bool { res = call(); return !res.GetIsError() })
+	if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != "guarded: hi" {
+		t.Fatalf("echo = %q", got)
+	}
+
+	// The state is single use, wherever it comes back.
+	for _, n := range []*gateway.Running{nodes[2], nodes[0], nodes[1]} {
+		resp, err := http.Get(n.URL + "/oauth/callback/o/pc?code=again&state=" + url.QueryEscape(state))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "Unknown sign-in") {
+			t.Fatalf("the state again at %s: %d %s", n.URL, resp.StatusCode, body)
+		}
+	}
+	if strings.Contains(logs.String(), state) {
+		t.Fatalf("a node logged the sign-in's state")
+	}
+}
+
+// lockedBuffer is a log destination shared by several nodes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -278,6 +278,11 @@ func (h *Hub) Serve(sid, event string, payload json.RawMessage, done func(json.R
 	if !ok {
 		return nil, ErrNoSession
 	}
+	if event == smcp.EventAuthCallback {
+		// A sign-in's callback that reached another node: its state is
+		// checked, and used, here where the sign-in is kept.
+		return h.serveSignIn(s, payload, done)
+	}
 	return s.conn.Request(event, payload, done), nil
 }
 

@@ -99,3 +99,102 @@ func TestSignInsDroppedWhenTheComputerLeaves(t *testing.T) {
 		t.Fatalf("a left computer's sign-in: %v, want ErrNoSignIn", err)
 	}
 }
+
+// twoNodes are two hubs of one cluster over a MemBus.
+func twoNodes(t *testing.T) (h0, h1 *Hub) {
+	t.Helper()
+	bus := NewMemBus()
+	t.Cleanup(bus.Close)
+	reg := NewMemRegistry()
+	var hubs [2]*Hub
+	for i := range hubs {
+		h := New(Config{Registry: reg, Node: []string{"n0", "n1"}[i]})
+		p, err := bus.Connect(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.SetPeers(p)
+		hubs[i] = h
+	}
+	return hubs[0], hubs[1]
+}
+
+// A callback that reaches a node other than the computer's is handed to
+// the computer's node, which checks and uses the state there: the
+// computer gets it once, however many nodes the state comes back to, and
+// its refusal comes back naming the server.
+func TestSignInCompletedThroughAnotherNode(t *testing.T) {
+	h0, h1 := twoNodes(t)
+	pc, conn := attach(t, h1, "c")
+	join(t, pc, smcp.RoleComputer, "pc", "o")
+	var got []map[string]string
+	conn.handler = func(event string, payload json.RawMessage) (json.RawMessage, bool) {
+		var m map[string]string
+		if event != smcp.EventAuthCallback || json.Unmarshal(payload, &m) != nil {
+			return json.RawMessage(`{"code":400,"message":"unexpected"}`), true
+		}
+		got = append(got, m)
+		if m["state"] == "s2" {
+			return json.RawMessage(`{"code":4007,"message":"the token lacks a scope"}`), true
+		}
+		return json.RawMessage(`{}`), true
+	}
+	for _, s := range []string{"s1", "s2"} {
+		if err := pc.ReportSignIn(testSignIn(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l := h0.SignIns(""); len(l) != 0 {
+		t.Fatalf("node 0 keeps sign-ins of node 1's computer: %+v", l)
+	}
+	ctx := context.Background()
+	if _, err := h0.CompleteSignIn(ctx, "o", "pc", SignInAnswer{Code: "c", State: "unknown"}); !errors.Is(err, ErrNoSignIn) {
+		t.Fatalf("an unknown state through node 0: %v, want ErrNoSignIn", err)
+	}
+	if _, err := h0.CompleteSignIn(ctx, "o", "nobody", SignInAnswer{Code: "c", State: "s1"}); !errors.Is(err, ErrNoSignIn) {
+		t.Fatalf("a computer nowhere: %v, want ErrNoSignIn", err)
+	}
+	server, err := h0.CompleteSignIn(ctx, "o", "pc", SignInAnswer{Code: "c", State: "s1", Iss: "https://as.example"})
+	if err != nil || server != "Guarded API" {
+		t.Fatalf("CompleteSignIn through node 0 = %q, %v", server, err)
+	}
+	// The unknown state never reached the computer.
+	if len(got) != 1 || got[0]["code"] != "c" || got[0]["state"] != "s1" || got[0]["iss"] != "https://as.example" {
+		t.Fatalf("the computer got %v", got)
+	}
+	for _, h := range []*Hub{h0, h1} {
+		if _, err := h.CompleteSignIn(ctx, "o", "pc", SignInAnswer{Code: "c", State: "s1"}); !errors.Is(err, ErrNoSignIn) {
+			t.Fatalf("the state again on %s: %v, want ErrNoSignIn", h.Node(), err)
+		}
+	}
+	server, err = h0.CompleteSignIn(ctx, "o", "pc", SignInAnswer{Code: "c", State: "s2"})
+	if e, ok := smcp.AsError(err); !ok || e.Code != smcp.CodeToolAuthorizationFailed || server != "Guarded API" {
+		t.Fatalf("a refused sign-in through node 0 = %q, %v; want the computer's 4007", server, err)
+	}
+	if l := h1.SignIns(""); len(l) != 0 {
+		t.Fatalf("SignIns after the callbacks = %+v", l)
+	}
+}
+
+// A callback forwarded to the computer's node ends when the computer
+// leaves before it answers, not at its deadline, and its state stays used.
+func TestForwardedSignInEndsWhenTheComputerLeaves(t *testing.T) {
+	h0, h1 := twoNodes(t)
+	pc, _ := attach(t, h1, "c") // its conn never answers
+	join(t, pc, smcp.RoleComputer, "pc", "o")
+	if err := pc.ReportSignIn(testSignIn("s1")); err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a failure, not a hang
+	defer cancel()
+	go func() {
+		_, err := h0.CompleteSignIn(ctx, "o", "pc", SignInAnswer{Code: "c", State: "s1"})
+		errc <- err
+	}()
+	testwait.Until(t, "the forwarded callback to take s1", func() bool { return len(h1.SignIns("o")) == 0 })
+	pc.Close()
+	if err := <-errc; err == nil || errors.Is(err, ErrNoSignIn) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("forwarded callback when the computer left: %v", err)
+	}
+}

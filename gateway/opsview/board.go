@@ -47,6 +47,9 @@ type Report struct {
 	Omitted int `json:"omitted,omitempty"`
 	// InFlight are its calls in flight by principal (quota.Quotas.Flying).
 	InFlight map[string]int `json:"in_flight,omitempty"`
+	// SignIns are the sign-ins its computers wait for (core.Hub.SignIns),
+	// for operators only; their callbacks go to this node.
+	SignIns []core.SignIn `json:"sign_ins,omitempty"`
 }
 
 // BoardOptions configure a Board.
