@@ -15,7 +15,97 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file smcp/v1/service.proto.
  */
 export const file_smcp_v1_service: GenFile = /*@__PURE__*/
-  fileDesc("ChVzbWNwL3YxL3NlcnZpY2UucHJvdG8SB3NtY3AudjEiMQoRRXZpY3RBZ2VudFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQiOgoSRXZpY3RBZ2VudFJlc3BvbnNlEiQKB2hvbGRlcnMYASADKAsyEy5zbWNwLnYxLlNlYXRIb2xkZXIiRwoKU2VhdEhvbGRlchINCgVhZ2VudBgBIAEoCRINCgVmcm9udBgCIAEoCRINCgVzaW5jZRgDIAEoCRIMCgRub2RlGAQgASgJIlUKEExpc3RBdWRpdFJlcXVlc3QSDgoGb2ZmaWNlGAEgASgJEhEKCXByaW5jaXBhbBgCIAEoCRIPCgdvdXRjb21lGAMgASgJEg0KBWxpbWl0GAQgASgFImsKEUxpc3RBdWRpdFJlc3BvbnNlEiUKB3JlY29yZHMYASADKAsyFC5zbWNwLnYxLkF1ZGl0UmVjb3JkEg8KB2VuYWJsZWQYAiABKAgSDQoFbm9kZXMYAyADKAkSDwoHcGFydGlhbBgEIAEoCSLkAgoLQXVkaXRSZWNvcmQSDAoEdGltZRgBIAEoCRIMCgRub2RlGAIgASgJEg0KBWZyb250GAMgASgJEg0KBWV2ZW50GAQgASgJEhEKCXByaW5jaXBhbBgFIAEoCRINCgVhZ2VudBgGIAEoCRIOCgZvZmZpY2UYByABKAkSEAoIY29tcHV0ZXIYCCABKAkSDAoEdG9vbBgJIAEoCRIQCghyZXNvdXJjZRgKIAEoCRIPCgdvdXRjb21lGAsgASgJEg4KBnJlYXNvbhgMIAEoCRIgCgtkdXJhdGlvbl9tcxgNIAEoAVILZHVyYXRpb25fbXMSGgoIYnl0ZXNfaW4YDiABKANSCGJ5dGVzX2luEhwKCWJ5dGVzX291dBgPIAEoA1IJYnl0ZXNfb3V0Eh4KCnJlcXVlc3RfaWQYECABKAlSCnJlcXVlc3RfaWQSGgoIdHJhY2VfaWQYESABKAlSCHRyYWNlX2lkIigKFkxpc3RDb25uZWN0aW9uc1JlcXVlc3QSDgoGb2ZmaWNlGAEgASgJImMKF0xpc3RDb25uZWN0aW9uc1Jlc3BvbnNlEigKC2Nvbm5lY3Rpb25zGAEgAygLMhMuc21jcC52MS5Db25uZWN0aW9uEg0KBW5vZGVzGAIgAygJEg8KB3BhcnRpYWwYAyABKAkimQEKCkNvbm5lY3Rpb24SDAoEa2luZBgBIAEoCRIOCgZvZmZpY2UYAiABKAkSDAoEbmFtZRgDIAEoCRIRCglwcmluY2lwYWwYBCABKAkSDQoFZnJvbnQYBSABKAkSEAoIcHJvdG9jb2wYBiABKAkSDgoGbGFwc2VzGAcgASgIEg0KBXNpbmNlGAggASgJEgwKBG5vZGUYCSABKAkiJgoRTGlzdFF1b3Rhc1JlcXVlc3QSEQoJcHJpbmNpcGFsGAEgASgJIlkKEkxpc3RRdW90YXNSZXNwb25zZRIjCgZxdW90YXMYASADKAsyEy5zbWNwLnYxLlF1b3RhU3RhdGUSDwoHZW5hYmxlZBgCIAEoCBINCgVyYXRlcxgDIAEoCSK0AgoKUXVvdGFTdGF0ZRIRCglwcmluY2lwYWwYASABKAkSKgoQY2FsbHNfcGVyX3NlY29uZBgCIAEoAVIQY2FsbHNfcGVyX3NlY29uZBINCgVidXJzdBgDIAEoBRIoCg9pbl9mbGlnaHRfbGltaXQYBCABKAVSD2luX2ZsaWdodF9saW1pdBITCgZ0b2tlbnMYBSABKAFIAIgBARIcCglpbl9mbGlnaHQYBiABKAVSCWluX2ZsaWdodBItCgV0b29scxgHIAMoCzIeLnNtY3AudjEuUXVvdGFTdGF0ZS5Ub29sc0VudHJ5GkEKClRvb2xzRW50cnkSCwoDa2V5GAEgASgJEiIKBXZhbHVlGAIgASgLMhMuc21jcC52MS5RdW90YVN0YXRlOgI4AUIJCgdfdG9rZW5zIhMKEUdldEZpZ3VyZXNSZXF1ZXN0IrUBChJHZXRGaWd1cmVzUmVzcG9uc2USOQoHZmlndXJlcxgBIAMoCzIoLnNtY3AudjEuR2V0RmlndXJlc1Jlc3BvbnNlLkZpZ3VyZXNFbnRyeRIjCgVub2RlcxgCIAMoCzIULnNtY3AudjEuTm9kZUZpZ3VyZXMSDwoHcGFydGlhbBgDIAEoCRouCgxGaWd1cmVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASKLAQoLTm9kZUZpZ3VyZXMSDAoEbm9kZRgBIAEoCRIyCgdmaWd1cmVzGAIgAygLMiEuc21jcC52MS5Ob2RlRmlndXJlcy5GaWd1cmVzRW50cnkSCgoCYXQYAyABKAkaLgoMRmlndXJlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEiLwoPTGlzdFJvb21SZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkImIKEExpc3RSb29tUmVzcG9uc2USJgoIc2Vzc2lvbnMYASADKAsyFC5zbWNwLnYxLlNlc3Npb25JbmZvEiYKDm9mZmljZV92ZXJzaW9uGAIgASgJUg5vZmZpY2VfdmVyc2lvbiJBCg9HZXRUb29sc1JlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkiNAoQR2V0VG9vbHNSZXNwb25zZRIgCgV0b29scxgBIAMoCzIRLnNtY3AudjEuU01DUFRvb2wiQgoQR2V0Q29uZmlnUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCSLAAQoRR2V0Q29uZmlnUmVzcG9uc2USOAoHc2VydmVycxgBIAMoCzInLnNtY3AudjEuR2V0Q29uZmlnUmVzcG9uc2UuU2VydmVyc0VudHJ5EicKBmlucHV0cxgCIAMoCzIXLnNtY3AudjEuTUNQU2VydmVySW5wdXQaSAoMU2VydmVyc0VudHJ5EgsKA2tleRgBIAEoCRInCgV2YWx1ZRgCIAEoCzIYLnNtY3AudjEuTUNQU2VydmVyQ29uZmlnOgI4ASLTAQoPQ2FsbFRvb2xSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEhwKCXRvb2xfbmFtZRgDIAEoCVIJdG9vbF9uYW1lEicKBnBhcmFtcxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHdGltZW91dBgFIAEoBRIWCgZyZXFfaWQYBiABKAlSBnJlcV9pZBIgCgtwYXJhbXNfanNvbhgHIAEoDFILcGFyYW1zX2pzb24idQoQQ2FsbFRvb2xSZXNwb25zZRInCgZyZXN1bHQYASABKAsyFy5zbWNwLnYxLkNhbGxUb29sUmVzdWx0EhYKBnJlcV9pZBgCIAEoCVIGcmVxX2lkEiAKC3Jlc3VsdF9qc29uGAMgASgMUgtyZXN1bHRfanNvbiJNChVDYW5jZWxUb29sQ2FsbFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQiGAoWQ2FuY2VsVG9vbENhbGxSZXNwb25zZSKdAQoRR2V0RGVza3RvcFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSJwoMZGVza3RvcF9zaXplGAMgASgFSABSDGRlc2t0b3Bfc2l6ZYgBARITCgZ3aW5kb3cYBCABKAlIAYgBAUIPCg1fZGVza3RvcF9zaXplQgkKB193aW5kb3ciJgoSR2V0RGVza3RvcFJlc3BvbnNlEhAKCGRlc2t0b3BzGAEgAygJIsMBChBHZXRGaW5kZXJSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEhAKCGtleXdvcmRzGAMgAygJEiEKCWZpbGVfdHlwZRgEIAEoCUgAUglmaWxlX3R5cGWIAQESEwoGb2Zmc2V0GAUgASgFSAGIAQESEgoFbGltaXQYBiABKAVIAogBAUIMCgpfZmlsZV90eXBlQgkKB19vZmZzZXRCCAoGX2xpbWl0ImUKEUdldEZpbmRlclJlc3BvbnNlEi4KCWRvY3VtZW50cxgBIAMoCzIbLnNtY3AudjEuRFBFRG9jdW1lbnRTdW1tYXJ5EiAKC3RvdGFsX2NvdW50GAIgASgFUgt0b3RhbF9jb3VudCJSChNSZWFkUmVzb3VyY2VSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEgsKA3VyaRgDIAEoCSJDChRSZWFkUmVzb3VyY2VSZXNwb25zZRIrCghjb250ZW50cxgBIAMoCzIZLnNtY3AudjEuUmVzb3VyY2VDb250ZW50cyIyChJXYXRjaE9mZmljZVJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQirAUKE1dhdGNoT2ZmaWNlUmVzcG9uc2USDQoFZXZlbnQYASABKAkSRgoMZW50ZXJfb2ZmaWNlGAIgASgLMiAuc21jcC52MS5FbnRlck9mZmljZU5vdGlmaWNhdGlvbkgAUgxlbnRlcl9vZmZpY2USRgoMbGVhdmVfb2ZmaWNlGAMgASgLMiAuc21jcC52MS5MZWF2ZU9mZmljZU5vdGlmaWNhdGlvbkgAUgxsZWF2ZV9vZmZpY2USSAoNdXBkYXRlX2NvbmZpZxgEIAEoCzIgLnNtY3AudjEuVXBkYXRlQ29tcHV0ZXJDb25maWdSZXFIAFINdXBkYXRlX2NvbmZpZxJOChB1cGRhdGVfdG9vbF9saXN0GAUgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUhB1cGRhdGVfdG9vbF9saXN0EkoKDnVwZGF0ZV9kZXNrdG9wGAYgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUg51cGRhdGVfZGVza3RvcBJICg11cGRhdGVfZmluZGVyGAcgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUg11cGRhdGVfZmluZGVyEkQKEHRvb2xfY2FsbF9jYW5jZWwYCCABKAsyFi5zbWNwLnYxLkFnZW50Q2FsbERhdGFIAFIQdG9vbF9jYWxsX2NhbmNlbBJICg11cGRhdGVfc2tpbGxzGAkgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUg11cGRhdGVfc2tpbGxzEiYKDm9mZmljZV92ZXJzaW9uGAogASgJUg5vZmZpY2VfdmVyc2lvbkIOCgxub3RpZmljYXRpb24iFAoSTGlzdE9mZmljZXNSZXF1ZXN0IlAKE0xpc3RPZmZpY2VzUmVzcG9uc2USJwoHb2ZmaWNlcxgBIAMoCzIWLnNtY3AudjEuT2ZmaWNlU3VtbWFyeRIQCghvcGVyYXRvchgCIAEoCCJ+Cg1PZmZpY2VTdW1tYXJ5EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEg0KBWFnZW50GAIgASgJEhwKCXJwY19hZ2VudBgDIAEoCVIJcnBjX2FnZW50EhEKCWNvbXB1dGVycxgEIAMoCRIPCgd2ZXJzaW9uGAUgASgJIoUBChNHZXRSZXNvdXJjZXNSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEh4KCm1jcF9zZXJ2ZXIYAyABKAlSCm1jcF9zZXJ2ZXISEwoGY3Vyc29yGAQgASgJSACIAQFCCQoHX2N1cnNvciJ5ChRHZXRSZXNvdXJjZXNSZXNwb25zZRIqCglyZXNvdXJjZXMYASADKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiUKC25leHRfY3Vyc29yGAIgASgJSABSC25leHRfY3Vyc29yiAEBQg4KDF9uZXh0X2N1cnNvciJCChBHZXRTa2lsbHNSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJIjkKEUdldFNraWxsc1Jlc3BvbnNlEiQKBnNraWxscxgBIAMoCzIULnNtY3AudjEuQTJDU2tpbGxSZWYifQoPR2V0U2tpbGxSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEgwKBG5hbWUYAyABKAkSHwoIcmVsX3BhdGgYBCABKAlIAFIIcmVsX3BhdGiIAQFCCwoJX3JlbF9wYXRoIt0BChBHZXRTa2lsbFJlc3BvbnNlEgwKBG5hbWUYASABKAkSGgoIcmVsX3BhdGgYAiABKAlSCHJlbF9wYXRoEhwKCW1pbWVfdHlwZRgDIAEoCVIJbWltZV90eXBlEh4KCnRvdGFsX3NpemUYBCABKANSCnRvdGFsX3NpemUSDgoGc2hhMjU2GAUgASgJEhEKBGJvZHkYBiABKAlIAIgBARIlCgtibG9iX2hhbmRsZRgHIAEoCUgBUgtibG9iX2hhbmRsZYgBAUIHCgVfYm9keUIOCgxfYmxvYl9oYW5kbGUipgEKD1JlYWRCbG9iUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCRIgCgtibG9iX2hhbmRsZRgDIAEoCVILYmxvYl9oYW5kbGUSLQoPbWF4X2NodW5rX2J5dGVzGAQgASgDSABSD21heF9jaHVua19ieXRlc4gBAUISChBfbWF4X2NodW5rX2J5dGVzIp8BChBSZWFkQmxvYlJlc3BvbnNlEgwKBGRhdGEYASABKAwSIgoMY2h1bmtfb2Zmc2V0GAIgASgDUgxjaHVua19vZmZzZXQSHgoKdG90YWxfc2l6ZRgDIAEoA1IKdG90YWxfc2l6ZRIOCgZzaGEyNTYYBCABKAkSHAoJbWltZV90eXBlGAUgASgJUgltaW1lX3R5cGUSCwoDZW9mGAYgASgIIlIKDlB1dEJsb2JSZXF1ZXN0EigKBmhlYWRlchgBIAEoCzIWLnNtY3AudjEuUHV0QmxvYkhlYWRlckgAEg4KBGRhdGEYAiABKAxIAEIGCgRwYXJ0IqABCg1QdXRCbG9iSGVhZGVyEhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEh4KCnRvdGFsX3NpemUYAyABKANSCnRvdGFsX3NpemUSDgoGc2hhMjU2GAQgASgJEiEKCW5hbWVfaGludBgFIAEoCUgAUgluYW1lX2hpbnSIAQFCDAoKX25hbWVfaGludCKDAQoPUHV0QmxvYlJlc3BvbnNlEiIKDGxhbmRpbmdfcGF0aBgBIAEoCVIMbGFuZGluZ19wYXRoEh4KCnRvdGFsX3NpemUYAiABKANSCnRvdGFsX3NpemUSDgoGc2hhMjU2GAMgASgJEhwKCXVwbG9hZF9pZBgEIAEoCVIJdXBsb2FkX2lkMsILCgxBZ2VudFNlcnZpY2USQQoITGlzdFJvb20SGC5zbWNwLnYxLkxpc3RSb29tUmVxdWVzdBoZLnNtY3AudjEuTGlzdFJvb21SZXNwb25zZSIAEkEKCEdldFRvb2xzEhguc21jcC52MS5HZXRUb29sc1JlcXVlc3QaGS5zbWNwLnYxLkdldFRvb2xzUmVzcG9uc2UiABJECglHZXRDb25maWcSGS5zbWNwLnYxLkdldENvbmZpZ1JlcXVlc3QaGi5zbWNwLnYxLkdldENvbmZpZ1Jlc3BvbnNlIgASQQoIQ2FsbFRvb2wSGC5zbWNwLnYxLkNhbGxUb29sUmVxdWVzdBoZLnNtY3AudjEuQ2FsbFRvb2xSZXNwb25zZSIAElMKDkNhbmNlbFRvb2xDYWxsEh4uc21jcC52MS5DYW5jZWxUb29sQ2FsbFJlcXVlc3QaHy5zbWNwLnYxLkNhbmNlbFRvb2xDYWxsUmVzcG9uc2UiABJHCgpHZXREZXNrdG9wEhouc21jcC52MS5HZXREZXNrdG9wUmVxdWVzdBobLnNtY3AudjEuR2V0RGVza3RvcFJlc3BvbnNlIgASRAoJR2V0RmluZGVyEhkuc21jcC52MS5HZXRGaW5kZXJSZXF1ZXN0Ghouc21jcC52MS5HZXRGaW5kZXJSZXNwb25zZSIAEk0KDFJlYWRSZXNvdXJjZRIcLnNtY3AudjEuUmVhZFJlc291cmNlUmVxdWVzdBodLnNtY3AudjEuUmVhZFJlc291cmNlUmVzcG9uc2UiABJMCgtXYXRjaE9mZmljZRIbLnNtY3AudjEuV2F0Y2hPZmZpY2VSZXF1ZXN0Ghwuc21jcC52MS5XYXRjaE9mZmljZVJlc3BvbnNlIgAwARJKCgtMaXN0T2ZmaWNlcxIbLnNtY3AudjEuTGlzdE9mZmljZXNSZXF1ZXN0Ghwuc21jcC52MS5MaXN0T2ZmaWNlc1Jlc3BvbnNlIgASTQoMR2V0UmVzb3VyY2VzEhwuc21jcC52MS5HZXRSZXNvdXJjZXNSZXF1ZXN0Gh0uc21jcC52MS5HZXRSZXNvdXJjZXNSZXNwb25zZSIAEkQKCUdldFNraWxscxIZLnNtY3AudjEuR2V0U2tpbGxzUmVxdWVzdBoaLnNtY3AudjEuR2V0U2tpbGxzUmVzcG9uc2UiABJBCghHZXRTa2lsbBIYLnNtY3AudjEuR2V0U2tpbGxSZXF1ZXN0Ghkuc21jcC52MS5HZXRTa2lsbFJlc3BvbnNlIgASQwoIUmVhZEJsb2ISGC5zbWNwLnYxLlJlYWRCbG9iUmVxdWVzdBoZLnNtY3AudjEuUmVhZEJsb2JSZXNwb25zZSIAMAESQAoHUHV0QmxvYhIXLnNtY3AudjEuUHV0QmxvYlJlcXVlc3QaGC5zbWNwLnYxLlB1dEJsb2JSZXNwb25zZSIAKAESRwoKRXZpY3RBZ2VudBIaLnNtY3AudjEuRXZpY3RBZ2VudFJlcXVlc3QaGy5zbWNwLnYxLkV2aWN0QWdlbnRSZXNwb25zZSIAEkQKCUxpc3RBdWRpdBIZLnNtY3AudjEuTGlzdEF1ZGl0UmVxdWVzdBoaLnNtY3AudjEuTGlzdEF1ZGl0UmVzcG9uc2UiABJWCg9MaXN0Q29ubmVjdGlvbnMSHy5zbWNwLnYxLkxpc3RDb25uZWN0aW9uc1JlcXVlc3QaIC5zbWNwLnYxLkxpc3RDb25uZWN0aW9uc1Jlc3BvbnNlIgASRwoKTGlzdFF1b3RhcxIaLnNtY3AudjEuTGlzdFF1b3Rhc1JlcXVlc3QaGy5zbWNwLnYxLkxpc3RRdW90YXNSZXNwb25zZSIAEkcKCkdldEZpZ3VyZXMSGi5zbWNwLnYxLkdldEZpZ3VyZXNSZXF1ZXN0Ghsuc21jcC52MS5HZXRGaWd1cmVzUmVzcG9uc2UiAEIzWjFnaXRodWIuY29tL3NtY3Bndy9zbWNwLWdhdGV3YXkvZ2VuL3NtY3AvdjE7c21jcHYxYgZwcm90bzM", [file_google_protobuf_struct, file_smcp_v1_events, file_smcp_v1_types]);
+  fileDesc("ChVzbWNwL3YxL3NlcnZpY2UucHJvdG8SB3NtY3AudjEiJAoSTGlzdFNpZ25JbnNSZXF1ZXN0Eg4KBm9mZmljZRgBIAEoCSJCChNMaXN0U2lnbkluc1Jlc3BvbnNlEisKCHNpZ25faW5zGAEgAygLMg8uc21jcC52MS5TaWduSW5SCHNpZ25faW5zIoUBCgZTaWduSW4SDgoGb2ZmaWNlGAEgASgJEhAKCGNvbXB1dGVyGAIgASgJEg4KBnNlcnZlchgDIAEoCRIcCglidW5kbGVfaWQYBCABKAlSCWJ1bmRsZV9pZBILCgN1cmwYBSABKAkSHgoKZXhwaXJlc19hdBgGIAEoCVIKZXhwaXJlc19hdCIxChFFdmljdEFnZW50UmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZCI6ChJFdmljdEFnZW50UmVzcG9uc2USJAoHaG9sZGVycxgBIAMoCzITLnNtY3AudjEuU2VhdEhvbGRlciJHCgpTZWF0SG9sZGVyEg0KBWFnZW50GAEgASgJEg0KBWZyb250GAIgASgJEg0KBXNpbmNlGAMgASgJEgwKBG5vZGUYBCABKAkiVQoQTGlzdEF1ZGl0UmVxdWVzdBIOCgZvZmZpY2UYASABKAkSEQoJcHJpbmNpcGFsGAIgASgJEg8KB291dGNvbWUYAyABKAkSDQoFbGltaXQYBCABKAUiawoRTGlzdEF1ZGl0UmVzcG9uc2USJQoHcmVjb3JkcxgBIAMoCzIULnNtY3AudjEuQXVkaXRSZWNvcmQSDwoHZW5hYmxlZBgCIAEoCBINCgVub2RlcxgDIAMoCRIPCgdwYXJ0aWFsGAQgASgJIuQCCgtBdWRpdFJlY29yZBIMCgR0aW1lGAEgASgJEgwKBG5vZGUYAiABKAkSDQoFZnJvbnQYAyABKAkSDQoFZXZlbnQYBCABKAkSEQoJcHJpbmNpcGFsGAUgASgJEg0KBWFnZW50GAYgASgJEg4KBm9mZmljZRgHIAEoCRIQCghjb21wdXRlchgIIAEoCRIMCgR0b29sGAkgASgJEhAKCHJlc291cmNlGAogASgJEg8KB291dGNvbWUYCyABKAkSDgoGcmVhc29uGAwgASgJEiAKC2R1cmF0aW9uX21zGA0gASgBUgtkdXJhdGlvbl9tcxIaCghieXRlc19pbhgOIAEoA1IIYnl0ZXNfaW4SHAoJYnl0ZXNfb3V0GA8gASgDUglieXRlc19vdXQSHgoKcmVxdWVzdF9pZBgQIAEoCVIKcmVxdWVzdF9pZBIaCgh0cmFjZV9pZBgRIAEoCVIIdHJhY2VfaWQiKAoWTGlzdENvbm5lY3Rpb25zUmVxdWVzdBIOCgZvZmZpY2UYASABKAkiYwoXTGlzdENvbm5lY3Rpb25zUmVzcG9uc2USKAoLY29ubmVjdGlvbnMYASADKAsyEy5zbWNwLnYxLkNvbm5lY3Rpb24SDQoFbm9kZXMYAiADKAkSDwoHcGFydGlhbBgDIAEoCSKZAQoKQ29ubmVjdGlvbhIMCgRraW5kGAEgASgJEg4KBm9mZmljZRgCIAEoCRIMCgRuYW1lGAMgASgJEhEKCXByaW5jaXBhbBgEIAEoCRINCgVmcm9udBgFIAEoCRIQCghwcm90b2NvbBgGIAEoCRIOCgZsYXBzZXMYByABKAgSDQoFc2luY2UYCCABKAkSDAoEbm9kZRgJIAEoCSImChFMaXN0UXVvdGFzUmVxdWVzdBIRCglwcmluY2lwYWwYASABKAkiWQoSTGlzdFF1b3Rhc1Jlc3BvbnNlEiMKBnF1b3RhcxgBIAMoCzITLnNtY3AudjEuUXVvdGFTdGF0ZRIPCgdlbmFibGVkGAIgASgIEg0KBXJhdGVzGAMgASgJIrQCCgpRdW90YVN0YXRlEhEKCXByaW5jaXBhbBgBIAEoCRIqChBjYWxsc19wZXJfc2Vjb25kGAIgASgBUhBjYWxsc19wZXJfc2Vjb25kEg0KBWJ1cnN0GAMgASgFEigKD2luX2ZsaWdodF9saW1pdBgEIAEoBVIPaW5fZmxpZ2h0X2xpbWl0EhMKBnRva2VucxgFIAEoAUgAiAEBEhwKCWluX2ZsaWdodBgGIAEoBVIJaW5fZmxpZ2h0Ei0KBXRvb2xzGAcgAygLMh4uc21jcC52MS5RdW90YVN0YXRlLlRvb2xzRW50cnkaQQoKVG9vbHNFbnRyeRILCgNrZXkYASABKAkSIgoFdmFsdWUYAiABKAsyEy5zbWNwLnYxLlF1b3RhU3RhdGU6AjgBQgkKB190b2tlbnMiEwoRR2V0RmlndXJlc1JlcXVlc3QitQEKEkdldEZpZ3VyZXNSZXNwb25zZRI5CgdmaWd1cmVzGAEgAygLMiguc21jcC52MS5HZXRGaWd1cmVzUmVzcG9uc2UuRmlndXJlc0VudHJ5EiMKBW5vZGVzGAIgAygLMhQuc21jcC52MS5Ob2RlRmlndXJlcxIPCgdwYXJ0aWFsGAMgASgJGi4KDEZpZ3VyZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBIosBCgtOb2RlRmlndXJlcxIMCgRub2RlGAEgASgJEjIKB2ZpZ3VyZXMYAiADKAsyIS5zbWNwLnYxLk5vZGVGaWd1cmVzLkZpZ3VyZXNFbnRyeRIKCgJhdBgDIAEoCRouCgxGaWd1cmVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASIvCg9MaXN0Um9vbVJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQiYgoQTGlzdFJvb21SZXNwb25zZRImCghzZXNzaW9ucxgBIAMoCzIULnNtY3AudjEuU2Vzc2lvbkluZm8SJgoOb2ZmaWNlX3ZlcnNpb24YAiABKAlSDm9mZmljZV92ZXJzaW9uIkEKD0dldFRvb2xzUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCSI0ChBHZXRUb29sc1Jlc3BvbnNlEiAKBXRvb2xzGAEgAygLMhEuc21jcC52MS5TTUNQVG9vbCJCChBHZXRDb25maWdSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJIsABChFHZXRDb25maWdSZXNwb25zZRI4CgdzZXJ2ZXJzGAEgAygLMicuc21jcC52MS5HZXRDb25maWdSZXNwb25zZS5TZXJ2ZXJzRW50cnkSJwoGaW5wdXRzGAIgAygLMhcuc21jcC52MS5NQ1BTZXJ2ZXJJbnB1dBpICgxTZXJ2ZXJzRW50cnkSCwoDa2V5GAEgASgJEicKBXZhbHVlGAIgASgLMhguc21jcC52MS5NQ1BTZXJ2ZXJDb25maWc6AjgBItMBCg9DYWxsVG9vbFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSHAoJdG9vbF9uYW1lGAMgASgJUgl0b29sX25hbWUSJwoGcGFyYW1zGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIPCgd0aW1lb3V0GAUgASgFEhYKBnJlcV9pZBgGIAEoCVIGcmVxX2lkEiAKC3BhcmFtc19qc29uGAcgASgMUgtwYXJhbXNfanNvbiJ1ChBDYWxsVG9vbFJlc3BvbnNlEicKBnJlc3VsdBgBIAEoCzIXLnNtY3AudjEuQ2FsbFRvb2xSZXN1bHQSFgoGcmVxX2lkGAIgASgJUgZyZXFfaWQSIAoLcmVzdWx0X2pzb24YAyABKAxSC3Jlc3VsdF9qc29uIk0KFUNhbmNlbFRvb2xDYWxsUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIWCgZyZXFfaWQYAiABKAlSBnJlcV9pZCIYChZDYW5jZWxUb29sQ2FsbFJlc3BvbnNlIp0BChFHZXREZXNrdG9wUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZBIQCghjb21wdXRlchgCIAEoCRInCgxkZXNrdG9wX3NpemUYAyABKAVIAFIMZGVza3RvcF9zaXpliAEBEhMKBndpbmRvdxgEIAEoCUgBiAEBQg8KDV9kZXNrdG9wX3NpemVCCQoHX3dpbmRvdyImChJHZXREZXNrdG9wUmVzcG9uc2USEAoIZGVza3RvcHMYASADKAkiwwEKEEdldEZpbmRlclJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSEAoIa2V5d29yZHMYAyADKAkSIQoJZmlsZV90eXBlGAQgASgJSABSCWZpbGVfdHlwZYgBARITCgZvZmZzZXQYBSABKAVIAYgBARISCgVsaW1pdBgGIAEoBUgCiAEBQgwKCl9maWxlX3R5cGVCCQoHX29mZnNldEIICgZfbGltaXQiZQoRR2V0RmluZGVyUmVzcG9uc2USLgoJZG9jdW1lbnRzGAEgAygLMhsuc21jcC52MS5EUEVEb2N1bWVudFN1bW1hcnkSIAoLdG90YWxfY291bnQYAiABKAVSC3RvdGFsX2NvdW50IlIKE1JlYWRSZXNvdXJjZVJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSCwoDdXJpGAMgASgJIkMKFFJlYWRSZXNvdXJjZVJlc3BvbnNlEisKCGNvbnRlbnRzGAEgAygLMhkuc21jcC52MS5SZXNvdXJjZUNvbnRlbnRzIjIKEldhdGNoT2ZmaWNlUmVxdWVzdBIcCglvZmZpY2VfaWQYASABKAlSCW9mZmljZV9pZCKsBQoTV2F0Y2hPZmZpY2VSZXNwb25zZRINCgVldmVudBgBIAEoCRJGCgxlbnRlcl9vZmZpY2UYAiABKAsyIC5zbWNwLnYxLkVudGVyT2ZmaWNlTm90aWZpY2F0aW9uSABSDGVudGVyX29mZmljZRJGCgxsZWF2ZV9vZmZpY2UYAyABKAsyIC5zbWNwLnYxLkxlYXZlT2ZmaWNlTm90aWZpY2F0aW9uSABSDGxlYXZlX29mZmljZRJICg11cGRhdGVfY29uZmlnGAQgASgLMiAuc21jcC52MS5VcGRhdGVDb21wdXRlckNvbmZpZ1JlcUgAUg11cGRhdGVfY29uZmlnEk4KEHVwZGF0ZV90b29sX2xpc3QYBSABKAsyIC5zbWNwLnYxLlVwZGF0ZUNvbXB1dGVyQ29uZmlnUmVxSABSEHVwZGF0ZV90b29sX2xpc3QSSgoOdXBkYXRlX2Rlc2t0b3AYBiABKAsyIC5zbWNwLnYxLlVwZGF0ZUNvbXB1dGVyQ29uZmlnUmVxSABSDnVwZGF0ZV9kZXNrdG9wEkgKDXVwZGF0ZV9maW5kZXIYByABKAsyIC5zbWNwLnYxLlVwZGF0ZUNvbXB1dGVyQ29uZmlnUmVxSABSDXVwZGF0ZV9maW5kZXISRAoQdG9vbF9jYWxsX2NhbmNlbBgIIAEoCzIWLnNtY3AudjEuQWdlbnRDYWxsRGF0YUgAUhB0b29sX2NhbGxfY2FuY2VsEkgKDXVwZGF0ZV9za2lsbHMYCSABKAsyIC5zbWNwLnYxLlVwZGF0ZUNvbXB1dGVyQ29uZmlnUmVxSABSDXVwZGF0ZV9za2lsbHMSJgoOb2ZmaWNlX3ZlcnNpb24YCiABKAlSDm9mZmljZV92ZXJzaW9uQg4KDG5vdGlmaWNhdGlvbiIUChJMaXN0T2ZmaWNlc1JlcXVlc3QiUAoTTGlzdE9mZmljZXNSZXNwb25zZRInCgdvZmZpY2VzGAEgAygLMhYuc21jcC52MS5PZmZpY2VTdW1tYXJ5EhAKCG9wZXJhdG9yGAIgASgIIn4KDU9mZmljZVN1bW1hcnkSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSDQoFYWdlbnQYAiABKAkSHAoJcnBjX2FnZW50GAMgASgJUglycGNfYWdlbnQSEQoJY29tcHV0ZXJzGAQgAygJEg8KB3ZlcnNpb24YBSABKAkihQEKE0dldFJlc291cmNlc1JlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSHgoKbWNwX3NlcnZlchgDIAEoCVIKbWNwX3NlcnZlchITCgZjdXJzb3IYBCABKAlIAIgBAUIJCgdfY3Vyc29yInkKFEdldFJlc291cmNlc1Jlc3BvbnNlEioKCXJlc291cmNlcxgBIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSJQoLbmV4dF9jdXJzb3IYAiABKAlIAFILbmV4dF9jdXJzb3KIAQFCDgoMX25leHRfY3Vyc29yIkIKEEdldFNraWxsc1JlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkiOQoRR2V0U2tpbGxzUmVzcG9uc2USJAoGc2tpbGxzGAEgAygLMhQuc21jcC52MS5BMkNTa2lsbFJlZiJ9Cg9HZXRTa2lsbFJlcXVlc3QSHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSDAoEbmFtZRgDIAEoCRIfCghyZWxfcGF0aBgEIAEoCUgAUghyZWxfcGF0aIgBAUILCglfcmVsX3BhdGgi3QEKEEdldFNraWxsUmVzcG9uc2USDAoEbmFtZRgBIAEoCRIaCghyZWxfcGF0aBgCIAEoCVIIcmVsX3BhdGgSHAoJbWltZV90eXBlGAMgASgJUgltaW1lX3R5cGUSHgoKdG90YWxfc2l6ZRgEIAEoA1IKdG90YWxfc2l6ZRIOCgZzaGEyNTYYBSABKAkSEQoEYm9keRgGIAEoCUgAiAEBEiUKC2Jsb2JfaGFuZGxlGAcgASgJSAFSC2Jsb2JfaGFuZGxliAEBQgcKBV9ib2R5Qg4KDF9ibG9iX2hhbmRsZSKmAQoPUmVhZEJsb2JSZXF1ZXN0EhwKCW9mZmljZV9pZBgBIAEoCVIJb2ZmaWNlX2lkEhAKCGNvbXB1dGVyGAIgASgJEiAKC2Jsb2JfaGFuZGxlGAMgASgJUgtibG9iX2hhbmRsZRItCg9tYXhfY2h1bmtfYnl0ZXMYBCABKANIAFIPbWF4X2NodW5rX2J5dGVziAEBQhIKEF9tYXhfY2h1bmtfYnl0ZXMinwEKEFJlYWRCbG9iUmVzcG9uc2USDAoEZGF0YRgBIAEoDBIiCgxjaHVua19vZmZzZXQYAiABKANSDGNodW5rX29mZnNldBIeCgp0b3RhbF9zaXplGAMgASgDUgp0b3RhbF9zaXplEg4KBnNoYTI1NhgEIAEoCRIcCgltaW1lX3R5cGUYBSABKAlSCW1pbWVfdHlwZRILCgNlb2YYBiABKAgiUgoOUHV0QmxvYlJlcXVlc3QSKAoGaGVhZGVyGAEgASgLMhYuc21jcC52MS5QdXRCbG9iSGVhZGVySAASDgoEZGF0YRgCIAEoDEgAQgYKBHBhcnQioAEKDVB1dEJsb2JIZWFkZXISHAoJb2ZmaWNlX2lkGAEgASgJUglvZmZpY2VfaWQSEAoIY29tcHV0ZXIYAiABKAkSHgoKdG90YWxfc2l6ZRgDIAEoA1IKdG90YWxfc2l6ZRIOCgZzaGEyNTYYBCABKAkSIQoJbmFtZV9oaW50GAUgASgJSABSCW5hbWVfaGludIgBAUIMCgpfbmFtZV9oaW50IoMBCg9QdXRCbG9iUmVzcG9uc2USIgoMbGFuZGluZ19wYXRoGAEgASgJUgxsYW5kaW5nX3BhdGgSHgoKdG90YWxfc2l6ZRgCIAEoA1IKdG90YWxfc2l6ZRIOCgZzaGEyNTYYAyABKAkSHAoJdXBsb2FkX2lkGAQgASgJUgl1cGxvYWRfaWQyjgwKDEFnZW50U2VydmljZRJBCghMaXN0Um9vbRIYLnNtY3AudjEuTGlzdFJvb21SZXF1ZXN0Ghkuc21jcC52MS5MaXN0Um9vbVJlc3BvbnNlIgASQQoIR2V0VG9vbHMSGC5zbWNwLnYxLkdldFRvb2xzUmVxdWVzdBoZLnNtY3AudjEuR2V0VG9vbHNSZXNwb25zZSIAEkQKCUdldENvbmZpZxIZLnNtY3AudjEuR2V0Q29uZmlnUmVxdWVzdBoaLnNtY3AudjEuR2V0Q29uZmlnUmVzcG9uc2UiABJBCghDYWxsVG9vbBIYLnNtY3AudjEuQ2FsbFRvb2xSZXF1ZXN0Ghkuc21jcC52MS5DYWxsVG9vbFJlc3BvbnNlIgASUwoOQ2FuY2VsVG9vbENhbGwSHi5zbWNwLnYxLkNhbmNlbFRvb2xDYWxsUmVxdWVzdBofLnNtY3AudjEuQ2FuY2VsVG9vbENhbGxSZXNwb25zZSIAEkcKCkdldERlc2t0b3ASGi5zbWNwLnYxLkdldERlc2t0b3BSZXF1ZXN0Ghsuc21jcC52MS5HZXREZXNrdG9wUmVzcG9uc2UiABJECglHZXRGaW5kZXISGS5zbWNwLnYxLkdldEZpbmRlclJlcXVlc3QaGi5zbWNwLnYxLkdldEZpbmRlclJlc3BvbnNlIgASTQoMUmVhZFJlc291cmNlEhwuc21jcC52MS5SZWFkUmVzb3VyY2VSZXF1ZXN0Gh0uc21jcC52MS5SZWFkUmVzb3VyY2VSZXNwb25zZSIAEkwKC1dhdGNoT2ZmaWNlEhsuc21jcC52MS5XYXRjaE9mZmljZVJlcXVlc3QaHC5zbWNwLnYxLldhdGNoT2ZmaWNlUmVzcG9uc2UiADABEkoKC0xpc3RPZmZpY2VzEhsuc21jcC52MS5MaXN0T2ZmaWNlc1JlcXVlc3QaHC5zbWNwLnYxLkxpc3RPZmZpY2VzUmVzcG9uc2UiABJNCgxHZXRSZXNvdXJjZXMSHC5zbWNwLnYxLkdldFJlc291cmNlc1JlcXVlc3QaHS5zbWNwLnYxLkdldFJlc291cmNlc1Jlc3BvbnNlIgASRAoJR2V0U2tpbGxzEhkuc21jcC52MS5HZXRTa2lsbHNSZXF1ZXN0Ghouc21jcC52MS5HZXRTa2lsbHNSZXNwb25zZSIAEkEKCEdldFNraWxsEhguc21jcC52MS5HZXRTa2lsbFJlcXVlc3QaGS5zbWNwLnYxLkdldFNraWxsUmVzcG9uc2UiABJDCghSZWFkQmxvYhIYLnNtY3AudjEuUmVhZEJsb2JSZXF1ZXN0Ghkuc21jcC52MS5SZWFkQmxvYlJlc3BvbnNlIgAwARJACgdQdXRCbG9iEhcuc21jcC52MS5QdXRCbG9iUmVxdWVzdBoYLnNtY3AudjEuUHV0QmxvYlJlc3BvbnNlIgAoARJHCgpFdmljdEFnZW50Ehouc21jcC52MS5FdmljdEFnZW50UmVxdWVzdBobLnNtY3AudjEuRXZpY3RBZ2VudFJlc3BvbnNlIgASRAoJTGlzdEF1ZGl0Ehkuc21jcC52MS5MaXN0QXVkaXRSZXF1ZXN0Ghouc21jcC52MS5MaXN0QXVkaXRSZXNwb25zZSIAElYKD0xpc3RDb25uZWN0aW9ucxIfLnNtY3AudjEuTGlzdENvbm5lY3Rpb25zUmVxdWVzdBogLnNtY3AudjEuTGlzdENvbm5lY3Rpb25zUmVzcG9uc2UiABJHCgpMaXN0UXVvdGFzEhouc21jcC52MS5MaXN0UXVvdGFzUmVxdWVzdBobLnNtY3AudjEuTGlzdFF1b3Rhc1Jlc3BvbnNlIgASRwoKR2V0RmlndXJlcxIaLnNtY3AudjEuR2V0RmlndXJlc1JlcXVlc3QaGy5zbWNwLnYxLkdldEZpZ3VyZXNSZXNwb25zZSIAEkoKC0xpc3RTaWduSW5zEhsuc21jcC52MS5MaXN0U2lnbkluc1JlcXVlc3QaHC5zbWNwLnYxLkxpc3RTaWduSW5zUmVzcG9uc2UiAEIzWjFnaXRodWIuY29tL3NtY3Bndy9zbWNwLWdhdGV3YXkvZ2VuL3NtY3AvdjE7c21jcHYxYgZwcm90bzM", [file_google_protobuf_struct, file_smcp_v1_events, file_smcp_v1_types]);
+
+/**
+ * ListSignInsRequest filters the sign-ins.
+ *
+ * @generated from message smcp.v1.ListSignInsRequest
+ */
+export type ListSignInsRequest = Message<"smcp.v1.ListSignInsRequest"> & {
+  /**
+   * Only this office's (empty: all).
+   *
+   * @generated from field: string office = 1;
+   */
+  office: string;
+};
+
+/**
+ * Describes the message smcp.v1.ListSignInsRequest.
+ * Use `create(ListSignInsRequestSchema)` to create a new message.
+ */
+export const ListSignInsRequestSchema: GenMessage<ListSignInsRequest> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 0);
+
+/**
+ * ListSignInsResponse lists the sign-ins by office, computer and server.
+ *
+ * @generated from message smcp.v1.ListSignInsResponse
+ */
+export type ListSignInsResponse = Message<"smcp.v1.ListSignInsResponse"> & {
+  /**
+   * @generated from field: repeated smcp.v1.SignIn sign_ins = 1 [json_name = "sign_ins"];
+   */
+  signIns: SignIn[];
+};
+
+/**
+ * Describes the message smcp.v1.ListSignInsResponse.
+ * Use `create(ListSignInsResponseSchema)` to create a new message.
+ */
+export const ListSignInsResponseSchema: GenMessage<ListSignInsResponse> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 1);
+
+/**
+ * SignIn is a sign-in to an MCP server a computer waits for.
+ *
+ * @generated from message smcp.v1.SignIn
+ */
+export type SignIn = Message<"smcp.v1.SignIn"> & {
+  /**
+   * @generated from field: string office = 1;
+   */
+  office: string;
+
+  /**
+   * @generated from field: string computer = 2;
+   */
+  computer: string;
+
+  /**
+   * The MCP server's name on the computer, and its bundle id.
+   *
+   * @generated from field: string server = 3;
+   */
+  server: string;
+
+  /**
+   * @generated from field: string bundle_id = 4 [json_name = "bundle_id"];
+   */
+  bundleId: string;
+
+  /**
+   * The authorization URL to open in a browser.
+   *
+   * @generated from field: string url = 5;
+   */
+  url: string;
+
+  /**
+   * When the computer gives up waiting (RFC 3339).
+   *
+   * @generated from field: string expires_at = 6 [json_name = "expires_at"];
+   */
+  expiresAt: string;
+};
+
+/**
+ * Describes the message smcp.v1.SignIn.
+ * Use `create(SignInSchema)` to create a new message.
+ */
+export const SignInSchema: GenMessage<SignIn> = /*@__PURE__*/
+  messageDesc(file_smcp_v1_service, 2);
 
 /**
  * EvictAgentRequest names the office whose agent seat is freed.
@@ -36,7 +126,7 @@ export type EvictAgentRequest = Message<"smcp.v1.EvictAgentRequest"> & {
  * Use `create(EvictAgentRequestSchema)` to create a new message.
  */
 export const EvictAgentRequestSchema: GenMessage<EvictAgentRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 0);
+  messageDesc(file_smcp_v1_service, 3);
 
 /**
  * EvictAgentResponse lists the holders of the seat that were evicted (none
@@ -56,7 +146,7 @@ export type EvictAgentResponse = Message<"smcp.v1.EvictAgentResponse"> & {
  * Use `create(EvictAgentResponseSchema)` to create a new message.
  */
 export const EvictAgentResponseSchema: GenMessage<EvictAgentResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 1);
+  messageDesc(file_smcp_v1_service, 4);
 
 /**
  * SeatHolder is one holder of an office's agent seat.
@@ -99,7 +189,7 @@ export type SeatHolder = Message<"smcp.v1.SeatHolder"> & {
  * Use `create(SeatHolderSchema)` to create a new message.
  */
 export const SeatHolderSchema: GenMessage<SeatHolder> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 2);
+  messageDesc(file_smcp_v1_service, 5);
 
 /**
  * ListAuditRequest filters the records; empty fields match all.
@@ -142,7 +232,7 @@ export type ListAuditRequest = Message<"smcp.v1.ListAuditRequest"> & {
  * Use `create(ListAuditRequestSchema)` to create a new message.
  */
 export const ListAuditRequestSchema: GenMessage<ListAuditRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 3);
+  messageDesc(file_smcp_v1_service, 6);
 
 /**
  * ListAuditResponse holds the matching records, newest first.
@@ -183,7 +273,7 @@ export type ListAuditResponse = Message<"smcp.v1.ListAuditResponse"> & {
  * Use `create(ListAuditResponseSchema)` to create a new message.
  */
 export const ListAuditResponseSchema: GenMessage<ListAuditResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 4);
+  messageDesc(file_smcp_v1_service, 7);
 
 /**
  * AuditRecord is one record of the audit trail (gateway/audit), as the
@@ -285,7 +375,7 @@ export type AuditRecord = Message<"smcp.v1.AuditRecord"> & {
  * Use `create(AuditRecordSchema)` to create a new message.
  */
 export const AuditRecordSchema: GenMessage<AuditRecord> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 5);
+  messageDesc(file_smcp_v1_service, 8);
 
 /**
  * ListConnectionsRequest filters the connections.
@@ -306,7 +396,7 @@ export type ListConnectionsRequest = Message<"smcp.v1.ListConnectionsRequest"> &
  * Use `create(ListConnectionsRequestSchema)` to create a new message.
  */
 export const ListConnectionsRequestSchema: GenMessage<ListConnectionsRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 6);
+  messageDesc(file_smcp_v1_service, 9);
 
 /**
  * ListConnectionsResponse lists the connections sorted by office, kind
@@ -340,7 +430,7 @@ export type ListConnectionsResponse = Message<"smcp.v1.ListConnectionsResponse">
  * Use `create(ListConnectionsResponseSchema)` to create a new message.
  */
 export const ListConnectionsResponseSchema: GenMessage<ListConnectionsResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 7);
+  messageDesc(file_smcp_v1_service, 10);
 
 /**
  * Connection is one thing connected to a node of the gateway.
@@ -419,7 +509,7 @@ export type Connection = Message<"smcp.v1.Connection"> & {
  * Use `create(ConnectionSchema)` to create a new message.
  */
 export const ConnectionSchema: GenMessage<Connection> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 8);
+  messageDesc(file_smcp_v1_service, 11);
 
 /**
  * ListQuotasRequest names the principal whose state is wanted; empty: the
@@ -440,7 +530,7 @@ export type ListQuotasRequest = Message<"smcp.v1.ListQuotasRequest"> & {
  * Use `create(ListQuotasRequestSchema)` to create a new message.
  */
 export const ListQuotasRequestSchema: GenMessage<ListQuotasRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 9);
+  messageDesc(file_smcp_v1_service, 12);
 
 /**
  * ListQuotasResponse gives each principal's quota state, by principal.
@@ -473,7 +563,7 @@ export type ListQuotasResponse = Message<"smcp.v1.ListQuotasResponse"> & {
  * Use `create(ListQuotasResponseSchema)` to create a new message.
  */
 export const ListQuotasResponseSchema: GenMessage<ListQuotasResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 10);
+  messageDesc(file_smcp_v1_service, 13);
 
 /**
  * QuotaState is one principal's quota and its use.
@@ -532,7 +622,7 @@ export type QuotaState = Message<"smcp.v1.QuotaState"> & {
  * Use `create(QuotaStateSchema)` to create a new message.
  */
 export const QuotaStateSchema: GenMessage<QuotaState> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 11);
+  messageDesc(file_smcp_v1_service, 14);
 
 /**
  * GetFiguresRequest is empty.
@@ -547,7 +637,7 @@ export type GetFiguresRequest = Message<"smcp.v1.GetFiguresRequest"> & {
  * Use `create(GetFiguresRequestSchema)` to create a new message.
  */
 export const GetFiguresRequestSchema: GenMessage<GetFiguresRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 12);
+  messageDesc(file_smcp_v1_service, 15);
 
 /**
  * GetFiguresResponse holds the figures summed over the nodes, and each
@@ -583,7 +673,7 @@ export type GetFiguresResponse = Message<"smcp.v1.GetFiguresResponse"> & {
  * Use `create(GetFiguresResponseSchema)` to create a new message.
  */
 export const GetFiguresResponseSchema: GenMessage<GetFiguresResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 13);
+  messageDesc(file_smcp_v1_service, 16);
 
 /**
  * NodeFigures are one node's figures.
@@ -614,7 +704,7 @@ export type NodeFigures = Message<"smcp.v1.NodeFigures"> & {
  * Use `create(NodeFiguresSchema)` to create a new message.
  */
 export const NodeFiguresSchema: GenMessage<NodeFigures> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 14);
+  messageDesc(file_smcp_v1_service, 17);
 
 /**
  * ListRoomRequest names the office to list.
@@ -635,7 +725,7 @@ export type ListRoomRequest = Message<"smcp.v1.ListRoomRequest"> & {
  * Use `create(ListRoomRequestSchema)` to create a new message.
  */
 export const ListRoomRequestSchema: GenMessage<ListRoomRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 15);
+  messageDesc(file_smcp_v1_service, 18);
 
 /**
  * ListRoomResponse lists the office's members.
@@ -664,7 +754,7 @@ export type ListRoomResponse = Message<"smcp.v1.ListRoomResponse"> & {
  * Use `create(ListRoomResponseSchema)` to create a new message.
  */
 export const ListRoomResponseSchema: GenMessage<ListRoomResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 16);
+  messageDesc(file_smcp_v1_service, 19);
 
 /**
  * GetToolsRequest addresses a computer.
@@ -692,7 +782,7 @@ export type GetToolsRequest = Message<"smcp.v1.GetToolsRequest"> & {
  * Use `create(GetToolsRequestSchema)` to create a new message.
  */
 export const GetToolsRequestSchema: GenMessage<GetToolsRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 17);
+  messageDesc(file_smcp_v1_service, 20);
 
 /**
  * GetToolsResponse lists the tools.
@@ -713,7 +803,7 @@ export type GetToolsResponse = Message<"smcp.v1.GetToolsResponse"> & {
  * Use `create(GetToolsResponseSchema)` to create a new message.
  */
 export const GetToolsResponseSchema: GenMessage<GetToolsResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 18);
+  messageDesc(file_smcp_v1_service, 21);
 
 /**
  * GetConfigRequest addresses a computer.
@@ -741,7 +831,7 @@ export type GetConfigRequest = Message<"smcp.v1.GetConfigRequest"> & {
  * Use `create(GetConfigRequestSchema)` to create a new message.
  */
 export const GetConfigRequestSchema: GenMessage<GetConfigRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 19);
+  messageDesc(file_smcp_v1_service, 22);
 
 /**
  * GetConfigResponse carries the configuration.
@@ -769,7 +859,7 @@ export type GetConfigResponse = Message<"smcp.v1.GetConfigResponse"> & {
  * Use `create(GetConfigResponseSchema)` to create a new message.
  */
 export const GetConfigResponseSchema: GenMessage<GetConfigResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 20);
+  messageDesc(file_smcp_v1_service, 23);
 
 /**
  * CallToolRequest calls one tool.
@@ -843,7 +933,7 @@ export type CallToolRequest = Message<"smcp.v1.CallToolRequest"> & {
  * Use `create(CallToolRequestSchema)` to create a new message.
  */
 export const CallToolRequestSchema: GenMessage<CallToolRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 21);
+  messageDesc(file_smcp_v1_service, 24);
 
 /**
  * CallToolResponse carries the tool's result.
@@ -883,7 +973,7 @@ export type CallToolResponse = Message<"smcp.v1.CallToolResponse"> & {
  * Use `create(CallToolResponseSchema)` to create a new message.
  */
 export const CallToolResponseSchema: GenMessage<CallToolResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 22);
+  messageDesc(file_smcp_v1_service, 25);
 
 /**
  * CancelToolCallRequest names the call to cancel.
@@ -911,7 +1001,7 @@ export type CancelToolCallRequest = Message<"smcp.v1.CancelToolCallRequest"> & {
  * Use `create(CancelToolCallRequestSchema)` to create a new message.
  */
 export const CancelToolCallRequestSchema: GenMessage<CancelToolCallRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 23);
+  messageDesc(file_smcp_v1_service, 26);
 
 /**
  * CancelToolCallResponse is empty: cancellation is fire and forget.
@@ -926,7 +1016,7 @@ export type CancelToolCallResponse = Message<"smcp.v1.CancelToolCallResponse"> &
  * Use `create(CancelToolCallResponseSchema)` to create a new message.
  */
 export const CancelToolCallResponseSchema: GenMessage<CancelToolCallResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 24);
+  messageDesc(file_smcp_v1_service, 27);
 
 /**
  * GetDesktopRequest addresses a computer's desktop.
@@ -968,7 +1058,7 @@ export type GetDesktopRequest = Message<"smcp.v1.GetDesktopRequest"> & {
  * Use `create(GetDesktopRequestSchema)` to create a new message.
  */
 export const GetDesktopRequestSchema: GenMessage<GetDesktopRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 25);
+  messageDesc(file_smcp_v1_service, 28);
 
 /**
  * GetDesktopResponse carries the rendered windows.
@@ -989,7 +1079,7 @@ export type GetDesktopResponse = Message<"smcp.v1.GetDesktopResponse"> & {
  * Use `create(GetDesktopResponseSchema)` to create a new message.
  */
 export const GetDesktopResponseSchema: GenMessage<GetDesktopResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 26);
+  messageDesc(file_smcp_v1_service, 29);
 
 /**
  * GetFinderRequest queries a computer's document catalogue.
@@ -1045,7 +1135,7 @@ export type GetFinderRequest = Message<"smcp.v1.GetFinderRequest"> & {
  * Use `create(GetFinderRequestSchema)` to create a new message.
  */
 export const GetFinderRequestSchema: GenMessage<GetFinderRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 27);
+  messageDesc(file_smcp_v1_service, 30);
 
 /**
  * GetFinderResponse carries one page of documents.
@@ -1073,7 +1163,7 @@ export type GetFinderResponse = Message<"smcp.v1.GetFinderResponse"> & {
  * Use `create(GetFinderResponseSchema)` to create a new message.
  */
 export const GetFinderResponseSchema: GenMessage<GetFinderResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 28);
+  messageDesc(file_smcp_v1_service, 31);
 
 /**
  * ReadResourceRequest reads one resource through a computer.
@@ -1108,7 +1198,7 @@ export type ReadResourceRequest = Message<"smcp.v1.ReadResourceRequest"> & {
  * Use `create(ReadResourceRequestSchema)` to create a new message.
  */
 export const ReadResourceRequestSchema: GenMessage<ReadResourceRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 29);
+  messageDesc(file_smcp_v1_service, 32);
 
 /**
  * ReadResourceResponse carries MCP's read result.
@@ -1129,7 +1219,7 @@ export type ReadResourceResponse = Message<"smcp.v1.ReadResourceResponse"> & {
  * Use `create(ReadResourceResponseSchema)` to create a new message.
  */
 export const ReadResourceResponseSchema: GenMessage<ReadResourceResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 30);
+  messageDesc(file_smcp_v1_service, 33);
 
 /**
  * WatchOfficeRequest names the office to watch.
@@ -1150,7 +1240,7 @@ export type WatchOfficeRequest = Message<"smcp.v1.WatchOfficeRequest"> & {
  * Use `create(WatchOfficeRequestSchema)` to create a new message.
  */
 export const WatchOfficeRequestSchema: GenMessage<WatchOfficeRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 31);
+  messageDesc(file_smcp_v1_service, 34);
 
 /**
  * WatchOfficeResponse is one notification of the office.
@@ -1251,7 +1341,7 @@ export type WatchOfficeResponse = Message<"smcp.v1.WatchOfficeResponse"> & {
  * Use `create(WatchOfficeResponseSchema)` to create a new message.
  */
 export const WatchOfficeResponseSchema: GenMessage<WatchOfficeResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 32);
+  messageDesc(file_smcp_v1_service, 35);
 
 /**
  * ListOfficesRequest is empty: the key decides which offices are listed.
@@ -1266,7 +1356,7 @@ export type ListOfficesRequest = Message<"smcp.v1.ListOfficesRequest"> & {
  * Use `create(ListOfficesRequestSchema)` to create a new message.
  */
 export const ListOfficesRequestSchema: GenMessage<ListOfficesRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 33);
+  messageDesc(file_smcp_v1_service, 36);
 
 /**
  * ListOfficesResponse lists offices by office id.
@@ -1294,7 +1384,7 @@ export type ListOfficesResponse = Message<"smcp.v1.ListOfficesResponse"> & {
  * Use `create(ListOfficesResponseSchema)` to create a new message.
  */
 export const ListOfficesResponseSchema: GenMessage<ListOfficesResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 34);
+  messageDesc(file_smcp_v1_service, 37);
 
 /**
  * OfficeSummary is one office and who is in it.
@@ -1346,7 +1436,7 @@ export type OfficeSummary = Message<"smcp.v1.OfficeSummary"> & {
  * Use `create(OfficeSummarySchema)` to create a new message.
  */
 export const OfficeSummarySchema: GenMessage<OfficeSummary> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 35);
+  messageDesc(file_smcp_v1_service, 38);
 
 /**
  * GetResourcesRequest lists the resources of one MCP server of a computer.
@@ -1388,7 +1478,7 @@ export type GetResourcesRequest = Message<"smcp.v1.GetResourcesRequest"> & {
  * Use `create(GetResourcesRequestSchema)` to create a new message.
  */
 export const GetResourcesRequestSchema: GenMessage<GetResourcesRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 36);
+  messageDesc(file_smcp_v1_service, 39);
 
 /**
  * GetResourcesResponse is one page of MCP resources/list, unfiltered.
@@ -1416,7 +1506,7 @@ export type GetResourcesResponse = Message<"smcp.v1.GetResourcesResponse"> & {
  * Use `create(GetResourcesResponseSchema)` to create a new message.
  */
 export const GetResourcesResponseSchema: GenMessage<GetResourcesResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 37);
+  messageDesc(file_smcp_v1_service, 40);
 
 /**
  * GetSkillsRequest addresses a computer.
@@ -1444,7 +1534,7 @@ export type GetSkillsRequest = Message<"smcp.v1.GetSkillsRequest"> & {
  * Use `create(GetSkillsRequestSchema)` to create a new message.
  */
 export const GetSkillsRequestSchema: GenMessage<GetSkillsRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 38);
+  messageDesc(file_smcp_v1_service, 41);
 
 /**
  * GetSkillsResponse lists the available skills in the computer's order.
@@ -1465,7 +1555,7 @@ export type GetSkillsResponse = Message<"smcp.v1.GetSkillsResponse"> & {
  * Use `create(GetSkillsResponseSchema)` to create a new message.
  */
 export const GetSkillsResponseSchema: GenMessage<GetSkillsResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 39);
+  messageDesc(file_smcp_v1_service, 42);
 
 /**
  * GetSkillRequest reads one file of a skill.
@@ -1508,7 +1598,7 @@ export type GetSkillRequest = Message<"smcp.v1.GetSkillRequest"> & {
  * Use `create(GetSkillRequestSchema)` to create a new message.
  */
 export const GetSkillRequestSchema: GenMessage<GetSkillRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 40);
+  messageDesc(file_smcp_v1_service, 43);
 
 /**
  * GetSkillResponse is the computer's answer: exactly one of body and
@@ -1572,7 +1662,7 @@ export type GetSkillResponse = Message<"smcp.v1.GetSkillResponse"> & {
  * Use `create(GetSkillResponseSchema)` to create a new message.
  */
 export const GetSkillResponseSchema: GenMessage<GetSkillResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 41);
+  messageDesc(file_smcp_v1_service, 44);
 
 /**
  * ReadBlobRequest names the blob to read.
@@ -1615,7 +1705,7 @@ export type ReadBlobRequest = Message<"smcp.v1.ReadBlobRequest"> & {
  * Use `create(ReadBlobRequestSchema)` to create a new message.
  */
 export const ReadBlobRequestSchema: GenMessage<ReadBlobRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 42);
+  messageDesc(file_smcp_v1_service, 45);
 
 /**
  * ReadBlobResponse is one chunk of the blob.
@@ -1672,7 +1762,7 @@ export type ReadBlobResponse = Message<"smcp.v1.ReadBlobResponse"> & {
  * Use `create(ReadBlobResponseSchema)` to create a new message.
  */
 export const ReadBlobResponseSchema: GenMessage<ReadBlobResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 43);
+  messageDesc(file_smcp_v1_service, 46);
 
 /**
  * PutBlobRequest is one message of an upload: the header first, then data.
@@ -1710,7 +1800,7 @@ export type PutBlobRequest = Message<"smcp.v1.PutBlobRequest"> & {
  * Use `create(PutBlobRequestSchema)` to create a new message.
  */
 export const PutBlobRequestSchema: GenMessage<PutBlobRequest> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 44);
+  messageDesc(file_smcp_v1_service, 47);
 
 /**
  * PutBlobHeader declares an upload.
@@ -1759,7 +1849,7 @@ export type PutBlobHeader = Message<"smcp.v1.PutBlobHeader"> & {
  * Use `create(PutBlobHeaderSchema)` to create a new message.
  */
 export const PutBlobHeaderSchema: GenMessage<PutBlobHeader> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 45);
+  messageDesc(file_smcp_v1_service, 48);
 
 /**
  * PutBlobResponse describes the landed file.
@@ -1801,7 +1891,7 @@ export type PutBlobResponse = Message<"smcp.v1.PutBlobResponse"> & {
  * Use `create(PutBlobResponseSchema)` to create a new message.
  */
 export const PutBlobResponseSchema: GenMessage<PutBlobResponse> = /*@__PURE__*/
-  messageDesc(file_smcp_v1_service, 46);
+  messageDesc(file_smcp_v1_service, 49);
 
 /**
  * AgentService is the typed agent API of the gateway, served with Connect,
@@ -2073,6 +2163,22 @@ export const AgentService: GenService<{
     methodKind: "unary";
     input: typeof GetFiguresRequestSchema;
     output: typeof GetFiguresResponseSchema;
+  },
+  /**
+   * ListSignIns lists the sign-ins to MCP servers that headless computers
+   * wait for (docs/UPSTREAM.md): each with the authorization URL an
+   * operator opens; the callback comes back to the gateway, which hands it
+   * to the computer. This node's computers. Operator keys, and a
+   * computer's own key (a key with a name that may join as a computer: that
+   * computer's sign-ins only); any other key gets PERMISSION_DENIED: an
+   * agent never sees an authorization URL.
+   *
+   * @generated from rpc smcp.v1.AgentService.ListSignIns
+   */
+  listSignIns: {
+    methodKind: "unary";
+    input: typeof ListSignInsRequestSchema;
+    output: typeof ListSignInsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_smcp_v1_service, 0);
