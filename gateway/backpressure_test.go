@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/smcpgw/smcp-gateway/gateway"
+	"github.com/smcpgw/smcp-gateway/gateway/sio"
 	"github.com/smcpgw/smcp-gateway/internal/testheap"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 )
@@ -25,7 +26,10 @@ func TestStoppedComputerHoldsBoundedBytes(t *testing.T) {
 	resume := make(chan struct{})
 	var resumeOnce sync.Once
 	resumed := func() { resumeOnce.Do(func() { close(resume) }) }
-	o := newRelayOffice(t, gateway.Config{Metrics: true}, func(string, []byte) string {
+	// The stopped computer answers no ping either: under -race beside other
+	// packages' tests the 300 calls can take longer than the default
+	// heartbeat's 45 s, after which the computer would be gone (404).
+	o := newRelayOffice(t, gateway.Config{Metrics: true, SIO: sio.Config{PingTimeout: 5 * time.Minute}}, func(string, []byte) string {
 		<-resume // the raw client's one reader: the computer's socket is not read
 		return `{"content":[],"isError":false}`
 	})

@@ -96,6 +96,10 @@ type Config struct {
 	MaxFrameBytesBeforeAuth   int
 	MaxUnauthenticatedPerAddr int
 	AuthTimeout               time.Duration
+	// PingInterval and PingTimeout are Engine.IO's heartbeat: a peer that
+	// does not answer a ping within PingInterval+PingTimeout is
+	// disconnected (its seat freed). Zero: the library's 25 s and 20 s.
+	PingInterval, PingTimeout time.Duration
 	// AllowedOrigins are the browser origins, besides the gateway's own,
 	// whose pages may connect (httpauth.Origins: an origin,
 	// "https://*.example.com", or "*" for any); requests with another
@@ -216,6 +220,12 @@ func New(hub *core.Hub, auth core.Authenticator, cfg Config) *Server {
 	// Engine.IO handshake; closing such connections soon lets the client
 	// reconnect instead of hanging for the default 45 s.
 	opts.SetConnectTimeout(5 * time.Second)
+	if cfg.PingInterval > 0 {
+		opts.SetPingInterval(cfg.PingInterval)
+	}
+	if cfg.PingTimeout > 0 {
+		opts.SetPingTimeout(cfg.PingTimeout)
+	}
 	s.io = socket.NewServer(nil, opts)
 	engine := s.io.ServeHandler(opts)
 	_ = s.io.Engine().On("connection", s.pre.opened)
