@@ -121,7 +121,9 @@ func TestInstallAndImportFromProxy(t *testing.T) {
 		return string(out)
 	}
 
-	run(work, "install", modPath+"/cmd/smcp@"+version)
+	// -race, as make test builds: the dependencies come from its build
+	// cache; without it a cold run compiles all of them a second time.
+	run(work, "install", "-race", modPath+"/cmd/smcp@"+version)
 	bin := filepath.Join(work, "bin", "smcp")
 	info := run(work, "version", "-m", bin)
 	if !slices.ContainsFunc(strings.Split(info, "\n"), func(line string) bool {
@@ -170,12 +172,12 @@ func main() {
 		}
 	}
 	run(importer, "mod", "tidy")
-	run(importer, "build", "-o", filepath.Join(work, "importer.bin"), ".")
+	run(importer, "build", "-race", "-o", filepath.Join(work, "importer.bin"), ".")
 	checkNoUpstream(t, "importer", run(work, "version", "-m", filepath.Join(work, "importer.bin")))
 	if deps := strings.Fields(run(importer, "list", "-deps", ".")); !slices.Contains(deps, enginePkg) {
 		t.Fatalf("the importer does not link %s; its packages:\n%s", enginePkg, strings.Join(deps, "\n"))
 	}
-	out := run(importer, "test", "-count=1", "-v", "-run", raceTests, enginePkg)
+	out := run(importer, "test", "-race", "-count=1", "-v", "-run", raceTests, enginePkg)
 	for _, name := range []string{"TestPauseSeesPollAnsweredMeanwhile", "TestNoPollAfterPause", "TestFlushRacingUpgradeIsDelivered"} {
 		if !strings.Contains(out, "--- PASS: "+name+" ") {
 			t.Errorf("%s did not pass in the importer's build:\n%s", name, out)
