@@ -513,9 +513,11 @@ func TestReadBlobUncompressed(t *testing.T) {
 
 // TestReadBlobChunksAreRateLimited: a ReadBlob's chunk requests take tokens
 // of the Socket.IO event rate (here a burst of 5 and almost no refill): the
-// stream asks the computer for five chunks, then fails with
+// stream asks the computer for at most five chunks, then fails with
 // ResourceExhausted naming the limit, since the sixth token would come after
-// its deadline.
+// its deadline. (Fewer than five may reach the computer: the refusal of the
+// sixth ends the stream while admitted requests of its window are on their
+// way, and they are cancelled.)
 func TestReadBlobChunksAreRateLimited(t *testing.T) {
 	g := startGateway(t, func(c *gateway.Config) { c.SIO.EventsPerSecond, c.SIO.EventBurst = 0.001, 5 })
 	pc := startBlobComputer(t, g, "pc-04", officeA, "0.4.0")
@@ -531,7 +533,7 @@ func TestReadBlobChunksAreRateLimited(t *testing.T) {
 	pc.mu.Lock()
 	asked := pc.getBlobs
 	pc.mu.Unlock()
-	if asked != 5 {
-		t.Fatalf("the computer was asked %d chunks, want the burst's 5", asked)
+	if asked < 1 || asked > 5 {
+		t.Fatalf("the computer was asked %d chunks, want 1 to the burst's 5", asked)
 	}
 }
