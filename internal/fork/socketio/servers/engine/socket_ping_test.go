@@ -65,7 +65,13 @@ func TestPongBeforePingTimeoutIsArmed(t *testing.T) {
 			}
 		})
 		_ = sock.On("close", func(a ...any) {
-			closed <- fmt.Sprint(a[0])
+			// The first reason is the one the test reads; a handler that
+			// blocked here would hold the transport's close (srv.Close in
+			// the deferred cleanup waits on it).
+			select {
+			case closed <- fmt.Sprint(a[0]):
+			default:
+			}
 		})
 	})
 
@@ -118,7 +124,12 @@ func TestSilentClientPingTimeout(t *testing.T) {
 	defer srv.Close()
 	closed := make(chan string, 1)
 	_ = srv.On("connection", func(a ...any) {
-		_ = a[0].(Socket).On("close", func(a ...any) { closed <- fmt.Sprint(a[0]) })
+		_ = a[0].(Socket).On("close", func(a ...any) {
+			select { // the first reason only: see TestPongBeforePingTimeoutIsArmed
+			case closed <- fmt.Sprint(a[0]):
+			default:
+			}
+		})
 	})
 	url := "ws" + strings.TrimPrefix(hs.URL, "http") + "/engine.io/?EIO=4&transport=websocket"
 	c, _, err := ws.DefaultDialer.Dial(url, nil)
