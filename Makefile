@@ -4,9 +4,9 @@ GO ?= go
 # buf and goreleaser at the versions tools/ pins, built into bin/ on first use (tools/run says so).
 BUF := tools/buf
 GORELEASER := tools/run goreleaser
-# Four test binaries and four parallel tests at a time on any machine: most tests wait (on
-# timeouts, Redis failovers, heartbeats) more than they compute (docs/DEVELOPMENT.md).
-GOTEST_FLAGS ?= -race -count=1 -timeout 20m -parallel 4 -p 4
+# Four parallel tests at a time on any machine: those marked parallel wait (on timeouts, Redis
+# failovers, heartbeats) more than they compute (docs/DEVELOPMENT.md).
+GOTEST_FLAGS ?= -race -count=1 -timeout 20m -parallel 4
 
 .PHONY: run build test test-deps generate lint check-generated breaking unit bench deps-node interop bench-gateway bench-load \
 	release-snapshot release-check release-cross image
