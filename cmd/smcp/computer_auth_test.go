@@ -39,18 +39,8 @@ func TestComputerAuthLoginThroughGateway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const lifetime = 3 * time.Second
-	as := oauthtest.StartAS(t, lifetime)
-	mcpURL := oauthtest.Protected(t, as, testmcp.New("guarded", testmcp.Options{}).HTTPHandler(), "mcp:tools")
-
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "mcp.json")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`{"mcpServers": {"Guarded API": {"type": "streamable-http", "url": %q}}}`, mcpURL)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(dir, "store.key")
-	if err := os.WriteFile(keyFile, []byte("k3y-of-the-store-0123456789abcdefghij\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	as, mcpURL, cfg, keyFile := guardedServer(t, lifetime, dir)
 	storePath := filepath.Join(dir, "state", upstreamauth.DefaultFile)
 	storeFlags := []string{"--auth-store", storePath, "--auth-store-key-file", keyFile}
 	t.Setenv("SMCP_API_KEY", "k-1")
@@ -69,25 +59,7 @@ func TestComputerAuthLoginThroughGateway(t *testing.T) {
 		}
 	}()
 
-	ag, err := agent.Dial(ctx, sioclient.Options{URL: gw.URL, APIKey: "k-1", Version: smcp.V04.Full()}, "bot")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ag.Close()
-	if err := ag.Join(ctx, "o"); err != nil {
-		t.Fatal(err)
-	}
-	args, _ := structpb.NewStruct(map[string]any{"text": "hi"})
-	call := func() *smcpv1.CallToolResult {
-		res, err := ag.CallTool(ctx, &smcpv1.ToolCallReq{Computer: "pc", ToolName: "Guarded_API__echo", Params: args, Timeout: 20})
-		if err != nil {
-			return &smcpv1.CallToolResult{IsError: new(true)}
-		}
-		return res
-	}
-	code := func(res *smcpv1.CallToolResult) float64 {
-		return res.GetMeta().GetFields()[smcp.MetaCode].GetNumberValue()
-	}
+	_, call := guardedCaller(t, ctx, gw.URL, "k-1")
 	var res *smcpv1.CallToolResult
 	if !testwait.Poll(30*time.Second, func() bool { res = call(); return code(res) == smcp.CodeToolAuthorizationRequired }) {
 		t.Fatalf("without a token: %v, want 4006", res)
@@ -185,16 +157,8 @@ func cliLogin(t *testing.T, ctx context.Context, as *oauthtest.AS, args []string
 func TestHostedComputerUsesTheTokenStore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	as := oauthtest.StartAS(t, time.Hour)
-	mcpURL := oauthtest.Protected(t, as, testmcp.New("guarded", testmcp.Options{}).HTTPHandler(), "mcp:tools")
 	dir := t.TempDir()
-	mcpPath := filepath.Join(dir, "mcp.json")
-	if err := os.WriteFile(mcpPath, []byte(fmt.Sprintf(`{"mcpServers": {"Guarded API": {"type": "streamable-http", "url": %q}}}`, mcpURL)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "store.key"), []byte("k3y-of-the-hosted-store-0123456789abcdef\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	as, _, mcpPath, keyFile := guardedServer(t, time.Hour, dir) // mcp.json and store.key, which the YAML names
 	addr := freeAddr(t)
 	yml := "listen: " + addr + "\ninsecure: true\ncomputers:\n" +
 		"  - {name: pc, office: o, config: mcp.json, confirm: auto, auth_store: state/auth.enc, auth_store_key_file: store.key}\n"
@@ -224,11 +188,11 @@ func TestHostedComputerUsesTheTokenStore(t *testing.T) {
 	var res *smcpv1.CallToolResult
 	waitFor(t, ctx, "4006 from the hosted computer", func() bool {
 		res = call()
-		return res.GetMeta().GetFields()[smcp.MetaCode].GetNumberValue() == smcp.CodeToolAuthorizationRequired
+		return code(res) == smcp.CodeToolAuthorizationRequired
 	})
 
 	cliLogin(t, ctx, as, []string{"login", "Guarded API", "--config", mcpPath,
-		"--auth-store", filepath.Join(dir, "state", "auth.enc"), "--auth-store-key-file", filepath.Join(dir, "store.key")})
+		"--auth-store", filepath.Join(dir, "state", "auth.enc"), "--auth-store-key-file", keyFile})
 	waitFor(t, ctx, "a call through the signed-in hosted computer", func() bool {
 		res = call()
 		return res != nil && !res.GetIsError()
@@ -236,4 +200,51 @@ func TestHostedComputerUsesTheTokenStore(t *testing.T) {
 	if got := res.GetContent()[0].GetFields()["text"].GetStringValue(); got != "guarded: hi" {
 		t.Fatalf("echo = %q", got)
 	}
+}
+
+// guardedServer starts the test authorization server (access tokens of
+// the given lifetime) and an MCP server behind it, and writes into dir the
+// computer's configuration naming it "Guarded API" (mcp.json) and a token
+// store key file (store.key).
+func guardedServer(t *testing.T, lifetime time.Duration, dir string) (as *oauthtest.AS, mcpURL, cfg, keyFile string) {
+	t.Helper()
+	as = oauthtest.StartAS(t, lifetime)
+	mcpURL = oauthtest.Protected(t, as, testmcp.New("guarded", testmcp.Options{}).HTTPHandler(), "mcp:tools")
+	cfg = filepath.Join(dir, "mcp.json")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`{"mcpServers": {"Guarded API": {"type": "streamable-http", "url": %q}}}`, mcpURL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keyFile = filepath.Join(dir, "store.key")
+	if err := os.WriteFile(keyFile, []byte("k3y-of-the-store-0123456789abcdefghij\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return as, mcpURL, cfg, keyFile
+}
+
+// guardedCaller joins an agent with key to office o of the gateway at url
+// and returns it and a call of the guarded server's echo on computer pc (a
+// transport error is an error result).
+func guardedCaller(t *testing.T, ctx context.Context, url, key string) (*agent.Client, func() *smcpv1.CallToolResult) {
+	t.Helper()
+	ag, err := agent.Dial(ctx, sioclient.Options{URL: url, APIKey: key, Version: smcp.V04.Full()}, "bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ag.Close)
+	if err := ag.Join(ctx, "o"); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := structpb.NewStruct(map[string]any{"text": "hi"})
+	return ag, func() *smcpv1.CallToolResult {
+		res, err := ag.CallTool(ctx, &smcpv1.ToolCallReq{Computer: "pc", ToolName: "Guarded_API__echo", Params: args, Timeout: 20})
+		if err != nil {
+			return &smcpv1.CallToolResult{IsError: new(true)}
+		}
+		return res
+	}
+}
+
+// code is the SMCP error code in a tool call result's _meta.
+func code(res *smcpv1.CallToolResult) float64 {
+	return res.GetMeta().GetFields()[smcp.MetaCode].GetNumberValue()
 }

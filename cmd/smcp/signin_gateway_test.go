@@ -20,7 +20,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/smcpgw/smcp-gateway/agent"
 	"github.com/smcpgw/smcp-gateway/gateway"
 	"github.com/smcpgw/smcp-gateway/gateway/core"
 	smcpv1 "github.com/smcpgw/smcp-gateway/gen/smcp/v1"
@@ -29,8 +28,6 @@ import (
 	"github.com/smcpgw/smcp-gateway/internal/oauthtest"
 	"github.com/smcpgw/smcp-gateway/internal/systest"
 	"github.com/smcpgw/smcp-gateway/internal/testbrowser"
-	"github.com/smcpgw/smcp-gateway/internal/testmcp"
-	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -47,17 +44,8 @@ import (
 func TestHeadlessComputerSignsInThroughGateway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	as := oauthtest.StartAS(t, time.Hour)
-	mcpURL := oauthtest.Protected(t, as, testmcp.New("guarded", testmcp.Options{}).HTTPHandler(), "mcp:tools")
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "mcp.json")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`{"mcpServers": {"Guarded API": {"type": "streamable-http", "url": %q}}}`, mcpURL)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(dir, "store.key")
-	if err := os.WriteFile(keyFile, []byte("k3y-of-the-store-0123456789abcdefghij\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	as, _, cfg, keyFile := guardedServer(t, time.Hour, dir)
 	keys, err := core.NewKeyRing(
 		core.Key{ID: "op", Key: "op-key"},
 		core.Key{ID: "agent", Key: "agent-key", Roles: []string{smcp.RoleAgent}, Offices: []string{"o"}},
@@ -87,25 +75,7 @@ func TestHeadlessComputerSignsInThroughGateway(t *testing.T) {
 		}
 	}()
 
-	ag, err := agent.Dial(ctx, sioclient.Options{URL: gw.URL, APIKey: "agent-key", Version: smcp.V04.Full()}, "bot")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ag.Close()
-	if err := ag.Join(ctx, "o"); err != nil {
-		t.Fatal(err)
-	}
-	args, _ := structpb.NewStruct(map[string]any{"text": "hi"})
-	call := func() *smcpv1.CallToolResult {
-		res, err := ag.CallTool(ctx, &smcpv1.ToolCallReq{Computer: "pc", ToolName: "Guarded_API__echo", Params: args, Timeout: 20})
-		if err != nil {
-			return &smcpv1.CallToolResult{IsError: new(true)}
-		}
-		return res
-	}
-	code := func(res *smcpv1.CallToolResult) float64 {
-		return res.GetMeta().GetFields()[smcp.MetaCode].GetNumberValue()
-	}
+	ag, call := guardedCaller(t, ctx, gw.URL, "agent-key")
 
 	op := smcpv1connect.NewAgentServiceClient(http.DefaultClient, gw.URL, connecttest.Headers("x-api-key", "op-key"))
 	var signIn *smcpv1.SignIn
@@ -214,15 +184,8 @@ func TestHeadlessComputerSignsInThroughGateway(t *testing.T) {
 func TestHostedComputerSignsInThroughGateway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	as := oauthtest.StartAS(t, time.Hour)
-	mcpURL := oauthtest.Protected(t, as, testmcp.New("guarded", testmcp.Options{}).HTTPHandler(), "mcp:tools")
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "mcp.json"), []byte(fmt.Sprintf(`{"mcpServers": {"Guarded API": {"type": "streamable-http", "url": %q}}}`, mcpURL)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "store.key"), []byte("k3y-of-the-hosted-store-0123456789abcdef\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	as, _, _, _ := guardedServer(t, time.Hour, dir) // mcp.json and store.key, which the YAML names
 	addr := freeAddr(t)
 	yml := "listen: " + addr + "\ninsecure: true\npublic_url: http://" + addr + "\ncomputers:\n" +
 		"  - {name: pc, office: o, config: mcp.json, confirm: auto, auth_store: state/auth.enc, auth_store_key_file: store.key}\n"
@@ -280,17 +243,8 @@ func TestHostedComputerSignsInThroughGateway(t *testing.T) {
 func TestHeadlessComputerSignsInThroughClusterGateway(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	as := oauthtest.StartAS(t, time.Hour)
-	mcpURL := oauthtest.Protected(t, as, testmcp.New("guarded", testmcp.Options{}).HTTPHandler(), "mcp:tools")
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "mcp.json")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`{"mcpServers": {"Guarded API": {"type": "streamable-http", "url": %q}}}`, mcpURL)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(dir, "store.key")
-	if err := os.WriteFile(keyFile, []byte("k3y-of-the-store-0123456789abcdefghij\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	as, _, cfg, keyFile := guardedServer(t, time.Hour, dir)
 	keys, err := core.NewKeyRing(
 		core.Key{ID: "op", Key: "op-key"},
 		core.Key{ID: "agent", Key: "agent-key", Roles: []string{smcp.RoleAgent}, Offices: []string{"o"}},
@@ -360,23 +314,8 @@ func TestHeadlessComputerSignsInThroughClusterGateway(t *testing.T) {
 		t.Fatalf("ListSignIns with an agent's key: %v, want PERMISSION_DENIED", err)
 	}
 
-	ag, err := agent.Dial(ctx, sioclient.Options{URL: nodes[2].URL, APIKey: "agent-key", Version: smcp.V04.Full()}, "bot")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ag.Close()
-	if err := ag.Join(ctx, "o"); err != nil {
-		t.Fatal(err)
-	}
-	args, _ := structpb.NewStruct(map[string]any{"text": "hi"})
-	call := func() *smcpv1.CallToolResult {
-		res, err := ag.CallTool(ctx, &smcpv1.ToolCallReq{Computer: "pc", ToolName: "Guarded_API__echo", Params: args, Timeout: 20})
-		if err != nil {
-			return &smcpv1.CallToolResult{IsError: new(true)}
-		}
-		return res
-	}
-	if res := call(); res.GetMeta().GetFields()[smcp.MetaCode].GetNumberValue() != smcp.CodeToolAuthorizationRequired {
+	_, call := guardedCaller(t, ctx, nodes[2].URL, "agent-key")
+	if res := call(); code(res) != smcp.CodeToolAuthorizationRequired {
 		t.Fatalf("before the sign-in: %v, want 4006", res)
 	}
 
