@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/smcpgw/smcp-gateway/internal/loadtest"
+	"github.com/smcpgw/smcp-gateway/internal/nodetest"
 	"github.com/smcpgw/smcp-gateway/internal/testdeps"
 )
 
@@ -99,13 +101,18 @@ func TestBenchCluster(t *testing.T) {
 	}
 }
 
+// nodeRelayDir is the Node relay of --compare node (test/noderelay).
+var nodeRelayDir = filepath.Join("..", "..", "..", "test", "noderelay")
+
 // TestBenchNodeAndMCPFloor runs a tiny `bench -compare floor,node` with
 // the sio and mcp-raw modes: the Node socket.io relay (npm ci on first use)
 // and the floor's MCP server each answer every call, and the report prints
 // the gateway's ratios to both and the scaling line of its two office counts.
 func TestBenchNodeAndMCPFloor(t *testing.T) {
 	t.Parallel()
-	testdeps.Program(t, "node", "nodejs")
+	// Installed here, once for the tests that run in parallel: two bench
+	// processes running npm ci into one node_modules corrupt it.
+	nodetest.Require(t, nodeRelayDir)
 	rep, out := benchJSON(t, "-mode", "sio,mcp-raw", "-offices", "1,2", "-compare", "floor,node",
 		"-warmup", "200ms", "-duration", "600ms", "-json")
 	seen := map[string]bool{}
@@ -139,7 +146,9 @@ func TestBenchNodeAndMCPFloor(t *testing.T) {
 // the Node relay's saturated calls/s, and the ratio at that rate printed.
 func TestBenchRate(t *testing.T) {
 	t.Parallel()
-	testdeps.Program(t, "node", "nodejs")
+	// Installed here, once for the tests that run in parallel: two bench
+	// processes running npm ci into one node_modules corrupt it.
+	nodetest.Require(t, nodeRelayDir)
 	rep, out := benchJSON(t, "-mode", "sio", "-offices", "1", "-compare", "node", "-rate", "50%",
 		"-warmup", "200ms", "-duration", "600ms", "-json")
 	var node float64
