@@ -145,16 +145,11 @@ func (s *socketWithUpgrade) _probe(name string) {
 					if failed.Load() {
 						return
 					}
-					if rs := s.ReadyState(); SocketStateClosed == rs || SocketStateClosing == rs {
+					if SocketStateClosed == s.ReadyState() {
 						// patched (see ../PATCHED.md): the probe's
 						// connection is closed too; upstream left it
-						// open, with its reader, for good. Closing:
-						// Close may have seen no upgrade under way and
-						// be closing the old transport alone (so the
-						// probe would outlive it), or be waiting for
-						// this upgrade's end, which upgradeError gives.
+						// open, with its reader, for good.
 						freezeTransport()
-						s.Emit("upgradeError", errors.New("["+transport.Name()+"] probe abandoned: the socket is closing"))
 						return
 					}
 					clientSocketLog.Debug("changing transport and sending upgrade packet")
