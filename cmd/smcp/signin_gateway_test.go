@@ -78,17 +78,7 @@ func TestHeadlessComputerSignsInThroughGateway(t *testing.T) {
 	ag, call := guardedCaller(t, ctx, gw.URL, "agent-key")
 
 	op := smcpv1connect.NewAgentServiceClient(http.DefaultClient, gw.URL, connecttest.Headers("x-api-key", "op-key"))
-	var signIn *smcpv1.SignIn
-	waitFor(t, ctx, "the sign-in listed for the operator", func() bool {
-		res, err := op.ListSignIns(ctx, &smcpv1.ListSignInsRequest{Office: "o"})
-		if err != nil {
-			t.Fatalf("ListSignIns (operator): %v", err)
-		}
-		if len(res.GetSignIns()) == 1 {
-			signIn = res.GetSignIns()[0]
-		}
-		return signIn != nil
-	})
+	signIn := listedSignIn(t, ctx, op, "the sign-in listed for the operator")
 	if signIn.GetComputer() != "pc" || signIn.GetServer() != "Guarded API" || signIn.GetBundleId() != "Guarded_API" ||
 		!strings.HasPrefix(signIn.GetUrl(), as.Issuer) || signIn.GetExpiresAt() == "" {
 		t.Fatalf("sign-in listed: %v", signIn)
@@ -282,17 +272,7 @@ func TestHeadlessComputerSignsInThroughClusterGateway(t *testing.T) {
 	}()
 
 	op := smcpv1connect.NewAgentServiceClient(http.DefaultClient, nodes[0].URL, connecttest.Headers("x-api-key", "op-key"))
-	var signIn *smcpv1.SignIn
-	waitFor(t, ctx, "the sign-in of node 1's computer listed on node 0", func() bool {
-		res, err := op.ListSignIns(ctx, &smcpv1.ListSignInsRequest{Office: "o"})
-		if err != nil {
-			t.Fatalf("ListSignIns (operator): %v", err)
-		}
-		if len(res.GetSignIns()) == 1 {
-			signIn = res.GetSignIns()[0]
-		}
-		return signIn != nil
-	})
+	signIn := listedSignIn(t, ctx, op, "the sign-in of node 1's computer listed on node 0")
 	if signIn.GetComputer() != "pc" || signIn.GetServer() != "Guarded API" || !strings.HasPrefix(signIn.GetUrl(), as.Issuer) {
 		t.Fatalf("sign-in listed: %v", signIn)
 	}
@@ -362,4 +342,22 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// listedSignIn waits until the operator client op lists one sign-in in
+// office o, and returns it.
+func listedSignIn(t *testing.T, ctx context.Context, op smcpv1connect.AgentServiceClient, what string) *smcpv1.SignIn {
+	t.Helper()
+	var signIn *smcpv1.SignIn
+	waitFor(t, ctx, what, func() bool {
+		res, err := op.ListSignIns(ctx, &smcpv1.ListSignInsRequest{Office: "o"})
+		if err != nil {
+			t.Fatalf("ListSignIns (operator): %v", err)
+		}
+		if len(res.GetSignIns()) == 1 {
+			signIn = res.GetSignIns()[0]
+		}
+		return signIn != nil
+	})
+	return signIn
 }
