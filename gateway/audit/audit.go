@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,18 +55,27 @@ const warnEvery = time.Minute
 
 // Logger queues records for its sinks. A nil *Logger records nothing and
 // is always ready, so that callers need no checks.
+//
+// The queue is a slice under a mutex, not a channel: a record costs its
+// logger one lock, and the writer takes a whole batch in one (a channel
+// costs a lock on each side per record, measured as a quarter of a
+// governed call's cost in the gateway's BenchmarkGovernanceToolCall).
 type Logger struct {
 	opts    Options
-	q       chan Record
 	quit    chan struct{} // closed by Close: drain, then stop
 	abort   context.Context
 	stop    context.CancelFunc // ends abort: Close gave up
 	done    chan struct{}      // closed when the writer returns
 	closing sync.Once
-	// mu orders Log's look at closed and its send before Close's setting
-	// of closed: no record is queued after the writer's last look.
-	mu     sync.RWMutex
-	closed atomic.Bool
+	// wake tells the writer that the queue is no longer empty (the first
+	// record of a batch sends it; it holds one).
+	wake chan struct{}
+
+	// mu guards queued and closed: no record is queued after Close, and
+	// the writer's last look sees all there will be.
+	mu     sync.Mutex
+	queued []Record
+	closed bool
 
 	// failing is the last write error of a sink, until a write succeeds.
 	failing  atomic.Pointer[error]
@@ -95,9 +105,9 @@ func New(opts Options) (*Logger, error) {
 	}
 	l := &Logger{
 		opts: opts,
-		q:    make(chan Record, opts.Queue),
 		quit: make(chan struct{}),
 		done: make(chan struct{}),
+		wake: make(chan struct{}, 1),
 		written: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "smcp_audit_records_total", Help: "Audit records written to every sink.",
 		}),
@@ -109,7 +119,7 @@ func New(opts Options) (*Logger, error) {
 	l.collectors = []prometheus.Collector{l.written, l.dropped,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "smcp_audit_queue_length", Help: "Audit records waiting for the sinks.",
-		}, func() float64 { return float64(len(l.q)) }),
+		}, func() float64 { return float64(l.queueLen()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "smcp_audit_sink_failing", Help: "1 while a sink cannot write the audit records, else 0.",
 		}, func() float64 {
@@ -136,17 +146,27 @@ func (l *Logger) Log(r Record) {
 	if r.Node == "" {
 		r.Node = l.opts.Node
 	}
-	l.mu.RLock()
-	if !l.closed.Load() {
+	l.mu.Lock()
+	if l.closed || len(l.queued) >= l.opts.Queue {
+		l.mu.Unlock()
+		l.drop(1)
+		return
+	}
+	l.queued = append(l.queued, r)
+	first := len(l.queued) == 1
+	l.mu.Unlock()
+	if first {
 		select {
-		case l.q <- r:
-			l.mu.RUnlock()
-			return
-		default:
+		case l.wake <- struct{}{}:
+		default: // the writer has one already
 		}
 	}
-	l.mu.RUnlock()
-	l.drop(1)
+}
+
+func (l *Logger) queueLen() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queued)
 }
 
 func (l *Logger) drop(n int) {
@@ -155,7 +175,7 @@ func (l *Logger) drop(n int) {
 	last := l.dropWarn.Load()
 	if now-last >= int64(warnEvery) && l.dropWarn.CompareAndSwap(last, now) {
 		l.opts.Log.Warn("audit: dropping records (queue full or log closed); see smcp_audit_dropped_total",
-			"queue", cap(l.q))
+			"queue", l.opts.Queue)
 	}
 }
 
@@ -166,12 +186,16 @@ func (l *Logger) Ready() error {
 	if l == nil || !l.opts.Required {
 		return nil
 	}
-	switch {
-	case l.closed.Load():
-		return smcp.Errorf(CodeUnavailable, "audit required: the audit log is closed")
-	case l.failing.Load() != nil:
+	if l.failing.Load() != nil {
 		return smcp.Errorf(CodeUnavailable, "audit required: the audit log cannot be written")
-	case len(l.q) >= cap(l.q):
+	}
+	l.mu.Lock()
+	closed, full := l.closed, len(l.queued) >= l.opts.Queue
+	l.mu.Unlock()
+	switch {
+	case closed:
+		return smcp.Errorf(CodeUnavailable, "audit required: the audit log is closed")
+	case full:
 		return smcp.Errorf(CodeUnavailable, "audit required: the audit queue is full")
 	}
 	return nil
@@ -186,7 +210,7 @@ func (l *Logger) Close(ctx context.Context) error {
 	}
 	l.closing.Do(func() {
 		l.mu.Lock()
-		l.closed.Store(true)
+		l.closed = true
 		l.mu.Unlock()
 		close(l.quit)
 	})
@@ -207,19 +231,19 @@ func (l *Logger) Close(ctx context.Context) error {
 	return err
 }
 
-// run is the writer: it batches what is queued, and after Close drains the
-// queue, all of it unless abort ends first.
+// run is the writer: it takes what is queued, a batch at a time, and
+// after Close drains the queue, all of it unless abort ends first.
 func (l *Logger) run() {
 	defer close(l.done)
-	batch := make([]Record, 0, batchMax)
+	var taken []Record // the queue's other buffer: Log appends to one while this one is written
 	gather := time.NewTimer(l.opts.Gather)
 	gather.Stop()
 	for {
 		select {
-		case r := <-l.q:
-			// While the writer pauses, Log's sends wake nobody: a
-			// batch gathers in the queue for one write.
-			if len(l.q) < batchMax-1 {
+		case <-l.wake:
+			// While the writer pauses, Log's records wake nobody: a
+			// batch gathers for one write.
+			if l.queueLen() < batchMax {
 				gather.Reset(l.opts.Gather)
 				select {
 				case <-gather.C:
@@ -227,31 +251,28 @@ func (l *Logger) run() {
 					gather.Stop()
 				}
 			}
-			batch = l.fill(append(batch[:0], r))
-			l.write(batch)
+			taken = l.writeQueued(taken)
 		case <-l.quit:
 			// Log queues nothing once closed is set (under mu), before
 			// quit closes: what is queued now is all there will be.
-			for len(l.q) > 0 {
-				batch = l.fill(batch[:0])
-				l.write(batch)
-			}
+			l.writeQueued(taken)
 			return
 		}
 	}
 }
 
-// fill adds what is queued, up to batchMax, without waiting.
-func (l *Logger) fill(batch []Record) []Record {
-	for len(batch) < batchMax {
-		select {
-		case r := <-l.q:
-			batch = append(batch, r)
-		default:
-			return batch
-		}
+// writeQueued writes what is queued, in batches of at most batchMax, and
+// returns the buffer to take the next records into.
+func (l *Logger) writeQueued(spare []Record) []Record {
+	l.mu.Lock()
+	taken := l.queued
+	l.queued = spare[:0]
+	l.mu.Unlock()
+	for batch := range slices.Chunk(taken, batchMax) {
+		l.write(batch)
 	}
-	return batch
+	clear(taken) // the records' strings are garbage now
+	return taken
 }
 
 // write writes batch to every sink, each failing one again after Retry
