@@ -316,10 +316,7 @@ func gatewayResultError(r *Request, raw json.RawMessage) error {
 	if !r.eventInfo().GatewayResults || len(raw) == 0 {
 		return nil
 	}
-	// Without "isError" written plainly or a \u escape (the only way to
-	// write its letters otherwise), there is no such key: a substring
-	// search settles nearly every answer without walking its content.
-	if !bytes.Contains(raw, []byte(`"isError"`)) && !bytes.Contains(raw, []byte(`\u`)) {
+	if !mayBeErrorResult(raw) {
 		return nil
 	}
 	// Scanned, not decoded: a result may carry megabytes of content.
@@ -352,6 +349,27 @@ func gatewayResultError(r *Request, raw json.RawMessage) error {
 		return nil
 	})
 	return out
+}
+
+// mayBeErrorResult is false when raw cannot hold "isError": true: no
+// "isError" followed by true, and no \u escape (the only other way to
+// write the key's letters). A substring search settles nearly every answer
+// without walking its content; "maybe" is left to the walk.
+func mayBeErrorResult(raw []byte) bool {
+	if bytes.Contains(raw, []byte(`\u`)) {
+		return true
+	}
+	key := []byte(`"isError"`)
+	for rest := raw; ; {
+		i := bytes.Index(rest, key)
+		if i < 0 {
+			return false
+		}
+		rest = bytes.TrimLeft(rest[i+len(key):], " \t\r\n")
+		if v, ok := bytes.CutPrefix(rest, []byte(":")); ok && bytes.HasPrefix(bytes.TrimLeft(v, " \t\r\n"), []byte("true")) {
+			return true
+		}
+	}
 }
 
 // relayed is what the caller gets of an answer relayed to it: a tool

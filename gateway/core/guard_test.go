@@ -429,6 +429,9 @@ func TestGatewayResultError(t *testing.T) {
 		{`{"content":[],"isError":true}`, 0},
 		// The key written with escapes is the same key.
 		{`{"content":[],"is\u0045rror" : true,"meta":{"a2c_error_code":4001}}`, 4001},
+		{`{"content":[],"isError" :
+ true,"meta":{"a2c_error_code":4001}}`, 4001},
+		{`{"content":[],"isError":false,"meta":{"a2c_error_code":4001}}`, 0},
 		// "isError" inside a text is not the key.
 		{`{"content":[{"type":"text","text":"\"isError\":true"}],"meta":{"a2c_error_code":4001}}`, 0},
 	} {
