@@ -215,7 +215,7 @@ func unmarshal(b []byte, m proto.Message) error {
 // quotesAsIs reports whether s is a JSON string's body as it is: printable
 // ASCII without quote or backslash (base64 is).
 func quotesAsIs(s string) bool {
-	for i := 0; i < len(s); i++ {
+	for i := plainRun(s); i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
 			return false
 		}

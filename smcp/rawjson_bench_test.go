@@ -1,6 +1,7 @@
 package smcp
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 )
@@ -12,6 +13,7 @@ func BenchmarkRawJSON(b *testing.B) {
 	for _, c := range []struct{ name, text string }{
 		{"ASCII", strings.Repeat("The sum is 42. ", 64)},
 		{"NonASCII", strings.Repeat("合计为四十二。Größe ", 64)},
+		{"Base64", base64.StdEncoding.EncodeToString([]byte(strings.Repeat("chunk of a blob ", 16384)))},
 	} {
 		payload := []byte(`["client:tool_call",{"agent":"agent-1","req_id":"req-7","computer":"computer-1",` +
 			`"tool_name":"add","params":{"a":40,"b":2,"text":"` + c.text + `"},"timeout":30}]`)

@@ -62,3 +62,26 @@ func TestRenameKey(t *testing.T) {
 		}
 	}
 }
+
+// plainRun agrees with a byte-at-a-time count, rounded down to whole words,
+// for every byte value at every place of a word, among plain bytes.
+func TestPlainRun(t *testing.T) {
+	plain := func(c byte) bool { return c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' }
+	for c := range 256 {
+		for at := range 24 {
+			b := []byte(strings.Repeat("A", 24))
+			b[at] = byte(c)
+			want := 0
+			for want < len(b) && plain(b[want]) {
+				want++
+			}
+			want -= want % 8
+			if got := plainRun(b); got != want {
+				t.Fatalf("byte %#x at %d: plainRun = %d, want %d", c, at, got, want)
+			}
+			if got := plainRun(string(b)); got != want {
+				t.Fatalf("byte %#x at %d: plainRun(string) = %d, want %d", c, at, got, want)
+			}
+		}
+	}
+}
