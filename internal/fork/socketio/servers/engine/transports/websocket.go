@@ -157,7 +157,10 @@ func readMessage(r io.Reader) ([]byte, error) {
 	s.Reset()
 	_, err := s.ReadFrom(r)
 	b := bytes.Clone(s.Bytes())
-	if s.Cap() <= 64<<10 { // large messages are rare: don't keep their buffers
+	// Kept up to a blob chunk's size (about 1 MB), which would otherwise
+	// grow a buffer from nothing for each chunk; one for each message being
+	// read at a time.
+	if s.Cap() <= 2<<20 {
 		scratch.Put(s)
 	}
 	return b, err
