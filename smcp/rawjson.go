@@ -230,21 +230,30 @@ func (s *rawScanner) str(i int) (int, error) {
 // seven: a blob's chunk is hundreds of KB of base64, all plain, which a
 // byte at a time took a fifth of the gateway's CPU (bench -mode blob).
 func plainRun[T string | []byte](b T) int {
-	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	n := 0
 	for ; n+8 <= len(b); n += 8 {
-		x := uint64(b[n]) | uint64(b[n+1])<<8 | uint64(b[n+2])<<16 | uint64(b[n+3])<<24 |
-			uint64(b[n+4])<<32 | uint64(b[n+5])<<40 | uint64(b[n+6])<<48 | uint64(b[n+7])<<56
-		// (v - ones) &^ v has a high bit set where v has a zero byte, and
-		// (x - 0x20*ones) &^ x where x has a byte below 0x20 (exact as to
-		// whether there is one, which is all this asks); x's own high
-		// bits are its non-ASCII bytes.
-		q, bs := x^(ones*'"'), x^(ones*'\\')
-		if ((x-ones*0x20)&^x|(q-ones)&^q|(bs-ones)&^bs|x)&highs != 0 {
+		if special(word(b, n)) != 0 {
 			break
 		}
 	}
 	return n
+}
+
+// word is the eight bytes of b at n, little-endian (one load).
+func word[T string | []byte](b T, n int) uint64 {
+	return uint64(b[n]) | uint64(b[n+1])<<8 | uint64(b[n+2])<<16 | uint64(b[n+3])<<24 |
+		uint64(b[n+4])<<32 | uint64(b[n+5])<<40 | uint64(b[n+6])<<48 | uint64(b[n+7])<<56
+}
+
+// special is not zero when x has a byte that is not plain string text.
+// (v - ones) &^ v has a high bit set where v has a zero byte (so v = x
+// XOR the quote or the backslash), and (x - 0x20*ones) | x where x has a
+// byte below 0x20 or above 0x7f: exact as to whether there is one, which
+// is all plainRun asks.
+func special(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, bs := x^(ones*'"'), x^(ones*'\\')
+	return ((x - ones*0x20) | x | (q-ones)&^q | (bs-ones)&^bs) & highs
 }
 
 // CheckUTF8 reports where b is not UTF-8, for a front end whose JSON a
