@@ -58,6 +58,32 @@ func TestResultEncodingAsUpstream(t *testing.T) {
 	}
 }
 
+// A response made by NewResponse is written without compacting its result
+// again: the bytes are still upstream's, also for a result whose JSON was
+// written with white space and HTML characters (encoding/json compacts it
+// when NewResponse marshals it).
+func TestNewResponseEncodingAsUpstream(t *testing.T) {
+	for _, v := range []any{
+		map[string]any{"content": []any{map[string]any{"type": "text", "text": "<a href=\"x\">&</a> é\u2028"}}},
+		json.RawMessage("{ \"a\" : [ 1 ,\n 2 ] ,\"s\":\"x\u2028y <&>\" }"), "plain", nil,
+	} {
+		r, err := NewResponse(StringID("q\"<>"), v, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.compact {
+			t.Fatalf("%v: NewResponse's result not marked compact", v)
+		}
+		got, err := EncodeMessage(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := upstreamEncoding(t, r); !bytes.Equal(got, want) {
+			t.Errorf("result %v:\n got %s\nwant %s", v, got, want)
+		}
+	}
+}
+
 func TestResultEncodingRefusesWhatUpstreamRefuses(t *testing.T) {
 	if _, err := EncodeMessage(&Response{ID: Int64ID(1), Result: json.RawMessage(`{"a":`)}); err == nil {
 		t.Error("an invalid result was encoded")
