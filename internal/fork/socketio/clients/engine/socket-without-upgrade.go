@@ -94,6 +94,12 @@ type socketWithoutUpgrade struct {
 
 	flushMu   sync.Mutex
 	taskQueue *queue.Queue
+
+	// patched (see ../PATCHED.md): handoverMu orders an upgrade's handover
+	// to its probe (UpgradeTransport) with _onClose taking the transport it
+	// closes, so that the transport _onClose closes is the socket's last.
+	handoverMu sync.Mutex
+	closeTook  bool // under handoverMu: _onClose has taken the transport
 }
 
 // Prototype sets the prototype for method rewriting.
@@ -412,6 +418,19 @@ func (s *socketWithoutUpgrade) SetTransport(transport Transport) {
 	_ = transport.On("close", func(reason ...any) { s._onClose("transport close", slices.TryGetAny[error](reason, 0)) })
 }
 
+// UpgradeTransport makes transport, an upgrade's probe, the socket's
+// transport, unless the socket's close has taken the current one to close it
+// (patched, see ../PATCHED.md): false then, and the caller closes the probe.
+func (s *socketWithoutUpgrade) UpgradeTransport(transport Transport) bool {
+	s.handoverMu.Lock()
+	defer s.handoverMu.Unlock()
+	if s.closeTook {
+		return false
+	}
+	s._proto_.SetTransport(transport)
+	return true
+}
+
 // OnOpen is called when the connection is successfully established.
 // It updates the connection state and triggers necessary initialization.
 func (s *socketWithoutUpgrade) OnOpen() {
@@ -699,7 +718,14 @@ func (s *socketWithoutUpgrade) _onClose(reason string, description error) {
 		// clear timers
 		stopTimer(s._pingTimeoutTimer.Load())
 
-		if transport := s.Transport(); transport != nil {
+		s.handoverMu.Lock()
+		s.closeTook = true // no upgrade replaces the transport closed here
+		transport := s.Transport()
+		s.handoverMu.Unlock()
+		if hook := testHookCloseTook.Load(); hook != nil {
+			(*hook)(s)
+		}
+		if transport != nil {
 			// stop event from firing again for transport
 			transport.RemoveAllListeners("close")
 
@@ -734,6 +760,10 @@ func (s *socketWithoutUpgrade) _onClose(reason string, description error) {
 		s.taskQueue.TryClose()
 	}
 }
+
+// testHookCloseTook, when set by a test, runs in _onClose once it has taken
+// the transport it closes.
+var testHookCloseTook atomic.Pointer[func(*socketWithoutUpgrade)]
 
 // transportRank orders transports as engine.io-client's default list does
 // (patched: see ../PATCHED.md).

@@ -242,3 +242,65 @@ func TestNoPollAfterPause(t *testing.T) {
 		s.Close()
 	}
 }
+
+// A Close that begins just as the upgrade does closes the upgrade's probe
+// too. Close, seeing no upgrade under way yet (the probe's pong has just
+// arrived), closes the old transport alone; upstream, the upgrade, pausing
+// meanwhile, could find the socket still closing, stop listening for its
+// close, and hand it over to the probe once Close was done: nobody closed
+// the probe's WebSocket, and its reader, any more (one client in a few
+// thousand in sioclient's TestClosedClientsAreReleased). The hooks force
+// that order: the upgrade waits at the pong until Close has taken the old
+// transport, Close waits there until the upgrade is about to hand over, and
+// the upgrade hands over once Close has returned.
+func TestCloseAsUpgradeBeginsClosesProbe(t *testing.T) {
+	url := echoServer(t)
+	pong, took, atHandover, closed, handed := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var pongOnce, tookOnce, handoverOnce, handedOnce sync.Once
+	await := func(ch <-chan struct{}, what string) {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Error(what)
+		}
+	}
+	setHook(t, &testHookProbePong, func(*socketWithUpgrade) {
+		pongOnce.Do(func() {
+			close(pong)
+			await(took, "Close never took the transport")
+		})
+	})
+	setHook(t, &testHookCloseTook, func(*socketWithoutUpgrade) {
+		tookOnce.Do(func() {
+			close(took)
+			await(atHandover, "the upgrade never came to its handover")
+		})
+	})
+	setHook(t, &testHookHandover, func(*socketWithUpgrade) {
+		handoverOnce.Do(func() {
+			close(atHandover)
+			await(closed, "Close never returned")
+		})
+	})
+	s, _, _, _ := pollingFirst(t, url)
+	probes := make(chan Transport, 1)
+	handOver := func(...any) { handedOnce.Do(func() { close(handed) }) }
+	_ = s.On("upgrading", func(a ...any) {
+		probe := a[0].(Transport)
+		_ = probe.On("close", handOver)
+		probes <- probe
+	})
+	_ = s.On("upgrade", handOver)
+	select {
+	case <-pong:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no upgrade probe was answered")
+	}
+	s.Close()
+	close(closed)
+	await(handed, "the upgrade neither handed over to its probe nor closed it")
+	probe := <-probes
+	if state := probe.ReadyState(); state != TransportStateClosed {
+		t.Fatalf("the socket is %s, its upgrade probe (%s) is %q: nothing closes it any more", s.ReadyState(), probe.Name(), state)
+	}
+}
