@@ -172,8 +172,15 @@ func (s *socketWithUpgrade) _probe(name string) {
 							Type: packet.UPGRADE,
 						},
 					})
-					s.Emit("upgrade", transport)
+					// patched (see ../PATCHED.md): the flag is
+					// cleared before "upgrade" is emitted, so that a
+					// Close that saw the upgrade under way is sure to
+					// hear its end (upstream: emit, then clear).
 					s.SetUpgrading(false)
+					s.Emit("upgrade", transport)
+					if hook := testHookUpgraded.Load(); hook != nil {
+						(*hook)(s)
+					}
 					s.Proto().Flush()
 				})
 			} else {
@@ -254,6 +261,10 @@ var testHookProbePong atomic.Pointer[func(*socketWithUpgrade)]
 // before the socket is handed over to its probe (the probe's listeners for
 // the socket's close are gone by then).
 var testHookHandover atomic.Pointer[func(*socketWithUpgrade)]
+
+// testHookUpgraded, when set by a test, runs once an upgrade has emitted
+// "upgrade".
+var testHookUpgraded atomic.Pointer[func(*socketWithUpgrade)]
 
 // OnHandshake processes the initial handshake data from the server and filters
 // the available transport upgrades based on server and client configuration.

@@ -659,38 +659,56 @@ func (s *socketWithoutUpgrade) Close() SocketWithoutUpgrade {
 		s.Transport().Close()
 	}
 
-	var cleanupAndClose types.EventListener
-	cleanupAndClose = func(...any) {
-		s.RemoveListener("upgrade", cleanupAndClose)
-		s.RemoveListener("upgradeError", cleanupAndClose)
-		close()
-	}
-
-	waitForUpgrade := func() {
-		// wait for upgrade to finish since we can't send packets while pausing a transport
-		_ = s.Once("upgrade", cleanupAndClose)
-		_ = s.Once("upgradeError", cleanupAndClose)
-	}
-
 	if readyState := s.ReadyState(); SocketStateOpening == readyState || SocketStateOpen == readyState {
 		s.readyState.Store(SocketStateClosing)
-		if s.writeBuffer.Len() > 0 {
-			_ = s.Once("drain", func(...any) {
-				if s.Upgrading() {
-					waitForUpgrade()
-				} else {
-					close()
-				}
+		// patched (see ../PATCHED.md): the listeners are in place before
+		// the buffer and the upgrade are looked at, and each of them looks
+		// again. Upstream looked, then listened, which is atomic in
+		// JavaScript only: here the transport drains, and the upgrade ends,
+		// on goroutines of their own, and a drain (or upgrade) in between
+		// was missed: the socket stayed "closing", its transport open, until
+		// its ping timeout.
+		var (
+			once           sync.Once
+			maybeClose     types.EventListener
+			onUpgradeError types.EventListener
+		)
+		closeOnce := func() {
+			once.Do(func() {
+				s.RemoveListener("drain", maybeClose)
+				s.RemoveListener("upgrade", maybeClose)
+				s.RemoveListener("upgradeError", onUpgradeError)
+				close()
 			})
-		} else if s.Upgrading() {
-			waitForUpgrade()
-		} else {
-			close()
+		}
+		// The buffer is sent first, and the upgrade waited for, since a
+		// pausing transport sends nothing.
+		maybeClose = func(...any) {
+			if s.writeBuffer.Len() == 0 && !s.Upgrading() {
+				closeOnce()
+			}
+		}
+		onUpgradeError = func(...any) {
+			if s.writeBuffer.Len() == 0 {
+				closeOnce()
+			}
+		}
+		_ = s.On("drain", maybeClose)
+		_ = s.On("upgrade", maybeClose)
+		_ = s.On("upgradeError", onUpgradeError)
+		maybeClose()
+		if hook := testHookCloseLooked.Load(); hook != nil {
+			(*hook)(s)
 		}
 	}
 
 	return s
 }
+
+// testHookCloseLooked, when set by a test, runs in Close once it has looked
+// at the write buffer and the upgrade (upstream: before it listened for
+// their end).
+var testHookCloseLooked atomic.Pointer[func(*socketWithoutUpgrade)]
 
 // _onError handles transport errors and connection failures.
 // It manages transport fallback and error reporting.
