@@ -87,6 +87,10 @@ type SocketWithoutUpgrade interface {
 	// SetTransport updates the current transport being used
 	SetTransport(Transport)
 
+	// UpgradeTransport makes an upgrade's probe the current transport,
+	// unless the socket's close has taken the current one (false then)
+	UpgradeTransport(Transport) bool
+
 	// OnOpen handles the socket open event
 	OnOpen()
 

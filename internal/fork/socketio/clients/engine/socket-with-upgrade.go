@@ -134,6 +134,9 @@ func (s *socketWithUpgrade) _probe(name string) {
 
 			if msg.Type == packet.PONG && sb.String() == "probe" {
 				clientSocketLog.Debug(`probe transport "%s" pong`, name)
+				if hook := testHookProbePong.Load(); hook != nil {
+					(*hook)(s)
+				}
 				s.SetUpgrading(true)
 				s.Emit("upgrading", transport)
 				if transport == nil {
@@ -145,25 +148,39 @@ func (s *socketWithUpgrade) _probe(name string) {
 					if failed.Load() {
 						return
 					}
-					if SocketStateClosed == s.ReadyState() {
-						// patched (see ../PATCHED.md): the probe's
-						// connection is closed too; upstream left it
-						// open, with its reader, for good.
-						freezeTransport()
-						return
-					}
 					clientSocketLog.Debug("changing transport and sending upgrade packet")
 
 					cleanup()
+					if hook := testHookHandover.Load(); hook != nil {
+						(*hook)(s)
+					}
 
-					s.Proto().SetTransport(transport)
+					// patched (see ../PATCHED.md): a socket whose close
+					// has taken its transport is not handed over, and
+					// the probe is closed. Upstream looked for a closed
+					// socket only (and not under the close's order): a
+					// Close that began as the upgrade did closed the
+					// old transport alone, the probe became the closed
+					// socket's transport, and its WebSocket and reader
+					// stayed open.
+					if !s.Proto().UpgradeTransport(transport) {
+						freezeTransport()
+						return
+					}
 					transport.Send([]*packet.Packet{
 						{
 							Type: packet.UPGRADE,
 						},
 					})
-					s.Emit("upgrade", transport)
+					// patched (see ../PATCHED.md): the flag is
+					// cleared before "upgrade" is emitted, so that a
+					// Close that saw the upgrade under way is sure to
+					// hear its end (upstream: emit, then clear).
 					s.SetUpgrading(false)
+					s.Emit("upgrade", transport)
+					if hook := testHookUpgraded.Load(); hook != nil {
+						(*hook)(s)
+					}
 					s.Proto().Flush()
 				})
 			} else {
@@ -235,6 +252,19 @@ func (s *socketWithUpgrade) _probe(name string) {
 		transport.Open()
 	}
 }
+
+// testHookProbePong, when set by a test, runs as a probe's pong arrives,
+// before the upgrade begins (before the socket says it is upgrading).
+var testHookProbePong atomic.Pointer[func(*socketWithUpgrade)]
+
+// testHookHandover, when set by a test, runs in a paused upgrade just
+// before the socket is handed over to its probe (the probe's listeners for
+// the socket's close are gone by then).
+var testHookHandover atomic.Pointer[func(*socketWithUpgrade)]
+
+// testHookUpgraded, when set by a test, runs once an upgrade has emitted
+// "upgrade".
+var testHookUpgraded atomic.Pointer[func(*socketWithUpgrade)]
 
 // OnHandshake processes the initial handshake data from the server and filters
 // the available transport upgrades based on server and client configuration.

@@ -94,6 +94,12 @@ type socketWithoutUpgrade struct {
 
 	flushMu   sync.Mutex
 	taskQueue *queue.Queue
+
+	// patched (see ../PATCHED.md): handoverMu orders an upgrade's handover
+	// to its probe (UpgradeTransport) with _onClose taking the transport it
+	// closes, so that the transport _onClose closes is the socket's last.
+	handoverMu sync.Mutex
+	closeTook  bool // under handoverMu: _onClose has taken the transport
 }
 
 // Prototype sets the prototype for method rewriting.
@@ -412,6 +418,19 @@ func (s *socketWithoutUpgrade) SetTransport(transport Transport) {
 	_ = transport.On("close", func(reason ...any) { s._onClose("transport close", slices.TryGetAny[error](reason, 0)) })
 }
 
+// UpgradeTransport makes transport, an upgrade's probe, the socket's
+// transport, unless the socket's close has taken the current one to close it
+// (patched, see ../PATCHED.md): false then, and the caller closes the probe.
+func (s *socketWithoutUpgrade) UpgradeTransport(transport Transport) bool {
+	s.handoverMu.Lock()
+	defer s.handoverMu.Unlock()
+	if s.closeTook {
+		return false
+	}
+	s._proto_.SetTransport(transport)
+	return true
+}
+
 // OnOpen is called when the connection is successfully established.
 // It updates the connection state and triggers necessary initialization.
 func (s *socketWithoutUpgrade) OnOpen() {
@@ -640,38 +659,56 @@ func (s *socketWithoutUpgrade) Close() SocketWithoutUpgrade {
 		s.Transport().Close()
 	}
 
-	var cleanupAndClose types.EventListener
-	cleanupAndClose = func(...any) {
-		s.RemoveListener("upgrade", cleanupAndClose)
-		s.RemoveListener("upgradeError", cleanupAndClose)
-		close()
-	}
-
-	waitForUpgrade := func() {
-		// wait for upgrade to finish since we can't send packets while pausing a transport
-		_ = s.Once("upgrade", cleanupAndClose)
-		_ = s.Once("upgradeError", cleanupAndClose)
-	}
-
 	if readyState := s.ReadyState(); SocketStateOpening == readyState || SocketStateOpen == readyState {
 		s.readyState.Store(SocketStateClosing)
-		if s.writeBuffer.Len() > 0 {
-			_ = s.Once("drain", func(...any) {
-				if s.Upgrading() {
-					waitForUpgrade()
-				} else {
-					close()
-				}
+		// patched (see ../PATCHED.md): the listeners are in place before
+		// the buffer and the upgrade are looked at, and each of them looks
+		// again. Upstream looked, then listened, which is atomic in
+		// JavaScript only: here the transport drains, and the upgrade ends,
+		// on goroutines of their own, and a drain (or upgrade) in between
+		// was missed: the socket stayed "closing", its transport open, until
+		// its ping timeout.
+		var (
+			once           sync.Once
+			maybeClose     types.EventListener
+			onUpgradeError types.EventListener
+		)
+		closeOnce := func() {
+			once.Do(func() {
+				s.RemoveListener("drain", maybeClose)
+				s.RemoveListener("upgrade", maybeClose)
+				s.RemoveListener("upgradeError", onUpgradeError)
+				close()
 			})
-		} else if s.Upgrading() {
-			waitForUpgrade()
-		} else {
-			close()
+		}
+		// The buffer is sent first, and the upgrade waited for, since a
+		// pausing transport sends nothing.
+		maybeClose = func(...any) {
+			if s.writeBuffer.Len() == 0 && !s.Upgrading() {
+				closeOnce()
+			}
+		}
+		onUpgradeError = func(...any) {
+			if s.writeBuffer.Len() == 0 {
+				closeOnce()
+			}
+		}
+		_ = s.On("drain", maybeClose)
+		_ = s.On("upgrade", maybeClose)
+		_ = s.On("upgradeError", onUpgradeError)
+		maybeClose()
+		if hook := testHookCloseLooked.Load(); hook != nil {
+			(*hook)(s)
 		}
 	}
 
 	return s
 }
+
+// testHookCloseLooked, when set by a test, runs in Close once it has looked
+// at the write buffer and the upgrade (upstream: before it listened for
+// their end).
+var testHookCloseLooked atomic.Pointer[func(*socketWithoutUpgrade)]
 
 // _onError handles transport errors and connection failures.
 // It manages transport fallback and error reporting.
@@ -699,7 +736,14 @@ func (s *socketWithoutUpgrade) _onClose(reason string, description error) {
 		// clear timers
 		stopTimer(s._pingTimeoutTimer.Load())
 
-		if transport := s.Transport(); transport != nil {
+		s.handoverMu.Lock()
+		s.closeTook = true // no upgrade replaces the transport closed here
+		transport := s.Transport()
+		s.handoverMu.Unlock()
+		if hook := testHookCloseTook.Load(); hook != nil {
+			(*hook)(s)
+		}
+		if transport != nil {
 			// stop event from firing again for transport
 			transport.RemoveAllListeners("close")
 
@@ -734,6 +778,10 @@ func (s *socketWithoutUpgrade) _onClose(reason string, description error) {
 		s.taskQueue.TryClose()
 	}
 }
+
+// testHookCloseTook, when set by a test, runs in _onClose once it has taken
+// the transport it closes.
+var testHookCloseTook atomic.Pointer[func(*socketWithoutUpgrade)]
 
 // transportRank orders transports as engine.io-client's default list does
 // (patched: see ../PATCHED.md).

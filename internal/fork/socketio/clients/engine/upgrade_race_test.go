@@ -242,3 +242,156 @@ func TestNoPollAfterPause(t *testing.T) {
 		s.Close()
 	}
 }
+
+// A Close that begins just as the upgrade does closes the upgrade's probe
+// too. Close, seeing no upgrade under way yet (the probe's pong has just
+// arrived), closes the old transport alone; upstream, the upgrade, pausing
+// meanwhile, could find the socket still closing, stop listening for its
+// close, and hand it over to the probe once Close was done: nobody closed
+// the probe's WebSocket, and its reader, any more (one client in a few
+// thousand in sioclient's TestClosedClientsAreReleased). The hooks force
+// that order: the upgrade waits at the pong until Close has taken the old
+// transport, Close waits there until the upgrade is about to hand over, and
+// the upgrade hands over once Close has returned.
+func TestCloseAsUpgradeBeginsClosesProbe(t *testing.T) {
+	url := echoServer(t)
+	pong, took, atHandover, closed, handed := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var pongOnce, tookOnce, handoverOnce, handedOnce sync.Once
+	await := func(ch <-chan struct{}, what string) {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Error(what)
+		}
+	}
+	setHook(t, &testHookProbePong, func(*socketWithUpgrade) {
+		pongOnce.Do(func() {
+			close(pong)
+			await(took, "Close never took the transport")
+		})
+	})
+	setHook(t, &testHookCloseTook, func(*socketWithoutUpgrade) {
+		tookOnce.Do(func() {
+			close(took)
+			await(atHandover, "the upgrade never came to its handover")
+		})
+	})
+	setHook(t, &testHookHandover, func(*socketWithUpgrade) {
+		handoverOnce.Do(func() {
+			close(atHandover)
+			await(closed, "Close never returned")
+		})
+	})
+	s, _, _, _ := pollingFirst(t, url)
+	probes := make(chan Transport, 1)
+	handOver := func(...any) { handedOnce.Do(func() { close(handed) }) }
+	_ = s.On("upgrading", func(a ...any) {
+		probe := a[0].(Transport)
+		_ = probe.On("close", handOver)
+		probes <- probe
+	})
+	_ = s.On("upgrade", handOver)
+	select {
+	case <-pong:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no upgrade probe was answered")
+	}
+	s.Close()
+	close(closed)
+	await(handed, "the upgrade neither handed over to its probe nor closed it")
+	probe := <-probes
+	if state := probe.ReadyState(); state != TransportStateClosed {
+		t.Fatalf("the socket is %s, its upgrade probe (%s) is %q: nothing closes it any more", s.ReadyState(), probe.Name(), state)
+	}
+}
+
+// A Close that waits for the write buffer to drain hears a drain that comes
+// just after it looked at the buffer. Upstream looked, then listened: the
+// drain in between (the transport's writer runs on a goroutine of its own)
+// was missed, and the socket stayed "closing", its transport open, until its
+// ping timeout (2 goroutines, the WebSocket's readers, left in sioclient's
+// TestClosedClientsAreReleased about one run in 12: the client's DISCONNECT,
+// buffered during the upgrade, drained just then). The hook sends the
+// buffered packet, and waits for the drain, right after Close looked.
+func TestCloseHearsDrainMeanwhile(t *testing.T) {
+	url := echoServer(t)
+	opts := DefaultSocketOptions()
+	opts.SetTransports(types.NewSet[TransportCtor](&WebSocketBuilder{}))
+	s := MakeSocket()
+	opened, closed, drained := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var openOnce, closeOnce, drainOnce sync.Once
+	_ = s.On("open", func(...any) { openOnce.Do(func() { close(opened) }) })
+	_ = s.On("close", func(...any) { closeOnce.Do(func() { close(closed) }) })
+	s.Construct(url, opts)
+	t.Cleanup(func() { s.Close() })
+	select {
+	case <-opened:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the socket did not open")
+	}
+	// The socket holds what is sent while it says it is upgrading: the
+	// packet Close waits for is in the buffer when Close looks.
+	s.SetUpgrading(true)
+	s.Send(strings.NewReader("last"), nil, nil)
+	_ = s.On("drain", func(...any) { drainOnce.Do(func() { close(drained) }) })
+	var once sync.Once
+	setHook(t, &testHookCloseLooked, func(sw *socketWithoutUpgrade) {
+		once.Do(func() {
+			sw.SetUpgrading(false)
+			sw.Proto().Flush()
+			select {
+			case <-drained:
+			case <-time.After(10 * time.Second):
+				t.Error("the buffered packet never drained")
+			}
+		})
+	})
+	s.Close()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the socket is still %s 10 s after Close: Close missed the drain it waited for", s.ReadyState())
+	}
+}
+
+// A Close that comes just after the upgrade emitted "upgrade" closes the
+// socket. Upstream cleared the socket's upgrading flag after that emit: a
+// Close in between saw an upgrade under way and waited for its end, which it
+// had missed, as it had the drain of the upgrade's packet (written on the
+// new transport's goroutine): the socket stayed "closing" until its ping
+// timeout. The hook closes the socket just after the emit, and waits for
+// that drain (or the close).
+func TestCloseJustAfterUpgradeCloses(t *testing.T) {
+	url := echoServer(t)
+	s, _, upgraded, _ := pollingFirst(t, url)
+	closed, drained := make(chan struct{}), make(chan struct{})
+	var closeOnce, drainOnce, handoverOnce, upgradedOnce sync.Once
+	_ = s.On("close", func(...any) { closeOnce.Do(func() { close(closed) }) })
+	setHook(t, &testHookHandover, func(*socketWithUpgrade) {
+		// From now on the socket's drains are the new transport's.
+		handoverOnce.Do(func() {
+			_ = s.On("drain", func(...any) { drainOnce.Do(func() { close(drained) }) })
+		})
+	})
+	setHook(t, &testHookUpgraded, func(*socketWithUpgrade) {
+		upgradedOnce.Do(func() {
+			s.Close()
+			select {
+			case <-drained:
+			case <-closed:
+			case <-time.After(10 * time.Second):
+				t.Error("the upgrade packet never drained")
+			}
+		})
+	})
+	select {
+	case <-upgraded:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the upgrade never finished")
+	}
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the socket is still %s 10 s after Close (upgrading %v): Close waited for an upgrade that had ended", s.ReadyState(), s.Upgrading())
+	}
+}

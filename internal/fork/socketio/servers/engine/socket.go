@@ -549,10 +549,16 @@ func (s *socket) clearTransport() {
 // Possible reasons: `ping timeout`, `client error`, `parse error`,
 // `transport error`, `server close`, `transport close`
 func (s *socket) OnClose(reason string, description ...error) {
-	if s.ReadyState() != "closed" {
+	// patched (see ../PATCHED.md): one look-and-set, so that of two closes
+	// at once (the server's, a transport's error on its reader) one only
+	// goes on. Upstream looked, then set: both could, and "close" was
+	// emitted twice.
+	if prev := s.readyState.Swap("closed"); prev != "closed" {
+		socketLog.Debug("readyState updated from %s to closed", prev)
+		if hook := testHookOnClose.Load(); hook != nil {
+			(*hook)(s)
+		}
 		description = append(description, nil)
-
-		s.SetReadyState("closed")
 
 		// clear timers
 		clearPingTimer(s.pingIntervalTimer.Load())
@@ -571,6 +577,10 @@ func (s *socket) OnClose(reason string, description ...error) {
 		s.Emit("close", reason, description[0])
 	}
 }
+
+// testHookOnClose, when set by a test, runs in OnClose once it has decided
+// to close the socket.
+var testHookOnClose atomic.Pointer[func(*socket)]
 
 // Sends a message packet.
 func (s *socket) Send(
