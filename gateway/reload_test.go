@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -238,41 +239,61 @@ func TestKeysFileBadReloadKeepsTheKeys(t *testing.T) {
 	}
 }
 
-// expiringAuth admits every caller with a credential that expires at
-// expires, as a bearer token does at its exp.
-type expiringAuth struct{ expires time.Time }
+// expiringAuth admits every caller with a credential that expires ttl
+// after it is authenticated, and keeps the last expiry given.
+type expiringAuth struct {
+	ttl     time.Duration
+	expires atomic.Int64 // UnixNano
+}
 
-func (a expiringAuth) Authenticate(context.Context, string) (*core.Principal, error) {
-	return &core.Principal{ID: "token:alice", Expires: a.expires}, nil
+func (a *expiringAuth) Authenticate(context.Context, string) (*core.Principal, error) {
+	expires := time.Now().Add(a.ttl)
+	a.expires.Store(expires.UnixNano())
+	return &core.Principal{ID: "token:alice", Expires: expires}, nil
 }
 
 // A Socket.IO connection ends when its credential expires, not only when
-// its key is revoked; the gateway logs why.
+// its key is revoked; the gateway logs why. On long-polling too, where the
+// client learns of the close only from the CLOSE packet answering its
+// pending poll. The credential's life is counted from its authentication,
+// not from the test's start: under load the gateway's start alone may
+// outlast a short one.
 func TestSocketIOConnectionEndsAtExpiry(t *testing.T) {
-	var logs testwait.Buffer
-	expires := time.Now().Add(500 * time.Millisecond)
-	g := startGateway(t, gateway.Config{Auth: expiringAuth{expires: expires}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	ctx := ctxT(t)
-	c, err := sioclient.Dial(ctx, sioclient.Options{URL: g.URL, NoReconnect: true, Logger: testLogger})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name       string
+		transports []string
+	}{
+		{"polling", []string{sioclient.TransportPolling}},
+		{"polling first", sioclient.TransportsPollingFirst},
+		{"websocket", sioclient.TransportsWebSocketOnly},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs testwait.Buffer
+			auth := &expiringAuth{ttl: time.Second}
+			g := startGateway(t, gateway.Config{Auth: auth, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			ctx := ctxT(t)
+			c, err := sioclient.Dial(ctx, sioclient.Options{URL: g.URL, NoReconnect: true, Transports: tc.transports, Logger: testLogger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if err := c.JoinOffice(ctx, smcp.RoleAgent, "alice", "o"); err != nil {
+				t.Fatal(err)
+			}
+			testwait.Until(t, "the connection ended at its expiry", func() bool {
+				select {
+				case <-c.Done():
+					return true
+				default:
+					return false
+				}
+			})
+			if time.Now().Before(time.Unix(0, auth.expires.Load())) {
+				t.Fatal("the connection ended before its credential expired")
+			}
+			testwait.Until(t, "the reason logged", func() bool {
+				return strings.Contains(logs.String(), "its credential ended") && strings.Contains(logs.String(), "the token has expired")
+			})
+		})
 	}
-	defer c.Close()
-	if err := c.JoinOffice(ctx, smcp.RoleAgent, "alice", "o"); err != nil {
-		t.Fatal(err)
-	}
-	testwait.Until(t, "the connection ended at its expiry", func() bool {
-		select {
-		case <-c.Done():
-			return true
-		default:
-			return false
-		}
-	})
-	if time.Now().Before(expires) {
-		t.Fatal("the connection ended before its credential expired")
-	}
-	testwait.Until(t, "the reason logged", func() bool {
-		return strings.Contains(logs.String(), "its credential ended") && strings.Contains(logs.String(), "the token has expired")
-	})
 }

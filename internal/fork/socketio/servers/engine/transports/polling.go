@@ -437,7 +437,6 @@ func (p *polling) compress(data types.BufferInterface, encoding string) (types.B
 // Closes the transport.
 func (p *polling) DoClose(fn types.Callable) {
 	pollingLog.Debug("closing")
-	p.writeQueue.TryClose()
 
 	if dataCtx := p.dataCtx.Load(); dataCtx != nil && !dataCtx.IsDone() {
 		pollingLog.Debug("aborting ongoing data request")
@@ -446,11 +445,17 @@ func (p *polling) DoClose(fn types.Callable) {
 		_, _ = dataCtx.Write(nil)
 	}
 
+	// smcp-gateway patch: the write queue is closed once the close is
+	// done, after the CLOSE packet (or OnClose's NOOP) is queued: tasks
+	// queued before TryClose still run, later ones are dropped. Upstream
+	// closed it first, so the CLOSE answering the pending poll was dropped
+	// and the client polled on until its ping timeout.
 	onClose := func() {
 		if fn != nil {
 			fn()
 		}
 		p.OnClose()
+		p.writeQueue.TryClose()
 	}
 
 	if p.Writable() {

@@ -38,3 +38,27 @@ func TestLateCleanupKeepsTheNextPoll(t *testing.T) {
 		t.Fatalf("next poll answered %q", got)
 	}
 }
+
+// A transport closed by the server while a poll is pending answers that
+// poll with the CLOSE packet: it is the client's only word of the close.
+// DoClose closed the write queue before it sent the packet, so the send was
+// dropped and the client polled on until its ping timeout (45 s): a
+// polling client whose key was revoked or whose token expired stayed
+// connected to its side.
+func TestCloseAnswersThePendingPoll(t *testing.T) {
+	poll, w := pollCtx()
+	p := NewPolling(poll)
+	p.OnRequest(poll)
+	closed := make(chan struct{})
+	p.Close(func() { close(closed) })
+	select {
+	case <-poll.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the pending poll got no answer to the close")
+	}
+	<-closed
+	packets, _ := p.Parser().DecodePayload(types.NewStringBufferString(w.Body.String()))
+	if len(packets) == 0 || packets[len(packets)-1].Type != packet.CLOSE {
+		t.Fatalf("the pending poll was answered %q, want a CLOSE packet", w.Body.String())
+	}
+}
