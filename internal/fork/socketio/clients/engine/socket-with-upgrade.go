@@ -115,12 +115,6 @@ func (s *socketWithUpgrade) _probe(name string) {
 		}
 
 		clientSocketLog.Debug(`probe transport "%s" opened`, name)
-		transport.Send([]*packet.Packet{
-			{
-				Type: packet.PING,
-				Data: types.NewStringBufferString("probe"),
-			},
-		})
 		_ = transport.Once("packet", func(msgs ...any) {
 			if failed.Load() {
 				return
@@ -188,6 +182,18 @@ func (s *socketWithUpgrade) _probe(name string) {
 				s.Emit("upgradeError", errors.New("["+transport.Name()+"] probe error"))
 			}
 		})
+		// patched (see ../PATCHED.md): the ping after the pong's listener;
+		// upstream sent first, and a pong read before it listened was lost
+		// (the upgrade stalled until the server gave up on the probe).
+		transport.Send([]*packet.Packet{
+			{
+				Type: packet.PING,
+				Data: types.NewStringBufferString("probe"),
+			},
+		})
+		if hook := testHookProbeSent.Load(); hook != nil {
+			(*hook)(transport)
+		}
 	}
 
 	freezeTransport = func() {
@@ -252,6 +258,10 @@ func (s *socketWithUpgrade) _probe(name string) {
 		transport.Open()
 	}
 }
+
+// testHookProbeSent, when set by a test, runs just after a probe's ping
+// is sent.
+var testHookProbeSent atomic.Pointer[func(Transport)]
 
 // testHookProbePong, when set by a test, runs as a probe's pong arrives,
 // before the upgrade begins (before the socket says it is upgrading).

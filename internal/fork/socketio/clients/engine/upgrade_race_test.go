@@ -395,3 +395,34 @@ func TestCloseJustAfterUpgradeCloses(t *testing.T) {
 		t.Fatalf("the socket is still %s 10 s after Close (upgrading %v): Close waited for an upgrade that had ended", s.ReadyState(), s.Upgrading())
 	}
 }
+
+// The probe's pong is read before the probe's ping has returned from Send.
+// Upstream sent the ping, then listened for the pong: a pong read in
+// between was lost, and the upgrade stalled until the server gave up on the
+// probe (the socket stayed on long-polling). The hook holds the probe after
+// its ping until its pong has been read.
+func TestProbePongReadBeforeListening(t *testing.T) {
+	url := echoServer(t)
+	// heard: the probe's own listener took the pong (it may have, before
+	// the hook's listener below is in place).
+	heard := make(chan struct{})
+	var heardOnce sync.Once
+	setHook(t, &testHookProbePong, func(*socketWithUpgrade) { heardOnce.Do(func() { close(heard) }) })
+	setHook(t, &testHookProbeSent, func(probe Transport) {
+		pong := make(chan struct{})
+		var once sync.Once
+		_ = probe.On("packet", func(...any) { once.Do(func() { close(pong) }) })
+		select {
+		case <-pong:
+		case <-heard:
+		case <-time.After(5 * time.Second):
+			t.Error("the probe's pong never came")
+		}
+	})
+	s, _, upgraded, _ := pollingFirst(t, url)
+	select {
+	case <-upgraded:
+	case <-time.After(5 * time.Second): // the server gives up on a probe after 10 s
+		t.Fatalf("no upgrade: transport %s (the probe's pong was lost)", s.Transport().Name())
+	}
+}
