@@ -44,6 +44,11 @@ const (
 	// one key (GovernanceKey) has a rule set and a quota never reached,
 	// and the audit trail written to a file.
 	KindGovernance = "governance"
+	// KindKeys is the gateway authenticating with KindGovernance's key (a
+	// keys file of that one key), governance off: the base of the bench's
+	// governance on/off ratio, so that the two rows differ in rules,
+	// quotas and audit only, not in authentication.
+	KindKeys = "keys"
 )
 
 // GovernanceKey is the API key of KindGovernance's keys file, for agents
@@ -92,15 +97,15 @@ func Serve(ctx context.Context, kind string, node Node, ln net.Listener, log *sl
 		return fmt.Errorf("loadtest: only a %s joins a cluster", KindGateway)
 	}
 	switch kind {
-	case KindGateway, KindGovernance:
+	case KindGateway, KindGovernance, KindKeys:
 		cfg := gateway.Config{Auth: core.AllowAll{}}
-		if kind == KindGovernance {
-			dir, err := os.MkdirTemp("", "bench-governance-")
+		if kind != KindGateway {
+			dir, err := os.MkdirTemp("", "bench-"+kind+"-")
 			if err != nil {
 				return err
 			}
 			defer func() { _ = os.RemoveAll(dir) }()
-			if cfg, err = governanceConfig(dir); err != nil {
+			if cfg, err = governanceConfig(dir, kind == KindGovernance); err != nil {
 				return err
 			}
 		}
@@ -152,13 +157,13 @@ func Serve(ctx context.Context, kind string, node Node, ln net.Listener, log *sl
 		f.Close()
 		return hs.Close()
 	}
-	return fmt.Errorf("loadtest: unknown server kind %q (want %s, %s, %s or %s)", kind, KindGateway, KindGovernance, KindFloor, KindRelay)
+	return fmt.Errorf("loadtest: unknown server kind %q (want %s, %s, %s, %s or %s)", kind, KindGateway, KindGovernance, KindKeys, KindFloor, KindRelay)
 }
 
-// governanceConfig is the governance of KindGovernance: its keys file
-// (governanceKeys) and audit file in dir, loaded as smcp gateway
-// --keys-file --audit-file loads them.
-func governanceConfig(dir string) (gateway.Config, error) {
+// governanceConfig is the governance of KindGovernance (on) or KindKeys
+// (off: the key alone): its keys file (governanceKeys) and audit file in
+// dir, loaded as smcp gateway --keys-file --audit-file loads them.
+func governanceConfig(dir string, on bool) (gateway.Config, error) {
 	var cfg gateway.Config
 	keys := filepath.Join(dir, "keys.yaml")
 	if err := os.WriteFile(keys, []byte(governanceKeys), 0o600); err != nil {
@@ -167,6 +172,10 @@ func governanceConfig(dir string) (gateway.Config, error) {
 	ring, err := core.LoadKeyRing(keys)
 	if err != nil {
 		return cfg, err
+	}
+	if !on {
+		cfg.Auth = ring
+		return cfg, nil
 	}
 	rules, err := policy.LoadFile(keys)
 	if err != nil {

@@ -131,8 +131,9 @@ on a Redis Cluster of three primaries the bench starts (rows cluster-rc...),
 printed as ratios to the one-redis-server rows too. --compare governance (sio, CallTool and MCP modes) also
 spawns the gateway with governance on: a keys file whose one key has a rule
 set (evaluated on every call) and a quota never reached (spent on every
-call), and the audit trail written to a temporary file; it prints its CPU
-per call as a ratio to the gateway's. --compare takes several of floor,
+call), and the audit trail written to a temporary file; and the gateway
+with the same key alone (row keys: authentication, governance off); it
+prints governance's CPU per call as a ratio to keys'. --compare takes several of floor,
 relay, node, cluster and governance, comma-separated.
 --offices 1,10,100,1000 makes the scaling table: each count is a run, and
 the CPU per call at 1,000 offices is printed as a ratio to 10's.
@@ -555,7 +556,7 @@ func (c *benchConfig) servers(mode loadtest.Mode) []string {
 	}
 	kinds = append(kinds, loadtest.KindGateway)
 	if c.compare[loadtest.KindGovernance] && mode.InTurns() {
-		kinds = append(kinds, loadtest.KindGovernance)
+		kinds = append(kinds, loadtest.KindKeys, loadtest.KindGovernance)
 	}
 	if c.compare[serverCluster] && mode == loadtest.ModeSIO {
 		for _, n := range c.nodes {
@@ -626,7 +627,7 @@ func (c *benchConfig) target(ctx context.Context, kind string, mode loadtest.Mod
 	}
 	// Agents connect to the first server, computers to the last.
 	o.URL, o.ComputerURL, o.Path, o.PIDs, o.APIKey = servers[0].URL, servers[len(servers)-1].URL, "/socket.io/", nil, ""
-	if kind == loadtest.KindGovernance {
+	if kind == loadtest.KindGovernance || kind == loadtest.KindKeys {
 		o.APIKey = loadtest.GovernanceKey
 	}
 	var urls []string
@@ -832,7 +833,7 @@ func spawnAnnouncing(ctx context.Context, kind string, cmd *exec.Cmd) (*loadtest
 // relay on a loopback port, announced on stdout as "LISTEN <url>".
 func benchServe(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("bench serve", flag.ContinueOnError)
-	kind := fs.String("kind", loadtest.KindGateway, "gateway, floor or relay")
+	kind := fs.String("kind", loadtest.KindGateway, "gateway, governance, keys, floor or relay")
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
 	var node loadtest.Node
 	fs.StringVar(&node.Redis, "redis", "", "Redis URL: serve as one node of a cluster (gateway only)")
@@ -1047,10 +1048,15 @@ func (r *benchReport) printRatios(w io.Writer) {
 			line("%s offices=%s%s: gateway/relay floor CPU per call %.2f, calls/s %.2f, p99 %.2f",
 				g.Mode, at(g), inTurns(g, rl), cpu, cps, p99)
 		}
-		if gv := nth(loadtest.KindGovernance, g.Mode, g.Offices, g.Rate, n); gv != nil && gv.Calls > 0 {
-			cpu, cps, p99 := ratios(gv, g)
-			line("%s offices=%s%s: governance on/off (rules + quotas + audit file) CPU per call %.2f (goal <= 1.05), calls/s %.2f, p99 %.2f",
-				g.Mode, at(g), inTurns(gv, g), cpu, cps, p99)
+		if k := nth(loadtest.KindKeys, g.Mode, g.Offices, g.Rate, n); k != nil && k.Calls > 0 {
+			cpu, cps, _ := ratios(k, g)
+			line("%s offices=%s%s: keys file/no authentication CPU per call %.2f, calls/s %.2f",
+				g.Mode, at(g), inTurns(k, g), cpu, cps)
+			if gv := nth(loadtest.KindGovernance, g.Mode, g.Offices, g.Rate, n); gv != nil && gv.Calls > 0 {
+				cpu, cps, p99 := ratios(gv, k)
+				line("%s offices=%s%s: governance on/off (rules + quotas + audit file; both with the keys file) CPU per call %.2f (goal <= 1.05), calls/s %.2f, p99 %.2f",
+					g.Mode, at(g), inTurns(gv, k), cpu, cps, p99)
+			}
 		}
 		if nd := nth(kindNode, g.Mode, g.Offices, g.Rate, n); nd != nil && nd.Calls > 0 {
 			cpu, cps, p99 := ratios(g, nd)

@@ -263,8 +263,9 @@ func benchJSON(t *testing.T, args ...string) (benchReport, string) {
 
 // TestBenchGovernance runs a tiny `bench -compare governance` in turns:
 // the gateway with rules, quotas and an audit file (its key required on
-// every front end) answers every call on Socket.IO, Connect over h2c and
-// MCP, and the report prints its ratios to the gateway without governance.
+// every front end) and the gateway with that key alone answer every call on
+// Socket.IO, Connect over h2c and MCP, and the report prints governance's
+// ratio to the key alone.
 func TestBenchGovernance(t *testing.T) {
 	t.Parallel()
 	rep, out := benchJSON(t, "-mode", "sio,connect-h2c,mcp-raw", "-offices", "1", "-compare", "governance", "-turns", "2",
@@ -278,7 +279,7 @@ func TestBenchGovernance(t *testing.T) {
 		}
 	}
 	for _, mode := range []string{"sio", "connect-h2c", "mcp-raw"} {
-		for _, server := range []string{"gateway", "governance"} {
+		for _, server := range []string{"gateway", "keys", "governance"} {
 			if !seen[server+"/"+mode] {
 				t.Errorf("no %s/%s row: %s", server, mode, out)
 			}
