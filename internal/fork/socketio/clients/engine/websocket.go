@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -46,10 +45,6 @@ type websocket struct {
 	// mu protects concurrent access to the WebSocket connection.
 	// This ensures thread-safe operations on the connection.
 	mu sync.Mutex
-
-	// scratch is message's read buffer (patched, see readMessage); only
-	// the reading goroutine uses it.
-	scratch bytes.Buffer
 
 	writeQueue *queue.Queue
 
@@ -185,24 +180,6 @@ func (w *websocket) _error(err error) {
 	}
 }
 
-// maxScratch bounds the read buffer a transport keeps between messages:
-// a blob's chunk (up to about 1 MB) is read without growing a buffer again.
-const maxScratch = 2 << 20
-
-// readMessage reads a message into a slice of its exact size (patched:
-// upstream read each message into a new buffer grown from 512 bytes by
-// doubling, eleven allocations and copies for a blob chunk's 930 KB, an
-// eighth of a computer's CPU receiving an upload).
-func (w *websocket) readMessage(r io.Reader) ([]byte, error) {
-	w.scratch.Reset()
-	_, err := w.scratch.ReadFrom(r)
-	b := bytes.Clone(w.scratch.Bytes())
-	if w.scratch.Cap() > maxScratch {
-		w.scratch = bytes.Buffer{}
-	}
-	return b, err
-}
-
 // message handles the WebSocket message reading loop.
 // This method processes incoming WebSocket messages and handles different message types.
 // It runs in a separate goroutine to continuously read messages from the connection.
@@ -216,13 +193,13 @@ func (w *websocket) message() {
 
 		switch mt {
 		case ws.BinaryMessage:
-			if b, err := w.readMessage(message); err != nil {
+			if b, err := transports.ReadMessage(message); err != nil { // patched (see ../PATCHED.md)
 				w._error(err)
 			} else {
 				w.OnData(types.NewBytesBuffer(b))
 			}
 		case ws.TextMessage:
-			if b, err := w.readMessage(message); err != nil {
+			if b, err := transports.ReadMessage(message); err != nil { // patched (see ../PATCHED.md)
 				w._error(err)
 			} else {
 				w.OnData(types.NewStringBuffer(b))
