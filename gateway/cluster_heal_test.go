@@ -1,13 +1,11 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 	"github.com/smcpgw/smcp-gateway/internal/connecttest"
 	"github.com/smcpgw/smcp-gateway/internal/systest"
+	"github.com/smcpgw/smcp-gateway/internal/testlog"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
@@ -178,24 +177,6 @@ func TestClusterSurvivesRedisPause(t *testing.T) {
 	}
 }
 
-// lineBuffer is a log destination counting its lines.
-type lineBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lineBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lineBuffer) lines() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Split(strings.TrimRight(b.buf.String(), "\n"), "\n")
-}
-
 // TestClusterRedisOutageLogsQuietly: redis-server is gone for 30 s under
 // two nodes (the agent calling the other node's computer every second
 // meanwhile, and a computer leaving). Each node logs a line when Redis
@@ -206,7 +187,7 @@ func (b *lineBuffer) lines() []string {
 func TestClusterRedisOutageLogsQuietly(t *testing.T) {
 	t.Parallel()
 	rd := systest.RedisProcess(t)
-	logs := []*lineBuffer{{}, {}}
+	logs := []*testlog.Buffer{{}, {}}
 	nodes := make([]*gateway.Running, 2)
 	for i := range nodes {
 		log := slog.New(slog.NewTextHandler(logs[i], &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -218,7 +199,7 @@ func TestClusterRedisOutageLogsQuietly(t *testing.T) {
 	if err := crossNodeCall(a, "pcB", "before"); err != nil {
 		t.Fatal(err)
 	}
-	before := []int{len(logs[0].lines()), len(logs[1].lines())}
+	before := []int{len(logs[0].Lines()), len(logs[1].Lines())}
 
 	rd.Stop()
 	start := time.Now()
@@ -229,7 +210,7 @@ func TestClusterRedisOutageLogsQuietly(t *testing.T) {
 	}
 	outage := make([][]string, 2)
 	for i := range logs {
-		outage[i] = logs[i].lines()[before[i]:]
+		outage[i] = logs[i].Lines()[before[i]:]
 	}
 	for i := range logs {
 		t.Logf("node %d: %d lines in %v of outage; first: %.300s", i, len(outage[i]), 30*time.Second, strings.Join(outage[i][:min(3, len(outage[i]))], "\n"))
@@ -245,7 +226,7 @@ func TestClusterRedisOutageLogsQuietly(t *testing.T) {
 		return crossNodeCall(a, "pcB", "after") == nil
 	})
 	for i := range logs {
-		testwait.Until(t, "redis back logged", func() bool { return containsLine(logs[i].lines(), "redis answers again") })
+		testwait.Until(t, "redis back logged", func() bool { return containsLine(logs[i].Lines(), "redis answers again") })
 	}
 	// The computer that left while Redis was down is gone from the
 	// registry (its release failed then): the name is free again.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +26,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/internal/oauthtest"
 	"github.com/smcpgw/smcp-gateway/internal/systest"
 	"github.com/smcpgw/smcp-gateway/internal/testbrowser"
+	"github.com/smcpgw/smcp-gateway/internal/testlog"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -46,14 +45,7 @@ func TestHeadlessComputerSignsInThroughGateway(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	as, _, cfg, keyFile := guardedServer(t, time.Hour, dir)
-	keys, err := core.NewKeyRing(
-		core.Key{ID: "op", Key: "op-key"},
-		core.Key{ID: "agent", Key: "agent-key", Roles: []string{smcp.RoleAgent}, Offices: []string{"o"}},
-		core.Key{ID: "pc", Key: "pc-key", Roles: []string{smcp.RoleComputer}, Offices: []string{"o"}, Name: "pc"},
-		core.Key{ID: "pc2", Key: "pc2-key", Roles: []string{smcp.RoleComputer}, Offices: []string{"o"}, Name: "pc2"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := signInKeys(t, core.Key{ID: "pc2", Key: "pc2-key", Roles: []string{smcp.RoleComputer}, Offices: []string{"o"}, Name: "pc2"})
 	gw, err := gateway.Start(gateway.Config{Auth: keys}, "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -235,15 +227,9 @@ func TestHeadlessComputerSignsInThroughClusterGateway(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	as, _, cfg, keyFile := guardedServer(t, time.Hour, dir)
-	keys, err := core.NewKeyRing(
-		core.Key{ID: "op", Key: "op-key"},
-		core.Key{ID: "agent", Key: "agent-key", Roles: []string{smcp.RoleAgent}, Offices: []string{"o"}},
-		core.Key{ID: "pc", Key: "pc-key", Roles: []string{smcp.RoleComputer}, Offices: []string{"o"}, Name: "pc"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := signInKeys(t)
 	redisURL := systest.RedisServer(t)
-	var logs lockedBuffer
+	var logs testlog.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	nodes := make([]*gateway.Running, 3)
 	for i := range nodes {
@@ -326,22 +312,19 @@ func TestHeadlessComputerSignsInThroughClusterGateway(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log destination shared by several nodes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+// signInKeys are the sign-in tests' keys: an operator ("op-key"), office
+// o's agent ("agent-key") and computer pc ("pc-key"), and extra.
+func signInKeys(t *testing.T, extra ...core.Key) *core.KeyRing {
+	t.Helper()
+	keys, err := core.NewKeyRing(append([]core.Key{
+		{ID: "op", Key: "op-key"},
+		{ID: "agent", Key: "agent-key", Roles: []string{smcp.RoleAgent}, Offices: []string{"o"}},
+		{ID: "pc", Key: "pc-key", Roles: []string{smcp.RoleComputer}, Offices: []string{"o"}, Name: "pc"},
+	}, extra...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
 }
 
 // listedSignIn waits until the operator client op lists one sign-in in
