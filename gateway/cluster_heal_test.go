@@ -16,7 +16,6 @@ import (
 	"github.com/smcpgw/smcp-gateway/gen/smcp/v1/smcpv1connect"
 	"github.com/smcpgw/smcp-gateway/internal/connecttest"
 	"github.com/smcpgw/smcp-gateway/internal/systest"
-	"github.com/smcpgw/smcp-gateway/internal/testlog"
 	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/sioclient"
 	"github.com/smcpgw/smcp-gateway/smcp"
@@ -187,7 +186,7 @@ func TestClusterSurvivesRedisPause(t *testing.T) {
 func TestClusterRedisOutageLogsQuietly(t *testing.T) {
 	t.Parallel()
 	rd := systest.RedisProcess(t)
-	logs := []*testlog.Buffer{{}, {}}
+	logs := []*testwait.Buffer{{}, {}}
 	nodes := make([]*gateway.Running, 2)
 	for i := range nodes {
 		log := slog.New(slog.NewTextHandler(logs[i], &slog.HandlerOptions{Level: slog.LevelInfo}))

@@ -26,7 +26,7 @@ import (
 	"github.com/smcpgw/smcp-gateway/internal/oauthtest"
 	"github.com/smcpgw/smcp-gateway/internal/systest"
 	"github.com/smcpgw/smcp-gateway/internal/testbrowser"
-	"github.com/smcpgw/smcp-gateway/internal/testlog"
+	"github.com/smcpgw/smcp-gateway/internal/testwait"
 	"github.com/smcpgw/smcp-gateway/smcp"
 )
 
@@ -229,7 +229,7 @@ func TestHeadlessComputerSignsInThroughClusterGateway(t *testing.T) {
 	as, _, cfg, keyFile := guardedServer(t, time.Hour, dir)
 	keys := signInKeys(t)
 	redisURL := systest.RedisServer(t)
-	var logs testlog.Buffer
+	var logs testwait.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	nodes := make([]*gateway.Running, 3)
 	for i := range nodes {

@@ -23,3 +23,8 @@ func (b *Buffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// Lines are the lines written so far.
+func (b *Buffer) Lines() []string {
+	return strings.Split(strings.TrimRight(b.String(), "\n"), "\n")
+}
