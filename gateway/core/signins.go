@@ -217,7 +217,7 @@ func (h *Hub) CompleteSignIn(ctx context.Context, office, computer string, a Sig
 	if forget != nil {
 		forget()
 	}
-	return p.Server, signInOutcome(computer, p.Server, r.raw, r.err)
+	return signInOutcome(computer, p.Server, r.raw, r.err)
 }
 
 var errLeftBeforeAnswer = errors.New("the computer left before it answered")
@@ -254,20 +254,24 @@ type signInResult struct {
 	Message string `json:"message,omitempty"`
 }
 
-// signInOutcome is the outcome of the sign-in of computer to server from
-// the computer's answer raw or the failure err.
-func signInOutcome(computer, server string, raw json.RawMessage, err error) error {
+// signInOutcome is the server and the outcome of the sign-in of computer
+// to server (empty: the one the answer names) from the computer's answer
+// raw (a signInResult) or the failure err.
+func signInOutcome(computer, server string, raw json.RawMessage, err error) (string, error) {
 	if err != nil {
-		return fmt.Errorf("computer %q: sign-in to %q: %w", computer, server, err)
+		return server, fmt.Errorf("computer %q: sign-in to %q: %w", computer, server, err)
 	}
 	var ans signInResult
 	if err := json.Unmarshal(raw, &ans); err != nil {
-		return fmt.Errorf("computer %q: sign-in to %q: malformed answer: %w", computer, server, err)
+		return server, fmt.Errorf("computer %q: sign-in to %q: malformed answer: %w", computer, server, err)
+	}
+	if server == "" {
+		server = ans.Server
 	}
 	if ans.Code != 0 {
-		return fmt.Errorf("computer %q: sign-in to %q: %w", computer, server, smcp.Errorf(ans.Code, "%s", ans.Message))
+		return server, fmt.Errorf("computer %q: sign-in to %q: %w", computer, server, smcp.Errorf(ans.Code, "%s", ans.Message))
 	}
-	return nil
+	return server, nil
 }
 
 // noSignInRefusal is how the computer's node tells the node that forwarded
@@ -323,11 +327,7 @@ func (h *Hub) forwardSignIn(ctx context.Context, office, computer string, payloa
 	case r.err != nil:
 		return "", fmt.Errorf("computer %q: sign-in: node %s: %w", computer, m.Node, r.err)
 	}
-	var ans signInResult
-	if err := json.Unmarshal(r.raw, &ans); err != nil {
-		return "", fmt.Errorf("computer %q: sign-in: node %s: malformed answer: %w", computer, m.Node, err)
-	}
-	return ans.Server, signInOutcome(computer, ans.Server, r.raw, nil)
+	return signInOutcome(computer, "", r.raw, nil)
 }
 
 // serveSignIn completes, for the node that received it, the callback of a
