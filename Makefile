@@ -4,9 +4,10 @@ GO ?= go
 # buf and goreleaser at the versions tools/ pins, built into bin/ on first use (tools/run says so).
 BUF := tools/buf
 GORELEASER := tools/run goreleaser
-# Four parallel tests at a time on any machine: those marked parallel wait (on timeouts, Redis
-# failovers, heartbeats) more than they compute (docs/DEVELOPMENT.md).
-GOTEST_FLAGS ?= -race -count=1 -timeout 20m -parallel 4
+# Four test binaries, and four parallel tests in each, at a time on any machine: the tests wait
+# (on timeouts, Redis failovers, heartbeats, child processes) more than they compute, so that
+# go test's default of one binary a core leaves the cores half idle (docs/DEVELOPMENT.md).
+GOTEST_FLAGS ?= -race -count=1 -timeout 20m -parallel 4 -p 4
 
 .PHONY: run build test test-deps generate lint check-generated breaking unit bench deps-node interop bench-gateway bench-load \
 	release-snapshot release-check release-cross image

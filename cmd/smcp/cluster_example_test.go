@@ -49,9 +49,9 @@ func TestClusterExample(t *testing.T) {
 	defer cancel()
 
 	dir := t.TempDir()
-	ports := make([]string, 6)
-	for i := range ports {
-		_, ports[i], _ = strings.Cut(freeAddr(t), ":")
+	ports := freeAddrs(t, 6)
+	for i, addr := range ports {
+		_, ports[i], _ = strings.Cut(addr, ":")
 	}
 	lbPort, grpcPort, redisPort, nodePorts := ports[0], ports[1], ports[2], ports[3:]
 	keyBytes := make([]byte, 16)

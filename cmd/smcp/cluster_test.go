@@ -204,12 +204,23 @@ func startNodeWith(t *testing.T, redisURL, id string, ttl time.Duration, stderr 
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	return freeAddrs(t, 1)[0]
+}
+
+// freeAddrs are n distinct free loopback addresses: each is held until all
+// are chosen, since a port just closed may be handed out again.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	addrs := make([]string, n)
+	for i := range addrs {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = ln.Close() }()
+		addrs[i] = ln.Addr().String()
 	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
+	return addrs
 }
 
 // balance is a TCP load balancer: each connection goes to the first backend
