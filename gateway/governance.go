@@ -93,28 +93,26 @@ func (g *governance) Visible(c *core.Call) bool {
 
 // Admit runs on the caller's goroutine, possibly a connection's reading
 // one (core.Guard): nothing here waits, except the quotas' Redis call in
-// a cluster, where the core leaves calls to GoContext.
+// a cluster, where the core leaves calls to GoContext. The audit record is
+// made when the call is settled, from c (valid until then), so that an
+// admitted call costs one allocation: the closure.
 func (g *governance) Admit(ctx context.Context, c *core.Call) (func(core.Outcome), error) {
-	var rec *audit.Record
-	if g.audit != nil {
-		rec = g.record(ctx, c)
-	}
 	if err := g.audit.Ready(); err != nil {
-		g.refuse(c, rec, reasonAudit, err)
+		g.refuse(ctx, c, reasonAudit, err)
 		return nil, err
 	}
 	var ruled func(core.Outcome)
 	if g.rules != nil {
 		d, err := g.rules.Admit(ctx, c)
 		if err != nil {
-			g.refuse(c, rec, reasonRule, err)
+			g.refuse(ctx, c, reasonRule, err)
 			return nil, err
 		}
 		ruled = d
 	}
 	var ticket quota.Ticket
 	if l := g.limits(c); l != nil {
-		t, err := g.quotas.Admit(ctx, c.Principal.ID, toolName(c), l)
+		t, err := g.quotas.Admit(ctx, c.Principal.ID, toolName(c), l, c.Time)
 		if err != nil {
 			if ruled != nil {
 				ruled(core.Outcome{Err: err, BytesIn: int64(len(c.Payload))})
@@ -123,14 +121,18 @@ func (g *governance) Admit(ctx context.Context, c *core.Call) (func(core.Outcome
 			if e, ok := smcp.AsError(err); ok && e.Details["bound"] == quota.BoundInFlight {
 				reason = reasonQuotaInFlight
 			}
-			g.refuse(c, rec, reason, err)
+			g.refuse(ctx, c, reason, err)
 			return nil, err
 		}
 		ticket = t
 	}
-	office, tool, isTool, hashResults := c.Office, toolName(c), c.Event == smcp.EventToolCall, g.hashResults
-	if rec == nil && ruled == nil && ticket == (quota.Ticket{}) && (g.perTool == nil || !isTool) {
+	isTool := c.Event == smcp.EventToolCall
+	if g.audit == nil && ruled == nil && ticket == (quota.Ticket{}) && (g.perTool == nil || !isTool) {
 		return nil, nil // nothing to settle: no closure per call
+	}
+	var traceID, argsSHA256 string // known now, not from c later
+	if g.audit != nil {
+		traceID, argsSHA256 = g.start(ctx, c)
 	}
 	return func(o core.Outcome) {
 		ticket.Release()
@@ -138,15 +140,17 @@ func (g *governance) Admit(ctx context.Context, c *core.Call) (func(core.Outcome
 			ruled(o)
 		}
 		if isTool {
-			g.perTool.observe(office, tool, o)
+			g.perTool.observe(c.Office, toolName(c), o)
 		}
-		if rec != nil {
+		if g.audit != nil {
+			rec := audit.Record{TraceID: traceID, ArgsSHA256: argsSHA256}
+			g.record(c, &rec)
 			rec.Outcome = audit.OutcomeOf(o.Err)
 			rec.Duration, rec.BytesIn, rec.BytesOut = o.Duration, o.BytesIn, o.BytesOut
-			if hashResults && len(o.Result) > 0 {
+			if g.hashResults && len(o.Result) > 0 {
 				rec.ResultSHA256 = audit.Hash(o.Result)
 			}
-			g.audit.Log(*rec)
+			g.audit.Log(rec)
 		}
 	}, nil
 }
@@ -165,40 +169,55 @@ func (g *governance) limits(c *core.Call) *quota.Limits {
 	return l
 }
 
-func (g *governance) refuse(c *core.Call, rec *audit.Record, reason string, err error) {
+func (g *governance) refuse(ctx context.Context, c *core.Call, reason string, err error) {
 	g.refused.WithLabelValues(reason, c.Front).Inc()
-	if rec != nil {
+	if g.audit != nil {
+		var rec audit.Record
+		rec.TraceID, rec.ArgsSHA256 = g.start(ctx, c)
+		g.record(c, &rec)
 		rec.Outcome = audit.OutcomeOf(err)
 		rec.Reason = reason
 		rec.BytesIn = int64(len(c.Payload))
-		g.audit.Log(*rec)
+		g.audit.Log(rec)
 	}
 }
 
-// record starts c's audit record: who, where, what; never the arguments
-// (their SHA-256 when asked).
-func (g *governance) record(ctx context.Context, c *core.Call) *audit.Record {
-	front := c.Front
-	if c.Protocol != "" {
-		front += "/" + c.Protocol
+// start fills in what c's audit record takes from the admission itself:
+// the trace (the front end's, else ctx's), and the arguments' SHA-256
+// when asked (never the arguments).
+func (g *governance) start(ctx context.Context, c *core.Call) (traceID, argsSHA256 string) {
+	if traceID = c.TraceID; traceID == "" {
+		if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
+			traceID = sc.TraceID().String()
+		}
 	}
-	at := c.Time
-	if at.IsZero() { // a Call not made by the core's admission
-		at = time.Now()
+	if g.hash && len(c.Args) > 0 {
+		argsSHA256 = audit.Hash(c.Args)
 	}
-	r := &audit.Record{Time: at, Node: g.node, Front: front, Event: c.Event,
-		Principal: c.Principal.ID, Agent: c.Agent, Office: c.Office, Computer: c.Computer,
-		Tool: toolName(c), Resource: c.URI, RequestID: c.ReqID}
+	return traceID, argsSHA256
+}
+
+// record fills in c's audit record: who, where, what.
+func (g *governance) record(c *core.Call, r *audit.Record) {
+	r.Time = c.Time
+	if r.Time.IsZero() { // a Call not made by the core's admission
+		r.Time = time.Now()
+	}
+	r.Node, r.Front, r.Event = g.node, frontOf(c.Front, c.Protocol), c.Event
+	r.Principal, r.Agent, r.Office, r.Computer = c.Principal.ID, c.Agent, c.Office, c.Computer
+	r.Tool, r.Resource, r.RequestID = toolName(c), c.URI, c.ReqID
 	if r.Issuer = c.Principal.Issuer; r.Issuer != "" {
 		r.Subject, _ = c.Principal.Claims["sub"].(string)
 	}
-	if sc := trace.SpanContextFromContext(ctx); sc.HasTraceID() {
-		r.TraceID = sc.TraceID().String()
+}
+
+// frontOf names a front end in the audit: the front, and the wire within
+// it ("rpc/grpc").
+func frontOf(front, protocol string) string {
+	if protocol == "" {
+		return front
 	}
-	if g.hash && len(c.Args) > 0 {
-		r.ArgsSHA256 = audit.Hash(c.Args)
-	}
-	return r
+	return front + "/" + protocol
 }
 
 // event records a join, a leave or an eviction (core.Config.Events).
@@ -207,11 +226,7 @@ func (g *governance) event(e core.Event) {
 	if g.audit == nil {
 		return
 	}
-	front := e.Front
-	if e.Protocol != "" {
-		front += "/" + e.Protocol
-	}
-	r := audit.Record{Time: time.Now(), Node: g.node, Front: front, Event: e.Kind, Office: e.Office,
+	r := audit.Record{Time: time.Now(), Node: g.node, Front: frontOf(e.Front, e.Protocol), Event: e.Kind, Office: e.Office,
 		Outcome: audit.OutcomeOf(e.Err)}
 	if p := e.Principal; p != nil {
 		r.Principal = p.ID

@@ -1,7 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -115,5 +118,39 @@ func BenchmarkGovernanceToolCall(b *testing.B) {
 			b.Fatal(err)
 		}
 		done(core.Outcome{Duration: time.Millisecond, BytesIn: 20, BytesOut: 40})
+	}
+}
+
+// TestRecordOfSettledCall: the record of an admitted call is written when
+// it is settled, from the Call and the Outcome; a Socket.IO call's trace
+// is the one its front end names (it has no context to carry it).
+func TestRecordOfSettledCall(t *testing.T) {
+	var out bytes.Buffer
+	al, err := audit.New(audit.Options{Sinks: []audit.Sink{audit.NewJSONLines(&out)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGovernance(nil, nil, nil, al, false, "n1", 0)
+	at := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)
+	c := &core.Call{Principal: &core.Principal{ID: "k"}, Front: core.FrontSocketIO, Office: "o", Agent: "a",
+		Computer: "pc", Event: smcp.EventToolCall, ReqID: "r1", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Time: at,
+		Tool: &core.ToolView{Name: "echo", Exposed: "echo"}, Payload: []byte(`{"tool_name":"echo"}`)}
+	done, err := g.Admit(context.Background(), c)
+	if err != nil || done == nil {
+		t.Fatalf("Admit: %v (done %v)", err, done != nil)
+	}
+	done(core.Outcome{Duration: 1500 * time.Microsecond, BytesIn: 20, BytesOut: 40})
+	if err := al.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("%v: %q", err, out.Bytes())
+	}
+	want := map[string]any{"time": "2026-11-29T09:00:00Z", "node": "n1", "front": core.FrontSocketIO, "event": smcp.EventToolCall,
+		"principal": "k", "agent": "a", "office": "o", "computer": "pc", "tool": "echo", "outcome": "ok",
+		"duration_ms": 1.5, "bytes_in": 20.0, "bytes_out": 40.0, "request_id": "r1", "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"}
+	if !maps.Equal(got, want) {
+		t.Fatalf("record %v\nwant   %v", got, want)
 	}
 }

@@ -33,7 +33,8 @@ type Guard interface {
 	// goroutine that reads a connection's packets (Session.TryGo): it must
 	// not wait there. In a cluster (Hub.SetPeers) TryGo leaves calls to
 	// GoContext, so that Admit may wait on the network, bounded by ctx.
-	// c and what it points to are valid during Admit only.
+	// c and what it points to stay as they are until done is called (or
+	// Admit refuses): the guard may read them then, and changes none.
 	Admit(ctx context.Context, c *Call) (done func(Outcome), err error)
 	// Visible reports whether a listing shows what c stands for to c's
 	// caller: a tool of a get_tools answer (c is a client:tool_call without
@@ -228,7 +229,10 @@ func (s *Session) admit(ctx context.Context, r *Request, officeID string, fetch 
 	done func(json.RawMessage, error)) (func(json.RawMessage, error), bool, error) {
 	h := s.hub
 	c := &Call{Principal: s.principal, Front: s.front, Protocol: s.wire, Office: officeID, Agent: s.name,
-		Computer: r.Computer, Event: r.Event, ReqID: r.ReqID, TraceID: r.TraceID, Payload: r.Payload, Time: time.Now()}
+		Computer: r.Computer, Event: r.Event, ReqID: r.ReqID, TraceID: r.TraceID, Payload: r.Payload, Time: r.Received}
+	if c.Time.IsZero() {
+		c.Time = time.Now()
+	}
 	var gen uint64
 	if r.Event == smcp.EventGetTools {
 		gen = h.tools.generation(officeID, r.Computer)
@@ -352,10 +356,14 @@ func gatewayResultError(r *Request, raw json.RawMessage) error {
 }
 
 // mayBeErrorResult is false when raw cannot hold "isError": true: no
-// "isError" followed by true, and no \u escape (the only other way to
-// write the key's letters). A substring search settles nearly every answer
-// without walking its content; "maybe" is left to the walk.
+// true at all (a literal has no other spelling), or no "isError" followed
+// by true and no \u escape (the only other way to write the key's
+// letters). A substring search settles nearly every answer without walking
+// its content; "maybe" is left to the walk.
 func mayBeErrorResult(raw []byte) bool {
+	if !bytes.Contains(raw, []byte("true")) {
+		return false
+	}
 	if bytes.Contains(raw, []byte(`\u`)) {
 		return true
 	}

@@ -69,6 +69,10 @@ type Request struct {
 	// whose context carries no span; with a context (Route, GoContext)
 	// the guard may read the span from it instead.
 	TraceID string
+	// Received is when the front end took the request, when it read the
+	// clock for it anyway (its metrics): the start of the guard's record
+	// and of the call's duration. Zero: the core reads the clock.
+	Received time.Time
 	// unguarded: the core's own request (Session.listTools), not the
 	// agent's, so not the guard's to admit.
 	unguarded bool

@@ -115,13 +115,12 @@ func (m *Metrics) Refused(reason string) {
 	}
 }
 
-// Call records the start of a call; the returned func records its end with
-// an outcome (OutcomeOK, OutcomeDropped or an error code).
-func (m *Metrics) Call(front, event string) func(outcome string) {
+// Call records the start of a call at start; the returned func records its
+// end with an outcome (OutcomeOK, OutcomeDropped or an error code).
+func (m *Metrics) Call(front, event string, start time.Time) func(outcome string) {
 	if m == nil {
 		return func(string) {}
 	}
-	start := time.Now()
 	g := m.inflight.WithLabelValues(front)
 	g.Inc()
 	return func(outcome string) {
@@ -154,7 +153,7 @@ type interceptor struct{ m *Metrics }
 
 func (i interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		done := i.m.Call(FrontRPC, req.Spec().Procedure)
+		done := i.m.Call(FrontRPC, req.Spec().Procedure, time.Now())
 		res, err := next(ctx, req)
 		done(connectOutcome(err))
 		return res, err
@@ -167,7 +166,7 @@ func (i interceptor) WrapStreamingClient(next connect.StreamingClientFunc) conne
 
 func (i interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		done := i.m.Call(FrontRPC, conn.Spec().Procedure)
+		done := i.m.Call(FrontRPC, conn.Spec().Procedure, time.Now())
 		err := next(ctx, conn)
 		done(connectOutcome(err))
 		return err

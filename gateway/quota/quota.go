@@ -41,35 +41,55 @@ type Options struct {
 }
 
 // Quotas admits calls within their Limits. Safe for concurrent use.
+//
+// The buckets of this node (the calls in flight, and the rates when they
+// are not in Redis or while it fails) are kept per principal under one
+// lock: an admission is one lock and one lookup, a release one lock.
 type Quotas struct {
-	rates   rater
-	flights flights
+	mu         sync.Mutex
+	principals map[string]*buckets
+	lastSweep  time.Time
+	now        func() time.Time // Tokens' clock
+	redis      *redisRates      // nil: the rates are counted here
 }
 
-// rater spends one call's allowance of the bucket k, or reports how long
-// until there is one.
-type rater interface {
-	allow(ctx context.Context, k key, b Bound) (wait time.Duration)
+// buckets are a principal's: its own, and those of its tools that have
+// bounds of their own.
+type buckets struct {
+	own   bucket
+	tools map[string]*bucket
 }
 
-// key is a bucket: a principal's own (tool empty) or one of its tools'.
+// bucket counts the calls of one bound: in flight on this node, and its
+// rate when counted here.
+type bucket struct {
+	flying int
+	bound  Bound         // lim's, to see a reload
+	lim    *rate.Limiter // nil until a call spends the rate here
+}
+
+// key names a bucket: a principal's own (tool empty) or one of its tools'.
 type key struct {
 	principal, tool string
 	perTool         bool
 }
+
+// sweepEvery is how often idle buckets are dropped: those with no call in
+// flight and their rate's allowance whole again (as good as new), so that
+// principals and tools that come and go do not grow the map for ever.
+const sweepEvery = time.Minute
 
 // New returns Quotas on memory or, with opts.Redis, on Redis.
 func New(opts Options) *Quotas {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	mem := newMemRates()
-	q := &Quotas{rates: mem, flights: flights{n: map[key]int{}}}
+	q := &Quotas{principals: map[string]*buckets{}, now: time.Now}
 	if opts.Redis != nil {
 		if opts.Timeout <= 0 {
 			opts.Timeout = time.Second
 		}
-		q.rates = &redisRates{lim: redis_rate.NewLimiter(opts.Redis), timeout: opts.Timeout, fallback: mem, log: opts.Log}
+		q.redis = &redisRates{lim: redis_rate.NewLimiter(opts.Redis), timeout: opts.Timeout, fallback: q.spendHere, log: opts.Log}
 	}
 	return q
 }
@@ -77,26 +97,30 @@ func New(opts Options) *Quotas {
 // Ticket is an admitted call's hold on its in-flight bounds, given back
 // by Release. The zero Ticket holds nothing.
 type Ticket struct {
-	f            *flights
-	principal    key
-	tool         key
-	holdP, holdT bool
+	q         *Quotas
+	own, tool *bucket // nil: not held
 }
 
 // Release gives back what the call held. Call it once, when the call ends.
 func (t Ticket) Release() {
-	if t.holdT {
-		t.f.release(t.tool)
+	if t.own == nil && t.tool == nil {
+		return
 	}
-	if t.holdP {
-		t.f.release(t.principal)
+	t.q.mu.Lock()
+	defer t.q.mu.Unlock()
+	if t.tool != nil {
+		t.tool.flying--
+	}
+	if t.own != nil {
+		t.own.flying--
 	}
 }
 
-// Admit admits one call of principal to tool within l, or refuses it with
-// a 429 *smcp.Error naming the bound that was hit and, for a rate, the
-// wait (details.retry_after_ms; core.RetryAfter reads it). The caller releases the
-// ticket when the call ends. A nil or unlimited l admits at no cost.
+// Admit admits one call of principal to tool within l at now (the call's
+// time: a clock read less per call), or refuses it with a 429
+// *smcp.Error naming the bound that was hit and, for a rate, the wait
+// (details.retry_after_ms; core.RetryAfter reads it). The caller releases
+// the ticket when the call ends. A nil or unlimited l admits at no cost.
 //
 // The tool's bound is checked before the principal's, and the in-flight
 // bounds before the rates: a call refused by a later bound has spent the
@@ -104,38 +128,158 @@ func (t Ticket) Release() {
 // errs on the side of fewer calls; the tool's first, because a call the
 // principal's rate refuses comes when the principal is at its limit
 // anyway.
-func (q *Quotas) Admit(ctx context.Context, principal, tool string, l *Limits) (Ticket, error) {
+func (q *Quotas) Admit(ctx context.Context, principal, tool string, l *Limits, now time.Time) (Ticket, error) {
 	if l.Unlimited() {
 		return Ticket{}, nil
 	}
 	tb, hasTool := l.Tools[tool]
-	t := Ticket{f: &q.flights, principal: key{principal: principal}, tool: key{principal: principal, tool: tool, perTool: true}}
-	if hasTool && tb.InFlight > 0 {
-		if !q.flights.acquire(t.tool, tb.InFlight) {
+	hasTool = hasTool && !tb.unlimited()
+	q.mu.Lock()
+	bs := q.bucketsOf(principal, now)
+	var tk *bucket
+	if hasTool {
+		tk = bs.tool(tool)
+		if tb.InFlight > 0 && tk.flying >= tb.InFlight {
+			q.mu.Unlock()
 			return Ticket{}, refusal(BoundInFlight, tool, tb, 0)
 		}
-		t.holdT = true
+	}
+	if l.InFlight > 0 && bs.own.flying >= l.InFlight {
+		q.mu.Unlock()
+		return Ticket{}, refusal(BoundInFlight, "", l.Bound, 0)
+	}
+	if q.redis == nil {
+		if hasTool && tb.CallsPerSecond > 0 {
+			if wait := tk.spend(now, tb); wait > 0 {
+				q.mu.Unlock()
+				return Ticket{}, refusal(BoundRate, tool, tb, wait)
+			}
+		}
+		if l.CallsPerSecond > 0 {
+			if wait := bs.own.spend(now, l.Bound); wait > 0 {
+				q.mu.Unlock()
+				return Ticket{}, refusal(BoundRate, "", l.Bound, wait)
+			}
+		}
+	}
+	t := Ticket{q: q}
+	if hasTool && tb.InFlight > 0 {
+		tk.flying++
+		t.tool = tk
 	}
 	if l.InFlight > 0 {
-		if !q.flights.acquire(t.principal, l.InFlight) {
-			t.Release()
-			return Ticket{}, refusal(BoundInFlight, "", l.Bound, 0)
-		}
-		t.holdP = true
+		bs.own.flying++
+		t.own = &bs.own
 	}
+	q.mu.Unlock()
+	if q.redis == nil {
+		return t, nil
+	}
+	// Redis is asked outside the lock: the calls in flight are held
+	// meanwhile, and given back if a rate refuses.
 	if hasTool && tb.CallsPerSecond > 0 {
-		if wait := q.rates.allow(ctx, t.tool, tb); wait > 0 {
+		if wait := q.redis.allow(ctx, key{principal: principal, tool: tool, perTool: true}, tb, now); wait > 0 {
 			t.Release()
 			return Ticket{}, refusal(BoundRate, tool, tb, wait)
 		}
 	}
 	if l.CallsPerSecond > 0 {
-		if wait := q.rates.allow(ctx, t.principal, l.Bound); wait > 0 {
+		if wait := q.redis.allow(ctx, key{principal: principal}, l.Bound, now); wait > 0 {
 			t.Release()
 			return Ticket{}, refusal(BoundRate, "", l.Bound, wait)
 		}
 	}
 	return t, nil
+}
+
+// bucketsOf are principal's buckets, made if need be (and then, once a
+// minute, the idle ones dropped). q.mu is held.
+func (q *Quotas) bucketsOf(principal string, now time.Time) *buckets {
+	bs := q.principals[principal]
+	if bs == nil {
+		q.maybeSweep(now)
+		bs = &buckets{}
+		q.principals[principal] = bs
+	}
+	return bs
+}
+
+// tool is the bucket of one of the principal's tools, made if need be.
+func (bs *buckets) tool(name string) *bucket {
+	bk := bs.tools[name]
+	if bk == nil {
+		if bs.tools == nil {
+			bs.tools = map[string]*bucket{}
+		}
+		bk = &bucket{}
+		bs.tools[name] = bk
+	}
+	return bk
+}
+
+// lookup is k's bucket, nil if there is none. q.mu is held.
+func (q *Quotas) lookup(k key) *bucket {
+	bs := q.principals[k.principal]
+	switch {
+	case bs == nil:
+		return nil
+	case k.perTool:
+		return bs.tools[k.tool]
+	}
+	return &bs.own
+}
+
+// spend spends one call's allowance of b at now, or reports how long
+// until there is one. q.mu is held.
+func (bk *bucket) spend(now time.Time, b Bound) time.Duration {
+	if bk.lim == nil {
+		bk.bound = b
+		bk.lim = rate.NewLimiter(rate.Every(b.interval()), b.burst())
+	} else if bk.bound != b { // the keys were reloaded
+		bk.bound = b
+		bk.lim.SetLimitAt(now, rate.Every(b.interval()))
+		bk.lim.SetBurstAt(now, b.burst())
+	}
+	r := bk.lim.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return d
+	}
+	return 0
+}
+
+// spendHere spends k's rate on this node: Redis' fallback.
+func (q *Quotas) spendHere(k key, b Bound, now time.Time) time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	bs := q.bucketsOf(k.principal, now)
+	if k.perTool {
+		return bs.tool(k.tool).spend(now, b)
+	}
+	return bs.own.spend(now, b)
+}
+
+// idle reports whether bk is as good as new at now.
+func (bk *bucket) idle(now time.Time) bool {
+	return bk.flying == 0 && (bk.lim == nil || bk.lim.TokensAt(now) >= float64(bk.lim.Burst()))
+}
+
+// maybeSweep drops the idle buckets once every sweepEvery. q.mu is held.
+func (q *Quotas) maybeSweep(now time.Time) {
+	if now.Sub(q.lastSweep) < sweepEvery {
+		return
+	}
+	q.lastSweep = now
+	for p, bs := range q.principals {
+		for t, bk := range bs.tools {
+			if bk.idle(now) {
+				delete(bs.tools, t)
+			}
+		}
+		if len(bs.tools) == 0 && bs.own.idle(now) {
+			delete(q.principals, p)
+		}
+	}
 }
 
 // refusal is the 429 of a bound hit: the message says which bound, the
@@ -166,94 +310,15 @@ func refusal(bound, tool string, b Bound, wait time.Duration) *smcp.Error {
 	return e.WithDetails(details)
 }
 
-// flights counts calls in flight per bucket, on this node.
-type flights struct {
-	mu sync.Mutex
-	n  map[key]int
-}
-
-func (f *flights) acquire(k key, limit int) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.n[k] >= limit {
-		return false
-	}
-	f.n[k]++
-	return true
-}
-
-func (f *flights) release(k key) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if n := f.n[k] - 1; n > 0 {
-		f.n[k] = n
-	} else {
-		delete(f.n, k)
-	}
-}
-
 // InFlight returns the calls in flight of principal (tool empty) or of
 // one of its tools, on this node.
 func (q *Quotas) InFlight(principal, tool string) int {
-	q.flights.mu.Lock()
-	defer q.flights.mu.Unlock()
-	return q.flights.n[key{principal: principal, tool: tool, perTool: tool != ""}]
-}
-
-// memRates keeps each bucket in a rate.Limiter, dropping those that are
-// full again (they are as good as new) once a minute, so that principals
-// and tools that come and go do not grow the map for ever.
-type memRates struct {
-	mu        sync.Mutex
-	buckets   map[key]*memBucket
-	lastSweep time.Time
-	now       func() time.Time
-}
-
-type memBucket struct {
-	bound Bound
-	lim   *rate.Limiter
-}
-
-// sweepEvery is how often full buckets are dropped.
-const sweepEvery = time.Minute
-
-func newMemRates() *memRates {
-	return &memRates{buckets: map[key]*memBucket{}, now: time.Now}
-}
-
-func (m *memRates) allow(_ context.Context, k key, b Bound) time.Duration {
-	now := m.now()
-	m.mu.Lock()
-	// Held to the end: a sweep must not drop the bucket being spent.
-	bk := m.buckets[k]
-	if bk == nil {
-		if now.Sub(m.lastSweep) >= sweepEvery {
-			m.sweep(now)
-		}
-		bk = &memBucket{bound: b, lim: rate.NewLimiter(rate.Every(b.interval()), b.burst())}
-		m.buckets[k] = bk
-	} else if bk.bound != b { // the keys were reloaded
-		bk.bound = b
-		bk.lim.SetLimitAt(now, rate.Every(b.interval()))
-		bk.lim.SetBurstAt(now, b.burst())
-	}
-	defer m.mu.Unlock()
-	r := bk.lim.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return d
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if bk := q.lookup(key{principal: principal, tool: tool, perTool: tool != ""}); bk != nil {
+		return bk.flying
 	}
 	return 0
-}
-
-func (m *memRates) sweep(now time.Time) {
-	m.lastSweep = now
-	for k, bk := range m.buckets {
-		if bk.lim.TokensAt(now) >= float64(bk.lim.Burst()) {
-			delete(m.buckets, k)
-		}
-	}
 }
 
 // redisRates runs the GCRA in Redis (redis_rate), falling back to this
@@ -261,7 +326,7 @@ func (m *memRates) sweep(now time.Time) {
 type redisRates struct {
 	lim      *redis_rate.Limiter
 	timeout  time.Duration
-	fallback *memRates
+	fallback func(k key, b Bound, now time.Time) time.Duration
 	log      *slog.Logger
 	lastWarn atomic.Int64 // unix nanoseconds
 }
@@ -269,13 +334,13 @@ type redisRates struct {
 // keyPrefix namespaces the buckets in Redis (redis_rate adds "rate:").
 const keyPrefix = "smcp:quota:"
 
-func (r *redisRates) allow(ctx context.Context, k key, b Bound) time.Duration {
+func (r *redisRates) allow(ctx context.Context, k key, b Bound, now time.Time) time.Duration {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	res, err := r.lim.Allow(ctx, redisKey(k), redisLimit(b))
 	cancel()
 	if err != nil {
 		r.warn(err)
-		return r.fallback.allow(ctx, k, b)
+		return r.fallback(k, b, now)
 	}
 	if res.Allowed > 0 {
 		return 0

@@ -12,7 +12,7 @@ import (
 func clocked() (*Quotas, *time.Time) {
 	q := New(Options{})
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	q.rates.(*memRates).now = func() time.Time { return now }
+	q.now = func() time.Time { return now }
 	return q, &now
 }
 
@@ -40,25 +40,25 @@ func TestRateBurstThenWait(t *testing.T) {
 	l := &Limits{Bound: Bound{CallsPerSecond: 5, Burst: 5}}
 	ctx := context.Background()
 	for i := range 5 {
-		if _, err := q.Admit(ctx, "slow", "echo", l); err != nil {
+		if _, err := q.Admit(ctx, "slow", "echo", l, *now); err != nil {
 			t.Fatalf("call %d of the burst: %v", i, err)
 		}
 	}
-	_, err := q.Admit(ctx, "slow", "echo", l)
+	_, err := q.Admit(ctx, "slow", "echo", l, *now)
 	d := refused(t, err, BoundRate, "")
 	if d["retry_after_ms"] != int64(200) {
 		t.Fatalf("retry_after_ms = %v, want 200", d["retry_after_ms"])
 	}
 	*now = now.Add(199 * time.Millisecond)
-	if _, err := q.Admit(ctx, "slow", "echo", l); err == nil {
+	if _, err := q.Admit(ctx, "slow", "echo", l, *now); err == nil {
 		t.Fatal("admitted 1 ms before the wait it announced")
 	}
 	*now = now.Add(time.Millisecond)
-	if _, err := q.Admit(ctx, "slow", "echo", l); err != nil {
+	if _, err := q.Admit(ctx, "slow", "echo", l, *now); err != nil {
 		t.Fatalf("after the wait: %v", err)
 	}
 	// Another principal has its own allowance.
-	if _, err := q.Admit(ctx, "other", "echo", l); err != nil {
+	if _, err := q.Admit(ctx, "other", "echo", l, *now); err != nil {
 		t.Fatalf("another principal: %v", err)
 	}
 }
@@ -66,52 +66,52 @@ func TestRateBurstThenWait(t *testing.T) {
 // TestToolBoundBesidePrincipal: a tool's bound refuses that tool only,
 // naming it; the principal's other tools go on within its own bound.
 func TestToolBoundBesidePrincipal(t *testing.T) {
-	q, _ := clocked()
+	q, now := clocked()
 	l := &Limits{Bound: Bound{CallsPerSecond: 10, Burst: 10},
 		Tools: map[string]Bound{"echo": {CallsPerSecond: 1, Burst: 2}}}
 	ctx := context.Background()
 	for range 2 {
-		if _, err := q.Admit(ctx, "k", "echo", l); err != nil {
+		if _, err := q.Admit(ctx, "k", "echo", l, *now); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := q.Admit(ctx, "k", "echo", l)
+	_, err := q.Admit(ctx, "k", "echo", l, *now)
 	if d := refused(t, err, BoundRate, "echo"); d["retry_after_ms"] != int64(1000) {
 		t.Fatalf("retry_after_ms = %v, want 1000", d["retry_after_ms"])
 	}
 	for i := range 8 {
-		if _, err := q.Admit(ctx, "k", "add", l); err != nil {
+		if _, err := q.Admit(ctx, "k", "add", l, *now); err != nil {
 			t.Fatalf("call %d of another tool: %v", i, err)
 		}
 	}
 	// The principal's 10 are spent (2 echo, 8 add): its own bound now.
-	_, err = q.Admit(ctx, "k", "add", l)
+	_, err = q.Admit(ctx, "k", "add", l, *now)
 	refused(t, err, BoundRate, "")
 }
 
 // TestInFlight: the principal's and a tool's calls in flight are bounded;
 // a released ticket makes room, and a refusal holds nothing.
 func TestInFlight(t *testing.T) {
-	q := New(Options{})
+	q, now := clocked()
 	l := &Limits{Bound: Bound{InFlight: 3}, Tools: map[string]Bound{"slow": {InFlight: 1}}}
 	ctx := context.Background()
-	slow, err := q.Admit(ctx, "k", "slow", l)
+	slow, err := q.Admit(ctx, "k", "slow", l, *now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = q.Admit(ctx, "k", "slow", l)
+	_, err = q.Admit(ctx, "k", "slow", l, *now)
 	if d := refused(t, err, BoundInFlight, "slow"); d["retry_after_ms"] != nil {
 		t.Fatalf("an in-flight refusal announces a wait it cannot know: %v", d)
 	}
-	a, err := q.Admit(ctx, "k", "echo", l)
+	a, err := q.Admit(ctx, "k", "echo", l, *now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := q.Admit(ctx, "k", "echo", l)
+	b, err := q.Admit(ctx, "k", "echo", l, *now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = q.Admit(ctx, "k", "echo", l)
+	_, err = q.Admit(ctx, "k", "echo", l, *now)
 	refused(t, err, BoundInFlight, "")
 	if n := q.InFlight("k", ""); n != 3 {
 		t.Fatalf("in flight %d, want 3 (refusals hold nothing)", n)
@@ -120,7 +120,7 @@ func TestInFlight(t *testing.T) {
 	if n := q.InFlight("k", "slow"); n != 0 {
 		t.Fatalf("tool in flight %d after release, want 0", n)
 	}
-	if _, err := q.Admit(ctx, "k", "echo", l); err != nil {
+	if _, err := q.Admit(ctx, "k", "echo", l, *now); err != nil {
 		t.Fatalf("after a release: %v", err)
 	}
 	a.Release()
@@ -133,14 +133,14 @@ func TestInFlight(t *testing.T) {
 // TestRateRefusalReleasesInFlight: a call refused by its rate gives back
 // the in-flight room it took on the way.
 func TestRateRefusalReleasesInFlight(t *testing.T) {
-	q, _ := clocked()
+	q, now := clocked()
 	l := &Limits{Bound: Bound{CallsPerSecond: 1, Burst: 1, InFlight: 5}}
 	ctx := context.Background()
-	tk, err := q.Admit(ctx, "k", "t", l)
+	tk, err := q.Admit(ctx, "k", "t", l, *now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = q.Admit(ctx, "k", "t", l)
+	_, err = q.Admit(ctx, "k", "t", l, *now)
 	refused(t, err, BoundRate, "")
 	if n := q.InFlight("k", ""); n != 1 {
 		t.Fatalf("in flight %d after a rate refusal, want 1", n)
@@ -151,17 +151,17 @@ func TestRateRefusalReleasesInFlight(t *testing.T) {
 // TestUnlimited: no limits, or all zero, admit everything and hold
 // nothing.
 func TestUnlimited(t *testing.T) {
-	q, _ := clocked()
+	q, now := clocked()
 	for _, l := range []*Limits{nil, {}, {Tools: map[string]Bound{"echo": {}}}} {
 		for range 100 {
-			tk, err := q.Admit(context.Background(), "k", "echo", l)
+			tk, err := q.Admit(context.Background(), "k", "echo", l, *now)
 			if err != nil {
 				t.Fatalf("%+v: %v", l, err)
 			}
 			tk.Release()
 		}
 	}
-	if len(q.rates.(*memRates).buckets) != 0 || len(q.flights.n) != 0 {
+	if len(q.principals) != 0 {
 		t.Fatal("unlimited calls made buckets")
 	}
 }
@@ -172,17 +172,17 @@ func TestReloadedBound(t *testing.T) {
 	q, now := clocked()
 	ctx := context.Background()
 	l := &Limits{Bound: Bound{CallsPerSecond: 1, Burst: 1}}
-	if _, err := q.Admit(ctx, "k", "t", l); err != nil {
+	if _, err := q.Admit(ctx, "k", "t", l, *now); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.Admit(ctx, "k", "t", l); err == nil {
+	if _, err := q.Admit(ctx, "k", "t", l, *now); err == nil {
 		t.Fatal("second call admitted at 1/s burst 1")
 	}
 	// 100 ms in, a tenth of a call came back at 1/s; the rest comes at
 	// the new 10/s, in 90 ms (not the old rate's 900 ms).
 	*now = now.Add(100 * time.Millisecond)
 	l = &Limits{Bound: Bound{CallsPerSecond: 10, Burst: 1}}
-	_, err := q.Admit(ctx, "k", "t", l)
+	_, err := q.Admit(ctx, "k", "t", l, *now)
 	if d := refused(t, err, BoundRate, ""); d["retry_after_ms"] != int64(90) {
 		t.Fatalf("retry_after_ms = %v, want 90 (the new rate's)", d["retry_after_ms"])
 	}
@@ -195,17 +195,39 @@ func TestSweepDropsFullBuckets(t *testing.T) {
 	l := &Limits{Bound: Bound{CallsPerSecond: 1, Burst: 1}}
 	ctx := context.Background()
 	for _, p := range []string{"a", "b", "c"} {
-		if _, err := q.Admit(ctx, p, "t", l); err != nil {
+		if _, err := q.Admit(ctx, p, "t", l, *now); err != nil {
 			t.Fatal(err)
 		}
 	}
-	m := q.rates.(*memRates)
 	*now = now.Add(sweepEvery)
-	if _, err := q.Admit(ctx, "d", "t", l); err != nil {
+	if _, err := q.Admit(ctx, "d", "t", l, *now); err != nil {
 		t.Fatal(err)
 	}
-	if len(m.buckets) != 1 {
-		t.Fatalf("%d buckets after the sweep, want 1 (d's)", len(m.buckets))
+	if len(q.principals) != 1 {
+		t.Fatalf("%d principals' buckets after the sweep, want 1 (d's)", len(q.principals))
+	}
+}
+
+// TestSweepKeepsCallsInFlight: a bucket with a call in flight is not
+// idle, whatever its rate: the sweep keeps it, and the ticket releases
+// what the next admission counts.
+func TestSweepKeepsCallsInFlight(t *testing.T) {
+	q, now := clocked()
+	l := &Limits{Bound: Bound{CallsPerSecond: 1, Burst: 1, InFlight: 1}}
+	ctx := context.Background()
+	held, err := q.Admit(ctx, "a", "t", l, *now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	*now = now.Add(sweepEvery) // a's rate is whole again
+	if _, err := q.Admit(ctx, "b", "t", l, *now); err != nil {
+		t.Fatal(err)
+	}
+	_, err = q.Admit(ctx, "a", "t", l, *now)
+	refused(t, err, BoundInFlight, "")
+	held.Release()
+	if _, err := q.Admit(ctx, "a", "t", l, *now); err != nil {
+		t.Fatalf("after the release: %v", err)
 	}
 }
 

@@ -73,11 +73,11 @@ func burstThenRefuse(t *testing.T, q *quota.Quotas, principal string, rate float
 	l := &quota.Limits{Bound: quota.Bound{CallsPerSecond: rate, Burst: 5}}
 	ctx := context.Background()
 	for i := range 5 {
-		if _, err := q.Admit(ctx, principal, "echo", l); err != nil {
+		if _, err := q.Admit(ctx, principal, "echo", l, time.Now()); err != nil {
 			t.Fatalf("call %d of the burst: %v", i, err)
 		}
 	}
-	_, err := q.Admit(ctx, principal, "echo", l)
+	_, err := q.Admit(ctx, principal, "echo", l, time.Now())
 	e, ok := smcp.AsError(err)
 	if !ok || e.Code != quota.Code {
 		t.Fatalf("6th call: want a 429, got %v", err)
@@ -97,7 +97,7 @@ func TestRedisMiniredis(t *testing.T) {
 	burstThenRefuse(t, quota.New(quota.Options{Redis: rdb}), "slow", 5)
 	// Another node sees the same spent allowance.
 	other := quota.New(quota.Options{Redis: rdb})
-	_, err := other.Admit(context.Background(), "slow", "echo", &quota.Limits{Bound: quota.Bound{CallsPerSecond: 5, Burst: 5}})
+	_, err := other.Admit(context.Background(), "slow", "echo", &quota.Limits{Bound: quota.Bound{CallsPerSecond: 5, Burst: 5}}, time.Now())
 	if e, ok := smcp.AsError(err); !ok || e.Code != quota.Code {
 		t.Fatalf("second node: want a 429, got %v", err)
 	}
@@ -153,7 +153,7 @@ func TestSharedLimitRedisServer(t *testing.T) {
 		for range workers {
 			wg.Go(func() {
 				for ctx.Err() == nil {
-					_, err := q.Admit(context.Background(), "shared", "echo", l)
+					_, err := q.Admit(context.Background(), "shared", "echo", l, time.Now())
 					at := time.Now()
 					if err == nil {
 						mu.Lock()
@@ -254,7 +254,7 @@ func TestTokens(t *testing.T) {
 					t.Fatalf("fresh bucket: %v tokens, want 3", n)
 				}
 			}
-			tk, err := q.Admit(ctx, "p-"+name, "echo", l)
+			tk, err := q.Admit(ctx, "p-"+name, "echo", l, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

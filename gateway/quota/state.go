@@ -18,8 +18,7 @@ func (q *Quotas) Tokens(ctx context.Context, principal, tool string, b Bound) (t
 		return 0, false, nil
 	}
 	k := key{principal: principal, tool: tool, perTool: tool != ""}
-	switch r := q.rates.(type) {
-	case *redisRates:
+	if r := q.redis; r != nil {
 		ctx, cancel := context.WithTimeout(ctx, r.timeout)
 		defer cancel()
 		res, err := r.lim.AllowN(ctx, redisKey(k), redisLimit(b), 0)
@@ -27,27 +26,22 @@ func (q *Quotas) Tokens(ctx context.Context, principal, tool string, b Bound) (t
 			return 0, false, fmt.Errorf("quota: read the Redis bucket: %w", err)
 		}
 		return float64(res.Remaining), true, nil
-	case *memRates:
-		return r.tokens(k, b), true, nil
 	}
-	return 0, false, nil
+	return q.tokens(k, b), true, nil
 }
 
 // Shared reports whether the rates are kept in Redis, shared by the nodes.
-func (q *Quotas) Shared() bool {
-	_, ok := q.rates.(*redisRates)
-	return ok
-}
+func (q *Quotas) Shared() bool { return q.redis != nil }
 
 // tokens is the bucket's tokens now, without spending: a bucket not made
 // yet (or swept, being full) has the whole burst; one of a bound since
 // reloaded, at most the new burst.
-func (m *memRates) tokens(k key, b Bound) float64 {
-	now := m.now()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	bk := m.buckets[k]
-	if bk == nil {
+func (q *Quotas) tokens(k key, b Bound) float64 {
+	now := q.now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	bk := q.lookup(k)
+	if bk == nil || bk.lim == nil {
 		return float64(b.burst())
 	}
 	return min(max(bk.lim.TokensAt(now), 0), float64(b.burst()))
@@ -56,12 +50,12 @@ func (m *memRates) tokens(k key, b Bound) float64 {
 // Flying lists the principals with calls in flight on this node, and
 // how many each has.
 func (q *Quotas) Flying() map[string]int {
-	q.flights.mu.Lock()
-	defer q.flights.mu.Unlock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	out := map[string]int{}
-	for k, n := range q.flights.n {
-		if !k.perTool {
-			out[k.principal] = n
+	for p, bs := range q.principals {
+		if bs.own.flying > 0 {
+			out[p] = bs.own.flying
 		}
 	}
 	return out

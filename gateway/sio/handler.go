@@ -287,7 +287,8 @@ func (h *handler) route(event string, payload any, ack socket.Ack, wctx context.
 		flat(ack, smcp.Errorf(CodeUnavailable, "gateway is shutting down"))
 		return
 	}
-	done := h.srv.cfg.Metrics.Call(metrics.FrontSIO, event)
+	req.Received = time.Now() // one clock read for the metrics and the core's guard
+	done := h.srv.cfg.Metrics.Call(metrics.FrontSIO, event, req.Received)
 	var span trace.Span
 	if t := h.srv.cfg.Tracer; t != nil {
 		_, span = t.Start(h.ctx, event, trace.WithSpanKind(trace.SpanKindServer),
