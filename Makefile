@@ -37,11 +37,13 @@ test-deps:
 # gen/ (Go), docs/API.md (from the proto comments), the tables of docs/PROTOCOL.md (from
 # the protocol table, smcp/protocol.go) and the descriptor set the Python example loads
 # (examples/python-agent/smcp.binpb).
+# The generators (and buf's plugins, buf.gen.yaml) are built with -race, as vet and the tests
+# build: a cold make test then compiles their packages once, not a second time without it.
 generate:
 	$(BUF) generate
-	set -o pipefail; $(BUF) build -o - | $(GO) run ./internal/cmd/protodoc > docs/API.md.tmp
+	set -o pipefail; $(BUF) build -o - | $(GO) run -race ./internal/cmd/protodoc > docs/API.md.tmp
 	mv docs/API.md.tmp docs/API.md
-	$(GO) run ./internal/cmd/protocoldoc docs/PROTOCOL.md
+	$(GO) run -race ./internal/cmd/protocoldoc docs/PROTOCOL.md
 	$(BUF) build --exclude-source-info -o examples/python-agent/smcp.binpb
 
 # vet with -race, as unit tests: the packages it compiles are then the ones the tests link, not
