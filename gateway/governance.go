@@ -112,7 +112,7 @@ func (g *governance) Admit(ctx context.Context, c *core.Call) (func(core.Outcome
 	}
 	var ticket quota.Ticket
 	if l := g.limits(c); l != nil {
-		t, err := g.quotas.Admit(ctx, c.Principal.ID, toolName(c), l, c.Time)
+		t, err := g.quotas.Admit(ctx, c.Principal.ID, toolName(c), l, callTime(c))
 		if err != nil {
 			if ruled != nil {
 				ruled(core.Outcome{Err: err, BytesIn: int64(len(c.Payload))})
@@ -199,16 +199,22 @@ func (g *governance) start(ctx context.Context, c *core.Call) (traceID, argsSHA2
 
 // record fills in c's audit record: who, where, what.
 func (g *governance) record(c *core.Call, r *audit.Record) {
-	r.Time = c.Time
-	if r.Time.IsZero() { // a Call not made by the core's admission
-		r.Time = time.Now()
-	}
+	r.Time = callTime(c)
 	r.Node, r.Front, r.Event = g.node, frontOf(c.Front, c.Protocol), c.Event
 	r.Principal, r.Agent, r.Office, r.Computer = c.Principal.ID, c.Agent, c.Office, c.Computer
 	r.Tool, r.Resource, r.RequestID = toolName(c), c.URI, c.ReqID
 	if r.Issuer = c.Principal.Issuer; r.Issuer != "" {
 		r.Subject, _ = c.Principal.Claims["sub"].(string)
 	}
+}
+
+// callTime is when the core came to admit c; now for a Call the core did
+// not make.
+func callTime(c *core.Call) time.Time {
+	if c.Time.IsZero() {
+		return time.Now()
+	}
+	return c.Time
 }
 
 // frontOf names a front end in the audit: the front, and the wire within
