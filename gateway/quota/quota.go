@@ -134,6 +134,9 @@ func (q *Quotas) Admit(ctx context.Context, principal, tool string, l *Limits, n
 	}
 	tb, hasTool := l.Tools[tool]
 	hasTool = hasTool && !tb.unlimited()
+	if !hasTool && l.Bound.unlimited() {
+		return Ticket{}, nil // bounds on other tools only: nothing of this call is counted
+	}
 	q.mu.Lock()
 	bs := q.bucketsOf(principal, now)
 	var tk *bucket
